@@ -1,0 +1,86 @@
+//! The static configuration of a ring: its producer kind and its mode are type
+//! parameters, so the fast path is specialized at compile time and carries no runtime
+//! branch on them (the idea of LTTng's client configuration, in Rust's type system).
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Whether a ring takes one producer or many. Sealed: [`Mpsc`] or [`Spsc`].
+pub trait ProducerKind: sealed::Sealed + Send + Sync + 'static {
+    /// True for [`Mpsc`]: reservations are claimed with a compare-and-swap.
+    const MULTI: bool;
+    /// `"mpsc"` or `"spsc"`.
+    const NAME: &'static str;
+    #[doc(hidden)]
+    const CODE: u32;
+}
+
+/// Any number of producer handles ([`Producer`](crate::Producer) is `Clone`); they
+/// claim space with a compare-and-swap on the producer position, never a lock.
+#[derive(Debug)]
+pub enum Mpsc {}
+/// Exactly one producer handle; it owns the producer position and claims space with
+/// plain stores: no read-modify-write at all on its path.
+#[derive(Debug)]
+pub enum Spsc {}
+
+impl sealed::Sealed for Mpsc {}
+impl sealed::Sealed for Spsc {}
+impl ProducerKind for Mpsc {
+    const MULTI: bool = true;
+    const NAME: &'static str = "mpsc";
+    const CODE: u32 = 1;
+}
+impl ProducerKind for Spsc {
+    const MULTI: bool = false;
+    const NAME: &'static str = "spsc";
+    const CODE: u32 = 2;
+}
+
+/// What a producer does when a record does not fit. Sealed; the flight-recorder
+/// (overwrite) mode joins [`Discard`] in a later release.
+pub trait Mode: sealed::Sealed + Send + Sync + 'static {
+    /// `"discard"`.
+    const NAME: &'static str;
+    #[doc(hidden)]
+    const CODE: u32;
+}
+
+/// A record that does not fit is refused at once and counted as lost; nothing already
+/// in the ring is ever overwritten.
+#[derive(Debug)]
+pub enum Discard {}
+impl sealed::Sealed for Discard {}
+impl Mode for Discard {
+    const NAME: &'static str = "discard";
+    const CODE: u32 = 1;
+}
+
+/// The wakeup flag of one commit or discard: the BPF ring buffer's flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Wakeup {
+    /// Follow the ring's [`WakeupPolicy`] (BPF flag `0`).
+    #[default]
+    Default,
+    /// Never wake the consumer for this record (`BPF_RB_NO_WAKEUP`). A consumer asleep
+    /// with only such records pending sleeps until a later wakeup or its timeout.
+    NoWakeup,
+    /// Wake a sleeping consumer whatever the policy (`BPF_RB_FORCE_WAKEUP`).
+    Force,
+}
+
+/// When a commit with [`Wakeup::Default`] wakes a sleeping consumer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WakeupPolicy {
+    /// Wake when the consumer has caught up to the record being committed: the record
+    /// it is waiting at (the BPF ring buffer's adaptive notification).
+    #[default]
+    CaughtUp,
+    /// Wake only once at least this many bytes (headers and padding included) are
+    /// committed behind the consumer's position, or when the record the consumer is
+    /// blocked at commits while that much is already reserved behind it. Fewer wakeups,
+    /// at the price of latency: a consumer may sleep with less than this pending
+    /// until its timeout.
+    Watermark(u64),
+}

@@ -1,0 +1,336 @@
+//! [`Consumer`]: zero-copy callback and iterator forms, batched publication of the
+//! consumer position, and waiting (blocking, or through a file descriptor).
+
+use std::fmt;
+use std::io;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+use crate::config::{Discard, Mode, Mpsc, ProducerKind};
+use crate::error::{ConsumeError, Error};
+use crate::layout::{footprint, Slot, HDR_SIZE};
+use crate::ring::{attach_flag, detach_flag, Shared};
+use crate::sync::Ordering::Relaxed;
+
+/// Reads a ring's records in reservation order, in place. One per ring at a time.
+///
+/// Space is handed back to producers in batches (see
+/// [`Builder::consumer_batch`](crate::Builder::consumer_batch)) and at the end of every
+/// consume call, not after every record as libbpf does.
+///
+/// # Waiting
+///
+/// [`poll`](Self::poll) and [`wait`](Self::wait) block. An event loop instead waits on
+/// [`as_fd`](AsFd::as_fd) (readable when woken; edge-triggered `EPOLLET` is fine, as
+/// mio and tokio's `AsyncFd` use): drain, then call [`arm`](Self::arm); wait on the fd
+/// only if it returns `true`, else drain again.
+///
+/// ```
+/// use ringtrace::MpscRing;
+/// use std::time::Duration;
+///
+/// let ring = MpscRing::new(4096)?;
+/// let mut consumer = ring.consumer()?;
+/// let mut producer = ring.producer()?;
+/// let t = std::thread::spawn(move || {
+///     std::thread::sleep(Duration::from_millis(20));
+///     producer.output(b"late", ringtrace::Wakeup::Default).unwrap();
+/// });
+/// let mut got = Vec::new();
+/// let n = consumer.poll(Some(Duration::from_secs(10)), |d| {
+///     got.extend_from_slice(d);
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!((n, &got[..]), (1, &b"late"[..]));
+/// t.join().unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
+    shared: Arc<Shared>,
+    /// Next record boundary to read.
+    pos: u64,
+    /// Consumer position as last published (`<= pos`).
+    published: u64,
+    /// Running totals, stored into the control block when publishing.
+    consumed: u64,
+    skipped: u64,
+    /// Whether the wait word may still say WAITING.
+    armed: bool,
+    _static: PhantomData<fn() -> (K, M)>,
+}
+
+impl<K: ProducerKind, M: Mode> fmt::Debug for Consumer<K, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer").field("pos", &self.pos).field("published", &self.published).finish()
+    }
+}
+
+/// One step of reading.
+enum Next {
+    Record(*const u8, usize),
+    Empty,
+    Corrupt(u64, u64),
+}
+
+impl<K: ProducerKind, M: Mode> Consumer<K, M> {
+    pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
+        let ctl = shared.core.control();
+        if !attach_flag(&ctl.consumer.0.attached) {
+            return Err(Error::ConsumerAttached);
+        }
+        let pos = ctl.consumer.0.pos.load(Relaxed);
+        let consumed = ctl.consumer.0.consumed.load(Relaxed);
+        let skipped = ctl.consumer.0.skipped.load(Relaxed);
+        Ok(Consumer { shared, pos, published: pos, consumed, skipped, armed: false, _static: PhantomData })
+    }
+
+    /// Reads the record at `pos`, stepping over discarded ones, and moves past it.
+    #[inline]
+    fn next_raw(&mut self) -> Next {
+        let core = &self.shared.core;
+        loop {
+            let (len, discarded) = match core.peek(self.pos) {
+                Slot::Empty | Slot::Busy => return Next::Empty,
+                Slot::Committed(len) => (len, false),
+                Slot::Discarded(len) => (len, true),
+            };
+            let next = self.pos + footprint(len);
+            if !core.plausible(len) || next - self.published > core.capacity() {
+                return Next::Corrupt(self.pos, core.raw_header(self.pos));
+            }
+            let at = self.pos;
+            self.pos = next;
+            if discarded {
+                self.skipped += 1;
+                continue;
+            }
+            self.consumed += 1;
+            return Next::Record(core.region.data_ptr(at + HDR_SIZE), len as usize);
+        }
+    }
+
+    /// Zeroes what was read and publishes the consumer position.
+    fn publish(&mut self) {
+        if self.pos != self.published {
+            // SAFETY: we are the ring's only consumer; `published` is what we last
+            // published; `[published, pos)` holds records we read, and no slice into
+            // them is alive: callback slices end with each call, and iterator slices
+            // borrow `self` (we hold `&mut self` now).
+            unsafe { self.shared.core.release(self.published, self.pos) };
+            self.published = self.pos;
+            let line = &self.shared.core.control().consumer.0;
+            line.consumed.store(self.consumed, Relaxed);
+            line.skipped.store(self.skipped, Relaxed);
+        }
+    }
+
+    fn disarm(&mut self) {
+        if self.armed {
+            self.shared.core.disarm(self.published);
+            self.armed = false;
+        }
+    }
+
+    /// Calls `f` with every record available now, in order, then hands the space back.
+    /// Returns how many records `f` saw. Stops at the first error of `f` (that record
+    /// counts as consumed, as in libbpf) and returns it.
+    #[inline]
+    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_n(usize::MAX, f)
+    }
+
+    /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
+    /// `ring__consume_n`).
+    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.disarm();
+        let batch = self.shared.batch;
+        let mut n = 0;
+        let result = loop {
+            if n >= max {
+                break Ok(n);
+            }
+            match self.next_raw() {
+                Next::Record(ptr, len) => {
+                    n += 1;
+                    // SAFETY: a committed record of `len` bytes, contiguous in the double
+                    // mapping, not released before this call returns: the slice is only
+                    // lent to `f` for this call.
+                    let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+                    if let Err(e) = f(data) {
+                        break Err(ConsumeError::Callback(e));
+                    }
+                    if self.pos - self.published >= batch {
+                        self.publish();
+                    }
+                }
+                Next::Empty => break Ok(n),
+                Next::Corrupt(pos, header) => break Err(ConsumeError::Corrupt { pos, header }),
+            }
+        };
+        self.publish();
+        result
+    }
+
+    /// The records available now, in order, as slices into the ring. The space is
+    /// handed back at the next call on this consumer (or [`release`](Self::release)).
+    /// The iterator ends where the producers have not committed yet, or at a corrupt
+    /// header (which the next `consume` call reports).
+    ///
+    /// ```
+    /// # let ring = ringtrace::MpscRing::new(4096)?;
+    /// # let mut p = ring.producer()?;
+    /// # p.output(b"a", ringtrace::Wakeup::Default)?;
+    /// let mut consumer = ring.consumer()?;
+    /// let total: usize = consumer.iter().map(|rec| rec.len()).sum();
+    /// assert_eq!(total, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter(&mut self) -> Records<'_, K, M> {
+        self.disarm();
+        self.publish();
+        Records { consumer: self }
+    }
+
+    /// Hands back the space of records read through [`iter`](Self::iter).
+    pub fn release(&mut self) {
+        self.publish();
+    }
+
+    /// Whether a record (or a discarded one to step over) is ready at the consumer's
+    /// position.
+    #[inline]
+    pub fn ready(&self) -> bool {
+        !matches!(self.shared.core.peek(self.pos), Slot::Empty | Slot::Busy)
+    }
+
+    /// Consumes what is available; if nothing is, sleeps until a producer wakes it
+    /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
+    /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        let n = self.consume(&mut f)?;
+        if n > 0 || !self.wait(timeout)? {
+            return Ok(n);
+        }
+        self.consume(f)
+    }
+
+    /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        self.publish();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.ready() {
+                self.disarm();
+                return Ok(true);
+            }
+            if !self.arm_inner()? {
+                continue; // a record arrived, or a producer rang: look again
+            }
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => {
+                        self.disarm();
+                        return Ok(self.ready());
+                    }
+                },
+            };
+            let ts = left.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
+            let bell = self.shared.core.region.doorbell();
+            let mut fds = [PollFd::new(&bell, PollFlags::IN)];
+            match poll(&mut fds, ts.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    self.disarm();
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    /// Prepares to wait on [`as_fd`](AsFd::as_fd): publishes the consumer position,
+    /// resets the doorbell, and announces the wait. `Ok(true)`: nothing is ready, wait
+    /// on the fd. `Ok(false)`: something is ready (or arrived meanwhile): consume first.
+    pub fn arm(&mut self) -> io::Result<bool> {
+        self.publish();
+        if self.ready() {
+            return Ok(false);
+        }
+        self.arm_inner()
+    }
+
+    fn arm_inner(&mut self) -> io::Result<bool> {
+        self.shared.core.region.drain_doorbell()?;
+        self.armed = true;
+        let armed = self.shared.core.arm(self.published)?;
+        self.armed = armed;
+        Ok(armed)
+    }
+
+    /// Bytes reserved by producers and not yet consumed (committed or not).
+    pub fn available(&self) -> u64 {
+        let (_, prod) = self.shared.core.positions();
+        prod.wrapping_sub(self.pos)
+    }
+
+    /// The consumer's read position (bytes since the ring was created).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+impl<K: ProducerKind, M: Mode> AsFd for Consumer<K, M> {
+    /// The doorbell: an eventfd that becomes readable when a producer wakes this
+    /// consumer. See [`Consumer::arm`].
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.core.region.doorbell()
+    }
+}
+
+impl<K: ProducerKind, M: Mode> Drop for Consumer<K, M> {
+    fn drop(&mut self) {
+        self.disarm();
+        self.publish();
+        detach_flag(&self.shared.core.control().consumer.0.attached);
+    }
+}
+
+/// Iterator over the records available to a [`Consumer`] ([`Consumer::iter`]).
+pub struct Records<'a, K: ProducerKind = Mpsc, M: Mode = Discard> {
+    consumer: &'a mut Consumer<K, M>,
+}
+
+impl<K: ProducerKind, M: Mode> fmt::Debug for Records<'_, K, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Records").field("pos", &self.consumer.pos).finish()
+    }
+}
+
+impl<'a, K: ProducerKind, M: Mode> Iterator for Records<'a, K, M> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self.consumer.next_raw() {
+            // SAFETY: a committed record, contiguous in the double mapping; its space is
+            // released only by `publish`, which needs `&mut Consumer`, which this
+            // iterator holds for `'a`: the slice cannot outlive the reservation of it.
+            Next::Record(ptr, len) => Some(unsafe { std::slice::from_raw_parts(ptr, len) }),
+            Next::Empty | Next::Corrupt(..) => None,
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The memory layout: the record header and the control block.
+//!
+//! Nothing in a ring's memory is a pointer: positions are byte offsets that only grow
+//! (`u64`, so they never wrap in practice), and a record lives at `pos & (capacity - 1)`
+//! in the data area. The control block is `#[repr(C)]` with fixed offsets so that it can
+//! sit at the start of a shared file (a later issue); every field is an atomic, so a
+//! process that reads it while another writes it is never a data race.
+//!
+//! ```text
+//!  offset 0     Meta          magic, layout version, kind, mode, capacity, policy
+//!  offset 128   ProducerLine  producer_pos                   (written by producers)
+//!  offset 256   ConsumerLine  consumer_pos, wait state        (written by the consumer)
+//!  offset 384   overflow      shared counters for producers without a slot
+//!  offset 512   slots[60]     per-producer counters, one 128-byte line each
+//!  offset 8192  data          capacity bytes, mapped twice back to back
+//! ```
+//!
+//! # Record header
+//!
+//! Each record is an 8-byte header followed by its payload, padded to 8 bytes: the Linux
+//! BPF ring buffer's format (`struct bpf_ringbuf_hdr { u32 len; u32 pg_off; }`), so one
+//! consumer code path reads both. The first word holds the payload length in its low 30
+//! bits, [`BUSY_BIT`] while the record is being written and [`DISCARD_BIT`] if it was
+//! discarded. The second word (the kernel's `pg_off`) is, in ringtrace rings, the process
+//! id of the producer that reserved the record: never zero. ringtrace's consumer zeroes
+//! the bytes it has consumed before it hands them back to producers, so an all-zero
+//! header means "reserved, header not yet written" (or nothing reserved at all): that is
+//! what lets producers claim space with a compare-and-swap instead of the kernel's lock.
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Size of the record header in bytes.
+pub const HDR_SIZE: u64 = 8;
+/// Set in the length word while the record is reserved and not yet committed or discarded.
+pub const BUSY_BIT: u32 = 1 << 31;
+/// Set in the length word of a record that was discarded; consumers skip it.
+pub const DISCARD_BIT: u32 = 1 << 30;
+/// The bits of the length word that hold the payload length.
+pub const LEN_MASK: u32 = DISCARD_BIT - 1;
+/// The largest payload any ring accepts (the BPF ring buffer's `RINGBUF_MAX_RECORD_SZ`);
+/// a ring also refuses a record whose footprint exceeds its capacity.
+pub const MAX_RECORD_LEN: u32 = LEN_MASK;
+
+/// Bytes a record of `len` payload bytes occupies: header plus payload, rounded up to 8.
+#[inline]
+pub const fn footprint(len: u32) -> u64 {
+    (len as u64 + HDR_SIZE + 7) & !7
+}
+
+/// Packs a length word and the aux word into the header's 64-bit value, with the length
+/// word at byte offset 0 whatever the byte order (the kernel's layout).
+#[inline]
+pub(crate) const fn pack(len_word: u32, aux: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        len_word as u64 | (aux as u64) << 32
+    } else {
+        (len_word as u64) << 32 | aux as u64
+    }
+}
+
+/// The length word of a packed header (inverse of [`pack`]).
+#[inline]
+pub(crate) const fn len_word(header: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        header as u32
+    } else {
+        (header >> 32) as u32
+    }
+}
+
+/// What a consumer finds at a record boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Nothing there yet: not reserved, or reserved and the header not yet written.
+    Empty,
+    /// Reserved and being written ([`BUSY_BIT`]).
+    Busy,
+    /// A committed record with this payload length.
+    Committed(u32),
+    /// A discarded record with this payload length, to skip.
+    Discarded(u32),
+}
+
+/// Decodes a header value read at a record boundary.
+#[inline]
+pub(crate) const fn decode(header: u64) -> Slot {
+    if header == 0 {
+        return Slot::Empty;
+    }
+    let w = len_word(header);
+    if w & BUSY_BIT != 0 {
+        Slot::Busy
+    } else if w & DISCARD_BIT != 0 {
+        Slot::Discarded(w & LEN_MASK)
+    } else {
+        Slot::Committed(w)
+    }
+}
+
+/// `b"RINGTRC\0"`: the first word of a ring's control block.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
+/// Version of this layout; bumped on any incompatible change.
+pub(crate) const LAYOUT_VERSION: u32 = 1;
+/// Per-producer counter slots in the control block.
+#[cfg(not(loom))]
+pub(crate) const N_SLOTS: usize = 60;
+#[cfg(loom)]
+pub(crate) const N_SLOTS: usize = 2;
+
+/// One 128-byte line: two 64-byte lines, since x86's spatial prefetcher pulls pairs
+/// (`crossbeam-utils`' `CachePadded` uses 128 on x86-64 for that reason).
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub(crate) struct Line<T>(pub(crate) T);
+
+/// Written once when the ring is created, before any other thread or process sees it.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    pub(crate) magic: AtomicU64,
+    pub(crate) version: AtomicU32,
+    /// 1 = multi-producer, 2 = single-producer.
+    pub(crate) kind: AtomicU32,
+    /// 1 = discard.
+    pub(crate) mode: AtomicU32,
+    pub(crate) creator_pid: AtomicU32,
+    pub(crate) capacity: AtomicU64,
+    /// Byte offset of the data area from the start of the control block.
+    pub(crate) data_offset: AtomicU64,
+    /// 0 = wake when the consumer has caught up; otherwise the watermark in bytes.
+    pub(crate) watermark: AtomicU64,
+}
+
+/// Written by producers (and read by everyone).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct ProducerLine {
+    /// Next free position: the end of the newest reservation.
+    pub(crate) pos: AtomicU64,
+    /// Single-producer rings: 1 while the producer handle exists.
+    pub(crate) attached: AtomicU32,
+}
+
+/// Written by the consumer (and read by producers).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct ConsumerLine {
+    /// Everything before this position has been consumed and zeroed.
+    pub(crate) pos: AtomicU64,
+    /// The consumer's wait state: see [`crate::core`] (`WAITING`, `BLOCKED` in the low
+    /// bits, the position it waits at in the rest).
+    pub(crate) wait: AtomicU64,
+    /// 1 while a consumer handle exists.
+    pub(crate) attached: AtomicU32,
+    /// Committed records the consumer delivered.
+    pub(crate) consumed: AtomicU64,
+    /// Discarded records the consumer skipped.
+    pub(crate) skipped: AtomicU64,
+}
+
+/// Counters of one producer handle (or, for the overflow slot, of all producers that
+/// found no free slot). Monotone: a slot's next owner keeps counting from its values.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    /// 0 while free; 1 while a producer handle owns it.
+    pub(crate) owner: AtomicU64,
+    pub(crate) committed: AtomicU64,
+    pub(crate) discarded: AtomicU64,
+    /// Reservations refused because the ring was full.
+    pub(crate) lost: AtomicU64,
+    /// Reservations refused because the record could never fit.
+    pub(crate) too_large: AtomicU64,
+}
+
+/// The control block at the start of every ring.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Control {
+    pub(crate) meta: Line<Meta>,
+    pub(crate) producer: Line<ProducerLine>,
+    pub(crate) consumer: Line<ConsumerLine>,
+    pub(crate) overflow: Line<Counters>,
+    pub(crate) slots: [Line<Counters>; N_SLOTS],
+}
+
+/// Size of the control block, and so the offset of the data area: a multiple of the
+/// page size on every Linux target ringtrace supports (4 KiB and 8 KiB pages; rings on
+/// 16 KiB or 64 KiB page systems round the data offset up, see `region::mmap`).
+#[cfg(not(loom))]
+pub(crate) const CONTROL_SIZE: usize = 8192;
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<Control>() == CONTROL_SIZE);
+
+impl Control {
+    /// A fresh control block on the heap (tests and loom models).
+    #[cfg(any(test, loom))]
+    pub(crate) fn new_boxed() -> Box<Self> {
+        Box::new(Control {
+            meta: Line::default(),
+            producer: Line::default(),
+            consumer: Line::default(),
+            overflow: Line::default(),
+            slots: core::array::from_fn(|_| Line::default()),
+        })
+    }
+
+    /// Fills in [`Meta`]; called once, before the ring is shared.
+    pub(crate) fn init_meta(&self, kind: u32, mode: u32, capacity: u64, data_offset: u64, watermark: u64) {
+        use crate::sync::Ordering::Relaxed;
+        // Relaxed: the ring is not shared yet; whatever shares it (Arc, a later
+        // fork/mmap) synchronizes these stores with every later reader.
+        let m = &self.meta.0;
+        m.version.store(LAYOUT_VERSION, Relaxed);
+        m.kind.store(kind, Relaxed);
+        m.mode.store(mode, Relaxed);
+        m.creator_pid.store(std::process::id(), Relaxed);
+        m.capacity.store(capacity, Relaxed);
+        m.data_offset.store(data_offset, Relaxed);
+        m.watermark.store(watermark, Relaxed);
+        m.magic.store(MAGIC, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn header_matches_the_bpf_layout() {
+        let h = pack(5 | BUSY_BIT, 77);
+        let bytes = h.to_ne_bytes();
+        assert_eq!(u32::from_ne_bytes(bytes[0..4].try_into().unwrap()), 5 | BUSY_BIT);
+        assert_eq!(u32::from_ne_bytes(bytes[4..8].try_into().unwrap()), 77);
+        assert_eq!(decode(h), Slot::Busy);
+        assert_eq!(decode(pack(5 | DISCARD_BIT, 1)), Slot::Discarded(5));
+        assert_eq!(decode(pack(0, 1)), Slot::Committed(0));
+        assert_eq!(decode(0), Slot::Empty);
+    }
+
+    #[test]
+    fn footprint_rounds_to_eight() {
+        assert_eq!(footprint(0), 8);
+        assert_eq!(footprint(1), 16);
+        assert_eq!(footprint(8), 16);
+        assert_eq!(footprint(9), 24);
+        assert_eq!(footprint(MAX_RECORD_LEN), (MAX_RECORD_LEN as u64 + 15) & !7);
+    }
+
+    proptest! {
+        #[test]
+        fn pack_decode_round_trip(len in 0u32..=LEN_MASK, aux in 1u32.., discard: bool) {
+            let w = if discard { len | DISCARD_BIT } else { len };
+            let slot = decode(pack(w, aux));
+            prop_assert_eq!(slot, if discard { Slot::Discarded(len) } else { Slot::Committed(len) });
+            prop_assert_eq!(decode(pack(len | BUSY_BIT, aux)), Slot::Busy);
+            let fp = footprint(len);
+            prop_assert!(fp % 8 == 0 && fp >= len as u64 + HDR_SIZE && fp < len as u64 + HDR_SIZE + 8);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! # ringtrace
+//!
+//! A ring buffer for trace and event data: many producers, one consumer, records of
+//! any length written and read in place. It is the Linux BPF ring buffer's design in
+//! user space (one ring shared by all producers, records in reservation order, 8-byte
+//! headers with BUSY and DISCARD bits, a data area mapped twice so every record is
+//! contiguous, BPF wakeup flags), without the kernel's reservation lock: a producer
+//! preempted between reserve and commit stops no other producer.
+//!
+//! ```
+//! use ringtrace::{MpscRing, Wakeup};
+//!
+//! let ring = MpscRing::new(1 << 16)?;                 // 64 KiB, multi-producer
+//! let mut producer = ring.producer()?;
+//! let mut consumer = ring.consumer()?;
+//!
+//! let mut rec = producer.reserve(8)?;                // zero-copy reservation
+//! rec.copy_from_slice(&42u64.to_le_bytes());
+//! rec.commit();                                      // or .discard(), or drop it
+//!
+//! for rec in consumer.iter() {
+//!     assert_eq!(u64::from_le_bytes(rec.try_into()?), 42);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Static configuration
+//!
+//! [`RingBuf<K, M>`](RingBuf) takes the producer kind ([`Mpsc`] or [`Spsc`]) and the
+//! mode ([`Discard`]) as type parameters, so each combination compiles to its own fast
+//! path with no runtime branch on them.
+//!
+//! ## Guarantees
+//!
+//! * Records reach the consumer in reservation order, each exactly once.
+//! * A record that does not fit is refused at once and counted ([`Stats::lost`]); one
+//!   that never could is refused with [`ReserveError::TooLarge`]. Nothing is lost
+//!   without being counted.
+//! * No lost wakeup: a consumer in [`Consumer::poll`] never sleeps past a commit that
+//!   the wakeup policy says should wake it (see `core` and `barrier` in the source).
+//!
+//! ## Limits
+//!
+//! Capacity: a power of two from one page to 4 GiB. Record payload: at most
+//! `capacity - 8` bytes and at most 2^30 - 1. Little- and big-endian 64-bit Linux.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
+
+mod barrier;
+mod config;
+mod core;
+mod error;
+mod layout;
+mod region;
+mod sync;
+
+#[cfg(not(loom))]
+mod consumer;
+#[cfg(not(loom))]
+mod producer;
+#[cfg(not(loom))]
+mod ring;
+
+#[cfg(all(test, not(loom)))]
+mod core_tests;
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use barrier::uses_membarrier;
+pub use config::{Discard, Mode, Mpsc, ProducerKind, Spsc, Wakeup, WakeupPolicy};
+pub use error::{ConsumeError, Error, ReserveError};
+pub use layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, MAX_RECORD_LEN};
+
+#[cfg(not(loom))]
+pub use consumer::{Consumer, Records};
+#[cfg(not(loom))]
+pub use producer::{Producer, Reservation};
+#[cfg(not(loom))]
+pub use ring::{Builder, RingBuf, Stats, MAX_CAPACITY};
+
+/// A multi-producer ring in discard mode.
+#[cfg(not(loom))]
+pub type MpscRing = RingBuf<Mpsc, Discard>;
+/// A single-producer ring in discard mode.
+#[cfg(not(loom))]
+pub type SpscRing = RingBuf<Spsc, Discard>;

@@ -1,0 +1,102 @@
+//! A heap region for loom models and unit tests: one atomic per 8-byte word for headers
+//! and a separate race-checked cell per word for payload, so loom checks that payload
+//! writes happen-before the consumer's reads and the consumer's zeroing happens-before
+//! the next producer's writes. No double mapping: payload word `i` of a record at `pos`
+//! is `(pos / 8 + 1 + i) % words`.
+
+use super::Region;
+use crate::layout::Control;
+use crate::sync::{AtomicU64, Condvar, Mutex, Ordering::Relaxed, UnsafeCell};
+
+pub(crate) struct HeapRegion {
+    control: Box<Control>,
+    headers: Box<[AtomicU64]>,
+    payload: Box<[UnsafeCell<u64>]>,
+    bell: Mutex<u64>,
+    ring: Condvar,
+}
+
+// SAFETY: the payload cells are shared between threads only as the protocol allows (one
+// owner at a time: the reserving producer, then the consumer); under loom that claim is
+// exactly what the models check.
+unsafe impl Sync for HeapRegion {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl Send for HeapRegion {}
+
+impl HeapRegion {
+    pub(crate) fn new(capacity: u64) -> Self {
+        assert!(capacity.is_power_of_two() && capacity >= 16);
+        let words = (capacity / 8) as usize;
+        HeapRegion {
+            control: Control::new_boxed(),
+            headers: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            payload: (0..words).map(|_| UnsafeCell::new(0)).collect(),
+            bell: Mutex::new(0),
+            ring: Condvar::new(),
+        }
+    }
+
+    fn word(&self, pos: u64) -> usize {
+        ((pos / 8) as usize) % self.headers.len()
+    }
+
+    /// Writes payload word `i` of the record at `pos`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the reservation at `pos` and `i` is within it.
+    pub(crate) unsafe fn write_payload(&self, pos: u64, i: usize, v: u64) {
+        let w = (self.word(pos) + 1 + i) % self.payload.len();
+        // SAFETY: the caller owns the reservation, so no other thread accesses this word
+        // (loom checks exactly this claim).
+        self.payload[w].with_mut(|p| unsafe { *p = v });
+    }
+
+    /// Reads payload word `i` of the committed record at `pos`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the consumer, the record is committed and `i` is within it.
+    pub(crate) unsafe fn read_payload(&self, pos: u64, i: usize) -> u64 {
+        let w = (self.word(pos) + 1 + i) % self.payload.len();
+        // SAFETY: the record is committed and not yet released: only the consumer reads it.
+        self.payload[w].with(|p| unsafe { *p })
+    }
+
+    /// Blocks until `notify` has been called since the last `wait` returned.
+    pub(crate) fn wait(&self) {
+        let mut rung = self.bell.lock().unwrap();
+        while *rung == 0 {
+            rung = self.ring.wait(rung).unwrap();
+        }
+        *rung = 0;
+    }
+}
+
+// SAFETY: `capacity` is fixed at construction and checked to be a power of two >= 16;
+// `header` indexes the same atomic for the same offset; `zero` clears header and payload
+// views of every word in the range.
+unsafe impl Region for HeapRegion {
+    fn control(&self) -> &Control {
+        &self.control
+    }
+    fn capacity(&self) -> u64 {
+        (self.headers.len() * 8) as u64
+    }
+    fn header(&self, pos: u64) -> &AtomicU64 {
+        &self.headers[self.word(pos)]
+    }
+    unsafe fn zero(&self, pos: u64, len: u64) {
+        for k in 0..(len / 8) {
+            let w = self.word(pos + 8 * k);
+            // Relaxed: published by the consumer's Release store of its position.
+            self.headers[w].store(0, Relaxed);
+            // SAFETY: the caller (the consumer) owns this consumed, unpublished range.
+            self.payload[w].with_mut(|p| unsafe { *p = 0 });
+        }
+    }
+    fn notify(&self) {
+        *self.bell.lock().unwrap() += 1;
+        self.ring.notify_one();
+    }
+}

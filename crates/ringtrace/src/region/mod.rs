@@ -1,0 +1,42 @@
+//! Where a ring's bytes live. The protocol in [`crate::core`] is generic over a
+//! [`Region`] (thingbuf's core/storage split): the real ring is a memfd mapped twice
+//! ([`mmap`]); loom models and unit tests use a heap region whose payload words are
+//! race-checked cells ([`heap`]).
+
+use crate::layout::Control;
+use crate::sync::AtomicU64;
+
+#[cfg(any(test, loom))]
+pub(crate) mod heap;
+#[cfg(not(loom))]
+pub(crate) mod mmap;
+
+/// A ring's memory: control block, data area and doorbell.
+///
+/// # Safety
+///
+/// Implementors guarantee, for the life of the region:
+/// * `capacity()` is a power of two of at least 16 and never changes;
+/// * `header(pos)` is the 8-byte word at data offset `pos & (capacity - 1)`, the same
+///   object every time for the same offset;
+/// * `zero(pos, len)` sets the bytes `[pos, pos + len)` (positions modulo the capacity),
+///   headers included, to zero.
+pub(crate) unsafe trait Region: Send + Sync {
+    /// The control block.
+    fn control(&self) -> &Control;
+    /// Bytes in the data area.
+    fn capacity(&self) -> u64;
+    /// The header word at a record boundary.
+    fn header(&self, pos: u64) -> &AtomicU64;
+    /// Zeroes `len` bytes from `pos`.
+    ///
+    /// # Safety
+    ///
+    /// * The caller is the consumer and `[pos, pos + len)` is consumed space it has not
+    ///   yet published: no producer accesses it until the consumer position passes it.
+    /// * No reference into that range is alive.
+    /// * `len <= capacity()` and `pos` and `len` are multiples of 8.
+    unsafe fn zero(&self, pos: u64, len: u64);
+    /// Wakes the consumer (eventfd write, or the model's condition variable).
+    fn notify(&self);
+}

@@ -1,0 +1,295 @@
+//! [`RingBuf`], its [`Builder`], and [`Stats`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
+use crate::core::Core;
+use crate::error::Error;
+use crate::layout::{Counters, CONTROL_SIZE};
+use crate::region::mmap::MmapRegion;
+use crate::region::Region;
+use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::{barrier, Consumer, Producer};
+
+/// The largest capacity a ring takes: 4 GiB (the kernel's BPF ring buffer limit).
+pub const MAX_CAPACITY: u64 = 1 << 32;
+
+/// What every handle of one ring shares.
+pub(crate) struct Shared {
+    pub(crate) core: Core<MmapRegion>,
+    /// Consumer publication batch in bytes.
+    pub(crate) batch: u64,
+}
+
+/// A ring buffer of variable-length records: many producers ([`Mpsc`]) or one
+/// ([`Spsc`](crate::Spsc)), one consumer, [`Discard`] mode.
+///
+/// `RingBuf` is a cheap handle (`Clone` shares the same ring); producers and the
+/// consumer are attached from it and keep the ring alive.
+///
+/// # Examples
+///
+/// ```
+/// use ringtrace::{MpscRing, Wakeup};
+///
+/// let ring = MpscRing::new(64 * 1024)?;          // Mpsc, Discard
+/// let mut producer = ring.producer()?;
+/// let mut consumer = ring.consumer()?;
+///
+/// let mut rec = producer.reserve(5)?;           // zero copy: write in place
+/// rec.copy_from_slice(b"hello");
+/// rec.commit();
+/// producer.output(b"world", Wakeup::Default)?;  // reserve + copy + commit
+///
+/// let mut seen = Vec::new();
+/// consumer.consume(|data| {
+///     seen.push(data.to_vec());
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(seen, [b"hello".to_vec(), b"world".to_vec()]);
+/// assert_eq!(ring.stats().committed, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RingBuf<K: ProducerKind = Mpsc, M: Mode = Discard> {
+    pub(crate) shared: Arc<Shared>,
+    _static: PhantomData<fn() -> (K, M)>,
+}
+
+impl<K: ProducerKind, M: Mode> Clone for RingBuf<K, M> {
+    fn clone(&self) -> Self {
+        RingBuf { shared: self.shared.clone(), _static: PhantomData }
+    }
+}
+
+impl<K: ProducerKind, M: Mode> fmt::Debug for RingBuf<K, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RingBuf")
+            .field("kind", &K::NAME)
+            .field("mode", &M::NAME)
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
+    /// A ring of `capacity` bytes with the default wakeup policy
+    /// ([`WakeupPolicy::CaughtUp`]) and consumer batch (a quarter of the capacity).
+    ///
+    /// `capacity` must be a power of two from one page to [`MAX_CAPACITY`]; anything
+    /// else is [`Error::InvalidCapacity`].
+    ///
+    /// ```
+    /// let err = ringtrace::RingBuf::<ringtrace::Mpsc>::new(1000).unwrap_err();
+    /// assert!(err.to_string().contains("power of two"));
+    /// ```
+    pub fn new(capacity: u64) -> Result<Self, Error> {
+        Self::builder(capacity).build()
+    }
+
+    /// A [`Builder`] for a ring of `capacity` bytes.
+    pub fn builder(capacity: u64) -> Builder<K, M> {
+        Builder { capacity, policy: WakeupPolicy::CaughtUp, batch: None, _static: PhantomData }
+    }
+
+    /// Data area size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.shared.core.capacity()
+    }
+
+    /// The largest payload one record can have: the capacity minus the 8-byte header.
+    pub fn max_record_len(&self) -> usize {
+        self.shared.core.max_len() as usize
+    }
+
+    /// Attaches a producer. [`Mpsc`] rings take any number (and `Producer` is `Clone`);
+    /// a [`Spsc`](crate::Spsc) ring takes one at a time, else [`Error::ProducerAttached`].
+    pub fn producer(&self) -> Result<Producer<K, M>, Error> {
+        Producer::attach(self.shared.clone())
+    }
+
+    /// Attaches the consumer: one at a time, else [`Error::ConsumerAttached`].
+    pub fn consumer(&self) -> Result<Consumer<K, M>, Error> {
+        Consumer::attach(self.shared.clone())
+    }
+
+    /// The ring's counters and positions, read without stopping anyone.
+    ///
+    /// Each counter is exact once the producers and the consumer are idle; while they
+    /// run, each is a value it had at some moment during the call.
+    pub fn stats(&self) -> Stats {
+        stats(&self.shared)
+    }
+}
+
+/// Builds a [`RingBuf`] with non-default settings.
+///
+/// ```
+/// use ringtrace::{RingBuf, Spsc, WakeupPolicy};
+///
+/// let ring = RingBuf::<Spsc>::builder(1 << 20)
+///     .wakeup_policy(WakeupPolicy::Watermark(64 * 1024))
+///     .consumer_batch(16 * 1024)
+///     .build()?;
+/// assert_eq!(ring.capacity(), 1 << 20);
+/// # Ok::<(), ringtrace::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Builder<K: ProducerKind = Mpsc, M: Mode = Discard> {
+    capacity: u64,
+    policy: WakeupPolicy,
+    batch: Option<u64>,
+    _static: PhantomData<fn() -> (K, M)>,
+}
+
+impl<K: ProducerKind, M: Mode> Builder<K, M> {
+    /// When a commit with [`Wakeup::Default`](crate::Wakeup::Default) wakes a sleeping consumer.
+    pub fn wakeup_policy(mut self, policy: WakeupPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// How many consumed bytes the consumer zeroes and hands back to producers at a
+    /// time (at the latest when a consume call returns). Default: a quarter of the
+    /// capacity. Smaller returns space sooner; larger costs fewer shared-line writes.
+    pub fn consumer_batch(mut self, bytes: u64) -> Self {
+        self.batch = Some(bytes);
+        self
+    }
+
+    /// Creates the ring: a sealed memfd mapped twice, and its eventfd.
+    pub fn build(self) -> Result<RingBuf<K, M>, Error> {
+        let page = rustix::param::page_size() as u64;
+        let capacity = self.capacity;
+        if !capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&capacity) {
+            return Err(Error::InvalidCapacity { capacity, min: page, max: MAX_CAPACITY });
+        }
+        let watermark = match self.policy {
+            WakeupPolicy::CaughtUp => 0,
+            WakeupPolicy::Watermark(w) if (1..=capacity).contains(&w) => w,
+            WakeupPolicy::Watermark(watermark) => return Err(Error::InvalidWatermark { watermark, capacity }),
+        };
+        let batch = self.batch.unwrap_or(capacity / 4);
+        if !(8..=capacity).contains(&batch) {
+            return Err(Error::InvalidBatch { batch, capacity });
+        }
+        // Fix the barrier pair before any producer of this ring exists.
+        barrier::init();
+        let region = MmapRegion::create(capacity)?;
+        let data_offset = CONTROL_SIZE.next_multiple_of(page as usize) as u64;
+        region.control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
+        let core = Core::new(region, watermark);
+        Ok(RingBuf { shared: Arc::new(Shared { core, batch: batch & !7 }), _static: PhantomData })
+    }
+}
+
+/// Counters and positions of a ring ([`RingBuf::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Records committed by producers.
+    pub committed: u64,
+    /// Records discarded by producers (explicitly, or by dropping a reservation).
+    pub discarded: u64,
+    /// Reservations refused because the ring was full: records lost.
+    pub lost: u64,
+    /// Reservations refused because the record was larger than the ring takes.
+    pub too_large: u64,
+    /// Committed records the consumer delivered.
+    pub consumed: u64,
+    /// Discarded records the consumer stepped over.
+    pub skipped: u64,
+    /// Consumer position (bytes ever consumed).
+    pub consumer_pos: u64,
+    /// Producer position (bytes ever reserved).
+    pub producer_pos: u64,
+    /// Bytes reserved and not yet consumed: `producer_pos - consumer_pos`.
+    pub available: u64,
+    /// Data area size in bytes.
+    pub capacity: u64,
+}
+
+fn stats(shared: &Shared) -> Stats {
+    let core = &shared.core;
+    let ctl = core.control();
+    let mut s = Stats::default();
+    for c in std::iter::once(&ctl.overflow.0).chain(ctl.slots.iter().map(|l| &l.0)) {
+        s.committed += c.committed.load(Relaxed);
+        s.discarded += c.discarded.load(Relaxed);
+        s.lost += c.lost.load(Relaxed);
+        s.too_large += c.too_large.load(Relaxed);
+    }
+    s.consumed = ctl.consumer.0.consumed.load(Relaxed);
+    s.skipped = ctl.consumer.0.skipped.load(Relaxed);
+    let (cons, prod) = core.positions();
+    s.consumer_pos = cons;
+    s.producer_pos = prod;
+    s.available = prod.saturating_sub(cons);
+    s.capacity = core.capacity();
+    s
+}
+
+/// A producer's counter slot: its own line, or the shared overflow line.
+#[derive(Debug)]
+pub(crate) enum SlotRef {
+    Own(usize),
+    Overflow,
+}
+
+impl SlotRef {
+    /// Claims a free slot, or falls back to the overflow slot.
+    pub(crate) fn claim(shared: &Shared) -> SlotRef {
+        let ctl = shared.core.control();
+        for (i, line) in ctl.slots.iter().enumerate() {
+            // Acquire: pairs with the Release store in `free`, so this owner continues
+            // from the previous owner's final counts.
+            if line.0.owner.load(Relaxed) == 0 && line.0.owner.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+                return SlotRef::Own(i);
+            }
+        }
+        SlotRef::Overflow
+    }
+
+    pub(crate) fn free(&self, shared: &Shared) {
+        if let SlotRef::Own(i) = *self {
+            // Release: pairs with the Acquire CAS in `claim` (the counts above are final).
+            shared.core.control().slots[i].0.owner.store(0, Release);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn counters<'a>(&self, shared: &'a Shared) -> &'a Counters {
+        let ctl = shared.core.control();
+        match *self {
+            SlotRef::Own(i) => &ctl.slots[i].0,
+            SlotRef::Overflow => &ctl.overflow.0,
+        }
+    }
+
+    /// Adds one to a counter of this slot: a plain load and store when the slot is ours
+    /// alone (no read-modify-write on the fast path), an atomic add on the shared one.
+    #[inline]
+    pub(crate) fn bump(&self, counter: &crate::sync::AtomicU64) {
+        match self {
+            SlotRef::Own(_) => counter.store(counter.load(Relaxed) + 1, Relaxed),
+            SlotRef::Overflow => {
+                counter.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// Attaches an exclusive role (consumer, single producer) through its flag word.
+pub(crate) fn attach_flag(flag: &crate::sync::AtomicU32) -> bool {
+    // AcqRel: Acquire pairs with the Release in `detach_flag`, so the new holder sees
+    // what the previous one published; Release is not needed but AcqRel is the
+    // natural pair for a handover word.
+    flag.compare_exchange(0, 1, AcqRel, Relaxed).is_ok()
+}
+
+/// Releases a flag taken with `attach_flag`.
+pub(crate) fn detach_flag(flag: &crate::sync::AtomicU32) {
+    // Release: pairs with the Acquire in `attach_flag`.
+    flag.store(0, Release);
+}
