@@ -93,6 +93,11 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     fn next_raw(&mut self) -> Next {
         let core = &self.shared.core;
         loop {
+            if self.pos - self.published >= core.capacity() {
+                // A whole ring read and not yet released: the next header would be our
+                // own unreleased space. Publish before reading on.
+                return Next::Empty;
+            }
             let (len, discarded) = match core.peek(self.pos) {
                 Slot::Empty | Slot::Busy => return Next::Empty,
                 Slot::Committed(len) => (len, false),
@@ -173,6 +178,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                         self.publish();
                     }
                 }
+                Next::Empty if self.pos - self.published >= self.shared.core.capacity() => self.publish(),
                 Next::Empty => break Ok(n),
                 Next::Corrupt(pos, header) => break Err(ConsumeError::Corrupt { pos, header }),
             }

@@ -1,1 +1,228 @@
+//! loom models of the protocol in [`crate::core`], run over [`HeapRegion`] with
+//! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace --lib --release loom` at
+//! `LOOM_MAX_PREEMPTIONS=2` (the test command) or more. Each is small enough to be
+//! exhaustive at that bound. loom checks every payload access for races (the payload
+//! words are loom cells), and reports a deadlock if a consumer sleeps forever: a lost
+//! wakeup.
 
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::config::Wakeup;
+use crate::core::{Core, ProducerCursor, Refused};
+use crate::layout::{footprint, Slot};
+use crate::region::heap::HeapRegion;
+
+type Ring = Arc<Core<HeapRegion>>;
+
+/// `loom::model` with room for the consumers' spin loops (tokio uses 10 000 too);
+/// `LOOM_MAX_PREEMPTIONS` and `LOOM_MAX_BRANCHES` still override.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if std::env::var("LOOM_MAX_BRANCHES").is_err() {
+        b.max_branches = 10_000;
+    }
+    b.check(f);
+}
+
+fn ring(capacity: u64, watermark: u64) -> Ring {
+    Arc::new(Core::new(HeapRegion::new(capacity), watermark))
+}
+
+/// Reserves an 8-byte record (spinning while full), writes `v`, commits or discards.
+fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discard: bool, wakeup: Wakeup) -> u64 {
+    let pos = loop {
+        match r.reserve::<MULTI>(8, cur) {
+            Ok(pos) => break pos,
+            Err(Refused::Full) => thread::yield_now(),
+            Err(Refused::TooLarge) => unreachable!(),
+        }
+    };
+    // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.
+    unsafe { r.region.write_payload(pos, 0, v) };
+    r.commit(pos, 8, discard, wakeup);
+    pos
+}
+
+/// The consumer side as `Consumer` drives it: read what is ready, release it.
+struct ModelConsumer {
+    r: Ring,
+    pos: u64,
+    seen: Vec<u64>,
+    skipped: usize,
+}
+
+impl ModelConsumer {
+    fn new(r: &Ring) -> Self {
+        ModelConsumer { r: r.clone(), pos: 0, seen: Vec::new(), skipped: 0 }
+    }
+
+    /// Reads everything ready; returns how many records (of any kind) it passed.
+    fn drain(&mut self) -> usize {
+        let start = self.pos;
+        let mut n = 0;
+        // A full ring's worth read and not yet released: the next header is our own
+        // unreleased space (the same rule as `Consumer::next_raw`).
+        while self.pos - start < self.r.capacity() {
+            match self.r.peek(self.pos) {
+                Slot::Empty | Slot::Busy => break,
+                Slot::Committed(len) => {
+                    assert_eq!(len, 8);
+                    // SAFETY: committed, not yet released, we are the consumer.
+                    self.seen.push(unsafe { self.r.region.read_payload(self.pos, 0) });
+                    self.pos += footprint(len);
+                }
+                Slot::Discarded(len) => {
+                    self.skipped += 1;
+                    self.pos += footprint(len);
+                }
+            }
+            n += 1;
+        }
+        if n > 0 {
+            // SAFETY: we are the consumer and hold no reference into [start, pos).
+            unsafe { self.r.release(start, self.pos) };
+        }
+        n
+    }
+
+    /// Consumes until `total` records (committed or discarded) have passed, spinning.
+    fn spin_until(&mut self, total: usize) {
+        while self.seen.len() + self.skipped < total {
+            if self.drain() == 0 {
+                thread::yield_now();
+            }
+        }
+    }
+
+    /// Consumes until `total` records have passed, sleeping on the doorbell between
+    /// drains as `Consumer::wait` does. A lost wakeup deadlocks, which loom reports.
+    fn sleep_until(&mut self, total: usize) {
+        while self.seen.len() + self.skipped < total {
+            if self.drain() > 0 {
+                continue;
+            }
+            if self.r.arm(self.pos).unwrap() {
+                self.r.region.wait();
+                self.r.disarm(self.pos);
+            }
+        }
+    }
+}
+
+/// M1: two producers, commits in any order (including the later reservation first),
+/// one discarding. The consumer delivers in reservation order and never passes a
+/// reservation that is not finished.
+#[test]
+fn loom_two_producers_out_of_order() {
+    model(|| {
+        let r = ring(32, 0);
+        let (r1, r2) = (r.clone(), r.clone());
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
+        let mut c = ModelConsumer::new(&r);
+        c.spin_until(2);
+        let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
+        assert_ne!(pos1, pos2, "reservations overlap");
+        assert_eq!(c.seen, vec![1]);
+        assert_eq!(c.skipped, 1);
+        assert_eq!(c.pos, 32);
+    });
+}
+
+/// M2: wrap-around. One producer writes three records into a ring that holds two; the
+/// third reuses the first one's space, so it is only correct if the consumer's zeroing
+/// happens-before the producer's reuse and the stale header is never read as new.
+#[test]
+fn loom_wrap_around_single_producer() {
+    model(|| {
+        let r = ring(32, 0);
+        let rp = r.clone();
+        let p = thread::spawn(move || {
+            let mut cur = ProducerCursor::default();
+            for v in 1..=3 {
+                produce::<false>(&rp, &mut cur, v, false, Wakeup::Default);
+            }
+        });
+        let mut c = ModelConsumer::new(&r);
+        c.spin_until(3);
+        p.join().unwrap();
+        assert_eq!(c.seen, vec![1, 2, 3]);
+    });
+}
+
+/// M3: the wakeup protocol, policy CaughtUp. A consumer that sleeps while a producer
+/// commits is always woken (a lost wakeup is a deadlock here).
+#[test]
+fn loom_no_lost_wakeup_caught_up() {
+    model(|| {
+        let r = ring(32, 0);
+        let rp = r.clone();
+        let p = thread::spawn(move || produce::<true>(&rp, &mut ProducerCursor::default(), 7, false, Wakeup::Default));
+        let mut c = ModelConsumer::new(&r);
+        c.sleep_until(1);
+        p.join().unwrap();
+        assert_eq!(c.seen, vec![7]);
+    });
+}
+
+/// M3b: two producers committing out of order while the consumer sleeps; the one that
+/// commits the record the consumer waits at must wake it.
+#[test]
+fn loom_no_lost_wakeup_out_of_order() {
+    model(|| {
+        let r = ring(32, 0);
+        let (r1, r2) = (r.clone(), r.clone());
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
+        let mut c = ModelConsumer::new(&r);
+        c.sleep_until(2);
+        p1.join().unwrap();
+        p2.join().unwrap();
+        assert_eq!(c.seen.len() + c.skipped, 2);
+    });
+}
+
+/// M3c: watermark policy (both records' worth), two producers in any order. While
+/// the consumer has consumed nothing it sleeps (possibly twice: woken by the later
+/// record, it finds the earlier one unfinished and sleeps `BLOCKED`), and it is never
+/// left asleep once the watermark is committed. Once it has consumed a record, less
+/// than the watermark remains, which by the policy's definition may wait for a
+/// timeout, so from there it spins.
+#[test]
+fn loom_no_lost_wakeup_watermark() {
+    model(|| {
+        let r = ring(32, 32);
+        let (r1, r2) = (r.clone(), r.clone());
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, false, Wakeup::Default));
+        let mut c = ModelConsumer::new(&r);
+        while c.pos == 0 {
+            if c.drain() == 0 && r.arm(0).unwrap() {
+                r.region.wait();
+                r.disarm(0);
+            }
+        }
+        c.spin_until(2);
+        p1.join().unwrap();
+        p2.join().unwrap();
+        let mut sorted = c.seen.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![1, 2]);
+    });
+}
+
+/// M3d: a discard wakes the consumer blocked at it (the kernel's discard caveat,
+/// libbpf#968, does not apply here), and Force wakes whatever the policy.
+#[test]
+fn loom_discard_and_force_wake() {
+    model(|| {
+        let r = ring(32, 32);
+        let rp = r.clone();
+        let p = thread::spawn(move || produce::<false>(&rp, &mut ProducerCursor::default(), 5, true, Wakeup::Force));
+        let mut c = ModelConsumer::new(&r);
+        c.sleep_until(1);
+        p.join().unwrap();
+        assert_eq!(c.skipped, 1);
+    });
+}
