@@ -1,0 +1,248 @@
+//! Behaviour of the public API: bad input, ordering, accounting, the stalled producer,
+//! callbacks that fail, wakeups through the file descriptor.
+
+use std::convert::Infallible;
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, Spsc, SpscRing, Wakeup, WakeupPolicy};
+
+fn drain(c: &mut ringtrace::Consumer) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    c.consume(|d| {
+        v.push(d.to_vec());
+        Ok::<(), Infallible>(())
+    })
+    .unwrap();
+    v
+}
+
+#[test]
+fn bad_capacities_are_errors_that_name_the_limit() {
+    for cap in [0, 1, 1000, 4095, 4097, 3 << 20, (1 << 32) + 4096, 1 << 33] {
+        let err = MpscRing::new(cap).unwrap_err();
+        assert!(matches!(err, Error::InvalidCapacity { capacity, .. } if capacity == cap), "{cap}: {err}");
+        let msg = err.to_string();
+        assert!(msg.contains("power of two") && msg.contains("4096") && msg.contains("4294967296"), "{msg}");
+    }
+    assert!(MpscRing::new(4096).is_ok());
+    let err = MpscRing::builder(4096).wakeup_policy(WakeupPolicy::Watermark(0)).build().unwrap_err();
+    assert!(err.to_string().contains("watermark"));
+    let err = MpscRing::builder(4096).consumer_batch(4).build().unwrap_err();
+    assert!(err.to_string().contains("batch"));
+}
+
+#[test]
+fn one_consumer_and_one_spsc_producer_at_a_time() {
+    let ring = SpscRing::new(4096).unwrap();
+    let c = ring.consumer().unwrap();
+    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached)));
+    drop(c);
+    assert!(ring.consumer().is_ok());
+    let p = ring.producer().unwrap();
+    let err = ring.producer().unwrap_err();
+    assert!(matches!(err, Error::ProducerAttached));
+    assert!(err.to_string().contains("Mpsc"));
+    drop(p);
+    assert!(ring.producer().is_ok());
+}
+
+#[test]
+fn records_round_trip_with_zero_length_and_wrap_around() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut p = ring.producer().unwrap();
+    let mut c = ring.consumer().unwrap();
+    let mut expect = Vec::new();
+    // Many laps of varied lengths (0 included): every record is contiguous even where it wraps.
+    for i in 0..5000usize {
+        let len = (i * 37) % 300;
+        let rec: Vec<u8> = (0..len).map(|k| (i + k) as u8).collect();
+        p.output(&rec, Wakeup::Default).unwrap();
+        expect.push(rec);
+        if i % 7 == 0 {
+            assert_eq!(drain(&mut c), expect);
+            expect.clear();
+        }
+    }
+    assert_eq!(drain(&mut c), expect);
+    let s = ring.stats();
+    assert_eq!((s.committed, s.consumed, s.lost, s.available), (5000, 5000, 0, 0));
+}
+
+#[test]
+fn too_large_and_full_are_refused_and_counted() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut p = ring.producer().unwrap();
+    assert_eq!(ring.max_record_len(), 4088);
+    assert_eq!(p.reserve(4089).unwrap_err(), ReserveError::TooLarge { len: 4089, max: 4088 });
+    assert!(p.reserve(4088).is_ok()); // dropped: discarded
+    let mut c = ring.consumer().unwrap();
+    assert!(drain(&mut c).is_empty());
+    let mut n = 0;
+    while p.output(&[1; 24], Wakeup::NoWakeup).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 4096 / 32);
+    let err = p.output(&[1; 24], Wakeup::NoWakeup).unwrap_err();
+    assert_eq!(err, ReserveError::Full { len: 24 });
+    assert!(err.to_string().contains("lost"));
+    let s = ring.stats();
+    assert_eq!((s.committed, s.discarded, s.lost, s.too_large, s.skipped), (128, 1, 2, 1, 1));
+    assert_eq!(drain(&mut c).len(), 128);
+    assert_eq!(ring.stats().consumed, 128);
+}
+
+/// Requirement 5: a producer stopped between reserve and commit stops no other
+/// producer until the ring is full behind it; the consumer waits at its record.
+#[test]
+fn a_stalled_reservation_blocks_only_the_consumer() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut stalled = ring.producer().unwrap();
+    let mut c = ring.consumer().unwrap();
+    let mut held = stalled.reserve(8).unwrap();
+    held.copy_from_slice(b"stalled!");
+    let others: Vec<_> = (0..3)
+        .map(|t| {
+            let mut p = ring.producer().unwrap();
+            std::thread::spawn(move || {
+                let mut ok = 0u64;
+                while p.output(&[t; 8], Wakeup::Default).is_ok() {
+                    ok += 1;
+                }
+                ok
+            })
+        })
+        .collect();
+    let committed: u64 = others.into_iter().map(|h| h.join().unwrap()).sum();
+    // The ring is full behind the held record: (4096 - 16) / 16 records fit.
+    assert_eq!(committed, 255);
+    assert!(drain(&mut c).is_empty(), "the consumer must wait at the unfinished record");
+    assert!(!c.ready());
+    held.commit();
+    let got = drain(&mut c);
+    assert_eq!(got.len(), 256);
+    assert_eq!(got[0], b"stalled!");
+}
+
+#[test]
+fn callback_error_stops_and_reaches_the_caller() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut p = ring.producer().unwrap();
+    for i in 0..10u8 {
+        p.output(&[i], Wakeup::Default).unwrap();
+    }
+    let mut c = ring.consumer().unwrap();
+    let mut seen = Vec::new();
+    let r = c.consume(|d| {
+        seen.push(d[0]);
+        if d[0] == 3 {
+            Err("boom")
+        } else {
+            Ok(())
+        }
+    });
+    assert!(matches!(r, Err(ConsumeError::Callback("boom"))));
+    assert_eq!(seen, [0, 1, 2, 3]);
+    // consume_n bounds the batch.
+    let n = c.consume_n(2, |d| {
+        seen.push(d[0]);
+        Ok::<(), Infallible>(())
+    });
+    assert_eq!(n.unwrap(), 2);
+    assert_eq!(seen, [0, 1, 2, 3, 4, 5]);
+    // The iterator reads in place; its space is released at the next call.
+    let rest: Vec<u8> = c.iter().map(|d| d[0]).collect();
+    assert_eq!(rest, [6, 7, 8, 9]);
+    assert_eq!(ring.stats().consumer_pos, 6 * 16);
+    c.release();
+    assert_eq!(ring.stats().consumer_pos, 10 * 16);
+    assert_eq!(ring.stats().consumed, 10);
+}
+
+#[test]
+fn spsc_ring_works_like_mpsc() {
+    let ring: RingBuf<Spsc> = RingBuf::new(1 << 16).unwrap();
+    let mut p = ring.producer().unwrap();
+    let mut c = ring.consumer().unwrap();
+    let t = std::thread::spawn(move || {
+        for i in 0..100_000u64 {
+            while p.output(&i.to_le_bytes(), Wakeup::Default).is_err() {
+                std::thread::yield_now();
+            }
+        }
+    });
+    let mut next = 0u64;
+    while next < 100_000 {
+        c.poll(Some(Duration::from_secs(10)), |d| {
+            assert_eq!(u64::from_le_bytes(d.try_into().unwrap()), next);
+            next += 1;
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+    }
+    t.join().unwrap();
+    let s = ring.stats();
+    assert_eq!(s.committed, 100_000);
+    assert_eq!((s.consumed, s.lost, s.discarded), (100_000, s.lost, 0));
+}
+
+#[test]
+fn poll_times_out_when_nothing_comes_and_no_wakeup_is_honoured() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let t0 = std::time::Instant::now();
+    assert!(!c.wait(Some(Duration::from_millis(30))).unwrap());
+    assert!(t0.elapsed() >= Duration::from_millis(30));
+    // A NoWakeup commit does not wake a sleeper; a later Force one does.
+    let mut p = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        p.output(b"quiet", Wakeup::NoWakeup).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        p.output(b"loud", Wakeup::Force).unwrap();
+    });
+    let t0 = std::time::Instant::now();
+    assert!(c.wait(Some(Duration::from_secs(20))).unwrap());
+    assert!(t0.elapsed() >= Duration::from_millis(140), "woken before the forced wakeup");
+    t.join().unwrap();
+    assert_eq!(drain(&mut c), [b"quiet".to_vec(), b"loud".to_vec()]);
+}
+
+/// The fd protocol with edge-triggered epoll, as mio/tokio use it.
+#[test]
+fn edge_triggered_epoll_on_the_doorbell() {
+    use rustix::event::epoll;
+    let ring = MpscRing::new(1 << 16).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
+    epoll::add(&ep, c.as_fd(), epoll::EventData::new_u64(1), epoll::EventFlags::IN | epoll::EventFlags::ET).unwrap();
+    let mut p = ring.producer().unwrap();
+    const N: u64 = 200_000;
+    let t = std::thread::spawn(move || {
+        for i in 0..N {
+            while p.output(&i.to_le_bytes(), Wakeup::Default).is_err() {
+                std::thread::yield_now();
+            }
+            if i % 50_000 == 0 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    });
+    let mut next = 0;
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(4);
+    while next < N {
+        c.consume(|d| {
+            assert_eq!(u64::from_le_bytes(d.try_into().unwrap()), next);
+            next += 1;
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+        if next < N && c.arm().unwrap() {
+            let ts = rustix::event::Timespec { tv_sec: 10, tv_nsec: 0 };
+            events.clear();
+            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&ts)).unwrap();
+            assert!(!events.is_empty(), "stalled: no edge while records were pending (at {next})");
+        }
+    }
+    t.join().unwrap();
+}

@@ -1,0 +1,201 @@
+//! Stress tests on real threads (2 cores is enough to interleave them): checksummed,
+//! sequence-numbered records of random lengths from 4 producers, with exact accounting;
+//! and a consumer that sleeps between bursts and must never be left sleeping.
+//!
+//! Sizes scale with `RINGTRACE_STRESS_RECORDS` (default 1,000,000 per producer in
+//! release builds, 100,000 in debug builds).
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ringtrace::{MpscRing, ReserveError, Wakeup, WakeupPolicy};
+
+fn records_per_producer() -> u64 {
+    std::env::var("RINGTRACE_STRESS_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 100_000 } else { 1_000_000 })
+}
+
+/// xorshift64*: deterministic per producer, no dependency.
+fn rng(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// FNV-1a over the payload after the 16-byte record header.
+fn checksum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+}
+
+/// Record: seq u64 | producer u32 | checksum u32 | payload (seq-derived bytes).
+fn fill(rec: &mut [u8], producer: u32, seq: u64) {
+    for (k, b) in rec[16..].iter_mut().enumerate() {
+        *b = (seq as usize).wrapping_mul(31).wrapping_add(k) as u8 ^ producer as u8;
+    }
+    let sum = checksum(&rec[16..]);
+    rec[0..8].copy_from_slice(&seq.to_le_bytes());
+    rec[8..12].copy_from_slice(&producer.to_le_bytes());
+    rec[12..16].copy_from_slice(&sum.to_le_bytes());
+}
+
+#[derive(Default, Debug)]
+struct ProducerLog {
+    committed: u64,
+    discarded: u64,
+    lost: u64,
+}
+
+#[test]
+fn four_producers_checksummed_exact_accounting() {
+    const PRODUCERS: u32 = 4;
+    let per = records_per_producer();
+    let ring = MpscRing::new(1 << 16).unwrap();
+    let mut consumer = ring.consumer().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..PRODUCERS)
+        .map(|id| {
+            let mut p = ring.producer().unwrap();
+            std::thread::spawn(move || {
+                let mut log = ProducerLog::default();
+                let mut seed = 0x9e37_79b9_7f4a_7c15 ^ (id as u64 + 1);
+                for seq in 0..per {
+                    let r = rng(&mut seed);
+                    let len = 16 + (r % 241) as usize;
+                    match p.reserve(len) {
+                        Ok(mut rec) => {
+                            fill(&mut rec, id, seq);
+                            if r % 97 == 0 {
+                                rec.discard();
+                                log.discarded += 1;
+                            } else {
+                                rec.commit();
+                                log.committed += 1;
+                            }
+                        }
+                        Err(ReserveError::Full { .. }) => {
+                            log.lost += 1;
+                            std::thread::yield_now();
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                log
+            })
+        })
+        .collect();
+
+    let mut next_seq = vec![0u64; PRODUCERS as usize];
+    let mut gaps = vec![0u64; PRODUCERS as usize];
+    let mut consumed = 0u64;
+    let mut check = |d: &[u8]| -> Result<(), String> {
+        let seq = u64::from_le_bytes(d[0..8].try_into().unwrap());
+        let id = u32::from_le_bytes(d[8..12].try_into().unwrap()) as usize;
+        let sum = u32::from_le_bytes(d[12..16].try_into().unwrap());
+        if id >= next_seq.len() || checksum(&d[16..]) != sum {
+            return Err(format!("corrupt record: producer {id} seq {seq} len {}", d.len()));
+        }
+        if seq < next_seq[id] {
+            return Err(format!("producer {id}: seq {seq} after {}", next_seq[id]));
+        }
+        gaps[id] += seq - next_seq[id];
+        next_seq[id] = seq + 1;
+        consumed += 1;
+        Ok(())
+    };
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let finished = done.load(Ordering::Acquire);
+        consumer.poll(Some(Duration::from_millis(100)), &mut check).unwrap();
+        if finished {
+            break;
+        }
+        if handles.iter().all(|h| h.is_finished()) {
+            done.store(true, Ordering::Release);
+        }
+        assert!(Instant::now() < deadline, "stress test did not finish");
+    }
+    let logs: Vec<ProducerLog> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    consumer.consume(&mut check).unwrap();
+    drop(check);
+
+    let stats = ring.stats();
+    let committed: u64 = logs.iter().map(|l| l.committed).sum();
+    let discarded: u64 = logs.iter().map(|l| l.discarded).sum();
+    let lost: u64 = logs.iter().map(|l| l.lost).sum();
+    assert_eq!(committed + discarded + lost, per * PRODUCERS as u64);
+    assert_eq!(consumed, committed, "every committed record consumed exactly once");
+    assert_eq!(stats.committed, committed);
+    assert_eq!(stats.consumed, committed);
+    assert_eq!(stats.discarded, discarded);
+    assert_eq!(stats.skipped, discarded);
+    assert_eq!(stats.lost, lost);
+    assert_eq!(stats.available, 0);
+    for (id, log) in logs.iter().enumerate() {
+        // A producer's missing sequence numbers are exactly its lost and discarded ones
+        // (the trailing ones included).
+        let trailing = per - next_seq[id];
+        assert_eq!(gaps[id] + trailing, log.lost + log.discarded, "producer {id}: {log:?}");
+    }
+    eprintln!("stress: {committed} committed, {discarded} discarded, {lost} lost; {stats:?}");
+}
+
+/// The consumer sleeps between bursts; every burst must wake it. A lost wakeup shows as
+/// a poll that runs to its timeout while the producer waits for the burst to drain.
+fn sleeping_consumer_never_misses_a_burst(policy: WakeupPolicy) {
+    let bursts = (records_per_producer() / 1000).max(50);
+    const BURST: u64 = 2000;
+    let ring = MpscRing::builder(1 << 16).wakeup_policy(policy).build().unwrap();
+    let mut consumer = ring.consumer().unwrap();
+    let mut producer = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut lost = 0;
+        for b in 0..bursts {
+            for i in 0..BURST {
+                let v = b * BURST + i;
+                while producer.output(&v.to_le_bytes(), Wakeup::Default).is_err() {
+                    lost += 1;
+                    std::thread::yield_now();
+                }
+            }
+            if b % 8 == 0 {
+                std::thread::sleep(Duration::from_micros(200)); // let the consumer fall asleep
+            }
+        }
+        lost
+    });
+    let total = bursts * BURST;
+    let mut next = 0u64;
+    while next < total {
+        let t0 = Instant::now();
+        let n = consumer
+            .poll(Some(Duration::from_secs(5)), |d| {
+                assert_eq!(u64::from_le_bytes(d.try_into().unwrap()), next);
+                next += 1;
+                Ok::<(), Infallible>(())
+            })
+            .unwrap();
+        // The producer only stops when it is done, so a timeout with records still to come
+        // would be a lost wakeup (a watermark policy could wait for its tail only).
+        assert!(
+            n > 0 || t0.elapsed() < Duration::from_secs(5) || (total - next) * 16 < 4096,
+            "consumer slept through pending records at {next} of {total}"
+        );
+    }
+    t.join().unwrap();
+    assert_eq!(ring.stats().consumed, total);
+}
+
+#[test]
+fn sleeping_consumer_caught_up_policy() {
+    sleeping_consumer_never_misses_a_burst(WakeupPolicy::CaughtUp);
+}
+
+#[test]
+fn sleeping_consumer_watermark_policy() {
+    sleeping_consumer_never_misses_a_burst(WakeupPolicy::Watermark(4096));
+}
