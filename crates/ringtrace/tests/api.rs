@@ -1,5 +1,6 @@
 //! Behaviour of the public API: bad input, ordering, accounting, the stalled producer,
 //! callbacks that fail, wakeups through the file descriptor.
+#![cfg(not(loom))]
 
 use std::convert::Infallible;
 use std::os::fd::AsFd;

@@ -1,0 +1,176 @@
+//! The measuring loops, modeled on the kernel's `bench_ringbufs`: a warmup, then a
+//! measured window; producers never wait (a failed push is a drop); the consumer counts
+//! what it receives. Closures are generic, so each implementation's loop is
+//! monomorphized with no dynamic dispatch.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// Warmup and measured duration of one row.
+#[derive(Clone, Copy, Debug)]
+pub struct RunCfg {
+    /// Time before counting starts.
+    pub warmup: Duration,
+    /// The measured window.
+    pub duration: Duration,
+}
+
+/// Counts over the measured window.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Measured {
+    /// Records the consumer received.
+    pub delivered: u64,
+    /// Records producers pushed successfully.
+    pub committed: u64,
+    /// Failed pushes.
+    pub drops: u64,
+    /// Length of the window.
+    pub elapsed: Duration,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Padded(AtomicU64, AtomicU64);
+
+const PUBLISH_EVERY: u64 = 1024;
+
+/// `producers` threads push in a tight loop, one thread consumes.
+pub fn run_parallel<P, MP, C>(cfg: &RunCfg, producers: usize, make_producer: MP, consume: Option<C>) -> Measured
+where
+    MP: Fn(usize) -> P + Sync,
+    P: FnMut() -> bool,
+    C: FnMut() -> u64 + Send,
+{
+    let stop = AtomicBool::new(false);
+    let counts: Vec<Padded> = (0..producers).map(|_| Padded::default()).collect();
+    let delivered = Padded::default();
+    std::thread::scope(|s| {
+        for (i, c) in counts.iter().enumerate() {
+            let (stop, make) = (&stop, &make_producer);
+            s.spawn(move || {
+                let mut push = make(i);
+                let (mut ok, mut fail) = (0u64, 0u64);
+                while !stop.load(Relaxed) {
+                    for _ in 0..PUBLISH_EVERY {
+                        if push() {
+                            ok += 1
+                        } else {
+                            fail += 1
+                        }
+                    }
+                    c.0.store(ok, Relaxed);
+                    c.1.store(fail, Relaxed);
+                }
+            });
+        }
+        if let Some(mut consume) = consume {
+            let (stop, delivered) = (&stop, &delivered);
+            s.spawn(move || {
+                let mut got = 0u64;
+                while !stop.load(Relaxed) {
+                    let n = consume();
+                    if n == 0 {
+                        std::hint::spin_loop();
+                    } else {
+                        got += n;
+                        delivered.0.store(got, Relaxed);
+                    }
+                }
+            });
+        }
+        let snap = || {
+            let (mut ok, mut fail) = (0, 0);
+            for c in &counts {
+                ok += c.0.load(Relaxed);
+                fail += c.1.load(Relaxed);
+            }
+            (delivered.0.load(Relaxed), ok, fail)
+        };
+        std::thread::sleep(cfg.warmup);
+        let (d0, c0, f0, t0) = {
+            let (d, c, f) = snap();
+            (d, c, f, Instant::now())
+        };
+        std::thread::sleep(cfg.duration);
+        let (d1, c1, f1) = snap();
+        let elapsed = t0.elapsed();
+        stop.store(true, Relaxed);
+        Measured { delivered: d1 - d0, committed: c1 - c0, drops: f1 - f0, elapsed }
+    })
+}
+
+/// One thread pushes `batch` records, then consumes until empty; repeated.
+pub fn run_back_to_back<P: FnMut() -> bool, C: FnMut() -> u64>(
+    cfg: &RunCfg,
+    batch: usize,
+    mut push: P,
+    mut consume: C,
+) -> Measured {
+    let mut round = |m: &mut Measured| {
+        for _ in 0..batch {
+            if push() {
+                m.committed += 1
+            } else {
+                m.drops += 1
+            }
+        }
+        loop {
+            let n = consume();
+            if n == 0 {
+                break;
+            }
+            m.delivered += n;
+        }
+    };
+    let t = Instant::now();
+    let mut scratch = Measured::default();
+    while t.elapsed() < cfg.warmup {
+        round(&mut scratch);
+    }
+    let mut m = Measured::default();
+    let t0 = Instant::now();
+    while t0.elapsed() < cfg.duration {
+        for _ in 0..16 {
+            round(&mut m);
+        }
+    }
+    m.elapsed = t0.elapsed();
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+
+    #[test]
+    fn back_to_back_counts_exactly() {
+        let q = RefCell::new(VecDeque::new());
+        let cfg = RunCfg { warmup: Duration::ZERO, duration: Duration::from_millis(20) };
+        let m = run_back_to_back(
+            &cfg,
+            10,
+            || {
+                let mut q = q.borrow_mut();
+                if q.len() >= 6 {
+                    return false;
+                }
+                q.push_back(1u64);
+                true
+            },
+            || q.borrow_mut().drain(..).count() as u64,
+        );
+        assert!(m.committed > 0);
+        assert_eq!(m.delivered, m.committed);
+        assert_eq!(m.drops, m.committed / 6 * 4);
+    }
+
+    #[test]
+    fn failing_producer_only_drops() {
+        let cfg = RunCfg { warmup: Duration::ZERO, duration: Duration::from_millis(20) };
+        let m = run_parallel(&cfg, 1, |_| || false, Some(|| 0u64));
+        assert!(m.drops > 0);
+        assert_eq!((m.delivered, m.committed), (0, 0));
+    }
+}

@@ -1,0 +1,182 @@
+//! Rows and their output: the terminal table, JSON lines and an SVG chart.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::harness::Measured;
+
+/// One result line. JSON field names are part of the interface.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`.
+    pub bench: String,
+    /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`.
+    #[serde(rename = "impl")]
+    pub imp: String,
+    /// `mpsc`/`spsc` (and detail after `/`) for ringtrace; free text for peers.
+    pub variant: String,
+    /// Producer threads.
+    pub producers: usize,
+    /// Payload bytes per record.
+    pub record_bytes: usize,
+    /// Millions of records delivered to the consumer per second (committed, for a row with no consumer).
+    pub mrec_per_s: f64,
+    /// Wall-clock nanoseconds per delivered record.
+    pub ns_per_rec: f64,
+    /// Failed pushes per second.
+    pub drops_per_s: f64,
+}
+
+impl Row {
+    /// A row from a measurement (`delivered` counts, or `committed` when nothing consumed).
+    pub fn new(bench: &str, imp: &str, variant: impl Into<String>, producers: usize, m: &Measured) -> Row {
+        let secs = m.elapsed.as_secs_f64().max(1e-9);
+        let recs = if m.delivered > 0 { m.delivered } else { m.committed } as f64;
+        Row {
+            bench: bench.into(),
+            imp: imp.into(),
+            variant: variant.into(),
+            producers,
+            record_bytes: 8,
+            mrec_per_s: recs / secs / 1e6,
+            ns_per_rec: if recs > 0.0 { secs * 1e9 / recs } else { f64::INFINITY },
+            drops_per_s: m.drops as f64 / secs,
+        }
+    }
+}
+
+/// The table, grouped by bench.
+pub fn print_table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
+    let mut last = "";
+    for r in rows {
+        if r.bench != last {
+            writeln!(out, "\n{}", r.bench)?;
+            writeln!(
+                out,
+                "  {:<22} {:<24} {:>4} {:>10} {:>9} {:>12}",
+                "impl", "variant", "prod", "Mrec/s", "ns/rec", "drops/s"
+            )?;
+            last = &r.bench;
+        }
+        writeln!(
+            out,
+            "  {:<22} {:<24} {:>4} {:>10.2} {:>9.2} {:>12.0}",
+            r.imp, r.variant, r.producers, r.mrec_per_s, r.ns_per_rec, r.drops_per_s
+        )?;
+    }
+    writeln!(out, "\n(2 cores: contention rows with 2+ producers run more threads than cores on purpose)")
+}
+
+/// One JSON object per line.
+pub fn write_json(path: &Path, rows: &[Row]) -> io::Result<()> {
+    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
+    for r in rows {
+        serde_json::to_writer(&mut f, r)?;
+        writeln!(f)?;
+    }
+    f.flush()
+}
+
+const COLORS: [&str; 8] = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+
+/// Records/s by producers and implementation: one panel of grouped bars per bench.
+pub fn svg(rows: &[Row]) -> String {
+    let mut benches: Vec<&str> = rows.iter().map(|r| r.bench.as_str()).collect();
+    benches.dedup();
+    benches.sort();
+    benches.dedup();
+    let series = |r: &Row| format!("{} {}", r.imp, r.variant);
+    let mut names: Vec<String> = rows.iter().map(series).collect();
+    names.sort();
+    names.dedup();
+    let (pw, ph, top) = (900.0, 260.0, 60.0);
+    let height = top + benches.len() as f64 * (ph + 50.0) + 20.0 + 18.0 * names.len() as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="sans-serif" font-size="12">"#,
+        w = pw + 120.0
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ =
+        writeln!(s, r#"<text x="20" y="30" font-size="18">ringtrace bench: million records/s (8-byte records)</text>"#);
+    for (bi, bench) in benches.iter().enumerate() {
+        let y0 = top + bi as f64 * (ph + 50.0);
+        let rs: Vec<&Row> = rows.iter().filter(|r| r.bench == *bench).collect();
+        let max = rs.iter().map(|r| r.mrec_per_s).fold(1e-9, f64::max);
+        let mut groups: Vec<usize> = rs.iter().map(|r| r.producers).collect();
+        groups.sort();
+        groups.dedup();
+        let _ = writeln!(s, r#"<text x="80" y="{}" font-size="14" font-weight="bold">{bench}</text>"#, y0 + 14.0);
+        let (x0, yb) = (80.0, y0 + ph);
+        let _ = writeln!(s, r#"<line x1="{x0}" y1="{yb}" x2="{}" y2="{yb}" stroke="black"/>"#, x0 + pw - 80.0);
+        let _ = writeln!(s, r#"<line x1="{x0}" y1="{}" x2="{x0}" y2="{yb}" stroke="black"/>"#, y0 + 20.0);
+        let _ = writeln!(s, r#"<text x="10" y="{}" >{max:.0} M/s</text>"#, y0 + 28.0);
+        let gw = (pw - 100.0) / groups.len() as f64;
+        for (gi, p) in groups.iter().enumerate() {
+            let in_group: Vec<&&Row> = rs.iter().filter(|r| r.producers == *p).collect();
+            let bw = (gw - 20.0) / in_group.len().max(1) as f64;
+            let gx = x0 + 10.0 + gi as f64 * gw;
+            for (k, r) in in_group.iter().enumerate() {
+                let h = (ph - 30.0) * r.mrec_per_s / max;
+                let ci = names.iter().position(|n| *n == series(r)).unwrap_or(0) % COLORS.len();
+                let _ = writeln!(
+                    s,
+                    r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{}"><title>{} {}: {:.2} M/s</title></rect>"#,
+                    gx + k as f64 * bw,
+                    yb - h,
+                    (bw - 2.0).max(1.0),
+                    COLORS[ci],
+                    r.imp,
+                    r.variant,
+                    r.mrec_per_s
+                );
+            }
+            let _ = writeln!(s, r#"<text x="{:.1}" y="{}">{p} producer(s)</text>"#, gx, yb + 16.0);
+        }
+    }
+    let ly = top + benches.len() as f64 * (ph + 50.0);
+    for (i, n) in names.iter().enumerate() {
+        let y = ly + 18.0 * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<rect x="80" y="{}" width="12" height="12" fill="{}"/>"#,
+            y - 10.0,
+            COLORS[i % COLORS.len()]
+        );
+        let _ = writeln!(s, r#"<text x="98" y="{y}">{n}</text>"#);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn row(imp: &str) -> Row {
+        let m = Measured { delivered: 1000, committed: 1000, drops: 5, elapsed: Duration::from_millis(1) };
+        Row::new("parallel", imp, "x", 1, &m)
+    }
+
+    #[test]
+    fn json_has_exactly_the_documented_fields() {
+        let v = serde_json::to_value(row("rtrb")).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["bench", "drops_per_s", "impl", "mrec_per_s", "ns_per_rec", "producers", "record_bytes", "variant"]
+        );
+        assert!((v["mrec_per_s"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn svg_has_a_legend_entry_per_series() {
+        let s = svg(&[row("rtrb"), row("ringtrace")]);
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        assert!(s.contains(">rtrb x<") && s.contains(">ringtrace x<"));
+    }
+}

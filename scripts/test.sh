@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command (README): everything CI runs, on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found: install Rust (rustup) first" >&2
+  exit 1
+fi
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+echo "== fmt and clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
+cargo test --workspace --release
+
+echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
+RINGTRACE_BARRIER=fence cargo test --release -p ringtrace --test stress sleeping_consumer
+
+echo "== loom models, exhaustive at LOOM_MAX_PREEMPTIONS=2"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+  cargo test -p ringtrace --lib --release loom
+
+echo "== bench smoke run (one bench, quick)"
+cargo run --release -q -p ringtrace-cli -- bench --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
+test "$(wc -l < target/bench-smoke.json)" -ge 5
