@@ -44,8 +44,8 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(crate) fn light() {
-        if ASYMMETRIC.load(Ordering::Relaxed) {
+    pub(crate) fn light(asymmetric: bool) {
+        if asymmetric {
             compiler_fence(Ordering::SeqCst);
         } else {
             fence(Ordering::SeqCst);
@@ -70,7 +70,7 @@ mod imp {
     pub(crate) fn init() -> bool {
         false
     }
-    pub(crate) fn light() {
+    pub(crate) fn light(_asymmetric: bool) {
         fence(Ordering::SeqCst);
     }
     pub(crate) fn heavy() -> io::Result<()> {
@@ -85,9 +85,11 @@ pub(crate) fn init() -> bool {
 }
 
 /// The producer's half: orders its header store before its wait-state load.
+/// `asymmetric` is what [`init`] returned (each ring keeps a copy, so the fast path
+/// tests a value it has at hand instead of loading a global).
 #[inline(always)]
-pub(crate) fn light() {
-    imp::light()
+pub(crate) fn light(asymmetric: bool) {
+    imp::light(asymmetric)
 }
 
 /// The consumer's half: orders its wait-state store before its header load, and (with

@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind};
+use crate::core::{Core, ReadCursor, Step};
 use crate::error::{ConsumeError, Error};
-use crate::layout::{footprint, Slot, HDR_SIZE};
+use crate::layout::HDR_SIZE;
+use crate::region::mmap::MmapView;
 use crate::ring::{attach_flag, detach_flag, Shared};
 use crate::sync::Ordering::Relaxed;
 
@@ -50,92 +52,78 @@ use crate::sync::Ordering::Relaxed;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
-    shared: Arc<Shared>,
-    /// Next record boundary to read.
-    pos: u64,
-    /// Consumer position as last published (`<= pos`).
-    published: u64,
-    /// Running totals, stored into the control block when publishing.
-    consumed: u64,
-    skipped: u64,
+    /// This handle's copy of the protocol state (a view of `shared.region`).
+    core: Core<MmapView>,
+    rd: ReadCursor,
+    /// Publication batch in bytes.
+    batch: u64,
     /// Whether the wait word may still say WAITING.
     armed: bool,
+    /// Keeps the mapping alive.
+    shared: Arc<Shared>,
     _static: PhantomData<fn() -> (K, M)>,
 }
 
 impl<K: ProducerKind, M: Mode> fmt::Debug for Consumer<K, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Consumer").field("pos", &self.pos).field("published", &self.published).finish()
+        f.debug_struct("Consumer").field("pos", &self.rd.pos).field("published", &self.rd.published).finish()
     }
-}
-
-/// One step of reading.
-enum Next {
-    Record(*const u8, usize),
-    Empty,
-    Corrupt(u64, u64),
 }
 
 impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
-        let ctl = shared.core.control();
-        if !attach_flag(&ctl.consumer.0.attached) {
+        let core = shared.core.clone();
+        let line = &core.control().consumer.0;
+        if !attach_flag(&line.attached) {
             return Err(Error::ConsumerAttached);
         }
-        let pos = ctl.consumer.0.pos.load(Relaxed);
-        let consumed = ctl.consumer.0.consumed.load(Relaxed);
-        let skipped = ctl.consumer.0.skipped.load(Relaxed);
-        Ok(Consumer { shared, pos, published: pos, consumed, skipped, armed: false, _static: PhantomData })
+        let rd = ReadCursor::at(line.pos.load(Relaxed), line.consumed.load(Relaxed), line.skipped.load(Relaxed));
+        Ok(Consumer { core, rd, batch: shared.batch, armed: false, shared, _static: PhantomData })
     }
 
-    /// Reads the record at `pos`, stepping over discarded ones, and moves past it.
-    #[inline]
-    fn next_raw(&mut self) -> Next {
-        let core = &self.shared.core;
-        loop {
-            if self.pos - self.published >= core.capacity() {
-                // A whole ring read and not yet released: the next header would be our
-                // own unreleased space. Publish before reading on.
-                return Next::Empty;
-            }
-            let (len, discarded) = match core.peek(self.pos) {
-                Slot::Empty | Slot::Busy => return Next::Empty,
-                Slot::Committed(len) => (len, false),
-                Slot::Discarded(len) => (len, true),
-            };
-            let next = self.pos + footprint(len);
-            if !core.plausible(len) || next - self.published > core.capacity() {
-                return Next::Corrupt(self.pos, core.raw_header(self.pos));
-            }
-            let at = self.pos;
-            self.pos = next;
-            if discarded {
-                self.skipped += 1;
-                continue;
-            }
-            self.consumed += 1;
-            return Next::Record(core.region.data_ptr(at + HDR_SIZE), len as usize);
+    /// One reading step; `K::MULTI` is a constant, so each kind compiles to one path.
+    #[inline(always)]
+    fn step(&self, rd: &mut ReadCursor) -> Step {
+        if K::MULTI {
+            self.core.next::<true>(rd)
+        } else {
+            self.core.next::<false>(rd)
         }
     }
 
-    /// Zeroes what was read and publishes the consumer position.
+    /// Hands back what was read and publishes the consumer position and counters.
+    #[inline]
     fn publish(&mut self) {
-        if self.pos != self.published {
-            // SAFETY: we are the ring's only consumer; `published` is what we last
-            // published; `[published, pos)` holds records we read, and no slice into
-            // them is alive: callback slices end with each call, and iterator slices
-            // borrow `self` (we hold `&mut self` now).
-            unsafe { self.shared.core.release(self.published, self.pos) };
-            self.published = self.pos;
-            let line = &self.shared.core.control().consumer.0;
-            line.consumed.store(self.consumed, Relaxed);
-            line.skipped.store(self.skipped, Relaxed);
+        let mut rd = self.rd;
+        self.publish_cursor(&mut rd);
+        self.rd = rd;
+    }
+
+    /// [`publish`](Self::publish) for a cursor held in a local (the consume loop keeps
+    /// its cursor out of `self` so that it lives in registers).
+    #[inline]
+    fn publish_cursor(&self, rd: &mut ReadCursor) {
+        if rd.pos != rd.published {
+            // SAFETY: we are the ring's only consumer and this is its cursor (a local copy
+            // of `self.rd` that the caller writes back); `[published, pos)` holds records
+            // we read, and no slice into them is alive: callback slices end with each
+            // call, and iterator slices borrow `self` mutably, which our callers hold.
+            unsafe {
+                if K::MULTI {
+                    self.core.release::<true>(rd)
+                } else {
+                    self.core.release::<false>(rd)
+                }
+            };
+            let line = &self.core.control().consumer.0;
+            line.consumed.store(rd.consumed, Relaxed);
+            line.skipped.store(rd.skipped, Relaxed);
         }
     }
 
     fn disarm(&mut self) {
         if self.armed {
-            self.shared.core.disarm(self.published);
+            self.core.disarm(self.rd.published);
             self.armed = false;
         }
     }
@@ -158,32 +146,34 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         F: FnMut(&[u8]) -> Result<(), E>,
     {
         self.disarm();
-        let batch = self.shared.batch;
+        let mut rd = self.rd;
         let mut n = 0;
         let result = loop {
             if n >= max {
                 break Ok(n);
             }
-            match self.next_raw() {
-                Next::Record(ptr, len) => {
+            match self.step(&mut rd) {
+                Step::Record { pos, len } => {
                     n += 1;
                     // SAFETY: a committed record of `len` bytes, contiguous in the double
                     // mapping, not released before this call returns: the slice is only
                     // lent to `f` for this call.
-                    let data = unsafe { std::slice::from_raw_parts(ptr, len) };
+                    let data =
+                        unsafe { std::slice::from_raw_parts(self.core.region.data_ptr(pos + HDR_SIZE), len as usize) };
                     if let Err(e) = f(data) {
                         break Err(ConsumeError::Callback(e));
                     }
-                    if self.pos - self.published >= batch {
-                        self.publish();
+                    if rd.pos - rd.published >= self.batch {
+                        self.publish_cursor(&mut rd);
                     }
                 }
-                Next::Empty if self.pos - self.published >= self.shared.core.capacity() => self.publish(),
-                Next::Empty => break Ok(n),
-                Next::Corrupt(pos, header) => break Err(ConsumeError::Corrupt { pos, header }),
+                Step::Empty => break Ok(n),
+                Step::Full => self.publish_cursor(&mut rd),
+                Step::Corrupt { pos, header } => break Err(ConsumeError::Corrupt { pos, header }),
             }
         };
-        self.publish();
+        self.publish_cursor(&mut rd);
+        self.rd = rd;
         result
     }
 
@@ -216,7 +206,15 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// position.
     #[inline]
     pub fn ready(&self) -> bool {
-        !matches!(self.shared.core.peek(self.pos), Slot::Empty | Slot::Busy)
+        // A whole ring read and not handed back: producers cannot have written anything.
+        if self.rd.pos - self.rd.published >= self.core.capacity() {
+            return false;
+        }
+        if K::MULTI {
+            self.core.ready::<true>(self.rd.pos)
+        } else {
+            self.core.ready::<false>(self.rd.pos)
+        }
     }
 
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it
@@ -256,7 +254,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                 },
             };
             let ts = left.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
-            let bell = self.shared.core.region.doorbell();
+            let bell = self.core.region.doorbell();
             let mut fds = [PollFd::new(&bell, PollFlags::IN)];
             match poll(&mut fds, ts.as_ref()) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
@@ -280,22 +278,23 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     }
 
     fn arm_inner(&mut self) -> io::Result<bool> {
-        self.shared.core.region.drain_doorbell()?;
+        self.core.region.drain_doorbell()?;
         self.armed = true;
-        let armed = self.shared.core.arm(self.published)?;
+        let at = self.rd.published;
+        let armed = if K::MULTI { self.core.arm::<true>(at)? } else { self.core.arm::<false>(at)? };
         self.armed = armed;
         Ok(armed)
     }
 
     /// Bytes reserved by producers and not yet consumed (committed or not).
     pub fn available(&self) -> u64 {
-        let (_, prod) = self.shared.core.positions();
-        prod.wrapping_sub(self.pos)
+        let (_, prod) = self.core.positions();
+        prod.wrapping_sub(self.rd.pos)
     }
 
     /// The consumer's read position (bytes since the ring was created).
     pub fn position(&self) -> u64 {
-        self.pos
+        self.rd.pos
     }
 }
 
@@ -303,7 +302,7 @@ impl<K: ProducerKind, M: Mode> AsFd for Consumer<K, M> {
     /// The doorbell: an eventfd that becomes readable when a producer wakes this
     /// consumer. See [`Consumer::arm`].
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.core.region.doorbell()
+        self.shared.region.doorbell()
     }
 }
 
@@ -311,7 +310,7 @@ impl<K: ProducerKind, M: Mode> Drop for Consumer<K, M> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
-        detach_flag(&self.shared.core.control().consumer.0.attached);
+        detach_flag(&self.core.control().consumer.0.attached);
     }
 }
 
@@ -322,7 +321,7 @@ pub struct Records<'a, K: ProducerKind = Mpsc, M: Mode = Discard> {
 
 impl<K: ProducerKind, M: Mode> fmt::Debug for Records<'_, K, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Records").field("pos", &self.consumer.pos).finish()
+        f.debug_struct("Records").field("pos", &self.consumer.rd.pos).finish()
     }
 }
 
@@ -331,12 +330,19 @@ impl<'a, K: ProducerKind, M: Mode> Iterator for Records<'a, K, M> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        match self.consumer.next_raw() {
-            // SAFETY: a committed record, contiguous in the double mapping; its space is
-            // released only by `publish`, which needs `&mut Consumer`, which this
-            // iterator holds for `'a`: the slice cannot outlive the reservation of it.
-            Next::Record(ptr, len) => Some(unsafe { std::slice::from_raw_parts(ptr, len) }),
-            Next::Empty | Next::Corrupt(..) => None,
+        let consumer = &mut *self.consumer;
+        let mut rd = consumer.rd;
+        let step = consumer.step(&mut rd);
+        consumer.rd = rd;
+        match step {
+            Step::Record { pos, len } => {
+                let ptr = consumer.core.region.data_ptr(pos + HDR_SIZE);
+                // SAFETY: a committed record, contiguous in the double mapping; its space
+                // is released only by `publish`, which needs `&mut Consumer`, which this
+                // iterator holds for `'a`: the slice cannot outlive the reservation of it.
+                Some(unsafe { std::slice::from_raw_parts(ptr, len as usize) })
+            }
+            Step::Empty | Step::Full | Step::Corrupt { .. } => None,
         }
     }
 }

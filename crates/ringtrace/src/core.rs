@@ -1,8 +1,12 @@
 //! The protocol: reserve, commit and discard without a lock, consume in reservation
 //! order, and wake the consumer without ever losing a wakeup. Generic over the
-//! [`Region`] that holds the bytes, so loom runs exactly this code.
+//! [`Region`] that holds the bytes, so loom runs exactly this code, producer and
+//! consumer sides alike ([`Core::next`] is the consumer's whole reading step).
 //!
-//! # Reserve
+//! Every method that differs between the producer kinds takes `const MULTI: bool`, so
+//! each kind compiles to its own branch-free path.
+//!
+//! # Multi-producer rings: reserve by compare-and-swap, consumer zeroes
 //!
 //! The kernel serializes reservations with a spinlock, so that it can write the BUSY
 //! header before it publishes the new producer position; a user-space producer
@@ -26,15 +30,26 @@
 //! outside `[consumer_pos, producer_pos)` is zero; records are contiguous and 8-aligned
 //! from `consumer_pos`.
 //!
+//! # Single-producer rings: publish at commit, nothing to zero
+//!
+//! One producer holds at most one reservation (it borrows the producer mutably), so it
+//! can do what the kernel does under its lock without any lock: it writes the final
+//! header at commit and only then publishes the producer position (Release). Every
+//! record below the producer position is finished, the consumer reads up to that
+//! position and never past it, and what lies beyond is never looked at: the consumer
+//! zeroes nothing. The reservation itself touches no shared memory at all.
+//!
 //! # Wakeups
 //!
-//! The consumer's wait word holds the position it waits at and two flags. Before it
-//! sleeps it stores `at | WAITING` (plus `BLOCKED`, see below), runs the heavy barrier,
-//! and checks the header at `at` again. A producer stores its header, runs the light
-//! barrier, and loads the wait word ([`crate::barrier`]). Either the consumer's check
-//! sees the header or the producer sees `WAITING`: no lost wakeup (seed 004's bug).
-//! The producer that decides to wake clears `WAITING` with a CAS, so one write reaches
-//! the doorbell per sleep.
+//! The consumer's wait word (on its own cache line, so that producers, which load it on
+//! every commit, keep it cached while the consumer publishes its position) holds the
+//! position it waits at and two flags. Before it sleeps it stores `at | WAITING` (plus
+//! `BLOCKED`, see below), runs the heavy barrier, and checks whether the record at `at`
+//! is ready. A producer publishes its record (header, and for a single producer the
+//! producer position), runs the light barrier, and loads the wait word
+//! ([`crate::barrier`]). Either the consumer's check sees the record or the producer
+//! sees `WAITING`: no lost wakeup (seed 004's bug). The producer that decides to wake
+//! clears `WAITING` with a CAS, so one write reaches the doorbell per sleep.
 //!
 //! Who wakes: `BLOCKED` set (policy `CaughtUp`, or a watermark already reserved behind
 //! an unfinished record) means "wake me when the record at `at` is committed or
@@ -49,7 +64,7 @@ use std::io;
 
 use crate::barrier;
 use crate::config::Wakeup;
-use crate::layout::{decode, footprint, pack, Control, Slot, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::layout::{footprint, len_word, pack, Control, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -75,16 +90,61 @@ pub(crate) enum Refused {
     TooLarge,
 }
 
-/// The protocol state machine over a region.
+/// The consumer's private state.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ReadCursor {
+    /// Next record boundary to read.
+    pub(crate) pos: u64,
+    /// Consumer position as last published (`<= pos`); `[published, pos)` is read and
+    /// not yet handed back.
+    pub(crate) published: u64,
+    /// Single-producer rings: the producer position last loaded; everything below it is
+    /// finished.
+    pub(crate) limit: u64,
+    /// Committed records delivered, discarded records stepped over (running totals).
+    pub(crate) consumed: u64,
+    pub(crate) skipped: u64,
+    /// Footprint of the last record delivered: the prediction of the next one's.
+    pub(crate) stride: u64,
+}
+
+impl ReadCursor {
+    /// A cursor at the consumer position `pos` with the ring's running totals.
+    pub(crate) fn at(pos: u64, consumed: u64, skipped: u64) -> Self {
+        ReadCursor { pos, published: pos, limit: pos, consumed, skipped, stride: HDR_SIZE }
+    }
+}
+
+/// One step of the consumer ([`Core::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A committed record of `len` payload bytes with its header at `pos`; the cursor
+    /// has moved past it.
+    Record { pos: u64, len: u32 },
+    /// Nothing finished at the cursor yet.
+    Empty,
+    /// A whole ring is read and not handed back: release before reading on.
+    Full,
+    /// The header at `pos` cannot be a record this ring's producers wrote.
+    Corrupt { pos: u64, header: u64 },
+}
+
+/// The protocol state machine over a region. Cheap to clone when the region is a view
+/// (as the real one is): every handle keeps its own copy, so its hot fields live in the
+/// handle, not behind a shared pointer.
+#[derive(Clone)]
 pub(crate) struct Core<R> {
     pub(crate) region: R,
     cap: u64,
     /// Largest payload: `capacity - 8`, and at most `LEN_MASK`.
     max_len: u32,
+    /// The header's aux word (this process's id, never zero), packed: a header is
+    /// `pack(word, 0) | aux_bits`.
+    aux_bits: u64,
     /// 0 for `CaughtUp`, else the watermark in bytes.
     watermark: u64,
-    /// The header's aux word: this process's id (never zero).
-    aux: u32,
+    /// Whether this process uses the asymmetric barrier pair ([`barrier::init`]).
+    asymmetric: bool,
 }
 
 impl<R: Region> Core<R> {
@@ -92,7 +152,8 @@ impl<R: Region> Core<R> {
         let cap = region.capacity();
         debug_assert!(cap.is_power_of_two() && cap >= 16);
         let max_len = (cap - HDR_SIZE).min(LEN_MASK as u64) as u32;
-        Core { region, cap, max_len, watermark, aux: std::process::id().max(1) }
+        let aux_bits = pack(0, std::process::id().max(1));
+        Core { region, cap, max_len, watermark, aux_bits, asymmetric: barrier::init() }
     }
 
     #[inline]
@@ -100,6 +161,7 @@ impl<R: Region> Core<R> {
         self.region.control()
     }
 
+    #[inline]
     pub(crate) fn capacity(&self) -> u64 {
         self.cap
     }
@@ -108,8 +170,11 @@ impl<R: Region> Core<R> {
         self.max_len
     }
 
-    /// Claims `footprint(len)` bytes; returns the record's position with its header BUSY.
-    #[inline]
+    // ---------------------------------------------------------------- producers
+
+    /// Claims `footprint(len)` bytes and returns the record's position. A multi-producer
+    /// ring marks the header BUSY; a single-producer one touches no shared memory.
+    #[inline(always)]
     pub(crate) fn reserve<const MULTI: bool>(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         if len > self.max_len as usize {
             return Err(Refused::TooLarge);
@@ -117,72 +182,78 @@ impl<R: Region> Core<R> {
         let len = len as u32;
         let fp = footprint(len);
         let ctl = self.control();
-        let prod = &ctl.producer.0.pos;
-        let pos = if MULTI {
-            let mut p = prod.load(Relaxed);
-            loop {
-                let end = p.wrapping_add(fp);
-                if end.wrapping_sub(cur.cons) > self.cap {
-                    // Acquire: pairs with the Release store in `release`. The consumer
-                    // zeroed everything before the position it published, and this
-                    // producer is about to write there.
-                    cur.cons = ctl.consumer.0.pos.load(Acquire);
-                    if end.wrapping_sub(cur.cons) > self.cap {
-                        let now = prod.load(Relaxed);
-                        if now == p {
-                            return Err(Refused::Full);
-                        }
-                        p = now; // `p` was stale; try again with the current position.
-                        continue;
-                    }
-                }
-                // Relaxed: the claim itself orders nothing. What was in the space was
-                // acquired above, and what we write there is published by the Release
-                // header store in `commit`. The CAS only decides who owns [p, end).
-                match prod.compare_exchange_weak(p, end, Relaxed, Relaxed) {
-                    Ok(_) => break p,
-                    Err(now) => p = now,
-                }
-            }
-        } else {
+        if !MULTI {
             let p = cur.prod;
             let end = p + fp;
             if end - cur.cons > self.cap {
-                // Acquire: pairs with the Release store in `release` (as above).
+                // Acquire: pairs with the Release store in `release`: the consumer's
+                // reads of this space happen-before our writes into it.
                 cur.cons = ctl.consumer.0.pos.load(Acquire);
                 if end - cur.cons > self.cap {
                     return Err(Refused::Full);
                 }
             }
             cur.prod = end;
-            // Relaxed: only for statistics and the consumer's watermark decision, which
-            // reads it after its heavy barrier (this store precedes our light barrier).
-            prod.store(end, Relaxed);
-            p
+            return Ok(p);
+        }
+        let prod = &ctl.producer.0.pos;
+        let mut p = prod.load(Relaxed);
+        let pos = loop {
+            let end = p.wrapping_add(fp);
+            if end.wrapping_sub(cur.cons) > self.cap {
+                // Acquire: pairs with the Release store in `release`. The consumer
+                // zeroed everything before the position it published, and this
+                // producer is about to write there.
+                cur.cons = ctl.consumer.0.pos.load(Acquire);
+                if end.wrapping_sub(cur.cons) > self.cap {
+                    let now = prod.load(Relaxed);
+                    if now == p {
+                        return Err(Refused::Full);
+                    }
+                    p = now; // `p` was stale; try again with the current position.
+                    continue;
+                }
+            }
+            // Relaxed: the claim itself orders nothing. What was in the space was
+            // acquired above, and what we write there is published by the Release
+            // header store in `commit`. The CAS only decides who owns [p, end).
+            match prod.compare_exchange_weak(p, end, Relaxed, Relaxed) {
+                Ok(_) => break p,
+                Err(now) => p = now,
+            }
         };
         // Relaxed: to the consumer BUSY means the same as the zero header it replaces
         // ("wait"); it only tells observers who holds the space.
-        self.region.header(pos).store(pack(len | BUSY_BIT, self.aux), Relaxed);
+        self.region.header(pos).store(pack(len | BUSY_BIT, 0) | self.aux_bits, Relaxed);
         Ok(pos)
     }
 
     /// Publishes the record at `pos` (committed, or discarded), then wakes the consumer
     /// if `wakeup` and the policy say so.
-    #[inline]
-    pub(crate) fn commit(&self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
+    #[inline(always)]
+    pub(crate) fn commit<const MULTI: bool>(&self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
         let word = if discard { len | DISCARD_BIT } else { len };
-        // Release: pairs with the Acquire load in `peek`: the payload written into the
-        // reservation happens-before the consumer reads it.
-        self.region.header(pos).store(pack(word, self.aux), Release);
+        let end = pos + footprint(len);
+        if MULTI {
+            // Release: pairs with the Acquire header load in `next` (and `ready`): the
+            // payload written into the reservation happens-before the consumer reads it.
+            self.region.header(pos).store(pack(word, 0) | self.aux_bits, Release);
+        } else {
+            // Relaxed: published by the Release store of the producer position below.
+            self.region.header(pos).store(pack(word, 0) | self.aux_bits, Relaxed);
+            // Release: pairs with the Acquire load of the producer position in `next`
+            // (and `ready`): header and payload happen-before the consumer reads them.
+            self.control().producer.0.pos.store(end, Release);
+        }
         if wakeup == Wakeup::NoWakeup {
             return;
         }
         // Pairs with `barrier::heavy` in `arm`: either the consumer's check after its
-        // barrier sees the header above, or the load below sees its WAITING flag.
-        barrier::light();
-        let wait = self.control().consumer.0.wait.load(Relaxed);
+        // barrier sees the record published above, or the load below sees WAITING.
+        barrier::light(self.asymmetric);
+        let wait = self.control().wait.0.word.load(Relaxed);
         if wait & WAITING != 0 {
-            self.wake_slow(wait, pos, pos + footprint(len), wakeup);
+            self.wake_slow(wait, pos, end, wakeup);
         }
     }
 
@@ -193,51 +264,148 @@ impl<R: Region> Core<R> {
         let due = wakeup == Wakeup::Force
             || if wait & BLOCKED != 0 { pos == at } else { end.wrapping_sub(at) >= self.watermark };
         // Relaxed: the CAS only elects the one producer that rings the doorbell. The
-        // consumer reads the record after waking with the Acquire load in `peek`, which
-        // pairs with our Release header store.
-        if due && self.control().consumer.0.wait.compare_exchange(wait, at, Relaxed, Relaxed).is_ok() {
+        // consumer reads the record after waking through `next`'s Acquire loads, which
+        // pair with our Release stores in `commit`.
+        if due && self.control().wait.0.word.compare_exchange(wait, at, Relaxed, Relaxed).is_ok() {
             self.region.notify();
         }
     }
 
-    /// What is at the record boundary `pos`. Consumer only.
+    // ---------------------------------------------------------------- the consumer
+
+    /// Reads the next record boundary: the consumer's whole reading step. Discarded
+    /// records are stepped over (and counted) here.
+    ///
+    /// The common case (a committed record of at least one byte that fits) is a handful
+    /// of instructions inline; everything else goes to [`Self::next_slow`].
+    #[inline(always)]
+    pub(crate) fn next<const MULTI: bool>(&self, rd: &mut ReadCursor) -> Step {
+        if MULTI || rd.pos != rd.limit {
+            // Acquire: pairs with the Release header store in `commit` (multi-producer
+            // rings; for a single producer the Acquire load of the producer position in
+            // `next_slow` already ordered this read after the record was written).
+            let header = self.region.header(rd.pos).load(Acquire);
+            let word = len_word(header);
+            // One compare: 1 <= word < DISCARD_BIT means committed (no BUSY, no DISCARD)
+            // with a nonzero length; zero-length, flagged and all-zero headers go slow.
+            // Value prediction: the next position is computed from the previous record's
+            // footprint, not from this header, and the header only confirms it with a
+            // (well predicted) branch. That takes the header load out of the chain of
+            // dependent instructions from one record to the next, which would otherwise
+            // bound the loop at a load's latency per record.
+            let next = rd.pos + rd.stride;
+            if word.wrapping_sub(1) < DISCARD_BIT - 1 && footprint(word) == rd.stride {
+                let fits = if MULTI { next - rd.published <= self.cap } else { next <= rd.limit };
+                if fits {
+                    let at = rd.pos;
+                    rd.pos = next;
+                    rd.consumed += 1;
+                    return Step::Record { pos: at, len: word };
+                }
+            }
+        }
+        // By value, so that the caller's cursor never escapes and stays in registers.
+        let (cursor, step) = self.next_slow::<MULTI>(*rd);
+        *rd = cursor;
+        step
+    }
+
+    /// Every case of [`Self::next`] but the common one: loading the producer position
+    /// (single producer), discarded and zero-length records, unfinished records, a
+    /// whole ring read, corruption.
+    #[inline(never)]
+    fn next_slow<const MULTI: bool>(&self, mut cursor: ReadCursor) -> (ReadCursor, Step) {
+        let step = self.next_slow_in::<MULTI>(&mut cursor);
+        (cursor, step)
+    }
+
+    #[inline(always)]
+    fn next_slow_in<const MULTI: bool>(&self, rd: &mut ReadCursor) -> Step {
+        loop {
+            if !MULTI && rd.pos == rd.limit {
+                // Acquire: pairs with the Release store of the producer position in
+                // `commit`: every record below it is finished and visible.
+                let limit = self.control().producer.0.pos.load(Acquire);
+                if limit.wrapping_sub(rd.published) > self.cap || limit < rd.pos {
+                    return Step::Corrupt { pos: limit, header: 0 };
+                }
+                rd.limit = limit;
+                if limit == rd.pos {
+                    return if rd.pos - rd.published >= self.cap { Step::Full } else { Step::Empty };
+                }
+            }
+            // Acquire: as in `next`.
+            let header = self.region.header(rd.pos).load(Acquire);
+            let word = len_word(header);
+            if header == 0 || word & BUSY_BIT != 0 {
+                if !MULTI {
+                    // Below the producer position every record is finished.
+                    return Step::Corrupt { pos: rd.pos, header };
+                }
+                // Claimed and not finished: wait. (At `published + capacity` lies our own
+                // unreleased first record, whose header is not zero: that is `Full`.)
+                return Step::Empty;
+            }
+            let len = word & LEN_MASK;
+            let next = rd.pos + footprint(len);
+            let fits = if MULTI { next - rd.published <= self.cap } else { next <= rd.limit };
+            if !fits {
+                if rd.pos - rd.published >= self.cap {
+                    return Step::Full;
+                }
+                return Step::Corrupt { pos: rd.pos, header };
+            }
+            let at = rd.pos;
+            rd.pos = next;
+            if word & DISCARD_BIT != 0 {
+                rd.skipped += 1;
+                continue;
+            }
+            rd.consumed += 1;
+            rd.stride = next - at;
+            return Step::Record { pos: at, len };
+        }
+    }
+
+    /// Whether a finished record (committed or discarded) is at `at`.
     #[inline]
-    pub(crate) fn peek(&self, pos: u64) -> Slot {
-        // Acquire: pairs with the Release store in `commit`.
-        decode(self.region.header(pos).load(Acquire))
+    pub(crate) fn ready<const MULTI: bool>(&self, at: u64) -> bool {
+        if !MULTI {
+            // Acquire: as in `next`.
+            return self.control().producer.0.pos.load(Acquire) > at;
+        }
+        // Acquire: as in `next`.
+        let header = self.region.header(at).load(Acquire);
+        header != 0 && len_word(header) & BUSY_BIT == 0
     }
 
-    /// The raw header at `pos` (for error reports).
-    pub(crate) fn raw_header(&self, pos: u64) -> u64 {
-        self.region.header(pos).load(Relaxed)
-    }
-
-    /// Whether a record of this length could have been written by a ringtrace producer.
-    #[inline]
-    pub(crate) fn plausible(&self, len: u32) -> bool {
-        len <= self.max_len
-    }
-
-    /// Zeroes `[from, to)` and publishes `to` as the consumer position.
+    /// Hands back `[published, pos)`: zeroes it (multi-producer rings) and publishes
+    /// `pos` as the consumer position.
     ///
     /// # Safety
     ///
-    /// Only the consumer calls this; `from` is the position it last published,
-    /// `[from, to)` holds records it has read, and no reference into them is alive.
-    pub(crate) unsafe fn release(&self, from: u64, to: u64) {
+    /// Only the consumer calls this, with its own cursor; `[published, pos)` holds
+    /// records it has read, and no reference into them is alive.
+    #[inline]
+    pub(crate) unsafe fn release<const MULTI: bool>(&self, rd: &mut ReadCursor) {
+        let (from, to) = (rd.published, rd.pos);
         debug_assert!(to >= from && to - from <= self.cap && (to - from) % 8 == 0);
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.region.zero(from, to - from) };
+        if MULTI {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { self.region.zero(from, to - from) };
+        }
         // Release: pairs with the Acquire loads of the consumer position in `reserve`:
-        // the zeroing above happens-before any producer writes this space again.
+        // our reads of this space (and, for multi-producer rings, the zeroing above)
+        // happen-before any producer writes it again.
         self.control().consumer.0.pos.store(to, Release);
+        rd.published = to;
     }
 
     /// Announces that the consumer will sleep at `at` (its published position) and
     /// checks once more. `Ok(true)`: armed, sleep until the doorbell rings. `Ok(false)`:
     /// a record is ready (or a producer already rang); consume instead.
-    pub(crate) fn arm(&self, at: u64) -> io::Result<bool> {
-        let wait = &self.control().consumer.0.wait;
+    pub(crate) fn arm<const MULTI: bool>(&self, at: u64) -> io::Result<bool> {
+        let wait = &self.control().wait.0.word;
         let mut word = at | WAITING | if self.watermark == 0 { BLOCKED } else { 0 };
         // Relaxed: ordered before the check below by the heavy barrier, which is what
         // pairs with the producers' light barrier in `commit`.
@@ -247,7 +415,7 @@ impl<R: Region> Core<R> {
                 self.disarm(at);
                 return Err(e);
             }
-            if !matches!(self.peek(at), Slot::Empty | Slot::Busy) {
+            if self.ready::<MULTI>(at) {
                 self.disarm(at);
                 return Ok(false);
             }
@@ -270,10 +438,10 @@ impl<R: Region> Core<R> {
     /// Withdraws the announcement of `arm`.
     pub(crate) fn disarm(&self, at: u64) {
         // Relaxed: a producer that still sees the old word at most rings once more.
-        self.control().consumer.0.wait.store(at, Relaxed);
+        self.control().wait.0.word.store(at, Relaxed);
     }
 
-    /// Bytes reserved and not yet consumed (the kernel's `BPF_RB_AVAIL_DATA`).
+    /// The consumer and producer positions.
     pub(crate) fn positions(&self) -> (u64, u64) {
         let ctl = self.control();
         (ctl.consumer.0.pos.load(Relaxed), ctl.producer.0.pos.load(Relaxed))

@@ -1,20 +1,22 @@
 //! Differential property test of the protocol core over the heap region: random
-//! sequences of reserve/commit/discard/consume against a `VecDeque` model, one thread.
+//! sequences of reserve/commit/discard/consume against a `VecDeque` model, one thread,
+//! for both producer kinds. The consumer side is the real reading step
+//! ([`Core::next`]) and release.
 
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, Refused};
-use crate::layout::{footprint, Slot};
+use crate::core::{Core, ProducerCursor, ReadCursor, Refused, Step};
+use crate::layout::footprint;
 use crate::region::heap::HeapRegion;
 
 #[derive(Clone, Debug)]
 enum Op {
     /// Reserve `words` payload words; commit (or discard) at once.
     Put { words: u8, discard: bool },
-    /// Consume up to `n` records.
+    /// Consume up to `n` records (committed ones; discarded ones are stepped over).
     Take(u8),
 }
 
@@ -25,63 +27,100 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-proptest! {
-    #[test]
-    fn core_matches_a_fifo_model(ops in proptest::collection::vec(op(), 1..200), multi: bool) {
-        let core = Core::new(HeapRegion::new(128), 0);
-        let mut cur = ProducerCursor::default();
-        let (mut model, mut used) = (VecDeque::<(u64, bool, u64)>::new(), 0u64);
-        let (mut cons, mut seq) = (0u64, 0u64);
-        for op in ops {
-            match op {
-                Op::Put { words, discard } => {
-                    let len = words as usize * 8;
-                    let fp = footprint(len as u32);
-                    let r = if multi { core.reserve::<true>(len, &mut cur) } else { core.reserve::<false>(len, &mut cur) };
-                    match r {
-                        Ok(pos) => {
-                            prop_assert!(used + fp <= 128);
-                            for i in 0..words as usize {
-                                // SAFETY: we hold the reservation; `i` is within it.
-                                unsafe { core.region.write_payload(pos, i, seq) };
-                            }
-                            core.commit(pos, len as u32, discard, Wakeup::NoWakeup);
-                            model.push_back((seq, discard, words as u64));
-                            used += fp;
-                            seq += 1;
+const CAP: u64 = 128;
+
+fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let core = Core::new(HeapRegion::new(CAP), 0);
+    let mut cur = ProducerCursor::default();
+    let mut rd = ReadCursor::at(0, 0, 0);
+    // (sequence number, discarded, payload words) of every record not yet consumed.
+    let (mut model, mut used) = (VecDeque::<(u64, bool, u64)>::new(), 0u64);
+    // Position of the model's front record.
+    let (mut seq, mut front) = (0u64, 0u64);
+    for op in ops {
+        match op {
+            Op::Put { words, discard } => {
+                let len = words as usize * 8;
+                let fp = footprint(len as u32);
+                match core.reserve::<MULTI>(len, &mut cur) {
+                    Ok(pos) => {
+                        prop_assert!(used + fp <= CAP);
+                        for i in 0..words as usize {
+                            // SAFETY: we hold the reservation; `i` is within it.
+                            unsafe { core.region.write_payload(pos, i, seq) };
                         }
-                        Err(Refused::Full) => prop_assert!(used + fp > 128, "refused with room"),
-                        Err(Refused::TooLarge) => prop_assert!(len > 120),
+                        core.commit::<MULTI>(pos, len as u32, discard, Wakeup::NoWakeup);
+                        model.push_back((seq, discard, words as u64));
+                        used += fp;
+                        seq += 1;
                     }
-                }
-                Op::Take(n) => {
-                    let start = cons;
-                    for _ in 0..n {
-                        if cons - start >= 128 {
-                            break; // a whole ring read: release before reading on
-                        }
-                        match core.peek(cons) {
-                            Slot::Empty | Slot::Busy => {
-                                prop_assert!(model.is_empty());
-                                break;
-                            }
-                            Slot::Committed(len) | Slot::Discarded(len) => {
-                                let (s, discard, words) = model.pop_front().expect("record the model lacks");
-                                prop_assert_eq!(len as u64, words * 8);
-                                prop_assert_eq!(matches!(core.peek(cons), Slot::Discarded(_)), discard);
-                                for i in 0..words as usize {
-                                    // SAFETY: committed and not released; we are the consumer.
-                                    prop_assert_eq!(unsafe { core.region.read_payload(cons, i) }, s);
-                                }
-                                cons += footprint(len);
-                                used -= footprint(len);
-                            }
-                        }
-                    }
-                    // SAFETY: single-threaded consumer; nothing borrows [start, cons).
-                    unsafe { core.release(start, cons) };
+                    Err(Refused::Full) => prop_assert!(used + fp > CAP, "refused with room"),
+                    Err(Refused::TooLarge) => prop_assert!(len as u64 > CAP - 8),
                 }
             }
+            Op::Take(n) => {
+                let mut taken = 0;
+                while taken < n {
+                    match core.next::<MULTI>(&mut rd) {
+                        Step::Record { pos, len } => {
+                            // Discarded records the model holds ahead of this one were
+                            // stepped over.
+                            while let Some(&(_, true, words)) = model.front() {
+                                model.pop_front();
+                                front += footprint(words as u32 * 8);
+                                used -= footprint(words as u32 * 8);
+                            }
+                            prop_assert_eq!(front, pos);
+                            front += footprint(len);
+                            let (s, discard, words) = model.pop_front().expect("record the model lacks");
+                            prop_assert!(!discard);
+                            prop_assert_eq!(len as u64, words * 8);
+                            for i in 0..words as usize {
+                                // SAFETY: committed and not released; we are the consumer.
+                                prop_assert_eq!(unsafe { core.region.read_payload(pos, i) }, s);
+                            }
+                            used -= footprint(len);
+                            taken += 1;
+                        }
+                        Step::Empty => {
+                            // Only discarded records may be left, and they were skipped.
+                            prop_assert!(model.iter().all(|r| r.1));
+                            for (_, _, words) in model.drain(..) {
+                                front += footprint(words as u32 * 8);
+                                used -= footprint(words as u32 * 8);
+                            }
+                            prop_assert_eq!(front, rd.pos);
+                            break;
+                        }
+                        Step::Full => {
+                            prop_assert_eq!(rd.pos - rd.published, CAP);
+                            // SAFETY: single-threaded consumer; nothing borrows the range.
+                            unsafe { core.release::<MULTI>(&mut rd) };
+                        }
+                        Step::Corrupt { pos, header } => {
+                            prop_assert!(false, "corrupt header {header:#x} at {pos}")
+                        }
+                    }
+                }
+                // SAFETY: single-threaded consumer; nothing borrows [published, pos).
+                unsafe { core.release::<MULTI>(&mut rd) };
+                let (cons, _) = core.positions();
+                prop_assert_eq!(cons, rd.pos);
+            }
         }
+    }
+    prop_assert_eq!(rd.consumed + rd.skipped + model.len() as u64, seq);
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn multi_producer_core_matches_a_fifo_model(ops in proptest::collection::vec(op(), 1..200)) {
+        run::<true>(ops)?;
+    }
+
+    #[test]
+    fn single_producer_core_matches_a_fifo_model(ops in proptest::collection::vec(op(), 1..200)) {
+        run::<false>(ops)?;
     }
 }

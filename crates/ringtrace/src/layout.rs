@@ -9,9 +9,10 @@
 //! ```text
 //!  offset 0     Meta          magic, layout version, kind, mode, capacity, policy
 //!  offset 128   ProducerLine  producer_pos                   (written by producers)
-//!  offset 256   ConsumerLine  consumer_pos, wait state        (written by the consumer)
-//!  offset 384   overflow      shared counters for producers without a slot
-//!  offset 512   slots[60]     per-producer counters, one 128-byte line each
+//!  offset 256   ConsumerLine  consumer_pos, counters          (written by the consumer)
+//!  offset 384   WaitLine      the consumer's wait state       (read on every commit)
+//!  offset 512   overflow      shared counters for producers without a slot
+//!  offset 640   slots[59]     per-producer counters, one 128-byte line each
 //!  offset 8192  data          capacity bytes, mapped twice back to back
 //! ```
 //!
@@ -68,7 +69,9 @@ pub(crate) const fn len_word(header: u64) -> u32 {
     }
 }
 
-/// What a consumer finds at a record boundary.
+/// What a consumer finds at a record boundary (the decoding that [`crate::core`]'s
+/// reading step does inline, as a value for tests).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Slot {
     /// Nothing there yet: not reserved, or reserved and the header not yet written.
@@ -82,7 +85,7 @@ pub(crate) enum Slot {
 }
 
 /// Decodes a header value read at a record boundary.
-#[inline]
+#[cfg(test)]
 pub(crate) const fn decode(header: u64) -> Slot {
     if header == 0 {
         return Slot::Empty;
@@ -100,10 +103,10 @@ pub(crate) const fn decode(header: u64) -> Slot {
 /// `b"RINGTRC\0"`: the first word of a ring's control block.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// Version of this layout; bumped on any incompatible change.
-pub(crate) const LAYOUT_VERSION: u32 = 1;
+pub(crate) const LAYOUT_VERSION: u32 = 2;
 /// Per-producer counter slots in the control block.
 #[cfg(not(loom))]
-pub(crate) const N_SLOTS: usize = 60;
+pub(crate) const N_SLOTS: usize = 59;
 #[cfg(loom)]
 pub(crate) const N_SLOTS: usize = 2;
 
@@ -145,17 +148,26 @@ pub(crate) struct ProducerLine {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct ConsumerLine {
-    /// Everything before this position has been consumed and zeroed.
+    /// Everything before this position has been consumed (and, in multi-producer
+    /// rings, zeroed).
     pub(crate) pos: AtomicU64,
-    /// The consumer's wait state: see [`crate::core`] (`WAITING`, `BLOCKED` in the low
-    /// bits, the position it waits at in the rest).
-    pub(crate) wait: AtomicU64,
     /// 1 while a consumer handle exists.
     pub(crate) attached: AtomicU32,
     /// Committed records the consumer delivered.
     pub(crate) consumed: AtomicU64,
     /// Discarded records the consumer skipped.
     pub(crate) skipped: AtomicU64,
+}
+
+/// The consumer's wait state, alone on its line: producers load it on every commit, and
+/// the consumer writes it only when it goes to sleep, so it stays in every producer's
+/// cache while the consumer publishes its position on the line before.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct WaitLine {
+    /// See [`crate::core`]: `WAITING`, `BLOCKED` in the low bits, the position the
+    /// consumer waits at in the rest.
+    pub(crate) word: AtomicU64,
 }
 
 /// Counters of one producer handle (or, for the overflow slot, of all producers that
@@ -180,6 +192,7 @@ pub(crate) struct Control {
     pub(crate) meta: Line<Meta>,
     pub(crate) producer: Line<ProducerLine>,
     pub(crate) consumer: Line<ConsumerLine>,
+    pub(crate) wait: Line<WaitLine>,
     pub(crate) overflow: Line<Counters>,
     pub(crate) slots: [Line<Counters>; N_SLOTS],
 }
@@ -201,6 +214,7 @@ impl Control {
             meta: Line::default(),
             producer: Line::default(),
             consumer: Line::default(),
+            wait: Line::default(),
             overflow: Line::default(),
             slots: core::array::from_fn(|_| Line::default()),
         })

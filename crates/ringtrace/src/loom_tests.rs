@@ -9,8 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, Refused};
-use crate::layout::{footprint, Slot};
+use crate::core::{Core, ProducerCursor, ReadCursor, Refused, Step};
 use crate::region::heap::HeapRegion;
 
 type Ring = Arc<Core<HeapRegion>>;
@@ -40,55 +39,51 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
     };
     // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.
     unsafe { r.region.write_payload(pos, 0, v) };
-    r.commit(pos, 8, discard, wakeup);
+    r.commit::<MULTI>(pos, 8, discard, wakeup);
     pos
 }
 
-/// The consumer side as `Consumer` drives it: read what is ready, release it.
-struct ModelConsumer {
+/// The consumer side as `Consumer` drives it, with the real reading step
+/// ([`Core::next`]) and release.
+struct ModelConsumer<const MULTI: bool> {
     r: Ring,
-    pos: u64,
+    rd: ReadCursor,
     seen: Vec<u64>,
-    skipped: usize,
 }
 
-impl ModelConsumer {
+impl<const MULTI: bool> ModelConsumer<MULTI> {
     fn new(r: &Ring) -> Self {
-        ModelConsumer { r: r.clone(), pos: 0, seen: Vec::new(), skipped: 0 }
+        ModelConsumer { r: r.clone(), rd: ReadCursor::at(0, 0, 0), seen: Vec::new() }
+    }
+
+    fn skipped(&self) -> usize {
+        self.rd.skipped as usize
     }
 
     /// Reads everything ready; returns how many records (of any kind) it passed.
     fn drain(&mut self) -> usize {
-        let start = self.pos;
-        let mut n = 0;
-        // A full ring's worth read and not yet released: the next header is our own
-        // unreleased space (the same rule as `Consumer::next_raw`).
-        while self.pos - start < self.r.capacity() {
-            match self.r.peek(self.pos) {
-                Slot::Empty | Slot::Busy => break,
-                Slot::Committed(len) => {
+        let before = self.rd.consumed + self.rd.skipped;
+        loop {
+            match self.r.next::<MULTI>(&mut self.rd) {
+                Step::Record { pos, len } => {
                     assert_eq!(len, 8);
                     // SAFETY: committed, not yet released, we are the consumer.
-                    self.seen.push(unsafe { self.r.region.read_payload(self.pos, 0) });
-                    self.pos += footprint(len);
+                    self.seen.push(unsafe { self.r.region.read_payload(pos, 0) });
                 }
-                Slot::Discarded(len) => {
-                    self.skipped += 1;
-                    self.pos += footprint(len);
-                }
+                Step::Empty => break,
+                // SAFETY: we are the consumer and hold no reference into the range.
+                Step::Full => unsafe { self.r.release::<MULTI>(&mut self.rd) },
+                Step::Corrupt { pos, header } => panic!("corrupt header {header:#x} at {pos}"),
             }
-            n += 1;
         }
-        if n > 0 {
-            // SAFETY: we are the consumer and hold no reference into [start, pos).
-            unsafe { self.r.release(start, self.pos) };
-        }
-        n
+        // SAFETY: we are the consumer and hold no reference into [published, pos).
+        unsafe { self.r.release::<MULTI>(&mut self.rd) };
+        (self.rd.consumed + self.rd.skipped - before) as usize
     }
 
     /// Consumes until `total` records (committed or discarded) have passed, spinning.
     fn spin_until(&mut self, total: usize) {
-        while self.seen.len() + self.skipped < total {
+        while self.seen.len() + self.skipped() < total {
             if self.drain() == 0 {
                 thread::yield_now();
             }
@@ -98,13 +93,13 @@ impl ModelConsumer {
     /// Consumes until `total` records have passed, sleeping on the doorbell between
     /// drains as `Consumer::wait` does. A lost wakeup deadlocks, which loom reports.
     fn sleep_until(&mut self, total: usize) {
-        while self.seen.len() + self.skipped < total {
+        while self.seen.len() + self.skipped() < total {
             if self.drain() > 0 {
                 continue;
             }
-            if self.r.arm(self.pos).unwrap() {
+            if self.r.arm::<MULTI>(self.rd.pos).unwrap() {
                 self.r.region.wait();
-                self.r.disarm(self.pos);
+                self.r.disarm(self.rd.pos);
             }
         }
     }
@@ -120,19 +115,41 @@ fn loom_two_producers_out_of_order() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<true>::new(&r);
         c.spin_until(2);
         let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
         assert_ne!(pos1, pos2, "reservations overlap");
         assert_eq!(c.seen, vec![1]);
-        assert_eq!(c.skipped, 1);
-        assert_eq!(c.pos, 32);
+        assert_eq!(c.skipped(), 1);
+        assert_eq!(c.rd.pos, 32);
     });
 }
 
-/// M2: wrap-around. One producer writes three records into a ring that holds two; the
-/// third reuses the first one's space, so it is only correct if the consumer's zeroing
-/// happens-before the producer's reuse and the stale header is never read as new.
+/// M2: wrap-around, multi-producer protocol. One producer writes three records into a
+/// ring that holds two; the third reuses the first one's space, so it is only correct
+/// if the consumer's zeroing happens-before the producer's reuse and the stale header
+/// is never read as new.
+#[test]
+fn loom_wrap_around_multi_producer_protocol() {
+    model(|| {
+        let r = ring(32, 0);
+        let rp = r.clone();
+        let p = thread::spawn(move || {
+            let mut cur = ProducerCursor::default();
+            for v in 1..=3 {
+                produce::<true>(&rp, &mut cur, v, false, Wakeup::Default);
+            }
+        });
+        let mut c = ModelConsumer::<true>::new(&r);
+        c.spin_until(3);
+        p.join().unwrap();
+        assert_eq!(c.seen, vec![1, 2, 3]);
+    });
+}
+
+/// M2b: wrap-around, single-producer protocol: nothing is zeroed, so it is only correct
+/// if the consumer never reads past the published producer position (where the stale
+/// headers of the last lap are) and its reads happen-before the producer's reuse.
 #[test]
 fn loom_wrap_around_single_producer() {
     model(|| {
@@ -144,7 +161,7 @@ fn loom_wrap_around_single_producer() {
                 produce::<false>(&rp, &mut cur, v, false, Wakeup::Default);
             }
         });
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<false>::new(&r);
         c.spin_until(3);
         p.join().unwrap();
         assert_eq!(c.seen, vec![1, 2, 3]);
@@ -159,10 +176,29 @@ fn loom_no_lost_wakeup_caught_up() {
         let r = ring(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || produce::<true>(&rp, &mut ProducerCursor::default(), 7, false, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.seen, vec![7]);
+    });
+}
+
+/// M3': the same for a single producer, which publishes the producer position instead
+/// of a header: the consumer's check after its barrier reads that position.
+#[test]
+fn loom_no_lost_wakeup_single_producer() {
+    model(|| {
+        let r = ring(32, 0);
+        let rp = r.clone();
+        let p = thread::spawn(move || {
+            let mut cur = ProducerCursor::default();
+            produce::<false>(&rp, &mut cur, 7, false, Wakeup::Default);
+            produce::<false>(&rp, &mut cur, 8, false, Wakeup::Default);
+        });
+        let mut c = ModelConsumer::<false>::new(&r);
+        c.sleep_until(2);
+        p.join().unwrap();
+        assert_eq!(c.seen, vec![7, 8]);
     });
 }
 
@@ -175,11 +211,11 @@ fn loom_no_lost_wakeup_out_of_order() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(2);
         p1.join().unwrap();
         p2.join().unwrap();
-        assert_eq!(c.seen.len() + c.skipped, 2);
+        assert_eq!(c.seen.len() + c.skipped(), 2);
     });
 }
 
@@ -196,9 +232,9 @@ fn loom_no_lost_wakeup_watermark() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, false, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
-        while c.pos == 0 {
-            if c.drain() == 0 && r.arm(0).unwrap() {
+        let mut c = ModelConsumer::<true>::new(&r);
+        while c.rd.pos == 0 {
+            if c.drain() == 0 && r.arm::<true>(0).unwrap() {
                 r.region.wait();
                 r.disarm(0);
             }
@@ -220,9 +256,9 @@ fn loom_discard_and_force_wake() {
         let r = ring(32, 32);
         let rp = r.clone();
         let p = thread::spawn(move || produce::<false>(&rp, &mut ProducerCursor::default(), 5, true, Wakeup::Force));
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<false>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
-        assert_eq!(c.skipped, 1);
+        assert_eq!(c.skipped(), 1);
     });
 }

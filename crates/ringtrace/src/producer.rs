@@ -7,9 +7,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, Wakeup};
-use crate::core::{ProducerCursor, Refused};
+use crate::core::{Core, ProducerCursor, Refused};
 use crate::error::{Error, ReserveError};
 use crate::layout::HDR_SIZE;
+use crate::region::mmap::MmapView;
 use crate::ring::{attach_flag, detach_flag, Shared, SlotRef};
 
 /// Writes records into a ring. `Send`: each thread uses its own handle.
@@ -33,9 +34,12 @@ use crate::ring::{attach_flag, detach_flag, Shared, SlotRef};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Producer<K: ProducerKind = Mpsc, M: Mode = Discard> {
-    shared: Arc<Shared>,
+    /// This handle's copy of the protocol state (a view of `shared.region`).
+    core: Core<MmapView>,
     cursor: ProducerCursor,
     slot: SlotRef,
+    /// Keeps the mapping alive.
+    shared: Arc<Shared>,
     _static: PhantomData<fn() -> (K, M)>,
 }
 
@@ -47,13 +51,13 @@ impl<K: ProducerKind, M: Mode> fmt::Debug for Producer<K, M> {
 
 impl<K: ProducerKind, M: Mode> Producer<K, M> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
-        let ctl = shared.core.control();
-        if !K::MULTI && !attach_flag(&ctl.producer.0.attached) {
+        let core = shared.core.clone();
+        if !K::MULTI && !attach_flag(&core.control().producer.0.attached) {
             return Err(Error::ProducerAttached);
         }
-        let (cons, prod) = shared.core.positions();
-        let slot = SlotRef::claim(&shared);
-        Ok(Producer { cursor: ProducerCursor { cons, prod }, slot, shared, _static: PhantomData })
+        let (cons, prod) = core.positions();
+        let slot = SlotRef::claim(&core);
+        Ok(Producer { core, cursor: ProducerCursor { cons, prod }, slot, shared, _static: PhantomData })
     }
 
     /// Reserves `len` bytes for one record and returns them to be written in place.
@@ -67,14 +71,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     /// [`RingBuf::max_record_len`](crate::RingBuf::max_record_len)).
     #[inline]
     pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, M>, ReserveError> {
-        let core = &self.shared.core;
-        // `K::MULTI` is a constant: each producer kind compiles to one branch-free path.
-        let claimed = if K::MULTI {
-            core.reserve::<true>(len, &mut self.cursor)
-        } else {
-            core.reserve::<false>(len, &mut self.cursor)
-        };
-        match claimed {
+        match self.claim(len) {
             Ok(pos) => Ok(Reservation { producer: self, pos, len: len as u32 }),
             Err(why) => Err(self.refused(why, len)),
         }
@@ -83,15 +80,44 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     /// Reserves, copies `data` and commits with `wakeup`: one call.
     #[inline]
     pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
-        let mut r = self.reserve(data.len())?;
-        r.copy_from_slice(data);
-        r.commit_with(wakeup);
+        let pos = match self.claim(data.len()) {
+            Ok(pos) => pos,
+            Err(why) => return Err(self.refused(why, data.len())),
+        };
+        // SAFETY: we hold the reservation at `pos` of exactly `data.len()` bytes (see
+        // `Reservation::deref_mut`); `data` cannot overlap it (a `&[u8]` into the ring
+        // is only ever lent to the consumer, for records it has not released, never for
+        // space a producer can claim).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.core.region.data_ptr(pos + HDR_SIZE), data.len()) };
+        self.finish(pos, data.len() as u32, false, wakeup);
         Ok(())
+    }
+
+    /// Claims space; `K::MULTI` is a constant, so each kind compiles to one path.
+    #[inline(always)]
+    fn claim(&mut self, len: usize) -> Result<u64, Refused> {
+        if K::MULTI {
+            self.core.reserve::<true>(len, &mut self.cursor)
+        } else {
+            self.core.reserve::<false>(len, &mut self.cursor)
+        }
+    }
+
+    /// Counts and publishes the record at `pos`.
+    #[inline(always)]
+    fn finish(&mut self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
+        let c = self.slot.counters(&self.core);
+        self.slot.bump(if discard { &c.discarded } else { &c.committed });
+        if K::MULTI {
+            self.core.commit::<true>(pos, len, discard, wakeup);
+        } else {
+            self.core.commit::<false>(pos, len, discard, wakeup);
+        }
     }
 
     #[cold]
     fn refused(&self, why: Refused, len: usize) -> ReserveError {
-        let c = self.slot.counters(&self.shared);
+        let c = self.slot.counters(&self.core);
         match why {
             Refused::Full => {
                 self.slot.bump(&c.lost);
@@ -99,7 +125,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
             }
             Refused::TooLarge => {
                 self.slot.bump(&c.too_large);
-                ReserveError::TooLarge { len, max: self.shared.core.max_len() as usize }
+                ReserveError::TooLarge { len, max: self.core.max_len() as usize }
             }
         }
     }
@@ -108,16 +134,22 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
 impl<M: Mode> Clone for Producer<Mpsc, M> {
     /// Another handle to the same ring, with its own counter line.
     fn clone(&self) -> Self {
-        let slot = SlotRef::claim(&self.shared);
-        Producer { shared: self.shared.clone(), cursor: self.cursor, slot, _static: PhantomData }
+        let slot = SlotRef::claim(&self.core);
+        Producer {
+            core: self.core.clone(),
+            cursor: self.cursor,
+            slot,
+            shared: self.shared.clone(),
+            _static: PhantomData,
+        }
     }
 }
 
 impl<K: ProducerKind, M: Mode> Drop for Producer<K, M> {
     fn drop(&mut self) {
-        self.slot.free(&self.shared);
+        self.slot.free(&self.core);
         if !K::MULTI {
-            detach_flag(&self.shared.core.control().producer.0.attached);
+            detach_flag(&self.core.control().producer.0.attached);
         }
     }
 }
@@ -169,10 +201,7 @@ impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
 
     #[inline]
     fn finish(&mut self, discard: bool, wakeup: Wakeup) {
-        let p = &*self.producer;
-        let c = p.slot.counters(&p.shared);
-        p.slot.bump(if discard { &c.discarded } else { &c.committed });
-        p.shared.core.commit(self.pos, self.len, discard, wakeup);
+        self.producer.finish(self.pos, self.len, discard, wakeup);
     }
 }
 
@@ -206,6 +235,6 @@ impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
 impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
     #[inline]
     fn payload_ptr(&self) -> *mut u8 {
-        self.producer.shared.core.region.data_ptr(self.pos + HDR_SIZE)
+        self.producer.core.region.data_ptr(self.pos + HDR_SIZE)
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
 use crate::core::Core;
 use crate::error::Error;
-use crate::layout::{Counters, CONTROL_SIZE};
-use crate::region::mmap::MmapRegion;
+use crate::layout::{Counters, CONTROL_SIZE, N_SLOTS};
+use crate::region::mmap::{MmapRegion, MmapView};
 use crate::region::Region;
 use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use crate::{barrier, Consumer, Producer};
@@ -16,9 +16,11 @@ use crate::{barrier, Consumer, Producer};
 /// The largest capacity a ring takes: 4 GiB (the kernel's BPF ring buffer limit).
 pub const MAX_CAPACITY: u64 = 1 << 32;
 
-/// What every handle of one ring shares.
+/// What every handle of one ring shares. Handles copy `core` (a view of `region`) into
+/// themselves and keep this alive through their `Arc`.
 pub(crate) struct Shared {
-    pub(crate) core: Core<MmapRegion>,
+    pub(crate) core: Core<MmapView>,
+    pub(crate) region: MmapRegion,
     /// Consumer publication batch in bytes.
     pub(crate) batch: u64,
 }
@@ -178,9 +180,9 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         barrier::init();
         let region = MmapRegion::create(capacity)?;
         let data_offset = CONTROL_SIZE.next_multiple_of(page as usize) as u64;
-        region.control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
-        let core = Core::new(region, watermark);
-        Ok(RingBuf { shared: Arc::new(Shared { core, batch: batch & !7 }), _static: PhantomData })
+        region.view().control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
+        let core = Core::new(region.view(), watermark);
+        Ok(RingBuf { shared: Arc::new(Shared { core, region, batch: batch & !7 }), _static: PhantomData })
     }
 }
 
@@ -230,52 +232,49 @@ fn stats(shared: &Shared) -> Stats {
     s
 }
 
-/// A producer's counter slot: its own line, or the shared overflow line.
-#[derive(Debug)]
-pub(crate) enum SlotRef {
-    Own(usize),
-    Overflow,
-}
+/// A producer's counter slot: its own line (index below `N_SLOTS`), or the shared
+/// overflow line (`N_SLOTS`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SlotRef(usize);
 
 impl SlotRef {
     /// Claims a free slot, or falls back to the overflow slot.
-    pub(crate) fn claim(shared: &Shared) -> SlotRef {
-        let ctl = shared.core.control();
+    pub(crate) fn claim(core: &Core<MmapView>) -> SlotRef {
+        let ctl = core.control();
         for (i, line) in ctl.slots.iter().enumerate() {
             // Acquire: pairs with the Release store in `free`, so this owner continues
             // from the previous owner's final counts.
             if line.0.owner.load(Relaxed) == 0 && line.0.owner.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
-                return SlotRef::Own(i);
+                return SlotRef(i);
             }
         }
-        SlotRef::Overflow
+        SlotRef(N_SLOTS)
     }
 
-    pub(crate) fn free(&self, shared: &Shared) {
-        if let SlotRef::Own(i) = *self {
+    pub(crate) fn free(self, core: &Core<MmapView>) {
+        if let Some(line) = core.control().slots.get(self.0) {
             // Release: pairs with the Acquire CAS in `claim` (the counts above are final).
-            shared.core.control().slots[i].0.owner.store(0, Release);
+            line.0.owner.store(0, Release);
         }
     }
 
-    #[inline]
-    pub(crate) fn counters<'a>(&self, shared: &'a Shared) -> &'a Counters {
-        let ctl = shared.core.control();
-        match *self {
-            SlotRef::Own(i) => &ctl.slots[i].0,
-            SlotRef::Overflow => &ctl.overflow.0,
+    #[inline(always)]
+    pub(crate) fn counters(self, core: &Core<MmapView>) -> &Counters {
+        let ctl = core.control();
+        match ctl.slots.get(self.0) {
+            Some(line) => &line.0,
+            None => &ctl.overflow.0,
         }
     }
 
     /// Adds one to a counter of this slot: a plain load and store when the slot is ours
     /// alone (no read-modify-write on the fast path), an atomic add on the shared one.
-    #[inline]
-    pub(crate) fn bump(&self, counter: &crate::sync::AtomicU64) {
-        match self {
-            SlotRef::Own(_) => counter.store(counter.load(Relaxed) + 1, Relaxed),
-            SlotRef::Overflow => {
-                counter.fetch_add(1, Relaxed);
-            }
+    #[inline(always)]
+    pub(crate) fn bump(self, counter: &crate::sync::AtomicU64) {
+        if self.0 < N_SLOTS {
+            counter.store(counter.load(Relaxed) + 1, Relaxed);
+        } else {
+            counter.fetch_add(1, Relaxed);
         }
     }
 }

@@ -18,7 +18,7 @@
 //! hold the crate's `unsafe`.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 
 use rustix::event::{eventfd, EventfdFlags};
@@ -30,28 +30,44 @@ use crate::error::Error;
 use crate::layout::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
 
-/// A memfd ring mapped into this process, and its doorbell eventfd.
+/// A memfd ring mapped into this process, and its doorbell eventfd: the owner of the
+/// mapping and the descriptors. Handles use it through [`MmapView`]s.
 pub(crate) struct MmapRegion {
-    /// Start of the mapping: the control block.
-    base: NonNull<u8>,
-    /// Start of the first copy of the data area.
-    data: NonNull<u8>,
-    /// Bytes mapped from `base`: `data_offset + 2 * capacity`.
+    view: MmapView,
+    /// Bytes mapped from the view's `base`: `data_offset + 2 * capacity`.
     map_len: usize,
-    capacity: u64,
     /// Kept so the memory can later be shared with another process.
     _memfd: OwnedFd,
     /// Nonblocking eventfd the consumer sleeps on; producers write 1 to wake it.
     doorbell: OwnedFd,
 }
 
-// SAFETY: the mapping is owned by this value and freed only in Drop; all shared access
-// to it goes through atomics (control block, headers) or through the protocol's
-// ownership rules (payload), which `core` enforces.
-unsafe impl Send for MmapRegion {}
-// SAFETY: as above; `&MmapRegion` hands out only `&AtomicU64`, `&Control` and raw
+/// What the protocol needs of a mapped ring, as plain values, so that every producer and
+/// consumer handle keeps its own copy (in its own cache line, in registers in a loop)
+/// instead of chasing a shared pointer on every record.
+///
+/// Invariant: a view is used only while the [`MmapRegion`] it came from is alive. Views
+/// live inside [`Core`](crate::core::Core)s held by `Shared` (next to the region) and by
+/// handles, each of which also holds an `Arc<Shared>`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MmapView {
+    /// Start of the mapping: the control block.
+    base: NonNull<u8>,
+    /// Start of the first copy of the data area.
+    data: NonNull<u8>,
+    /// `capacity - 1`.
+    mask: u64,
+    /// The doorbell eventfd, owned by the region.
+    doorbell: RawFd,
+}
+
+// SAFETY: a view is a set of addresses into a mapping that every thread of the process
+// sees; all shared access through it goes through atomics (control block, headers) or
+// through the protocol's ownership rules (payload), which `core` enforces.
+unsafe impl Send for MmapView {}
+// SAFETY: as above; `&MmapView` hands out only `&AtomicU64`, `&Control` and raw
 // pointers whose use is governed by the protocol.
-unsafe impl Sync for MmapRegion {}
+unsafe impl Sync for MmapView {}
 
 impl MmapRegion {
     /// Creates a memfd ring of `capacity` data bytes (a power of two, a multiple of the
@@ -108,26 +124,41 @@ impl MmapRegion {
         let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
         // SAFETY: data_offset < map_len, so the result is inside the mapping.
         let data = unsafe { base.add(data_offset) };
-        Ok(MmapRegion { base, data, map_len, capacity, _memfd: memfd, doorbell })
+        let view = MmapView { base, data, mask: capacity - 1, doorbell: doorbell.as_raw_fd() };
+        Ok(MmapRegion { view, map_len, _memfd: memfd, doorbell })
     }
 
-    /// Address of position `pos` in the first copy; a record there extends contiguously
-    /// up to `capacity` bytes (into the second copy).
-    #[inline]
-    pub(crate) fn data_ptr(&self, pos: u64) -> *mut u8 {
-        // SAFETY: the offset is below `capacity`, inside the first copy of the data area.
-        unsafe { self.data.as_ptr().add((pos & (self.capacity - 1)) as usize) }
+    /// A view of this region for a [`Core`](crate::core::Core).
+    pub(crate) fn view(&self) -> MmapView {
+        self.view
     }
 
     /// The eventfd the consumer sleeps on.
     pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
         self.doorbell.as_fd()
     }
+}
+
+impl MmapView {
+    /// Address of position `pos` in the first copy; a record there extends contiguously
+    /// up to `capacity` bytes (into the second copy).
+    #[inline(always)]
+    pub(crate) fn data_ptr(&self, pos: u64) -> *mut u8 {
+        // SAFETY: the offset is below `capacity`, inside the first copy of the data area
+        // (the view's region is alive: type invariant).
+        unsafe { self.data.as_ptr().add((pos & self.mask) as usize) }
+    }
+
+    /// The doorbell eventfd.
+    pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
+        // SAFETY: the region owns this descriptor and outlives the view (type invariant).
+        unsafe { BorrowedFd::borrow_raw(self.doorbell) }
+    }
 
     /// Resets the doorbell (reads the eventfd's counter); true if it had been rung.
     pub(crate) fn drain_doorbell(&self) -> io::Result<bool> {
         let mut buf = [0u8; 8];
-        match rustix::io::read(&self.doorbell, &mut buf) {
+        match rustix::io::read(self.doorbell(), &mut buf) {
             Ok(_) => Ok(true),
             Err(rustix::io::Errno::AGAIN) => Ok(false),
             Err(e) => Err(e.into()),
@@ -139,15 +170,16 @@ impl Drop for MmapRegion {
     fn drop(&mut self) {
         // SAFETY: the whole reservation made in `create`; every handle that could use it
         // holds an `Arc` to this region, so none is left.
-        let _ = unsafe { munmap(self.base.as_ptr().cast(), self.map_len) };
+        let _ = unsafe { munmap(self.view.base.as_ptr().cast(), self.map_len) };
     }
 }
 
 // SAFETY: `capacity` is a power of two >= one page (checked by the builder) and fixed;
 // `header` is the 8-aligned word at `data + (pos & mask)` (data is page-aligned, pos a
 // multiple of 8); `zero` writes exactly `[pos, pos + len)` through the double mapping.
-unsafe impl Region for MmapRegion {
-    #[inline]
+// The view's region is alive whenever these run (type invariant).
+unsafe impl Region for MmapView {
+    #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned
         // mapping that lives as long as `self`; it started as zeroes, a valid value for
@@ -155,12 +187,12 @@ unsafe impl Region for MmapRegion {
         unsafe { self.base.cast::<Control>().as_ref() }
     }
 
-    #[inline]
+    #[inline(always)]
     fn capacity(&self) -> u64 {
-        self.capacity
+        self.mask + 1
     }
 
-    #[inline]
+    #[inline(always)]
     fn header(&self, pos: u64) -> &AtomicU64 {
         // SAFETY: 8-aligned, inside the data area, valid for the region's life; the
         // protocol accesses header words of live records only atomically.
@@ -179,6 +211,6 @@ unsafe impl Region for MmapRegion {
         // A full counter (2^64 - 2 unread wakeups) cannot happen: the consumer resets it
         // before every sleep. Any error leaves the consumer to its timeout; there is no
         // caller to report it to on the commit path.
-        let _ = rustix::io::write(&self.doorbell, &1u64.to_ne_bytes());
+        let _ = rustix::io::write(self.doorbell(), &1u64.to_ne_bytes());
     }
 }
