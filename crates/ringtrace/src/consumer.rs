@@ -81,14 +81,10 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         Ok(Consumer { core, rd, batch: shared.batch, armed: false, shared, _static: PhantomData })
     }
 
-    /// One reading step; `K::MULTI` is a constant, so each kind compiles to one path.
+    /// One reading step.
     #[inline(always)]
     fn step(&self, rd: &mut ReadCursor) -> Step {
-        if K::MULTI {
-            self.core.next::<true>(rd)
-        } else {
-            self.core.next::<false>(rd)
-        }
+        self.core.next(rd)
     }
 
     /// Hands back what was read and publishes the consumer position and counters.
@@ -108,13 +104,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
             // of `self.rd` that the caller writes back); `[published, pos)` holds records
             // we read, and no slice into them is alive: callback slices end with each
             // call, and iterator slices borrow `self` mutably, which our callers hold.
-            unsafe {
-                if K::MULTI {
-                    self.core.release::<true>(rd)
-                } else {
-                    self.core.release::<false>(rd)
-                }
-            };
+            unsafe { self.core.release(rd) };
             let line = &self.core.control().consumer.0;
             line.consumed.store(rd.consumed, Relaxed);
             line.skipped.store(rd.skipped, Relaxed);
@@ -210,11 +200,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         if self.rd.pos - self.rd.published >= self.core.capacity() {
             return false;
         }
-        if K::MULTI {
-            self.core.ready::<true>(self.rd.pos)
-        } else {
-            self.core.ready::<false>(self.rd.pos)
-        }
+        self.core.ready(self.rd.pos)
     }
 
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it
@@ -281,7 +267,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         self.core.region.drain_doorbell()?;
         self.armed = true;
         let at = self.rd.published;
-        let armed = if K::MULTI { self.core.arm::<true>(at)? } else { self.core.arm::<false>(at)? };
+        let armed = self.core.arm(at)?;
         self.armed = armed;
         Ok(armed)
     }

@@ -49,7 +49,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             // SAFETY: we hold the reservation; `i` is within it.
                             unsafe { core.region.write_payload(pos, i, seq) };
                         }
-                        core.commit::<MULTI>(pos, len as u32, discard, Wakeup::NoWakeup);
+                        core.commit(pos, len as u32, discard, Wakeup::NoWakeup);
                         model.push_back((seq, discard, words as u64));
                         used += fp;
                         seq += 1;
@@ -61,7 +61,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Take(n) => {
                 let mut taken = 0;
                 while taken < n {
-                    match core.next::<MULTI>(&mut rd) {
+                    match core.next(&mut rd) {
                         Step::Record { pos, len } => {
                             // Discarded records the model holds ahead of this one were
                             // stepped over.
@@ -95,7 +95,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         Step::Full => {
                             prop_assert_eq!(rd.pos - rd.published, CAP);
                             // SAFETY: single-threaded consumer; nothing borrows the range.
-                            unsafe { core.release::<MULTI>(&mut rd) };
+                            unsafe { core.release(&mut rd) };
                         }
                         Step::Corrupt { pos, header } => {
                             prop_assert!(false, "corrupt header {header:#x} at {pos}")
@@ -103,7 +103,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                 }
                 // SAFETY: single-threaded consumer; nothing borrows [published, pos).
-                unsafe { core.release::<MULTI>(&mut rd) };
+                unsafe { core.release(&mut rd) };
                 let (cons, _) = core.positions();
                 prop_assert_eq!(cons, rd.pos);
             }

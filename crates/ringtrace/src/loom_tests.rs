@@ -39,19 +39,19 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
     };
     // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.
     unsafe { r.region.write_payload(pos, 0, v) };
-    r.commit::<MULTI>(pos, 8, discard, wakeup);
+    r.commit(pos, 8, discard, wakeup);
     pos
 }
 
 /// The consumer side as `Consumer` drives it, with the real reading step
 /// ([`Core::next`]) and release.
-struct ModelConsumer<const MULTI: bool> {
+struct ModelConsumer {
     r: Ring,
     rd: ReadCursor,
     seen: Vec<u64>,
 }
 
-impl<const MULTI: bool> ModelConsumer<MULTI> {
+impl ModelConsumer {
     fn new(r: &Ring) -> Self {
         ModelConsumer { r: r.clone(), rd: ReadCursor::at(0, 0, 0), seen: Vec::new() }
     }
@@ -64,7 +64,7 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
     fn drain(&mut self) -> usize {
         let before = self.rd.consumed + self.rd.skipped;
         loop {
-            match self.r.next::<MULTI>(&mut self.rd) {
+            match self.r.next(&mut self.rd) {
                 Step::Record { pos, len } => {
                     assert_eq!(len, 8);
                     // SAFETY: committed, not yet released, we are the consumer.
@@ -72,12 +72,12 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
                 }
                 Step::Empty => break,
                 // SAFETY: we are the consumer and hold no reference into the range.
-                Step::Full => unsafe { self.r.release::<MULTI>(&mut self.rd) },
+                Step::Full => unsafe { self.r.release(&mut self.rd) },
                 Step::Corrupt { pos, header } => panic!("corrupt header {header:#x} at {pos}"),
             }
         }
         // SAFETY: we are the consumer and hold no reference into [published, pos).
-        unsafe { self.r.release::<MULTI>(&mut self.rd) };
+        unsafe { self.r.release(&mut self.rd) };
         (self.rd.consumed + self.rd.skipped - before) as usize
     }
 
@@ -97,7 +97,7 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
             if self.drain() > 0 {
                 continue;
             }
-            if self.r.arm::<MULTI>(self.rd.pos).unwrap() {
+            if self.r.arm(self.rd.pos).unwrap() {
                 self.r.region.wait();
                 self.r.disarm(self.rd.pos);
             }
@@ -115,7 +115,7 @@ fn loom_two_producers_out_of_order() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::<true>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.spin_until(2);
         let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
         assert_ne!(pos1, pos2, "reservations overlap");
@@ -125,7 +125,7 @@ fn loom_two_producers_out_of_order() {
     });
 }
 
-/// M2: wrap-around, multi-producer protocol. One producer writes three records into a
+/// M2: wrap-around, multi-producer claim. One producer writes three records into a
 /// ring that holds two; the third reuses the first one's space, so it is only correct
 /// if the consumer's zeroing happens-before the producer's reuse and the stale header
 /// is never read as new.
@@ -140,16 +140,15 @@ fn loom_wrap_around_multi_producer_protocol() {
                 produce::<true>(&rp, &mut cur, v, false, Wakeup::Default);
             }
         });
-        let mut c = ModelConsumer::<true>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.spin_until(3);
         p.join().unwrap();
         assert_eq!(c.seen, vec![1, 2, 3]);
     });
 }
 
-/// M2b: wrap-around, single-producer protocol: nothing is zeroed, so it is only correct
-/// if the consumer never reads past the published producer position (where the stale
-/// headers of the last lap are) and its reads happen-before the producer's reuse.
+/// M2b: the same with the single-producer claim (plain stores, no BUSY mark: the header
+/// stays zero until commit).
 #[test]
 fn loom_wrap_around_single_producer() {
     model(|| {
@@ -161,7 +160,7 @@ fn loom_wrap_around_single_producer() {
                 produce::<false>(&rp, &mut cur, v, false, Wakeup::Default);
             }
         });
-        let mut c = ModelConsumer::<false>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.spin_until(3);
         p.join().unwrap();
         assert_eq!(c.seen, vec![1, 2, 3]);
@@ -176,15 +175,15 @@ fn loom_no_lost_wakeup_caught_up() {
         let r = ring(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || produce::<true>(&rp, &mut ProducerCursor::default(), 7, false, Wakeup::Default));
-        let mut c = ModelConsumer::<true>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.seen, vec![7]);
     });
 }
 
-/// M3': the same for a single producer, which publishes the producer position instead
-/// of a header: the consumer's check after its barrier reads that position.
+/// M3': the same with the single-producer claim, two records: the second commit
+/// happens while the consumer may be asleep at it.
 #[test]
 fn loom_no_lost_wakeup_single_producer() {
     model(|| {
@@ -195,7 +194,7 @@ fn loom_no_lost_wakeup_single_producer() {
             produce::<false>(&rp, &mut cur, 7, false, Wakeup::Default);
             produce::<false>(&rp, &mut cur, 8, false, Wakeup::Default);
         });
-        let mut c = ModelConsumer::<false>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.sleep_until(2);
         p.join().unwrap();
         assert_eq!(c.seen, vec![7, 8]);
@@ -211,7 +210,7 @@ fn loom_no_lost_wakeup_out_of_order() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::<true>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.sleep_until(2);
         p1.join().unwrap();
         p2.join().unwrap();
@@ -232,9 +231,9 @@ fn loom_no_lost_wakeup_watermark() {
         let (r1, r2) = (r.clone(), r.clone());
         let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
         let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, false, Wakeup::Default));
-        let mut c = ModelConsumer::<true>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         while c.rd.pos == 0 {
-            if c.drain() == 0 && r.arm::<true>(0).unwrap() {
+            if c.drain() == 0 && r.arm(0).unwrap() {
                 r.region.wait();
                 r.disarm(0);
             }
@@ -256,7 +255,7 @@ fn loom_discard_and_force_wake() {
         let r = ring(32, 32);
         let rp = r.clone();
         let p = thread::spawn(move || produce::<false>(&rp, &mut ProducerCursor::default(), 5, true, Wakeup::Force));
-        let mut c = ModelConsumer::<false>::new(&r);
+        let mut c = ModelConsumer::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.skipped(), 1);

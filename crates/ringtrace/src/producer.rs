@@ -108,11 +108,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     fn finish(&mut self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
         let c = self.slot.counters(&self.core);
         self.slot.bump(if discard { &c.discarded } else { &c.committed });
-        if K::MULTI {
-            self.core.commit::<true>(pos, len, discard, wakeup);
-        } else {
-            self.core.commit::<false>(pos, len, discard, wakeup);
-        }
+        self.core.commit(pos, len, discard, wakeup);
     }
 
     #[cold]
