@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ringtrace::{MpscRing, ReserveError, Wakeup, WakeupPolicy};
+use ringtrace::{MpscRing, ReserveError, SpscRing, Wakeup, WakeupPolicy};
 
 fn records_per_producer() -> u64 {
     std::env::var("RINGTRACE_STRESS_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(if cfg!(debug_assertions) {
@@ -144,6 +144,88 @@ fn four_producers_checksummed_exact_accounting() {
         assert_eq!(gaps[id] + trailing, log.lost + log.discarded, "producer {id}: {log:?}");
     }
     eprintln!("stress: {committed} committed, {discarded} discarded, {lost} lost; {stats:?}");
+}
+
+/// The single-producer ring (plain-store claims) with a busy consumer on the other
+/// core: runs of equal-length records (the consumer's predicted path) broken by other
+/// lengths, zero-length and discarded records (its slow path), in a ring small enough to
+/// wrap thousands of times and fill up. Exact accounting and every checksum.
+#[test]
+fn single_producer_checksummed_exact_accounting() {
+    let per = 2 * records_per_producer();
+    let ring = SpscRing::new(1 << 14).unwrap();
+    let mut consumer = ring.consumer().unwrap();
+    let mut p = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut log = ProducerLog::default();
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        let mut len = 16;
+        for seq in 0..per {
+            let r = rng(&mut seed);
+            if r % 16 == 0 {
+                len = 16 + (r >> 8) as usize % 200; // a new run length
+            }
+            if r % 101 == 0 {
+                // Zero-length records: committed, but carry no sequence number.
+                let _ = p.output(&[], Wakeup::Default);
+            }
+            match p.reserve(len) {
+                Ok(mut rec) => {
+                    fill(&mut rec, 0, seq);
+                    if r % 89 == 0 {
+                        rec.discard();
+                        log.discarded += 1;
+                    } else {
+                        rec.commit();
+                        log.committed += 1;
+                    }
+                }
+                Err(ReserveError::Full { .. }) => {
+                    log.lost += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        log
+    });
+    let (mut next, mut gaps, mut consumed, mut empty) = (0u64, 0u64, 0u64, 0u64);
+    let mut check = |d: &[u8]| -> Result<(), String> {
+        if d.is_empty() {
+            empty += 1;
+            return Ok(());
+        }
+        let seq = u64::from_le_bytes(d[0..8].try_into().unwrap());
+        if checksum(&d[16..]) != u32::from_le_bytes(d[12..16].try_into().unwrap()) || seq < next {
+            return Err(format!("corrupt or out of order: seq {seq} after {next}, len {}", d.len()));
+        }
+        gaps += seq - next;
+        next = seq + 1;
+        consumed += 1;
+        Ok(())
+    };
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !t.is_finished() {
+        consumer.consume(&mut check).unwrap();
+        assert!(Instant::now() < deadline, "stress test did not finish");
+    }
+    let log = t.join().unwrap();
+    consumer.consume(&mut check).unwrap();
+    let _ = &mut check;
+    let stats = ring.stats();
+    assert_eq!(log.committed + log.discarded + log.lost, per);
+    assert_eq!(consumed, log.committed, "every committed record consumed exactly once");
+    assert_eq!(gaps + (per - next), log.lost + log.discarded);
+    assert_eq!(stats.committed, log.committed + empty);
+    assert_eq!(stats.consumed, log.committed + empty);
+    assert_eq!(stats.discarded, log.discarded);
+    assert_eq!(stats.skipped, log.discarded);
+    assert!(stats.lost >= log.lost, "zero-length records can be lost too");
+    assert_eq!(stats.available, 0);
+    eprintln!(
+        "spsc stress: {} committed, {} discarded, {} lost, {empty} empty; {stats:?}",
+        log.committed, log.discarded, log.lost
+    );
 }
 
 /// The consumer sleeps between bursts; every burst must wake it. A lost wakeup shows as
