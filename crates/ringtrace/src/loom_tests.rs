@@ -125,19 +125,17 @@ fn loom_two_producers_out_of_order() {
     });
 }
 
-/// M2: wrap-around, multi-producer claim. One producer writes three records into a
-/// ring that holds two; the third reuses the first one's space, so it is only correct
-/// if the consumer's zeroing happens-before the producer's reuse and the stale header
-/// is never read as new.
-#[test]
-fn loom_wrap_around_multi_producer_protocol() {
+/// One producer writes three records into a ring that holds two; the third reuses the
+/// first one's space, so it is only correct if the consumer's zeroing happens-before
+/// the producer's reuse and the stale header is never read as new.
+fn wrap_around<const MULTI: bool>() {
     model(|| {
         let r = ring(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || {
             let mut cur = ProducerCursor::default();
             for v in 1..=3 {
-                produce::<true>(&rp, &mut cur, v, false, Wakeup::Default);
+                produce::<MULTI>(&rp, &mut cur, v, false, Wakeup::Default);
             }
         });
         let mut c = ModelConsumer::new(&r);
@@ -147,24 +145,17 @@ fn loom_wrap_around_multi_producer_protocol() {
     });
 }
 
-/// M2b: the same with the single-producer claim (plain stores, no BUSY mark: the header
-/// stays zero until commit).
+/// M2: wrap-around with the multi-producer claim (CAS, BUSY mark).
+#[test]
+fn loom_wrap_around_multi_producer_claim() {
+    wrap_around::<true>();
+}
+
+/// M2b: wrap-around with the single-producer claim (plain stores, no BUSY mark: the
+/// header stays zero until commit).
 #[test]
 fn loom_wrap_around_single_producer() {
-    model(|| {
-        let r = ring(32, 0);
-        let rp = r.clone();
-        let p = thread::spawn(move || {
-            let mut cur = ProducerCursor::default();
-            for v in 1..=3 {
-                produce::<false>(&rp, &mut cur, v, false, Wakeup::Default);
-            }
-        });
-        let mut c = ModelConsumer::new(&r);
-        c.spin_until(3);
-        p.join().unwrap();
-        assert_eq!(c.seen, vec![1, 2, 3]);
-    });
+    wrap_around::<false>();
 }
 
 /// M3: the wakeup protocol, policy CaughtUp. A consumer that sleeps while a producer
