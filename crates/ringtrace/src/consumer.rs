@@ -77,7 +77,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         if !attach_flag(&line.attached) {
             return Err(Error::ConsumerAttached);
         }
-        let rd = ReadCursor::at(line.pos.load(Relaxed), line.consumed.load(Relaxed), line.skipped.load(Relaxed));
+        let rd = core.cursor(line.pos.load(Relaxed), line.consumed.load(Relaxed), line.skipped.load(Relaxed));
         Ok(Consumer { core, rd, batch: shared.batch, armed: false, shared, _static: PhantomData })
     }
 

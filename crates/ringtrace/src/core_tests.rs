@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, ReadCursor, Refused, Step};
+use crate::core::{Core, ProducerCursor, Refused, Step};
 use crate::layout::footprint;
 use crate::region::heap::HeapRegion;
 
@@ -32,7 +32,7 @@ const CAP: u64 = 128;
 fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let core = Core::new(HeapRegion::new(CAP), 0);
     let mut cur = ProducerCursor::default();
-    let mut rd = ReadCursor::at(0, 0, 0);
+    let mut rd = core.cursor(0, 0, 0);
     // (sequence number, discarded, payload words) of every record not yet consumed.
     let (mut model, mut used) = (VecDeque::<(u64, bool, u64)>::new(), 0u64);
     // Position of the model's front record.

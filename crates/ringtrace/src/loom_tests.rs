@@ -53,7 +53,7 @@ struct ModelConsumer {
 
 impl ModelConsumer {
     fn new(r: &Ring) -> Self {
-        ModelConsumer { r: r.clone(), rd: ReadCursor::at(0, 0, 0), seen: Vec::new() }
+        ModelConsumer { r: r.clone(), rd: r.cursor(0, 0, 0), seen: Vec::new() }
     }
 
     fn skipped(&self) -> usize {

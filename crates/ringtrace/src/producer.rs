@@ -106,14 +106,13 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     /// Counts and publishes the record at `pos`.
     #[inline(always)]
     fn finish(&mut self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
-        let c = self.slot.counters(&self.core);
-        self.slot.bump(if discard { &c.discarded } else { &c.committed });
+        self.slot.count_published(discard);
         self.core.commit(pos, len, discard, wakeup);
     }
 
     #[cold]
     fn refused(&self, why: Refused, len: usize) -> ReserveError {
-        let c = self.slot.counters(&self.core);
+        let c = self.slot.counters();
         match why {
             Refused::Full => {
                 self.slot.bump(&c.lost);

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
@@ -233,45 +234,83 @@ fn stats(shared: &Shared) -> Stats {
 }
 
 /// A producer's counter slot: its own line (index below `N_SLOTS`), or the shared
-/// overflow line (`N_SLOTS`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SlotRef(usize);
+/// overflow line (`N_SLOTS`), with the line's address kept at hand so the commit path
+/// does no index arithmetic.
+///
+/// Invariant: `line` points into the control block of the ring whose [`Core`] `claim`
+/// was given; every holder (a `Producer`) also holds an `Arc<Shared>` that keeps that
+/// mapping alive.
+#[derive(Debug)]
+pub(crate) struct SlotRef {
+    index: usize,
+    line: NonNull<Counters>,
+    /// Own slot: this owner's copies of the line's `committed` and `discarded`, so that
+    /// counting a record is one store, not a load-increment-store chained through
+    /// memory from one record to the next.
+    committed: u64,
+    discarded: u64,
+}
+
+// SAFETY: `line` is an address in a shared mapping that every thread sees, and the
+// counters there are atomics.
+unsafe impl Send for SlotRef {}
+// SAFETY: as above; `&SlotRef` only reads the address.
+unsafe impl Sync for SlotRef {}
 
 impl SlotRef {
     /// Claims a free slot, or falls back to the overflow slot.
     pub(crate) fn claim(core: &Core<MmapView>) -> SlotRef {
         let ctl = core.control();
-        for (i, line) in ctl.slots.iter().enumerate() {
+        for (index, line) in ctl.slots.iter().enumerate() {
             // Acquire: pairs with the Release store in `free`, so this owner continues
             // from the previous owner's final counts.
             if line.0.owner.load(Relaxed) == 0 && line.0.owner.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
-                return SlotRef(i);
+                // Relaxed: ordered after the previous owner's stores by the Acquire CAS.
+                let (committed, discarded) = (line.0.committed.load(Relaxed), line.0.discarded.load(Relaxed));
+                return SlotRef { index, line: NonNull::from(&line.0), committed, discarded };
             }
         }
-        SlotRef(N_SLOTS)
+        SlotRef { index: N_SLOTS, line: NonNull::from(&ctl.overflow.0), committed: 0, discarded: 0 }
     }
 
-    pub(crate) fn free(self, core: &Core<MmapView>) {
-        if let Some(line) = core.control().slots.get(self.0) {
+    pub(crate) fn free(&self, core: &Core<MmapView>) {
+        if let Some(line) = core.control().slots.get(self.index) {
             // Release: pairs with the Acquire CAS in `claim` (the counts above are final).
             line.0.owner.store(0, Release);
         }
     }
 
     #[inline(always)]
-    pub(crate) fn counters(self, core: &Core<MmapView>) -> &Counters {
-        let ctl = core.control();
-        match ctl.slots.get(self.0) {
-            Some(line) => &line.0,
-            None => &ctl.overflow.0,
+    pub(crate) fn counters(&self) -> &Counters {
+        // SAFETY: the line lies in a control block whose mapping outlives `self` (type
+        // invariant), and it is only ever accessed through its atomics.
+        unsafe { self.line.as_ref() }
+    }
+
+    /// Counts a published record (committed, or discarded).
+    #[inline(always)]
+    pub(crate) fn count_published(&mut self, discard: bool) {
+        if self.index < N_SLOTS {
+            // SAFETY: as in `counters`; the reference is not tied to `self`'s borrow,
+            // which the line's mapping outlives (type invariant).
+            let c = unsafe { self.line.as_ref() };
+            let (mine, counter) =
+                if discard { (&mut self.discarded, &c.discarded) } else { (&mut self.committed, &c.committed) };
+            *mine += 1;
+            // Relaxed: a statistic; readers want some recent value, and this line has
+            // one writer.
+            counter.store(*mine, Relaxed);
+        } else {
+            let c = self.counters();
+            if discard { &c.discarded } else { &c.committed }.fetch_add(1, Relaxed);
         }
     }
 
     /// Adds one to a counter of this slot: a plain load and store when the slot is ours
     /// alone (no read-modify-write on the fast path), an atomic add on the shared one.
     #[inline(always)]
-    pub(crate) fn bump(self, counter: &crate::sync::AtomicU64) {
-        if self.0 < N_SLOTS {
+    pub(crate) fn bump(&self, counter: &crate::sync::AtomicU64) {
+        if self.index < N_SLOTS {
             counter.store(counter.load(Relaxed) + 1, Relaxed);
         } else {
             counter.fetch_add(1, Relaxed);
