@@ -14,6 +14,9 @@ use crate::config::{Discard, Mode, Mpsc, ProducerKind};
 use crate::core::{Core, ReadCursor, Step};
 use crate::error::{ConsumeError, Error};
 use crate::layout::HDR_SIZE;
+
+/// Cache line size for the consumer's partial publication.
+const LINE: u64 = 64;
 use crate::region::mmap::MmapView;
 use crate::ring::{attach_flag, detach_flag, Shared};
 use crate::sync::Ordering::Relaxed;
@@ -87,25 +90,43 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         self.core.next(rd)
     }
 
-    /// Hands back what was read and publishes the consumer position and counters.
+    /// Hands back everything read and publishes the consumer position and counters.
     #[inline]
     fn publish(&mut self) {
         let mut rd = self.rd;
-        self.publish_cursor(&mut rd);
+        let to = rd.pos;
+        self.publish_cursor(&mut rd, to);
         self.rd = rd;
     }
 
-    /// [`publish`](Self::publish) for a cursor held in a local (the consume loop keeps
-    /// its cursor out of `self` so that it lives in registers).
+    /// Hands back what was read up to the last whole cache line: the consume loop's
+    /// publication. A consumer that keeps up with its producers has read part of the
+    /// line they are writing; zeroing that part would take the line from them mid-write
+    /// (a store from each side to one line, per call). The rest goes back with the next
+    /// publication, and in full whenever the consumer waits, iterates or is dropped.
     #[inline]
-    fn publish_cursor(&self, rd: &mut ReadCursor) {
-        if rd.pos != rd.published {
+    fn publish_lines(&self, rd: &mut ReadCursor) {
+        let to = rd.pos & !(LINE - 1);
+        self.publish_cursor(rd, to);
+    }
+
+    /// Publishes the counters and the read position, and hands back `[published, to)`
+    /// if `to` is past `published`. The consume loop keeps its cursor in a local (out of
+    /// `self`, so that it lives in registers); the callers write it back.
+    #[inline]
+    fn publish_cursor(&self, rd: &mut ReadCursor, to: u64) {
+        let line = &self.core.control().consumer.0;
+        if to > rd.published {
             // SAFETY: we are the ring's only consumer and this is its cursor (a local copy
-            // of `self.rd` that the caller writes back); `[published, pos)` holds records
-            // we read, and no slice into them is alive: callback slices end with each
-            // call, and iterator slices borrow `self` mutably, which our callers hold.
-            unsafe { self.core.release(rd) };
-            let line = &self.core.control().consumer.0;
+            // of `self.rd` that the caller writes back); `published < to <= pos`, and `to`
+            // is `pos` or a multiple of 64, so a multiple of 8; `[published, to)` holds
+            // records we read, and no slice into them is alive: callback slices end with
+            // each call, and iterator slices borrow `self` mutably, which our callers hold.
+            unsafe { self.core.release(rd, to) };
+        }
+        if line.read.load(Relaxed) != rd.pos {
+            // Relaxed: statistics; the consumer is their only writer.
+            line.read.store(rd.pos, Relaxed);
             line.consumed.store(rd.consumed, Relaxed);
             line.skipped.store(rd.skipped, Relaxed);
         }
@@ -154,15 +175,18 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                         break Err(ConsumeError::Callback(e));
                     }
                     if rd.pos - rd.published >= self.batch {
-                        self.publish_cursor(&mut rd);
+                        self.publish_lines(&mut rd);
                     }
                 }
                 Step::Empty => break Ok(n),
-                Step::Full => self.publish_cursor(&mut rd),
+                Step::Full => {
+                    let to = rd.pos;
+                    self.publish_cursor(&mut rd, to)
+                }
                 Step::Corrupt { pos, header } => break Err(ConsumeError::Corrupt { pos, header }),
             }
         };
-        self.publish_cursor(&mut rd);
+        self.publish_lines(&mut rd);
         self.rd = rd;
         result
     }

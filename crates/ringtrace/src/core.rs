@@ -345,17 +345,19 @@ impl<R: Region> Core<R> {
         header != 0 && len_word(header) & BUSY_BIT == 0
     }
 
-    /// Hands back `[published, pos)`: zeroes it and publishes `pos` as the consumer
-    /// position.
+    /// Hands back `[published, to)`: zeroes it and publishes `to` as the consumer
+    /// position. `to` may lie inside a record the consumer has read (it is then handed
+    /// back in two parts); the consumer's own cursor stays at `pos`.
     ///
     /// # Safety
     ///
-    /// Only the consumer calls this, with its own cursor; `[published, pos)` holds
-    /// records it has read, and no reference into them is alive.
+    /// Only the consumer calls this, with its own cursor and `published <= to <= pos`,
+    /// `to` a multiple of 8; `[published, to)` holds records it has read, and no
+    /// reference into them is alive.
     #[inline]
-    pub(crate) unsafe fn release(&self, rd: &mut ReadCursor) {
-        let (from, to) = (rd.published, rd.pos);
-        debug_assert!(to >= from && to - from <= self.cap && (to - from) % 8 == 0);
+    pub(crate) unsafe fn release(&self, rd: &mut ReadCursor, to: u64) {
+        let from = rd.published;
+        debug_assert!(from <= to && to <= rd.pos && to - from <= self.cap && (to - from) % 8 == 0);
         // SAFETY: forwarded from this function's contract.
         unsafe { self.region.zero(from, to - from) };
         // Release: pairs with the Acquire loads of the consumer position in `reserve`:

@@ -94,16 +94,18 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         }
                         Step::Full => {
                             prop_assert_eq!(rd.pos - rd.published, CAP);
+                            let to = rd.pos;
                             // SAFETY: single-threaded consumer; nothing borrows the range.
-                            unsafe { core.release(&mut rd) };
+                            unsafe { core.release(&mut rd, to) };
                         }
                         Step::Corrupt { pos, header } => {
                             prop_assert!(false, "corrupt header {header:#x} at {pos}")
                         }
                     }
                 }
+                let to = rd.pos;
                 // SAFETY: single-threaded consumer; nothing borrows [published, pos).
-                unsafe { core.release(&mut rd) };
+                unsafe { core.release(&mut rd, to) };
                 let (cons, _) = core.positions();
                 prop_assert_eq!(cons, rd.pos);
             }

@@ -153,6 +153,9 @@ pub(crate) struct ConsumerLine {
     pub(crate) pos: AtomicU64,
     /// 1 while a consumer handle exists.
     pub(crate) attached: AtomicU32,
+    /// The consumer's read position: everything before it is consumed (the consumer
+    /// hands space back up to `pos`, at most one cache line behind it).
+    pub(crate) read: AtomicU64,
     /// Committed records the consumer delivered.
     pub(crate) consumed: AtomicU64,
     /// Discarded records the consumer skipped.

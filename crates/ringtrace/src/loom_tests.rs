@@ -71,13 +71,17 @@ impl ModelConsumer {
                     self.seen.push(unsafe { self.r.region.read_payload(pos, 0) });
                 }
                 Step::Empty => break,
-                // SAFETY: we are the consumer and hold no reference into the range.
-                Step::Full => unsafe { self.r.release(&mut self.rd) },
+                Step::Full => {
+                    let to = self.rd.pos;
+                    // SAFETY: we are the consumer and hold no reference into the range.
+                    unsafe { self.r.release(&mut self.rd, to) }
+                }
                 Step::Corrupt { pos, header } => panic!("corrupt header {header:#x} at {pos}"),
             }
         }
+        let to = self.rd.pos;
         // SAFETY: we are the consumer and hold no reference into [published, pos).
-        unsafe { self.r.release(&mut self.rd) };
+        unsafe { self.r.release(&mut self.rd, to) };
         (self.rd.consumed + self.rd.skipped - before) as usize
     }
 

@@ -225,7 +225,8 @@ fn stats(shared: &Shared) -> Stats {
     }
     s.consumed = ctl.consumer.0.consumed.load(Relaxed);
     s.skipped = ctl.consumer.0.skipped.load(Relaxed);
-    let (cons, prod) = core.positions();
+    let (_, prod) = core.positions();
+    let cons = ctl.consumer.0.read.load(Relaxed);
     s.consumer_pos = cons;
     s.producer_pos = prod;
     s.available = prod.saturating_sub(cons);
