@@ -152,6 +152,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
     /// `ring__consume_n`).
+    #[inline]
     pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(&[u8]) -> Result<(), E>,
