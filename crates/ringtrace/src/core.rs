@@ -310,7 +310,10 @@ impl<R: Region> Core<R> {
             let word = len_word(header);
             if header == 0 || word & BUSY_BIT != 0 {
                 // Claimed and not finished: wait. (At `published + capacity` lies our own
-                // unreleased first record, whose header is not zero: that is `Full`.)
+                // unreleased space: a header there is `Full`, below; zero bytes there,
+                // possible when the consumer handed back part of a record, read as
+                // `Empty`, which is also true: no producer can have written there, and
+                // the consumer's next publication makes room.)
                 break Step::Empty;
             }
             let len = word & LEN_MASK;
