@@ -147,21 +147,33 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     where
         F: FnMut(&[u8]) -> Result<(), E>,
     {
-        self.consume_n(usize::MAX, f)
+        self.consume_impl::<false, F, E>(usize::MAX, f)
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
     /// `ring__consume_n`).
     #[inline]
-    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume_n<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_impl::<true, F, E>(max, f)
+    }
+
+    /// The consume loop; `LIMITED` is false for [`consume`](Self::consume), whose loop
+    /// then has no count to check.
+    #[inline(always)]
+    fn consume_impl<const LIMITED: bool, F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(&[u8]) -> Result<(), E>,
     {
         self.disarm();
         let mut rd = self.rd;
         let mut n = 0;
+        // Publish once the cursor passes this.
+        let mut batch_end = rd.published + self.batch;
         let result = loop {
-            if n >= max {
+            if LIMITED && n >= max {
                 break Ok(n);
             }
             match self.step(&mut rd) {
@@ -175,14 +187,16 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                     if let Err(e) = f(data) {
                         break Err(ConsumeError::Callback(e));
                     }
-                    if rd.pos - rd.published >= self.batch {
+                    if rd.pos >= batch_end {
                         self.publish_lines(&mut rd);
+                        batch_end = rd.published + self.batch;
                     }
                 }
                 Step::Empty => break Ok(n),
                 Step::Full => {
                     let to = rd.pos;
-                    self.publish_cursor(&mut rd, to)
+                    self.publish_cursor(&mut rd, to);
+                    batch_end = rd.published + self.batch;
                 }
                 Step::Corrupt { pos, header } => break Err(ConsumeError::Corrupt { pos, header }),
             }
