@@ -69,7 +69,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     /// Errors: [`ReserveError::Full`] if it does not fit now (counted as lost),
     /// [`ReserveError::TooLarge`] if it never could (more than
     /// [`RingBuf::max_record_len`](crate::RingBuf::max_record_len)).
-    #[inline]
+    #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, M>, ReserveError> {
         match self.claim(len) {
             Ok(pos) => Ok(Reservation { producer: self, pos, len: len as u32 }),
@@ -78,7 +78,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     }
 
     /// Reserves, copies `data` and commits with `wakeup`: one call.
-    #[inline]
+    #[inline(always)]
     pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
         let pos = match self.claim(data.len()) {
             Ok(pos) => pos,
@@ -165,26 +165,26 @@ impl<K: ProducerKind, M: Mode> fmt::Debug for Reservation<'_, K, M> {
 
 impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
     /// Publishes the record; wakes the consumer as the ring's policy says.
-    #[inline]
+    #[inline(always)]
     pub fn commit(self) {
         self.commit_with(Wakeup::Default)
     }
 
     /// Publishes the record with an explicit wakeup flag.
-    #[inline]
+    #[inline(always)]
     pub fn commit_with(self, wakeup: Wakeup) {
         ManuallyDrop::new(self).finish(false, wakeup)
     }
 
     /// Gives the space up: the consumer skips the record.
-    #[inline]
+    #[inline(always)]
     pub fn discard(self) {
         self.discard_with(Wakeup::Default)
     }
 
     /// Gives the space up with an explicit wakeup flag (a consumer blocked at this
     /// record needs a wakeup to move past it).
-    #[inline]
+    #[inline(always)]
     pub fn discard_with(self, wakeup: Wakeup) {
         ManuallyDrop::new(self).finish(true, wakeup)
     }
@@ -194,7 +194,7 @@ impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
         self.pos
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish(&mut self, discard: bool, wakeup: Wakeup) {
         self.producer.finish(self.pos, self.len, discard, wakeup);
     }
@@ -208,7 +208,7 @@ impl<K: ProducerKind, M: Mode> Drop for Reservation<'_, K, M> {
 
 impl<K: ProducerKind, M: Mode> Deref for Reservation<'_, K, M> {
     type Target = [u8];
-    #[inline]
+    #[inline(always)]
     fn deref(&self) -> &[u8] {
         // SAFETY: see `deref_mut`; a shared borrow of the same bytes.
         unsafe { std::slice::from_raw_parts(self.payload_ptr(), self.len as usize) }
@@ -216,7 +216,7 @@ impl<K: ProducerKind, M: Mode> Deref for Reservation<'_, K, M> {
 }
 
 impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
-    #[inline]
+    #[inline(always)]
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: this reservation owns `[pos + 8, pos + 8 + len)` until it commits or
         // discards (no other producer can claim it; the consumer does not read it while
@@ -228,7 +228,7 @@ impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
 }
 
 impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
-    #[inline]
+    #[inline(always)]
     fn payload_ptr(&self) -> *mut u8 {
         self.producer.core.region.data_ptr(self.pos + HDR_SIZE)
     }
