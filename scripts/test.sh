@@ -12,6 +12,7 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
 cargo test --workspace --release

@@ -14,7 +14,7 @@
 //! virtual addresses of one byte are only ever used at times ordered by the protocol's
 //! acquire/release pairs, and caches are physically tagged, so aliasing is harmless.
 //!
-//! This module and `producer`/`consumer` (which build slices from [`MmapRegion::data_ptr`])
+//! This module and `producer`/`consumer` (which build slices from [`MmapView::data_ptr`])
 //! hold the crate's `unsafe`.
 
 use std::io;

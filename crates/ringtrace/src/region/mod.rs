@@ -1,7 +1,7 @@
 //! Where a ring's bytes live. The protocol in [`crate::core`] is generic over a
 //! [`Region`] (thingbuf's core/storage split): the real ring is a memfd mapped twice
 //! ([`mmap`]); loom models and unit tests use a heap region whose payload words are
-//! race-checked cells ([`heap`]).
+//! race-checked cells (`heap`, built for tests and loom only).
 
 use crate::layout::Control;
 use crate::sync::AtomicU64;
