@@ -3,7 +3,8 @@
 //!
 //! Benches: `parallel` (one producer thread, one consumer thread), `back-to-back` (one
 //! thread produces a batch of 500, then consumes it), `sampled` (the consumer sleeps on
-//! wakeups; watermark sweep), `reserve-vs-output`, `contention` (1, 2, 3, 4, 8
+//! wakeups; watermark sweep; peer: crossbeam-channel blocking in `recv_timeout`),
+//! `reserve-vs-output`, `contention` (1, 2, 3, 4, 8
 //! producers: on 2 cores, more threads than cores on purpose).
 
 pub mod harness;

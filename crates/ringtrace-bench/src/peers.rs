@@ -39,6 +39,10 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
         progress.step("parallel disruptor mp");
         out.push(Row::new("parallel", "disruptor", "mp", 1, &disruptor_mp(cfg, 1)));
     }
+    if sel.wants("sampled") {
+        progress.step("sampled crossbeam-channel");
+        out.push(Row::new("sampled", "crossbeam-channel", "recv-blocking", 1, &channel_blocking(cfg)));
+    }
     if sel.wants("back-to-back") {
         progress.step("back-to-back peers");
         out.extend(back_to_back(cfg));
@@ -85,6 +89,28 @@ fn channel(cfg: &RunCfg, producers: usize) -> crate::harness::Measured {
             move || tx.try_send(std::hint::black_box(42)).is_ok()
         },
         Some(move || rx.try_iter().map(std::hint::black_box).count() as u64),
+    )
+}
+
+/// The `sampled` peer: a consumer that blocks in `recv_timeout` until a producer's send
+/// wakes it, then drains what is there without blocking (the same shape as ringtrace's
+/// `poll`).
+fn channel_blocking(cfg: &RunCfg) -> crate::harness::Measured {
+    let (tx, rx) = crossbeam_channel::bounded::<u64>(CAPACITY);
+    run_parallel(
+        cfg,
+        1,
+        |_| {
+            let tx = tx.clone();
+            move || tx.try_send(std::hint::black_box(42)).is_ok()
+        },
+        Some(move || match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(v) => {
+                std::hint::black_box(v);
+                1 + rx.try_iter().map(std::hint::black_box).count() as u64
+            }
+            Err(_) => 0,
+        }),
     )
 }
 
