@@ -119,8 +119,14 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
     let mut all = Vec::new();
     for round in 1..=rounds {
         progress.round = format!("round {round}/{rounds}: ");
-        let mut rows = ours::rows(&cfg, &sel, &mut progress);
-        rows.extend(peers::rows(&cfg, &sel, &mut progress));
+        let mut rows = Vec::new();
+        // Bench by bench, ringtrace and its peers back to back, so that the rows one
+        // compares ran seconds apart, not a whole round apart.
+        for bench in ORDER.iter().filter(|b| sel.wants(b)) {
+            let one = Selection { filter: Some(bench.to_string()), quick: sel.quick };
+            rows.extend(ours::rows(&cfg, &one, &mut progress));
+            rows.extend(peers::rows(&cfg, &one, &mut progress));
+        }
         all.push(rows);
     }
     progress.finish();
