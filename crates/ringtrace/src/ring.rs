@@ -246,8 +246,7 @@ pub(crate) struct SlotRef {
     index: usize,
     line: NonNull<Counters>,
     /// Own slot: this owner's copies of the line's `committed` and `discarded`, so that
-    /// counting a record is one store, not a load-increment-store chained through
-    /// memory from one record to the next.
+    /// counting a record writes the shared line with a plain store and never reads it.
     committed: u64,
     discarded: u64,
 }
