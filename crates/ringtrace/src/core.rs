@@ -88,8 +88,9 @@ pub(crate) enum Refused {
     TooLarge,
 }
 
-/// The consumer's private state.
-#[derive(Debug, Default, Clone, Copy)]
+/// The consumer's private state. Made only by [`Core::cursor`]: an all-zero cursor
+/// would predict a zero length word, which an empty header matches.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct ReadCursor {
     /// Next record boundary to read.
     pub(crate) pos: u64,

@@ -1,6 +1,7 @@
 //! Stress tests on real threads (2 cores is enough to interleave them): checksummed,
-//! sequence-numbered records of random lengths from 4 producers, with exact accounting;
-//! and a consumer that sleeps between bursts and must never be left sleeping.
+//! sequence-numbered records of random lengths from 4 producers, and from one producer
+//! in runs of equal lengths (the consumer's predicted path), with exact accounting; and
+//! a consumer that sleeps between bursts and must never be left sleeping.
 //!
 //! Sizes scale with `RINGTRACE_STRESS_RECORDS` (default 1,000,000 per producer in
 //! release builds, 100,000 in debug builds).
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ringtrace::{MpscRing, ReserveError, SpscRing, Wakeup, WakeupPolicy};
+use ringtrace::{MpscRing, Producer, ProducerKind, ReserveError, SpscRing, Wakeup, WakeupPolicy};
 
 fn records_per_producer() -> u64 {
     std::env::var("RINGTRACE_STRESS_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(if cfg!(debug_assertions) {
@@ -52,6 +53,28 @@ struct ProducerLog {
     lost: u64,
 }
 
+/// Reserves `len` bytes, fills them as record `seq` of producer `id`, and commits or
+/// discards; a full ring is counted as lost and yields to the consumer.
+fn put<K: ProducerKind>(p: &mut Producer<K>, len: usize, id: u32, seq: u64, discard: bool, log: &mut ProducerLog) {
+    match p.reserve(len) {
+        Ok(mut rec) => {
+            fill(&mut rec, id, seq);
+            if discard {
+                rec.discard();
+                log.discarded += 1;
+            } else {
+                rec.commit();
+                log.committed += 1;
+            }
+        }
+        Err(ReserveError::Full { .. }) => {
+            log.lost += 1;
+            std::thread::yield_now();
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
 #[test]
 fn four_producers_checksummed_exact_accounting() {
     const PRODUCERS: u32 = 4;
@@ -68,23 +91,7 @@ fn four_producers_checksummed_exact_accounting() {
                 for seq in 0..per {
                     let r = rng(&mut seed);
                     let len = 16 + (r % 241) as usize;
-                    match p.reserve(len) {
-                        Ok(mut rec) => {
-                            fill(&mut rec, id, seq);
-                            if r % 97 == 0 {
-                                rec.discard();
-                                log.discarded += 1;
-                            } else {
-                                rec.commit();
-                                log.committed += 1;
-                            }
-                        }
-                        Err(ReserveError::Full { .. }) => {
-                            log.lost += 1;
-                            std::thread::yield_now();
-                        }
-                        Err(e) => panic!("{e}"),
-                    }
+                    put(&mut p, len, id, seq, r % 97 == 0, &mut log);
                 }
                 log
             })
@@ -169,23 +176,7 @@ fn single_producer_checksummed_exact_accounting() {
                 // Zero-length records: committed, but carry no sequence number.
                 let _ = p.output(&[], Wakeup::Default);
             }
-            match p.reserve(len) {
-                Ok(mut rec) => {
-                    fill(&mut rec, 0, seq);
-                    if r % 89 == 0 {
-                        rec.discard();
-                        log.discarded += 1;
-                    } else {
-                        rec.commit();
-                        log.committed += 1;
-                    }
-                }
-                Err(ReserveError::Full { .. }) => {
-                    log.lost += 1;
-                    std::thread::yield_now();
-                }
-                Err(e) => panic!("{e}"),
-            }
+            put(&mut p, len, 0, seq, r % 89 == 0, &mut log);
         }
         log
     });
