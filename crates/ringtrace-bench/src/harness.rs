@@ -1,7 +1,16 @@
 //! The measuring loops, modeled on the kernel's `bench_ringbufs`: a warmup, then a
-//! measured window; producers never wait (a failed push is a drop); the consumer counts
-//! what it receives. Closures are generic, so each implementation's loop is
-//! monomorphized with no dynamic dispatch.
+//! measured window; producers never wait for space (a failed push is a drop); the
+//! consumer counts what it receives. Closures are generic, so each implementation's loop
+//! is monomorphized with no dynamic dispatch.
+//!
+//! A producer whose push fails yields its CPU (`sched_yield`) before it pushes again,
+//! whatever the implementation. A producer that retries in a tight loop on a full queue
+//! measures the scheduler, not the queue: with 8 producers and a consumer on 2 cores,
+//! the consumer gets its fair share, 2/9 of the CPU against 2/3 with 2 producers, and
+//! every implementation delivers about a third as much (measured with ringtrace:
+//! consumer at 67% then 22% of a CPU, 50.8 then 16.3 M records/s; with the yield, 72
+//! then 66). The yield models what a real producer does when its event is dropped: it
+//! goes back to its own work.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -69,7 +78,12 @@ where
                         if push() {
                             ok += 1
                         } else {
-                            fail += 1
+                            fail += 1;
+                            // A full queue: give the CPU away before trying again
+                            // (see the module comment), then publish the counts and
+                            // look at the stop flag (a yield can take a whole slice).
+                            std::thread::yield_now();
+                            break;
                         }
                     }
                     c.0.store(ok, Relaxed);
@@ -113,21 +127,36 @@ where
     })
 }
 
+/// Makes a `push_batch` for [`run_back_to_back`] from a closure that pushes one
+/// record and says whether it went in.
+#[inline(always)]
+pub fn batched<P: FnMut() -> bool>(mut push: P) -> impl FnMut(usize) -> u64 {
+    move |n| {
+        let mut ok = 0u64;
+        for _ in 0..n {
+            ok += push() as u64;
+        }
+        ok
+    }
+}
+
 /// One thread pushes `batch` records, then consumes until empty; repeated.
-pub fn run_back_to_back<P: FnMut() -> bool, C: FnMut() -> u64>(
+/// `push_batch(n)` pushes `n` records and returns how many went in: the loop over a
+/// batch runs inside the implementation's own closure, as in a producer's own code,
+/// where the compiler can keep the producer's state in registers (a loop here, calling
+/// a closure per record, made ringtrace reload its state from memory on each record:
+/// 3.54 against 3.30 ns per record, best of 10 in one process).
+pub fn run_back_to_back<P: FnMut(usize) -> u64, C: FnMut() -> u64>(
     cfg: &RunCfg,
     batch: usize,
-    mut push: P,
+    mut push_batch: P,
     mut consume: C,
 ) -> Measured {
     // Counts in locals, returned by value: a counter kept behind a `&mut` would be a
     // load-add-store chain through memory on every record, the harness's cost, not the
     // queue's.
     let mut round = |m: &mut Measured| {
-        let mut ok = 0u64;
-        for _ in 0..batch {
-            ok += push() as u64;
-        }
+        let ok = push_batch(batch);
         let mut got = 0u64;
         loop {
             let n = consume();
@@ -169,14 +198,14 @@ mod tests {
         let m = run_back_to_back(
             &cfg,
             10,
-            || {
+            batched(|| {
                 let mut q = q.borrow_mut();
                 if q.len() >= 6 {
                     return false;
                 }
                 q.push_back(1u64);
                 true
-            },
+            }),
             || q.borrow_mut().drain(..).count() as u64,
         );
         assert!(m.committed > 0);

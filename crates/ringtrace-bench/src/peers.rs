@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_queue::ArrayQueue;
 use disruptor::{build_multi_producer, build_single_producer, BusySpin, Producer};
 
-use crate::harness::{run_back_to_back, run_parallel, RunCfg};
+use crate::harness::{batched, run_back_to_back, run_parallel, RunCfg};
 use crate::{Progress, Row, Selection};
 
 /// Records of capacity for every peer.
@@ -182,36 +182,27 @@ fn back_to_back(cfg: &RunCfg) -> Vec<Row> {
     const BATCH: usize = 500;
     let mut out = Vec::new();
     let q = ArrayQueue::<u64>::new(CAPACITY);
-    let m = run_back_to_back(cfg, BATCH, || q.push(42).is_ok(), || std::iter::from_fn(|| q.pop()).count() as u64);
+    let m =
+        run_back_to_back(cfg, BATCH, batched(|| q.push(42).is_ok()), || std::iter::from_fn(|| q.pop()).count() as u64);
     out.push(Row::new("back-to-back", "crossbeam-arrayqueue", "mpmc", 1, &m));
     let (tx, rx) = crossbeam_channel::bounded::<u64>(CAPACITY);
-    let m = run_back_to_back(cfg, BATCH, || tx.try_send(42).is_ok(), || rx.try_iter().count() as u64);
+    let m = run_back_to_back(cfg, BATCH, batched(|| tx.try_send(42).is_ok()), || rx.try_iter().count() as u64);
     out.push(Row::new("back-to-back", "crossbeam-channel", "try", 1, &m));
     let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(CAPACITY);
-    let m = run_back_to_back(
-        cfg,
-        BATCH,
-        || p.push(42).is_ok(),
-        || {
-            let n = c.slots();
-            if n > 0 {
-                c.read_chunk(n).expect("readable").commit_all();
-            }
-            n as u64
-        },
-    );
+    let m = run_back_to_back(cfg, BATCH, batched(|| p.push(42).is_ok()), || {
+        let n = c.slots();
+        if n > 0 {
+            c.read_chunk(n).expect("readable").commit_all();
+        }
+        n as u64
+    });
     out.push(Row::new("back-to-back", "rtrb", "spsc", 1, &m));
     let (mut poller, builder) = build_single_producer(CAPACITY, Event::default, BusySpin).new_event_poller();
     let mut p = builder.build();
-    let m = run_back_to_back(
-        cfg,
-        BATCH,
-        || p.try_publish(|e| e.v = 42).is_ok(),
-        || match poller.poll() {
-            Ok(mut guard) => (&mut guard).count() as u64,
-            Err(_) => 0,
-        },
-    );
+    let m = run_back_to_back(cfg, BATCH, batched(|| p.try_publish(|e| e.v = 42).is_ok()), || match poller.poll() {
+        Ok(mut guard) => (&mut guard).count() as u64,
+        Err(_) => 0,
+    });
     out.push(Row::new("back-to-back", "disruptor", "sp", 1, &m));
     out
 }

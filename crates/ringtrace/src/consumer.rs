@@ -169,6 +169,9 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     {
         self.disarm();
         let mut rd = self.rd;
+        // A local copy of the protocol state, like the cursor: `f` may write anywhere,
+        // so fields read through `self` would be reloaded after every call.
+        let core = self.core.clone();
         let mut n = 0;
         // Publish once the cursor passes this.
         let mut batch_end = rd.published + self.batch;
@@ -176,14 +179,14 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
             if LIMITED && n >= max {
                 break Ok(n);
             }
-            match self.step(&mut rd) {
+            match core.next(&mut rd) {
                 Step::Record { pos, len } => {
                     n += 1;
                     // SAFETY: a committed record of `len` bytes, contiguous in the double
                     // mapping, not released before this call returns: the slice is only
                     // lent to `f` for this call.
                     let data =
-                        unsafe { std::slice::from_raw_parts(self.core.region.data_ptr(pos + HDR_SIZE), len as usize) };
+                        unsafe { std::slice::from_raw_parts(core.region.data_ptr(pos + HDR_SIZE), len as usize) };
                     if let Err(e) = f(data) {
                         break Err(ConsumeError::Callback(e));
                     }

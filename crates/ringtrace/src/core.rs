@@ -77,8 +77,6 @@ const WAIT_FLAGS: u64 = 7;
 pub(crate) struct ProducerCursor {
     /// Consumer position last loaded: space before `cons + capacity` is free.
     pub(crate) cons: u64,
-    /// Single-producer rings: the producer position, which only this producer writes.
-    pub(crate) prod: u64,
 }
 
 /// Why `reserve` failed.
@@ -176,14 +174,18 @@ impl<R: Region> Core<R> {
     /// ring marks the header BUSY; a single-producer one touches no shared memory.
     #[inline(always)]
     pub(crate) fn reserve<const MULTI: bool>(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
-        if len > self.max_len as usize {
+        // The first test is constant for lengths known at compile time: a record that
+        // small fits in any ring of this region type.
+        if len > (R::MIN_CAPACITY - HDR_SIZE) as usize && len > self.max_len as usize {
             return Err(Refused::TooLarge);
         }
         let len = len as u32;
         let fp = footprint(len);
         let ctl = self.control();
         if !MULTI {
-            let p = cur.prod;
+            // Relaxed: only this producer writes the producer position. It is the one
+            // copy (a private copy would cost a second store per record).
+            let p = ctl.producer.0.pos.load(Relaxed);
             let end = p + fp;
             if end - cur.cons > self.cap {
                 // Acquire: pairs with the Release store in `release`: the consumer
@@ -194,7 +196,6 @@ impl<R: Region> Core<R> {
                     return Err(Refused::Full);
                 }
             }
-            cur.prod = end;
             // Relaxed: for statistics and for the consumer's watermark decision in
             // `arm`, which reads it after its heavy barrier (this store precedes our
             // light barrier in `commit`). The header stays zero until `commit`: zero

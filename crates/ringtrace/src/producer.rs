@@ -55,9 +55,9 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         if !K::MULTI && !attach_flag(&core.control().producer.0.attached) {
             return Err(Error::ProducerAttached);
         }
-        let (cons, prod) = core.positions();
+        let (cons, _) = core.positions();
         let slot = SlotRef::claim(&core);
-        Ok(Producer { core, cursor: ProducerCursor { cons, prod }, slot, shared, _static: PhantomData })
+        Ok(Producer { core, cursor: ProducerCursor { cons }, slot, shared, _static: PhantomData })
     }
 
     /// Reserves `len` bytes for one record and returns them to be written in place.

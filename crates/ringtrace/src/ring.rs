@@ -245,10 +245,6 @@ fn stats(shared: &Shared) -> Stats {
 pub(crate) struct SlotRef {
     index: usize,
     line: NonNull<Counters>,
-    /// Own slot: this owner's copies of the line's `committed` and `discarded`, so that
-    /// counting a record writes the shared line with a plain store and never reads it.
-    committed: u64,
-    discarded: u64,
 }
 
 // SAFETY: `line` is an address in a shared mapping that every thread sees, and the
@@ -265,12 +261,10 @@ impl SlotRef {
             // Acquire: pairs with the Release store in `free`, so this owner continues
             // from the previous owner's final counts.
             if line.0.owner.load(Relaxed) == 0 && line.0.owner.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
-                // Relaxed: ordered after the previous owner's stores by the Acquire CAS.
-                let (committed, discarded) = (line.0.committed.load(Relaxed), line.0.discarded.load(Relaxed));
-                return SlotRef { index, line: NonNull::from(&line.0), committed, discarded };
+                return SlotRef { index, line: NonNull::from(&line.0) };
             }
         }
-        SlotRef { index: N_SLOTS, line: NonNull::from(&ctl.overflow.0), committed: 0, discarded: 0 }
+        SlotRef { index: N_SLOTS, line: NonNull::from(&ctl.overflow.0) }
     }
 
     pub(crate) fn free(&self, core: &Core<MmapView>) {
@@ -289,28 +283,21 @@ impl SlotRef {
 
     /// Counts a published record (committed, or discarded).
     #[inline(always)]
-    pub(crate) fn count_published(&mut self, discard: bool) {
-        if self.index < N_SLOTS {
-            // SAFETY: as in `counters`; the reference is not tied to `self`'s borrow,
-            // which the line's mapping outlives (type invariant).
-            let c = unsafe { self.line.as_ref() };
-            let (mine, counter) =
-                if discard { (&mut self.discarded, &c.discarded) } else { (&mut self.committed, &c.committed) };
-            *mine += 1;
-            // Relaxed: a statistic; readers want some recent value, and this line has
-            // one writer.
-            counter.store(*mine, Relaxed);
-        } else {
-            let c = self.counters();
-            if discard { &c.discarded } else { &c.committed }.fetch_add(1, Relaxed);
-        }
+    pub(crate) fn count_published(&self, discard: bool) {
+        let c = self.counters();
+        self.bump(if discard { &c.discarded } else { &c.committed });
     }
 
     /// Adds one to a counter of this slot: a plain load and store when the slot is ours
-    /// alone (no read-modify-write on the fast path), an atomic add on the shared one.
+    /// alone (no read-modify-write; x86 compiles the pair to one `inc` on memory), an
+    /// atomic add on the shared one. (A private copy of the count in the handle, stored
+    /// to the line, cost a second store and a load-add-store chain through the handle:
+    /// 0.3 ns of a 3.5 ns record written and read back to back.)
     #[inline(always)]
     pub(crate) fn bump(&self, counter: &crate::sync::AtomicU64) {
         if self.index < N_SLOTS {
+            // Relaxed: a statistic with one writer (this owner); readers want some
+            // recent value.
             counter.store(counter.load(Relaxed) + 1, Relaxed);
         } else {
             counter.fetch_add(1, Relaxed);

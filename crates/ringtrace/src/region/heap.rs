@@ -78,6 +78,7 @@ impl HeapRegion {
 // `header` indexes the same atomic for the same offset; `zero` clears header and payload
 // views of every word in the range.
 unsafe impl Region for HeapRegion {
+    const MIN_CAPACITY: u64 = 16;
     fn control(&self) -> &Control {
         &self.control
     }

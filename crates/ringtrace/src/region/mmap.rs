@@ -179,6 +179,9 @@ impl Drop for MmapRegion {
 // multiple of 8); `zero` writes exactly `[pos, pos + len)` through the double mapping.
 // The view's region is alive whenever these run (type invariant).
 unsafe impl Region for MmapView {
+    /// One 4 KiB page, the smallest page of any Linux target (the builder requires at
+    /// least one page).
+    const MIN_CAPACITY: u64 = 4096;
     #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned

@@ -16,12 +16,17 @@ pub(crate) mod mmap;
 /// # Safety
 ///
 /// Implementors guarantee, for the life of the region:
-/// * `capacity()` is a power of two of at least 16 and never changes;
+/// * `capacity()` is a power of two of at least [`Self::MIN_CAPACITY`] and never
+///   changes;
 /// * `header(pos)` is the 8-byte word at data offset `pos & (capacity - 1)`, the same
 ///   object every time for the same offset;
 /// * `zero(pos, len)` sets the bytes `[pos, pos + len)` (positions modulo the capacity),
 ///   headers included, to zero.
 pub(crate) unsafe trait Region: Send + Sync {
+    /// The smallest capacity this kind of region has: records up to this minus the
+    /// header always fit, which lets `reserve` drop its size check for small lengths
+    /// known at compile time.
+    const MIN_CAPACITY: u64;
     /// The control block.
     fn control(&self) -> &Control;
     /// Bytes in the data area.
