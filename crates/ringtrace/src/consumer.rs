@@ -104,9 +104,10 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// line they are writing; zeroing that part would take the line from them mid-write
     /// (a store from each side to one line, per call). The rest goes back with the next
     /// publication, and in full whenever the consumer waits, iterates or is dropped.
+    /// A single-producer ring's consumer zeroes nothing and hands back all it read.
     #[inline]
     fn publish_lines(&self, rd: &mut ReadCursor) {
-        let to = rd.pos & !(LINE - 1);
+        let to = if K::MULTI { rd.pos & !(LINE - 1) } else { rd.pos };
         self.publish_cursor(rd, to);
     }
 
@@ -122,7 +123,13 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
             // is `pos` or a multiple of 64, so a multiple of 8; `[published, to)` holds
             // records we read, and no slice into them is alive: callback slices end with
             // each call, and iterator slices borrow `self` mutably, which our callers hold.
-            unsafe { self.core.release(rd, to) };
+            unsafe {
+                if K::MULTI {
+                    self.core.release::<true>(rd, to)
+                } else {
+                    self.core.release::<false>(rd, to)
+                }
+            };
         }
         if line.read.load(Relaxed) != rd.pos {
             // Relaxed: statistics; the consumer is their only writer.

@@ -15,8 +15,8 @@
 //! claims space with a compare-and-swap on the producer position instead (a single
 //! producer, which owns the position, with a plain store), which leaves a window where
 //! the space is claimed and its header not yet written. The consumer must not mistake
-//! what was there before for a header, so **the consumer zeroes what it consumes before
-//! it publishes its position** (as Agrona's many-to-one ring does), and ringtrace
+//! what was there before for a header, so **the consumer of a multi-producer ring zeroes
+//! what it consumes before it publishes its position** (as Agrona's many-to-one ring does), and ringtrace
 //! headers are never zero (the aux word is the producer's pid). An all-zero header
 //! therefore means "wait", exactly like BUSY. A producer stopped between reserve and
 //! commit stops nobody but the consumer, which waits at its record while the others go
@@ -28,9 +28,16 @@
 //!        '-- consumer reads in order, stops at BUSY or 0
 //! ```
 //!
-//! Invariants: `consumer_pos <= producer_pos <= consumer_pos + capacity`; every byte
-//! outside `[consumer_pos, producer_pos)` is zero; records are contiguous and 8-aligned
-//! from `consumer_pos`.
+//! A single producer knows where its next header will be, so it zeroes ahead of itself
+//! instead ([`Core::zero_ahead`]): in bulk, a kilobyte past its next header, always
+//! before the commit whose Release header store lets the consumer read there. A reserve
+//! needs 8 bytes of room past the record (the next header), and the consumer zeroes
+//! nothing, so the lines it reads travel one way, from producer to consumer.
+//!
+//! Invariants: `consumer_pos <= producer_pos <= consumer_pos + capacity` (single
+//! producer: `capacity - 8`); records are contiguous and 8-aligned from `consumer_pos`;
+//! multi-producer rings: every byte outside `[consumer_pos, producer_pos)` is zero;
+//! single-producer rings: the word at `producer_pos` is zero.
 //!
 //! The consumer polls the header where the next record will be, never the producer
 //! position: with a consumer that keeps up, the line producers claim space on stays in
@@ -72,12 +79,23 @@ pub(crate) const WAITING: u64 = 1;
 pub(crate) const BLOCKED: u64 = 2;
 const WAIT_FLAGS: u64 = 7;
 
-/// A producer's private view of the positions.
-#[derive(Debug, Default, Clone, Copy)]
+/// A producer's private view of the positions. Made by [`Core::producer_cursor`].
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct ProducerCursor {
     /// Consumer position last loaded: space before `cons + capacity` is free.
     pub(crate) cons: u64,
+    /// Single-producer rings: the words in `[producer position, zeroed)` are zero and
+    /// free (`zeroed <= cons + capacity`), so a record ending at `end` fits without any
+    /// other check if `end + 8 <= zeroed`.
+    pub(crate) zeroed: u64,
 }
+
+/// How far past the next header a single producer zeroes when it runs out of zeroed
+/// space (bounded by the free space): 16 cache lines, so that zeroing is one bulk
+/// write per kilobyte, well ahead of the line the consumer reads.
+const ZERO_AHEAD: u64 = 1024;
+/// Cache line size: zeroing ends on a line boundary.
+const LINE: u64 = 64;
 
 /// Why `reserve` failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,10 +159,14 @@ pub(crate) struct Core<R> {
 }
 
 impl<R: Region> Core<R> {
-    pub(crate) fn new(region: R, watermark: u64) -> Self {
+    /// A core for a multi-producer ring (`multi`) or a single-producer one, whose
+    /// producer keeps the word after its last record zeroed and so can use all but 8
+    /// bytes of the ring.
+    pub(crate) fn new(region: R, watermark: u64, multi: bool) -> Self {
         let cap = region.capacity();
-        debug_assert!(cap.is_power_of_two() && cap >= 16);
-        let max_len = (cap - HDR_SIZE).min(LEN_MASK as u64) as u32;
+        debug_assert!(cap.is_power_of_two() && cap >= 32);
+        let reserved = if multi { HDR_SIZE } else { 2 * HDR_SIZE };
+        let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
         let aux_bits = pack(0, std::process::id().max(1));
         Core { region, cap, max_len, watermark, aux_bits, asymmetric: barrier::init() }
     }
@@ -163,6 +185,12 @@ impl<R: Region> Core<R> {
         self.max_len
     }
 
+    /// A producer cursor for a ring whose positions are `cons` and `prod` now. The word
+    /// at `prod` is zero (an invariant), nothing after it is known to be.
+    pub(crate) fn producer_cursor(&self, cons: u64, prod: u64) -> ProducerCursor {
+        ProducerCursor { cons, zeroed: prod + HDR_SIZE }
+    }
+
     /// A consumer cursor at the consumer position `pos` with the ring's running totals.
     pub(crate) fn cursor(&self, pos: u64, consumed: u64, skipped: u64) -> ReadCursor {
         ReadCursor { pos, published: pos, end: pos + self.cap, consumed, skipped, last_len: 8, stride: footprint(8) }
@@ -175,8 +203,9 @@ impl<R: Region> Core<R> {
     #[inline(always)]
     pub(crate) fn reserve<const MULTI: bool>(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         // The first test is constant for lengths known at compile time: a record that
-        // small fits in any ring of this region type.
-        if len > (R::MIN_CAPACITY - HDR_SIZE) as usize && len > self.max_len as usize {
+        // small fits in any ring of this region type, of either kind (`max_len` is at
+        // least the capacity minus 16).
+        if len > (R::MIN_CAPACITY - 2 * HDR_SIZE) as usize && len > self.max_len as usize {
             return Err(Refused::TooLarge);
         }
         let len = len as u32;
@@ -187,19 +216,16 @@ impl<R: Region> Core<R> {
             // copy (a private copy would cost a second store per record).
             let p = ctl.producer.0.pos.load(Relaxed);
             let end = p + fp;
-            if end - cur.cons > self.cap {
-                // Acquire: pairs with the Release store in `release`: the consumer
-                // zeroed everything before the position it published (and finished
-                // reading it), and this producer is about to write there.
-                cur.cons = ctl.consumer.0.pos.load(Acquire);
-                if end - cur.cons > self.cap {
-                    return Err(Refused::Full);
-                }
+            // The record and the word after it (the next header, which must read zero
+            // until the next commit) must lie in zeroed free space.
+            if end + HDR_SIZE > cur.zeroed {
+                self.zero_ahead(end + HDR_SIZE, cur)?;
             }
             // Relaxed: for statistics and for the consumer's watermark decision in
             // `arm`, which reads it after its heavy barrier (this store precedes our
-            // light barrier in `commit`). The header stays zero until `commit`: zero
-            // already means "wait", and the one producer needs no BUSY mark to be known.
+            // light barrier in `commit`). The header stays zero (it lay in zeroed space)
+            // until `commit`: zero already means "wait", and the one producer needs no
+            // BUSY mark to be known.
             ctl.producer.0.pos.store(end, Relaxed);
             return Ok(p);
         }
@@ -233,6 +259,36 @@ impl<R: Region> Core<R> {
         // ("wait"); it only tells observers who holds the space.
         self.region.header(pos).store(pack(len | BUSY_BIT, 0) | self.aux_bits, Relaxed);
         Ok(pos)
+    }
+
+    /// A single producer's refill of zeroed space: zeroes from `cur.zeroed` to
+    /// [`ZERO_AHEAD`] bytes past `need` (on a line boundary), or to the end of the free
+    /// space if that comes first; `Full` if even `need` is not free.
+    ///
+    /// This is the single-producer ring's replacement for the consumer's zeroing: the
+    /// consumer then writes none of the lines it reads, so they travel one way only,
+    /// and the zeroing runs in bulk, lines ahead of the consumer.
+    #[cold]
+    #[inline(never)]
+    fn zero_ahead(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+        if need - cur.cons > self.cap {
+            // Acquire: pairs with the Release store in `release`: the consumer finished
+            // reading everything before the position it published, and this producer
+            // is about to write there.
+            cur.cons = self.control().consumer.0.pos.load(Acquire);
+            if need - cur.cons > self.cap {
+                return Err(Refused::Full);
+            }
+        }
+        let target = ((need + ZERO_AHEAD).next_multiple_of(LINE)).min(cur.cons + self.cap);
+        // SAFETY: `[zeroed, target)` lies past the producer position (`zeroed` is past
+        // it, see `ProducerCursor`) and before `cons + capacity`: free space that only
+        // this producer, the ring's one, may touch, which the consumer reads only after
+        // a later commit's Release header store. Its length is at most the capacity, and
+        // both ends are multiples of 8.
+        unsafe { self.region.zero(cur.zeroed, target - cur.zeroed) };
+        cur.zeroed = target;
+        Ok(())
     }
 
     /// Publishes the record at `pos` (committed, or discarded), then wakes the consumer
@@ -350,9 +406,10 @@ impl<R: Region> Core<R> {
         header != 0 && len_word(header) & BUSY_BIT == 0
     }
 
-    /// Hands back `[published, to)`: zeroes it and publishes `to` as the consumer
-    /// position. `to` may lie inside a record the consumer has read (it is then handed
-    /// back in two parts); the consumer's own cursor stays at `pos`.
+    /// Hands back `[published, to)`: zeroes it (multi-producer rings: `MULTI`) and
+    /// publishes `to` as the consumer position. `to` may lie inside a record the
+    /// consumer has read (it is then handed back in two parts); the consumer's own
+    /// cursor stays at `pos`.
     ///
     /// # Safety
     ///
@@ -360,14 +417,16 @@ impl<R: Region> Core<R> {
     /// `to` a multiple of 8; `[published, to)` holds records it has read, and no
     /// reference into them is alive.
     #[inline]
-    pub(crate) unsafe fn release(&self, rd: &mut ReadCursor, to: u64) {
+    pub(crate) unsafe fn release<const MULTI: bool>(&self, rd: &mut ReadCursor, to: u64) {
         let from = rd.published;
         debug_assert!(from <= to && to <= rd.pos && to - from <= self.cap && (to - from) % 8 == 0);
-        // SAFETY: forwarded from this function's contract.
-        unsafe { self.region.zero(from, to - from) };
-        // Release: pairs with the Acquire loads of the consumer position in `reserve`:
-        // our reads of this space and the zeroing above happen-before any producer
-        // writes it again.
+        if MULTI {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { self.region.zero(from, to - from) };
+        }
+        // Release: pairs with the Acquire loads of the consumer position in `reserve`
+        // and `zero_ahead`: our reads of this space (and the zeroing above)
+        // happen-before any producer writes it again.
         self.control().consumer.0.pos.store(to, Release);
         rd.published = to;
         rd.end = to + self.cap;

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, Refused, Step};
+use crate::core::{Core, Refused, Step};
 use crate::layout::footprint;
 use crate::region::heap::HeapRegion;
 
@@ -32,8 +32,10 @@ fn op() -> impl Strategy<Value = Op> {
 const CAP: u64 = 128;
 
 fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let core = Core::new(HeapRegion::new(CAP), 0);
-    let mut cur = ProducerCursor::default();
+    let core = Core::new(HeapRegion::new(CAP), 0, MULTI);
+    let mut cur = core.producer_cursor(0, 0);
+    // A single producer needs 8 bytes of room past its record (the next header).
+    let slack = if MULTI { 0 } else { 8 };
     let mut rd = core.cursor(0, 0, 0);
     // (sequence number, discarded, payload words) of every record not yet consumed.
     // `prod`: bytes reserved so far; the ring has room for `fp` more iff
@@ -48,7 +50,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let fp = footprint(len as u32);
                 match core.reserve::<MULTI>(len, &mut cur) {
                     Ok(pos) => {
-                        prop_assert!(prod + fp - rd.published <= CAP);
+                        prop_assert!(prod + fp + slack - rd.published <= CAP);
                         for i in 0..words as usize {
                             // SAFETY: we hold the reservation; `i` is within it.
                             unsafe { core.region.write_payload(pos, i, seq) };
@@ -58,8 +60,8 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         prod += fp;
                         seq += 1;
                     }
-                    Err(Refused::Full) => prop_assert!(prod + fp - rd.published > CAP, "refused with room"),
-                    Err(Refused::TooLarge) => prop_assert!(len as u64 > CAP - 8),
+                    Err(Refused::Full) => prop_assert!(prod + fp + slack - rd.published > CAP, "refused with room"),
+                    Err(Refused::TooLarge) => prop_assert!(len as u64 + slack > CAP - 8),
                 }
             }
             Op::Take(n, quarters) => {
@@ -97,7 +99,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             prop_assert_eq!(rd.pos - rd.published, CAP);
                             let to = rd.pos;
                             // SAFETY: single-threaded consumer; nothing borrows the range.
-                            unsafe { core.release(&mut rd, to) };
+                            unsafe { core.release::<MULTI>(&mut rd, to) };
                         }
                         Step::Corrupt { pos, header } => {
                             prop_assert!(false, "corrupt header {header:#x} at {pos}")
@@ -106,7 +108,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 let to = rd.published + (((rd.pos - rd.published) * quarters as u64 / 4) & !7);
                 // SAFETY: single-threaded consumer; nothing borrows [published, to).
-                unsafe { core.release(&mut rd, to) };
+                unsafe { core.release::<MULTI>(&mut rd, to) };
                 let (cons, _) = core.positions();
                 prop_assert_eq!(cons, to);
             }

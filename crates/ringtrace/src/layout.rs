@@ -23,10 +23,11 @@
 //! consumer code path reads both. The first word holds the payload length in its low 30
 //! bits, [`BUSY_BIT`] while the record is being written and [`DISCARD_BIT`] if it was
 //! discarded. The second word (the kernel's `pg_off`) is, in ringtrace rings, the process
-//! id of the producer that reserved the record: never zero. ringtrace's consumer zeroes
-//! the bytes it has consumed before it hands them back to producers, so an all-zero
-//! header means "reserved, header not yet written" (or nothing reserved at all): that is
-//! what lets producers claim space with a compare-and-swap instead of the kernel's lock.
+//! id of the producer that reserved the record: never zero. The consumer of a
+//! multi-producer ring zeroes the bytes it has consumed before it hands them back (a
+//! single producer zeroes ahead of itself instead), so an all-zero header means
+//! "reserved, header not yet written" (or nothing reserved at all): that is what lets
+//! producers claim space with a compare-and-swap instead of the kernel's lock.
 
 use crate::sync::{AtomicU32, AtomicU64};
 

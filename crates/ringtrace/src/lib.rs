@@ -42,7 +42,9 @@
 //! ## Limits
 //!
 //! Capacity: a power of two from one page to 4 GiB. Record payload: at most
-//! `capacity - 8` bytes and at most 2^30 - 1. Little- and big-endian 64-bit Linux.
+//! `capacity - 8` bytes (`capacity - 16` in a single-producer ring, whose producer keeps
+//! the next header word zeroed) and at most 2^30 - 1. Little- and big-endian 64-bit
+//! Linux.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

@@ -24,8 +24,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-fn ring(capacity: u64, watermark: u64) -> Ring {
-    Arc::new(Core::new(HeapRegion::new(capacity), watermark))
+/// A multi-producer ring (`MULTI`: the consumer zeroes what it consumed) or a
+/// single-producer one (the producer zeroes ahead of itself).
+fn ring<const MULTI: bool>(capacity: u64, watermark: u64) -> Ring {
+    Arc::new(Core::new(HeapRegion::new(capacity), watermark, MULTI))
 }
 
 /// Reserves an 8-byte record (spinning while full), writes `v`, commits or discards.
@@ -45,13 +47,13 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
 
 /// The consumer side as `Consumer` drives it, with the real reading step
 /// ([`Core::next`]) and release.
-struct ModelConsumer {
+struct ModelConsumer<const MULTI: bool> {
     r: Ring,
     rd: ReadCursor,
     seen: Vec<u64>,
 }
 
-impl ModelConsumer {
+impl<const MULTI: bool> ModelConsumer<MULTI> {
     fn new(r: &Ring) -> Self {
         ModelConsumer { r: r.clone(), rd: r.cursor(0, 0, 0), seen: Vec::new() }
     }
@@ -74,14 +76,14 @@ impl ModelConsumer {
                 Step::Full => {
                     let to = self.rd.pos;
                     // SAFETY: we are the consumer and hold no reference into the range.
-                    unsafe { self.r.release(&mut self.rd, to) }
+                    unsafe { self.r.release::<MULTI>(&mut self.rd, to) }
                 }
                 Step::Corrupt { pos, header } => panic!("corrupt header {header:#x} at {pos}"),
             }
         }
         let to = self.rd.pos;
         // SAFETY: we are the consumer and hold no reference into [published, pos).
-        unsafe { self.r.release(&mut self.rd, to) };
+        unsafe { self.r.release::<MULTI>(&mut self.rd, to) };
         (self.rd.consumed + self.rd.skipped - before) as usize
     }
 
@@ -115,11 +117,11 @@ impl ModelConsumer {
 #[test]
 fn loom_two_producers_out_of_order() {
     model(|| {
-        let r = ring(32, 0);
+        let r = ring::<true>(32, 0);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, true, Wakeup::Default));
+        let mut c = ModelConsumer::<true>::new(&r);
         c.spin_until(2);
         let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
         assert_ne!(pos1, pos2, "reservations overlap");
@@ -129,20 +131,22 @@ fn loom_two_producers_out_of_order() {
     });
 }
 
-/// One producer writes three records into a ring that holds two; the third reuses the
-/// first one's space, so it is only correct if the consumer's zeroing happens-before
-/// the producer's reuse and the stale header is never read as new.
+/// One producer writes three records into a ring that holds two (one, for a single
+/// producer, which needs 8 bytes past its record); later records reuse earlier ones'
+/// space, so this is only correct if the zeroing (the consumer's, or the single
+/// producer's ahead of itself) happens-before the consumer reads there, and a stale
+/// header is never read as new.
 fn wrap_around<const MULTI: bool>() {
     model(|| {
-        let r = ring(32, 0);
+        let r = ring::<MULTI>(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || {
-            let mut cur = ProducerCursor::default();
+            let mut cur = rp.producer_cursor(0, 0);
             for v in 1..=3 {
                 produce::<MULTI>(&rp, &mut cur, v, false, Wakeup::Default);
             }
         });
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<MULTI>::new(&r);
         c.spin_until(3);
         p.join().unwrap();
         assert_eq!(c.seen, vec![1, 2, 3]);
@@ -167,10 +171,10 @@ fn loom_wrap_around_single_producer() {
 #[test]
 fn loom_no_lost_wakeup_caught_up() {
     model(|| {
-        let r = ring(32, 0);
+        let r = ring::<true>(32, 0);
         let rp = r.clone();
-        let p = thread::spawn(move || produce::<true>(&rp, &mut ProducerCursor::default(), 7, false, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let p = thread::spawn(move || produce::<true>(&rp, &mut rp.producer_cursor(0, 0), 7, false, Wakeup::Default));
+        let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.seen, vec![7]);
@@ -182,14 +186,14 @@ fn loom_no_lost_wakeup_caught_up() {
 #[test]
 fn loom_no_lost_wakeup_single_producer() {
     model(|| {
-        let r = ring(32, 0);
+        let r = ring::<false>(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || {
-            let mut cur = ProducerCursor::default();
+            let mut cur = rp.producer_cursor(0, 0);
             produce::<false>(&rp, &mut cur, 7, false, Wakeup::Default);
             produce::<false>(&rp, &mut cur, 8, false, Wakeup::Default);
         });
-        let mut c = ModelConsumer::new(&r);
+        let mut c = ModelConsumer::<false>::new(&r);
         c.sleep_until(2);
         p.join().unwrap();
         assert_eq!(c.seen, vec![7, 8]);
@@ -201,11 +205,11 @@ fn loom_no_lost_wakeup_single_producer() {
 #[test]
 fn loom_no_lost_wakeup_out_of_order() {
     model(|| {
-        let r = ring(32, 0);
+        let r = ring::<true>(32, 0);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, true, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, true, Wakeup::Default));
+        let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(2);
         p1.join().unwrap();
         p2.join().unwrap();
@@ -222,11 +226,11 @@ fn loom_no_lost_wakeup_out_of_order() {
 #[test]
 fn loom_no_lost_wakeup_watermark() {
     model(|| {
-        let r = ring(32, 32);
+        let r = ring::<true>(32, 32);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut ProducerCursor::default(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut ProducerCursor::default(), 2, false, Wakeup::Default));
-        let mut c = ModelConsumer::new(&r);
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, false, Wakeup::Default));
+        let mut c = ModelConsumer::<true>::new(&r);
         while c.rd.pos == 0 {
             if c.drain() == 0 && r.arm(0).unwrap() {
                 r.region.wait();
@@ -247,10 +251,10 @@ fn loom_no_lost_wakeup_watermark() {
 #[test]
 fn loom_discard_and_force_wake() {
     model(|| {
-        let r = ring(32, 32);
+        let r = ring::<false>(32, 32);
         let rp = r.clone();
-        let p = thread::spawn(move || produce::<false>(&rp, &mut ProducerCursor::default(), 5, true, Wakeup::Force));
-        let mut c = ModelConsumer::new(&r);
+        let p = thread::spawn(move || produce::<false>(&rp, &mut rp.producer_cursor(0, 0), 5, true, Wakeup::Force));
+        let mut c = ModelConsumer::<false>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.skipped(), 1);

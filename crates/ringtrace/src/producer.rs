@@ -55,9 +55,10 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         if !K::MULTI && !attach_flag(&core.control().producer.0.attached) {
             return Err(Error::ProducerAttached);
         }
-        let (cons, _) = core.positions();
+        let (cons, prod) = core.positions();
+        let cursor = core.producer_cursor(cons, prod);
         let slot = SlotRef::claim(&core);
-        Ok(Producer { core, cursor: ProducerCursor { cons }, slot, shared, _static: PhantomData })
+        Ok(Producer { core, cursor, slot, shared, _static: PhantomData })
     }
 
     /// Reserves `len` bytes for one record and returns them to be written in place.
@@ -220,8 +221,8 @@ impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: this reservation owns `[pos + 8, pos + 8 + len)` until it commits or
         // discards (no other producer can claim it; the consumer does not read it while
-        // the header is BUSY). The bytes are initialized (zeroed by the consumer, or
-        // fresh memfd pages) and contiguous thanks to the double mapping; the slice's
+        // the header is BUSY or zero). The bytes are initialized (zeroed by the consumer
+        // or the single producer, earlier records' bytes, or fresh memfd pages) and contiguous thanks to the double mapping; the slice's
         // borrow of `self` ends before `finish` publishes them.
         unsafe { std::slice::from_raw_parts_mut(self.payload_ptr(), self.len as usize) }
     }

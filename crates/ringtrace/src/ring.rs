@@ -101,7 +101,9 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         self.shared.core.capacity()
     }
 
-    /// The largest payload one record can have: the capacity minus the 8-byte header.
+    /// The largest payload one record can have: the capacity minus the 8-byte header
+    /// ([`Mpsc`]), or minus 16 ([`Spsc`](crate::Spsc): its producer keeps the word after
+    /// its last record, the next header, zeroed).
     pub fn max_record_len(&self) -> usize {
         self.shared.core.max_len() as usize
     }
@@ -153,8 +155,8 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         self
     }
 
-    /// How many consumed bytes the consumer zeroes and hands back to producers at a
-    /// time (at the latest when a consume call returns). Default: a quarter of the
+    /// How many consumed bytes the consumer hands back to producers (zeroed, in a
+    /// multi-producer ring) at a time (at the latest when a consume call returns). Default: a quarter of the
     /// capacity. Smaller returns space sooner; larger costs fewer shared-line writes.
     pub fn consumer_batch(mut self, bytes: u64) -> Self {
         self.batch = Some(bytes);
@@ -182,7 +184,7 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         let region = MmapRegion::create(capacity)?;
         let data_offset = CONTROL_SIZE.next_multiple_of(page as usize) as u64;
         region.view().control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
-        let core = Core::new(region.view(), watermark);
+        let core = Core::new(region.view(), watermark, K::MULTI);
         Ok(RingBuf { shared: Arc::new(Shared { core, region, batch: batch & !7 }), _static: PhantomData })
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, Spsc, SpscRing, Wakeup, WakeupPolicy};
 
-fn drain(c: &mut ringtrace::Consumer) -> Vec<Vec<u8>> {
+fn drain<K: ringtrace::ProducerKind>(c: &mut ringtrace::Consumer<K>) -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     c.consume(|d| {
         v.push(d.to_vec());
@@ -91,6 +91,31 @@ fn too_large_and_full_are_refused_and_counted() {
     assert_eq!((s.committed, s.discarded, s.lost, s.too_large, s.skipped), (128, 1, 2, 1, 1));
     assert_eq!(drain(&mut c).len(), 128);
     assert_eq!(ring.stats().consumed, 128);
+}
+
+/// A single producer keeps the next header word zeroed, so it needs 8 bytes past its
+/// record: the largest record is 16 bytes short of the capacity, a full ring holds all
+/// but 8 bytes, and records of the largest size still go round the ring.
+#[test]
+fn single_producer_limits_and_largest_records_wrap() {
+    let ring = SpscRing::new(4096).unwrap();
+    assert_eq!(ring.max_record_len(), 4080);
+    let mut p = ring.producer().unwrap();
+    let mut c = ring.consumer().unwrap();
+    assert_eq!(p.reserve(4081).unwrap_err(), ReserveError::TooLarge { len: 4081, max: 4080 });
+    for round in 0..5u8 {
+        p.output(&[round; 4080], Wakeup::NoWakeup).unwrap();
+        assert_eq!(p.output(&[], Wakeup::NoWakeup).unwrap_err(), ReserveError::Full { len: 0 });
+        assert_eq!(drain(&mut c), vec![vec![round; 4080]]);
+    }
+    let mut n = 0;
+    while p.output(&[7; 24], Wakeup::NoWakeup).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 4096 / 32 - 1, "all but the last 8 bytes");
+    assert_eq!(drain(&mut c).len(), n);
+    let s = ring.stats();
+    assert_eq!((s.committed, s.consumed, s.lost, s.too_large), (5 + n as u64, 5 + n as u64, 6, 1));
 }
 
 /// Requirement 5: a producer stopped between reserve and commit stops no other

@@ -91,9 +91,10 @@ unsafe impl Region for HeapRegion {
     unsafe fn zero(&self, pos: u64, len: u64) {
         for k in 0..(len / 8) {
             let w = self.word(pos + 8 * k);
-            // Relaxed: published by the consumer's Release store of its position.
+            // Relaxed: published by the consumer's Release store of its position (or, for
+            // a single producer's zeroing, by its next commit's Release header store).
             self.headers[w].store(0, Relaxed);
-            // SAFETY: the caller (the consumer) owns this consumed, unpublished range.
+            // SAFETY: the caller owns this range exclusively (the trait's contract).
             self.payload[w].with_mut(|p| unsafe { *p = 0 });
         }
     }

@@ -37,8 +37,10 @@ pub(crate) unsafe trait Region: Send + Sync {
     ///
     /// # Safety
     ///
-    /// * The caller is the consumer and `[pos, pos + len)` is consumed space it has not
-    ///   yet published: no producer accesses it until the consumer position passes it.
+    /// * The caller has `[pos, pos + len)` to itself: the consumer, for consumed space it
+    ///   has not yet published (no producer accesses it until the consumer position
+    ///   passes it); or a single producer, for free space past its producer position
+    ///   (the consumer reads there only after a later commit publishes it).
     /// * No reference into that range is alive.
     /// * `len <= capacity()` and `pos` and `len` are multiples of 8.
     unsafe fn zero(&self, pos: u64, len: u64);
