@@ -34,6 +34,11 @@ use crate::sync::Ordering::Relaxed;
 /// mio and tokio's `AsyncFd` use): drain, then call [`arm`](Self::arm); wait on the fd
 /// only if it returns `true`, else drain again.
 ///
+/// A consumer that busy-polls [`consume`](Self::consume) instead should back off (yield,
+/// or pause) when a call returns nothing: re-reading the cache line a producer is writing
+/// takes it back from the producer on every record (measured between two threads: about
+/// 30 M records/s spinning, 90 yielding between empty calls).
+///
 /// ```
 /// use ringtrace::MpscRing;
 /// use std::time::Duration;
