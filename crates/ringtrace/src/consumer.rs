@@ -36,8 +36,8 @@ use crate::sync::Ordering::Relaxed;
 ///
 /// A consumer that busy-polls [`consume`](Self::consume) instead should back off (yield,
 /// or pause) when a call returns nothing: re-reading the cache line a producer is writing
-/// takes it back from the producer on every record (measured between two threads: about
-/// 30 M records/s spinning, 90 yielding between empty calls).
+/// takes it back from the producer on every poll (measured between two threads: about
+/// 30 M records/s spinning, 90 M yielding between empty calls).
 ///
 /// ```
 /// use ringtrace::MpscRing;

@@ -29,8 +29,9 @@
 //! ```
 //!
 //! A single producer knows where its next header will be, so it zeroes ahead of itself
-//! instead ([`Core::zero_ahead`]): in bulk, a kilobyte past its next header, always
-//! before the commit whose Release header store lets the consumer read there. A reserve
+//! instead ([`Core::zero_ahead`]): in bulk, up to a kilobyte past its next header (or
+//! to the end of the free space), always before the commit whose Release header store
+//! lets the consumer read there. A reserve
 //! needs 8 bytes of room past the record (the next header), and the consumer zeroes
 //! nothing, so the lines it reads travel one way, from producer to consumer.
 //!
@@ -91,11 +92,14 @@ pub(crate) struct ProducerCursor {
 }
 
 /// How far past the next header a single producer zeroes when it runs out of zeroed
-/// space (bounded by the free space): 16 cache lines, so that zeroing is one bulk
-/// write per kilobyte, well ahead of the line the consumer reads.
-const ZERO_AHEAD: u64 = 1024;
-/// Cache line size: zeroing ends on a line boundary.
-const LINE: u64 = 64;
+/// space: 16 cache lines, so that zeroing is one bulk write per kilobyte, well ahead of
+/// the line the consumer reads. It stops at the end of the free space, so in a ring
+/// that is nearly full the refill (with its load of the consumer position) runs on
+/// most reserves. Tests and loom models use 8 bytes, so that their small rings go
+/// through refills that stop short of the free space's end.
+const ZERO_AHEAD: u64 = if cfg!(any(test, loom)) { 8 } else { 1024 };
+/// Cache line size: zeroing ends on a line boundary (8 bytes in tests, as above).
+const LINE: u64 = if cfg!(any(test, loom)) { 8 } else { 64 };
 
 /// Why `reserve` failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,7 +151,7 @@ pub(crate) enum Step {
 pub(crate) struct Core<R> {
     pub(crate) region: R,
     cap: u64,
-    /// Largest payload: `capacity - 8`, and at most `LEN_MASK`.
+    /// Largest payload: `capacity - 8` (single producer: `- 16`), at most `LEN_MASK`.
     max_len: u32,
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
@@ -185,9 +189,20 @@ impl<R: Region> Core<R> {
         self.max_len
     }
 
-    /// A producer cursor for a ring whose positions are `cons` and `prod` now. The word
-    /// at `prod` is zero (an invariant), nothing after it is known to be.
-    pub(crate) fn producer_cursor(&self, cons: u64, prod: u64) -> ProducerCursor {
+    /// A new producer handle's cursor. The word at the producer position is zero (an
+    /// invariant); nothing after it is known to be.
+    pub(crate) fn producer_cursor(&self) -> ProducerCursor {
+        let ctl = self.control();
+        // Acquire: pairs with the Release store in `release`, as the loads in `reserve`
+        // and `zero_ahead` do: the cursor's `cons` says the space before `cons +
+        // capacity` is free, so the consumer's reads of it must happen-before this
+        // producer writes there (a Relaxed load here let a re-attached single producer
+        // zero bytes the consumer was still reading: loom model M4).
+        let cons = ctl.consumer.0.pos.load(Acquire);
+        // Relaxed: a single producer's handle is handed over through the attach flag
+        // (Acquire), which orders the previous handle's last store of the position
+        // before this load; multi-producer rings do not use `zeroed`.
+        let prod = ctl.producer.0.pos.load(Relaxed);
         ProducerCursor { cons, zeroed: prod + HDR_SIZE }
     }
 
@@ -199,12 +214,14 @@ impl<R: Region> Core<R> {
     // ---------------------------------------------------------------- producers
 
     /// Claims `footprint(len)` bytes and returns the record's position. A multi-producer
-    /// ring marks the header BUSY; a single-producer one touches no shared memory.
+    /// ring marks the header BUSY; a single producer stores its position, and now and
+    /// then zeroes space ahead ([`Self::zero_ahead`]).
     #[inline(always)]
     pub(crate) fn reserve<const MULTI: bool>(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         // The first test is constant for lengths known at compile time: a record that
         // small fits in any ring of this region type, of either kind (`max_len` is at
         // least the capacity minus 16).
+        const { assert!(R::MIN_CAPACITY >= 2 * HDR_SIZE) };
         if len > (R::MIN_CAPACITY - 2 * HDR_SIZE) as usize && len > self.max_len as usize {
             return Err(Refused::TooLarge);
         }
@@ -271,6 +288,7 @@ impl<R: Region> Core<R> {
     #[cold]
     #[inline(never)]
     fn zero_ahead(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+        debug_assert!(need > cur.zeroed && cur.zeroed <= cur.cons + self.cap);
         if need - cur.cons > self.cap {
             // Acquire: pairs with the Release store in `release`: the consumer finished
             // reading everything before the position it published, and this producer
@@ -281,6 +299,7 @@ impl<R: Region> Core<R> {
             }
         }
         let target = ((need + ZERO_AHEAD).next_multiple_of(LINE)).min(cur.cons + self.cap);
+        debug_assert!(target >= need && target - cur.zeroed <= self.cap);
         // SAFETY: `[zeroed, target)` lies past the producer position (`zeroed` is past
         // it, see `ProducerCursor`) and before `cons + capacity`: free space that only
         // this producer, the ring's one, may touch, which the consumer reads only after

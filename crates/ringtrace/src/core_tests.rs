@@ -33,7 +33,7 @@ const CAP: u64 = 128;
 
 fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let core = Core::new(HeapRegion::new(CAP), 0, MULTI);
-    let mut cur = core.producer_cursor(0, 0);
+    let mut cur = core.producer_cursor();
     // A single producer needs 8 bytes of room past its record (the next header).
     let slack = if MULTI { 0 } else { 8 };
     let mut rd = core.cursor(0, 0, 0);

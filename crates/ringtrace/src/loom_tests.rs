@@ -119,8 +119,8 @@ fn loom_two_producers_out_of_order() {
     model(|| {
         let r = ring::<true>(32, 0);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, true, Wakeup::Default));
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, true, Wakeup::Default));
         let mut c = ModelConsumer::<true>::new(&r);
         c.spin_until(2);
         let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
@@ -141,7 +141,7 @@ fn wrap_around<const MULTI: bool>() {
         let r = ring::<MULTI>(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || {
-            let mut cur = rp.producer_cursor(0, 0);
+            let mut cur = rp.producer_cursor();
             for v in 1..=3 {
                 produce::<MULTI>(&rp, &mut cur, v, false, Wakeup::Default);
             }
@@ -173,7 +173,7 @@ fn loom_no_lost_wakeup_caught_up() {
     model(|| {
         let r = ring::<true>(32, 0);
         let rp = r.clone();
-        let p = thread::spawn(move || produce::<true>(&rp, &mut rp.producer_cursor(0, 0), 7, false, Wakeup::Default));
+        let p = thread::spawn(move || produce::<true>(&rp, &mut rp.producer_cursor(), 7, false, Wakeup::Default));
         let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
@@ -189,7 +189,7 @@ fn loom_no_lost_wakeup_single_producer() {
         let r = ring::<false>(32, 0);
         let rp = r.clone();
         let p = thread::spawn(move || {
-            let mut cur = rp.producer_cursor(0, 0);
+            let mut cur = rp.producer_cursor();
             produce::<false>(&rp, &mut cur, 7, false, Wakeup::Default);
             produce::<false>(&rp, &mut cur, 8, false, Wakeup::Default);
         });
@@ -207,8 +207,8 @@ fn loom_no_lost_wakeup_out_of_order() {
     model(|| {
         let r = ring::<true>(32, 0);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, true, Wakeup::Default));
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, true, Wakeup::Default));
         let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(2);
         p1.join().unwrap();
@@ -228,8 +228,8 @@ fn loom_no_lost_wakeup_watermark() {
     model(|| {
         let r = ring::<true>(32, 32);
         let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(0, 0), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(0, 0), 2, false, Wakeup::Default));
+        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
+        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, false, Wakeup::Default));
         let mut c = ModelConsumer::<true>::new(&r);
         while c.rd.pos == 0 {
             if c.drain() == 0 && r.arm(0).unwrap() {
@@ -253,10 +253,41 @@ fn loom_discard_and_force_wake() {
     model(|| {
         let r = ring::<false>(32, 32);
         let rp = r.clone();
-        let p = thread::spawn(move || produce::<false>(&rp, &mut rp.producer_cursor(0, 0), 5, true, Wakeup::Force));
+        let p = thread::spawn(move || produce::<false>(&rp, &mut rp.producer_cursor(), 5, true, Wakeup::Force));
         let mut c = ModelConsumer::<false>::new(&r);
         c.sleep_until(1);
         p.join().unwrap();
         assert_eq!(c.skipped(), 1);
+    });
+}
+
+/// M4: a single producer's handle dropped and a new one attached while the consumer
+/// reads and releases. The new handle's cursor (`Core::producer_cursor`) must acquire
+/// the consumer position, or its zeroing ahead races with the consumer's reads of the
+/// same bytes (found in review: with a Relaxed load loom reports that race).
+#[test]
+fn loom_single_producer_reattach() {
+    model(|| {
+        let r = ring::<false>(32, 0);
+        let rc = r.clone();
+        let consumer = thread::spawn(move || {
+            let mut c = ModelConsumer::<false>::new(&rc);
+            c.spin_until(2);
+            c.seen
+        });
+        let r1 = r.clone();
+        thread::spawn(move || {
+            produce::<false>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default);
+        })
+        .join()
+        .unwrap();
+        // The second record's zeroing ahead wraps onto the first one's bytes.
+        let r2 = r.clone();
+        thread::spawn(move || {
+            produce::<false>(&r2, &mut r2.producer_cursor(), 2, false, Wakeup::Default);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(consumer.join().unwrap(), vec![1, 2]);
     });
 }

@@ -55,8 +55,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         if !K::MULTI && !attach_flag(&core.control().producer.0.attached) {
             return Err(Error::ProducerAttached);
         }
-        let (cons, prod) = core.positions();
-        let cursor = core.producer_cursor(cons, prod);
+        let cursor = core.producer_cursor();
         let slot = SlotRef::claim(&core);
         Ok(Producer { core, cursor, slot, shared, _static: PhantomData })
     }

@@ -1,7 +1,9 @@
 //! A heap region for loom models and unit tests: one atomic per 8-byte word for headers
 //! and a separate race-checked cell per word for payload, so loom checks that payload
-//! writes happen-before the consumer's reads and the consumer's zeroing happens-before
-//! the next producer's writes. No double mapping: payload word `i` of a record at `pos`
+//! writes happen-before the consumer's reads, and the zeroing (the consumer's, or a
+//! single producer's ahead of itself) happens-before the next writes and reads there.
+//! Headers are atomics here while the real region zeroes them with plain writes, so
+//! races on header words are checked by reasoning, not by loom. No double mapping: payload word `i` of a record at `pos`
 //! is `(pos / 8 + 1 + i) % words`.
 
 use super::Region;
@@ -17,7 +19,7 @@ pub(crate) struct HeapRegion {
 }
 
 // SAFETY: the payload cells are shared between threads only as the protocol allows (one
-// owner at a time: the reserving producer, then the consumer); under loom that claim is
+// owner at a time: the reserving (or zeroing-ahead) producer, then the consumer); under loom that claim is
 // exactly what the models check.
 unsafe impl Sync for HeapRegion {}
 // SAFETY: as above; nothing in it is tied to a thread.

@@ -23,9 +23,9 @@ pub(crate) mod mmap;
 /// * `zero(pos, len)` sets the bytes `[pos, pos + len)` (positions modulo the capacity),
 ///   headers included, to zero.
 pub(crate) unsafe trait Region: Send + Sync {
-    /// The smallest capacity this kind of region has: records up to this minus the
-    /// header always fit, which lets `reserve` drop its size check for small lengths
-    /// known at compile time.
+    /// The smallest capacity this kind of region has (at least 16): records up to this
+    /// minus 16 (two headers: a single producer keeps the next one zeroed) always fit,
+    /// which lets `reserve` drop its size check for small lengths known at compile time.
     const MIN_CAPACITY: u64;
     /// The control block.
     fn control(&self) -> &Control;
