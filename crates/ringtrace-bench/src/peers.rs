@@ -138,6 +138,20 @@ fn rtrb_parallel(cfg: &RunCfg) -> crate::harness::Measured {
     )
 }
 
+/// A disruptor consumer's step: every event published now, each value through
+/// `black_box`; the count. (A macro: the poller's type names the sequencer.)
+macro_rules! drain_poller {
+    ($poller:ident) => {
+        match $poller.poll() {
+            Ok(mut guard) => (&mut guard).fold(0, |n, e| {
+                std::hint::black_box(e.v);
+                n + 1
+            }),
+            Err(_) => 0,
+        }
+    };
+}
+
 fn disruptor_sp(cfg: &RunCfg) -> crate::harness::Measured {
     let (mut poller, builder) = build_single_producer(CAPACITY, Event::default, BusySpin).new_event_poller();
     let p = Mutex::new(Some(builder.build()));
@@ -148,13 +162,7 @@ fn disruptor_sp(cfg: &RunCfg) -> crate::harness::Measured {
             let mut p = p.lock().unwrap().take().expect("one producer");
             move || p.try_publish(|e| e.v = std::hint::black_box(42)).is_ok()
         },
-        Some(move || match poller.poll() {
-            Ok(mut guard) => (&mut guard).fold(0, |n, e| {
-                std::hint::black_box(e.v);
-                n + 1
-            }),
-            Err(_) => 0,
-        }),
+        Some(move || drain_poller!(poller)),
     )
 }
 
@@ -168,13 +176,7 @@ fn disruptor_mp(cfg: &RunCfg, producers: usize) -> crate::harness::Measured {
             let mut p = master.lock().unwrap().clone();
             move || p.try_publish(|e| e.v = std::hint::black_box(42)).is_ok()
         },
-        Some(move || match poller.poll() {
-            Ok(mut guard) => (&mut guard).fold(0, |n, e| {
-                std::hint::black_box(e.v);
-                n + 1
-            }),
-            Err(_) => 0,
-        }),
+        Some(move || drain_poller!(poller)),
     )
 }
 

@@ -45,6 +45,15 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
     pos
 }
 
+/// Two multi-producer handles on their own threads: one commits 1, the other commits
+/// 2 (or discards it, if `discard_second`). Each joins to its record's position.
+fn two_producers(r: &Ring, discard_second: bool) -> (thread::JoinHandle<u64>, thread::JoinHandle<u64>) {
+    let (r1, r2) = (r.clone(), r.clone());
+    let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
+    let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, discard_second, Wakeup::Default));
+    (p1, p2)
+}
+
 /// The consumer side as `Consumer` drives it, with the real reading step
 /// ([`Core::next`]) and release.
 struct ModelConsumer<const MULTI: bool> {
@@ -118,9 +127,7 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
 fn loom_two_producers_out_of_order() {
     model(|| {
         let r = ring::<true>(32, 0);
-        let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, true, Wakeup::Default));
+        let (p1, p2) = two_producers(&r, true);
         let mut c = ModelConsumer::<true>::new(&r);
         c.spin_until(2);
         let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
@@ -206,9 +213,7 @@ fn loom_no_lost_wakeup_single_producer() {
 fn loom_no_lost_wakeup_out_of_order() {
     model(|| {
         let r = ring::<true>(32, 0);
-        let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, true, Wakeup::Default));
+        let (p1, p2) = two_producers(&r, true);
         let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(2);
         p1.join().unwrap();
@@ -227,9 +232,7 @@ fn loom_no_lost_wakeup_out_of_order() {
 fn loom_no_lost_wakeup_watermark() {
     model(|| {
         let r = ring::<true>(32, 32);
-        let (r1, r2) = (r.clone(), r.clone());
-        let p1 = thread::spawn(move || produce::<true>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default));
-        let p2 = thread::spawn(move || produce::<true>(&r2, &mut r2.producer_cursor(), 2, false, Wakeup::Default));
+        let (p1, p2) = two_producers(&r, false);
         let mut c = ModelConsumer::<true>::new(&r);
         while c.rd.pos == 0 {
             if c.drain() == 0 && r.arm(0).unwrap() {
