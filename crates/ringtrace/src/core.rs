@@ -250,19 +250,13 @@ impl<R: Region> Core<R> {
         let mut p = prod.load(Relaxed);
         let pos = loop {
             let end = p.wrapping_add(fp);
-            if end.wrapping_sub(cur.cons) > self.cap {
-                // Acquire: pairs with the Release store in `release`. The consumer
-                // zeroed everything before the position it published, and this
-                // producer is about to write there.
-                cur.cons = ctl.consumer.0.pos.load(Acquire);
-                if end.wrapping_sub(cur.cons) > self.cap {
-                    let now = prod.load(Relaxed);
-                    if now == p {
-                        return Err(Refused::Full);
-                    }
-                    p = now; // `p` was stale; try again with the current position.
-                    continue;
+            if !self.has_room(end, cur) {
+                let now = prod.load(Relaxed);
+                if now == p {
+                    return Err(Refused::Full);
                 }
+                p = now; // `p` was stale; try again with the current position.
+                continue;
             }
             // Relaxed: the claim itself orders nothing. What was in the space was
             // acquired above, and what we write there is published by the Release
@@ -278,6 +272,20 @@ impl<R: Region> Core<R> {
         Ok(pos)
     }
 
+    /// Whether the space before `end` is free: by the consumer position last loaded, or
+    /// else by a fresh load of it (kept in `cur`).
+    #[inline(always)]
+    fn has_room(&self, end: u64, cur: &mut ProducerCursor) -> bool {
+        if end.wrapping_sub(cur.cons) <= self.cap {
+            return true;
+        }
+        // Acquire: pairs with the Release store in `release`: the consumer finished
+        // reading (and, in a multi-producer ring, zeroing) everything before the
+        // position it published, and this producer is about to write there.
+        cur.cons = self.control().consumer.0.pos.load(Acquire);
+        end.wrapping_sub(cur.cons) <= self.cap
+    }
+
     /// A single producer's refill of zeroed space: zeroes from `cur.zeroed` to
     /// [`ZERO_AHEAD`] bytes past `need` (on a line boundary), or to the end of the free
     /// space if that comes first; `Full` if even `need` is not free.
@@ -289,14 +297,8 @@ impl<R: Region> Core<R> {
     #[inline(never)]
     fn zero_ahead(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
         debug_assert!(need > cur.zeroed && cur.zeroed <= cur.cons + self.cap);
-        if need - cur.cons > self.cap {
-            // Acquire: pairs with the Release store in `release`: the consumer finished
-            // reading everything before the position it published, and this producer
-            // is about to write there.
-            cur.cons = self.control().consumer.0.pos.load(Acquire);
-            if need - cur.cons > self.cap {
-                return Err(Refused::Full);
-            }
+        if !self.has_room(need, cur) {
+            return Err(Refused::Full);
         }
         let target = ((need + ZERO_AHEAD).next_multiple_of(LINE)).min(cur.cons + self.cap);
         debug_assert!(target >= need && target - cur.zeroed <= self.cap);

@@ -5,6 +5,8 @@
 //! words are loom cells), and reports a deadlock if a consumer sleeps forever: a lost
 //! wakeup.
 
+use std::ops::RangeInclusive;
+
 use loom::sync::Arc;
 use loom::thread;
 
@@ -43,6 +45,17 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
     unsafe { r.region.write_payload(pos, 0, v) };
     r.commit(pos, 8, discard, wakeup);
     pos
+}
+
+/// One producer handle on its own thread, committing `values` in order.
+fn one_producer<const MULTI: bool>(r: &Ring, values: RangeInclusive<u64>) -> thread::JoinHandle<()> {
+    let r = r.clone();
+    thread::spawn(move || {
+        let mut cur = r.producer_cursor();
+        for v in values {
+            produce::<MULTI>(&r, &mut cur, v, false, Wakeup::Default);
+        }
+    })
 }
 
 /// Two multi-producer handles on their own threads: one commits 1, the other commits
@@ -146,13 +159,7 @@ fn loom_two_producers_out_of_order() {
 fn wrap_around<const MULTI: bool>() {
     model(|| {
         let r = ring::<MULTI>(32, 0);
-        let rp = r.clone();
-        let p = thread::spawn(move || {
-            let mut cur = rp.producer_cursor();
-            for v in 1..=3 {
-                produce::<MULTI>(&rp, &mut cur, v, false, Wakeup::Default);
-            }
-        });
+        let p = one_producer::<MULTI>(&r, 1..=3);
         let mut c = ModelConsumer::<MULTI>::new(&r);
         c.spin_until(3);
         p.join().unwrap();
@@ -194,12 +201,7 @@ fn loom_no_lost_wakeup_caught_up() {
 fn loom_no_lost_wakeup_single_producer() {
     model(|| {
         let r = ring::<false>(32, 0);
-        let rp = r.clone();
-        let p = thread::spawn(move || {
-            let mut cur = rp.producer_cursor();
-            produce::<false>(&rp, &mut cur, 7, false, Wakeup::Default);
-            produce::<false>(&rp, &mut cur, 8, false, Wakeup::Default);
-        });
+        let p = one_producer::<false>(&r, 7..=8);
         let mut c = ModelConsumer::<false>::new(&r);
         c.sleep_until(2);
         p.join().unwrap();
@@ -278,19 +280,9 @@ fn loom_single_producer_reattach() {
             c.spin_until(2);
             c.seen
         });
-        let r1 = r.clone();
-        thread::spawn(move || {
-            produce::<false>(&r1, &mut r1.producer_cursor(), 1, false, Wakeup::Default);
-        })
-        .join()
-        .unwrap();
-        // The second record's zeroing ahead wraps onto the first one's bytes.
-        let r2 = r.clone();
-        thread::spawn(move || {
-            produce::<false>(&r2, &mut r2.producer_cursor(), 2, false, Wakeup::Default);
-        })
-        .join()
-        .unwrap();
+        one_producer::<false>(&r, 1..=1).join().unwrap();
+        // The second handle's zeroing ahead wraps onto the first record's bytes.
+        one_producer::<false>(&r, 2..=2).join().unwrap();
         assert_eq!(consumer.join().unwrap(), vec![1, 2]);
     });
 }
