@@ -38,10 +38,12 @@ impl ProducerKind for Spsc {
     const CODE: u32 = 2;
 }
 
-/// What a producer does when a record does not fit. Sealed; the flight-recorder
-/// (overwrite) mode joins [`Discard`] in a later release.
+/// What a producer does when a record does not fit. Sealed: [`Discard`] or
+/// [`Overwrite`].
 pub trait Mode: sealed::Sealed + Send + Sync + 'static {
-    /// `"discard"`.
+    /// True for [`Overwrite`].
+    const OVERWRITE: bool;
+    /// `"discard"` or `"overwrite"`.
     const NAME: &'static str;
     #[doc(hidden)]
     const CODE: u32;
@@ -53,8 +55,22 @@ pub trait Mode: sealed::Sealed + Send + Sync + 'static {
 pub enum Discard {}
 impl sealed::Sealed for Discard {}
 impl Mode for Discard {
+    const OVERWRITE: bool = false;
     const NAME: &'static str = "discard";
     const CODE: u32 = 1;
+}
+
+/// Flight-recorder mode: a record that does not fit overwrites the oldest records (whole
+/// records, never one still being written), so the ring always holds the newest records
+/// that fit and producers never wait for a reader. Readers copy records out and check
+/// that they were not overwritten meanwhile (see [`FlightRecorder`](crate::FlightRecorder)).
+#[derive(Debug)]
+pub enum Overwrite {}
+impl sealed::Sealed for Overwrite {}
+impl Mode for Overwrite {
+    const OVERWRITE: bool = true;
+    const NAME: &'static str = "overwrite";
+    const CODE: u32 = 2;
 }
 
 /// The wakeup flag of one commit or discard: the BPF ring buffer's flags.
@@ -83,4 +99,11 @@ pub enum WakeupPolicy {
     /// at the price of latency: a consumer may sleep with less than this pending
     /// until its timeout.
     Watermark(u64),
+    /// Wake only for commits with [`Wakeup::Force`]: the default of an overwrite ring,
+    /// whose readers usually take snapshots after a trigger rather than follow.
+    Never,
+    /// Wake a consumer that follows an overwrite ring every half ring of records
+    /// committed ahead of its position, to give it a chance to read them before they are
+    /// overwritten (the kernel's BPF overwrite mode rule).
+    HalfRing,
 }

@@ -274,36 +274,13 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         self.publish();
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            if self.ready() {
-                self.disarm();
-                return Ok(true);
-            }
-            if !self.arm_inner()? {
-                continue; // a record arrived, or a producer rang: look again
-            }
-            let left = match deadline {
-                None => None,
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
-                    _ => {
-                        self.disarm();
-                        return Ok(self.ready());
-                    }
-                },
-            };
-            let ts = left.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
-            let bell = self.core.region.doorbell();
-            let mut fds = [PollFd::new(&bell, PollFlags::IN)];
-            match poll(&mut fds, ts.as_ref()) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => {
-                    self.disarm();
-                    return Err(e.into());
-                }
-            }
-        }
+        let core = self.core.clone();
+        let (pos, published) = (self.rd.pos, self.rd.published);
+        // A whole ring read and not handed back: producers cannot have written anything.
+        let ready = |c: &Core<MmapView>| pos - published < c.capacity() && c.ready(pos);
+        let r = sleep(&core, published, timeout, &mut self.armed, ready);
+        self.disarm();
+        r
     }
 
     /// Prepares to wait on [`as_fd`](AsFd::as_fd): publishes the consumer position,
@@ -335,6 +312,44 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// The consumer's read position (bytes since the ring was created).
     pub fn position(&self) -> u64 {
         self.rd.pos
+    }
+}
+
+/// The wait loop of both consumers: until `ready`, announce the wait at `at` (the
+/// position the consumer's wait word names) and sleep on the doorbell, at most until
+/// `timeout`. The caller disarms afterwards (`armed` says whether it must).
+pub(crate) fn sleep(
+    core: &Core<MmapView>,
+    at: u64,
+    timeout: Option<Duration>,
+    armed: &mut bool,
+    ready: impl Fn(&Core<MmapView>) -> bool,
+) -> io::Result<bool> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        if ready(core) {
+            return Ok(true);
+        }
+        core.region.drain_doorbell()?;
+        *armed = true;
+        *armed = core.arm(at)?;
+        if !*armed {
+            continue; // a record arrived, or a producer rang: look again
+        }
+        let left = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Ok(ready(core)),
+            },
+        };
+        let ts = left.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
+        let bell = core.region.doorbell();
+        let mut fds = [PollFd::new(&bell, PollFlags::IN)];
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

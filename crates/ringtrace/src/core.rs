@@ -80,6 +80,11 @@ pub(crate) const WAITING: u64 = 1;
 pub(crate) const BLOCKED: u64 = 2;
 const WAIT_FLAGS: u64 = 7;
 
+/// `Core::watermark` value of [`WakeupPolicy::Never`](crate::WakeupPolicy::Never).
+pub(crate) const NEVER_WAKE: u64 = u64::MAX;
+/// `Core::watermark` value of [`WakeupPolicy::HalfRing`](crate::WakeupPolicy::HalfRing).
+pub(crate) const HALF_RING: u64 = u64::MAX - 1;
+
 /// A producer's private view of the positions. Made by [`Core::producer_cursor`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ProducerCursor {
@@ -106,6 +111,11 @@ const LINE: u64 = if cfg!(any(test, loom)) { 8 } else { 64 };
 pub(crate) enum Refused {
     Full,
     TooLarge,
+    /// Overwrite mode: making room would overwrite a record still being written (or
+    /// another producer is giving up the space and has not finished).
+    Pending,
+    /// Overwrite mode: the ring is paused.
+    Paused,
 }
 
 /// The consumer's private state. Made only by [`Core::cursor`]: an all-zero cursor
@@ -156,10 +166,13 @@ pub(crate) struct Core<R> {
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
     aux_bits: u64,
-    /// 0 for `CaughtUp`, else the watermark in bytes.
+    /// 0 for `CaughtUp`, [`NEVER_WAKE`], [`HALF_RING`], else the watermark in bytes.
     watermark: u64,
     /// Whether this process uses the asymmetric barrier pair ([`barrier::init`]).
     asymmetric: bool,
+    /// Overwrite mode: bytes a retiring producer gives up beyond its need
+    /// ([`crate::overwrite`]); 0 in discard mode.
+    pub(crate) ahead: u64,
 }
 
 impl<R: Region> Core<R> {
@@ -172,7 +185,20 @@ impl<R: Region> Core<R> {
         let reserved = if multi { HDR_SIZE } else { 2 * HDR_SIZE };
         let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
         let aux_bits = pack(0, std::process::id().max(1));
-        Core { region, cap, max_len, watermark, aux_bits, asymmetric: barrier::init() }
+        Core { region, cap, max_len, watermark, aux_bits, asymmetric: barrier::init(), ahead: 0 }
+    }
+
+    /// A core for an overwrite ring: its producers keep the word after the newest
+    /// record zeroed, as a single producer does, so records take at most `capacity - 16`.
+    /// `ahead`: bytes a retiring producer gives up beyond its need.
+    pub(crate) fn new_overwrite(region: R, watermark: u64, ahead: u64) -> Self {
+        Core { ahead, ..Self::new(region, watermark, false) }
+    }
+
+    /// The aux bits every header of this process carries.
+    #[inline(always)]
+    pub(crate) fn aux_bits(&self) -> u64 {
+        self.aux_bits
     }
 
     #[inline]
@@ -320,7 +346,7 @@ impl<R: Region> Core<R> {
         // Release: pairs with the Acquire header load in `next` (and `ready`): the
         // payload written into the reservation happens-before the consumer reads it.
         self.region.header(pos).store(pack(word, 0) | self.aux_bits, Release);
-        if wakeup == Wakeup::NoWakeup {
+        if wakeup == Wakeup::NoWakeup || (self.watermark == NEVER_WAKE && wakeup != Wakeup::Force) {
             return;
         }
         // Pairs with `barrier::heavy` in `arm`: either the consumer's check after its
@@ -337,7 +363,12 @@ impl<R: Region> Core<R> {
     fn wake_slow(&self, wait: u64, pos: u64, end: u64, wakeup: Wakeup) {
         let at = wait & !WAIT_FLAGS;
         let due = wakeup == Wakeup::Force
-            || if wait & BLOCKED != 0 { pos == at } else { end.wrapping_sub(at) >= self.watermark };
+            || match self.watermark {
+                NEVER_WAKE => false,
+                HALF_RING => half_ring_due(at, pos, end, self.cap),
+                _ if wait & BLOCKED != 0 => pos == at,
+                w => end.wrapping_sub(at) >= w,
+            };
         // Relaxed: the CAS only elects the one producer that rings the doorbell. The
         // consumer reads the record after waking with `next`'s Acquire header load,
         // which pairs with our Release header store in `commit`.
@@ -493,9 +524,18 @@ impl<R: Region> Core<R> {
         self.control().wait.0.word.store(at, Relaxed);
     }
 
-    /// The consumer and producer positions.
+    /// The consumer and producer positions (without overwrite mode's pause flag).
     pub(crate) fn positions(&self) -> (u64, u64) {
         let ctl = self.control();
-        (ctl.consumer.0.pos.load(Relaxed), ctl.producer.0.pos.load(Relaxed))
+        (ctl.consumer.0.pos.load(Relaxed), ctl.producer.0.pos.load(Relaxed) & !1)
     }
+}
+
+/// The kernel's overwrite-mode wakeup rule (seed 001, `ringbuf_should_wakeup`): wake when
+/// the record `[pos, end)` covers the consumer position `at` modulo half the ring, so a
+/// consumer following the ring is woken every half ring of records written ahead of it.
+pub(crate) fn half_ring_due(at: u64, pos: u64, end: u64, cap: u64) -> bool {
+    let half = (cap >> 1) - 1;
+    let (c, r, e) = (at & half, pos & half, end & half);
+    c == r || (r < c && c < e) || (e < r && (c > r || c < e))
 }

@@ -62,6 +62,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                     Err(Refused::Full) => prop_assert!(prod + fp + slack - rd.published > CAP, "refused with room"),
                     Err(Refused::TooLarge) => prop_assert!(len as u64 + slack > CAP - 8),
+                    Err(other) => prop_assert!(false, "discard mode refused with {:?}", other),
                 }
             }
             Op::Take(n, quarters) => {

@@ -28,6 +28,14 @@ pub enum Error {
         /// The ring's capacity.
         capacity: u64,
     },
+    /// The retire look-ahead of an overwrite ring is out of range.
+    #[error("retire look-ahead {ahead} bytes is invalid: it must be at most half the capacity ({capacity} bytes)")]
+    InvalidRetireAhead {
+        /// What was asked for.
+        ahead: u64,
+        /// The ring's capacity.
+        capacity: u64,
+    },
     /// The consumer's publication batch is out of range.
     #[error("consumer batch {batch} bytes is invalid: it must be from 8 to the capacity ({capacity} bytes)")]
     InvalidBatch {
@@ -69,6 +77,21 @@ pub enum ReserveError {
         /// The payload length asked for.
         len: usize,
     },
+    /// Overwrite mode: making room would overwrite a record that is still being written
+    /// (or another producer is giving up the space and has not finished): the record is
+    /// lost and counted in `Stats::lost`, as the kernel's overwrite mode does.
+    #[error("no room: a record of {len} bytes would overwrite a record still being written; it is counted as lost")]
+    Pending {
+        /// The payload length asked for.
+        len: usize,
+    },
+    /// Overwrite mode: the ring is paused; the record is lost and counted in
+    /// `Stats::lost` and `Stats::paused`.
+    #[error("ring paused: a record of {len} bytes was refused; it is counted as lost")]
+    Paused {
+        /// The payload length asked for.
+        len: usize,
+    },
     /// The record could never fit: counted in `Stats::too_large`.
     #[error("record of {len} bytes is too large: this ring takes records of at most {max} bytes")]
     TooLarge {
@@ -77,6 +100,57 @@ pub enum ReserveError {
         /// The largest payload this ring accepts.
         max: usize,
     },
+}
+
+/// A write into an overwrite-mode reservation past its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("write of {len} bytes at offset {offset} does not fit in a record of {record_len} bytes")]
+pub struct OutOfBounds {
+    /// Offset asked for.
+    pub offset: usize,
+    /// Bytes to write.
+    pub len: usize,
+    /// The reservation's length.
+    pub record_len: usize,
+}
+
+/// Why pausing a ring failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PauseError {
+    /// The ring is already paused (by another [`Paused`](crate::Paused) guard).
+    #[error("the ring is already paused")]
+    AlreadyPaused,
+    /// A producer held the ring's retire lock, or a record claimed before the pause was
+    /// not finished, for longer than the pause waits (about 100,000 yields); the ring
+    /// was resumed. Try again.
+    #[error("a producer did not finish its record in time; the ring was not paused")]
+    Busy,
+}
+
+/// Why reading an overwrite ring or taking a snapshot failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Producers overwrote every copy before it could be checked, 16 times in a row (or
+    /// a retiring producer stayed mid-update): the ring is written faster than it can be
+    /// copied. Nothing was returned; try again, or pause the ring first.
+    #[error("producers overwrote the ring faster than it could be copied (16 attempts); nothing was read")]
+    Busy,
+    /// A header that no ringtrace producer writes.
+    #[error("corrupt record header {header:#018x} at position {pos}")]
+    Corrupt {
+        /// Position of the bad header.
+        pos: u64,
+        /// Its raw value.
+        header: u64,
+    },
+    /// Reading or writing a snapshot file failed.
+    #[error("snapshot file: {0}")]
+    Io(#[from] io::Error),
+    /// A snapshot file that is not one, or is damaged.
+    #[error("not a valid ringtrace snapshot file: {0}")]
+    Format(String),
 }
 
 /// Why consuming stopped with an error.
@@ -96,6 +170,11 @@ pub enum ConsumeError<E> {
         /// Its raw value.
         header: u64,
     },
+    /// Overwrite mode: producers overwrote what the consumer copied, 16 times in a row,
+    /// before it could check a copy. Nothing was lost silently: the next call resumes at
+    /// the oldest record and counts what was overwritten.
+    #[error("producers overwrote the ring faster than the consumer could copy it (16 attempts)")]
+    Busy,
     /// Waiting failed.
     #[error("waiting for records failed: {0}")]
     Io(#[from] io::Error),

@@ -11,8 +11,10 @@
 //!  offset 128   ProducerLine  producer_pos                   (written by producers)
 //!  offset 256   ConsumerLine  consumer_pos, counters          (written by the consumer)
 //!  offset 384   WaitLine      the consumer's wait state       (read on every commit)
-//!  offset 512   overflow      shared counters for producers without a slot
-//!  offset 640   slots[59]     per-producer counters, one 128-byte line each
+//!  offset 512   OverwriteLine overwrite mode: overwrite_pos, its record count, the
+//!                             zeroed frontier and its retire lock (written by producers)
+//!  offset 640   overflow      shared counters for producers without a slot
+//!  offset 768   slots[58]     per-producer counters, one 128-byte line each
 //!  offset 8192  data          capacity bytes, mapped twice back to back
 //! ```
 //!
@@ -104,10 +106,10 @@ pub(crate) const fn decode(header: u64) -> Slot {
 /// `b"RINGTRC\0"`: the first word of a ring's control block.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// Version of this layout; bumped on any incompatible change.
-pub(crate) const LAYOUT_VERSION: u32 = 2;
+pub(crate) const LAYOUT_VERSION: u32 = 3;
 /// Per-producer counter slots in the control block.
 #[cfg(not(loom))]
-pub(crate) const N_SLOTS: usize = 59;
+pub(crate) const N_SLOTS: usize = 58;
 #[cfg(loom)]
 pub(crate) const N_SLOTS: usize = 2;
 
@@ -125,13 +127,14 @@ pub(crate) struct Meta {
     pub(crate) version: AtomicU32,
     /// 1 = multi-producer, 2 = single-producer.
     pub(crate) kind: AtomicU32,
-    /// 1 = discard.
+    /// 1 = discard, 2 = overwrite.
     pub(crate) mode: AtomicU32,
     pub(crate) creator_pid: AtomicU32,
     pub(crate) capacity: AtomicU64,
     /// Byte offset of the data area from the start of the control block.
     pub(crate) data_offset: AtomicU64,
-    /// 0 = wake when the consumer has caught up; otherwise the watermark in bytes.
+    /// 0 = wake when the consumer has caught up; `u64::MAX` = only forced wakeups;
+    /// `u64::MAX - 1` = every half ring; otherwise the watermark in bytes.
     pub(crate) watermark: AtomicU64,
 }
 
@@ -161,6 +164,8 @@ pub(crate) struct ConsumerLine {
     pub(crate) consumed: AtomicU64,
     /// Discarded records the consumer skipped.
     pub(crate) skipped: AtomicU64,
+    /// Overwrite mode: committed records overwritten before the consumer read them.
+    pub(crate) overwritten: AtomicU64,
 }
 
 /// The consumer's wait state, alone on its line: producers load it on every commit, and
@@ -174,6 +179,24 @@ pub(crate) struct WaitLine {
     pub(crate) word: AtomicU64,
 }
 
+/// Overwrite mode's shared state (see [`crate::overwrite`]), written by the producer
+/// that holds the retire lock (the low bit of `zeroed`) and read by everyone.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub(crate) struct OverwriteLine {
+    /// Sequence of the seqlock over `over_pos` and `retired`: odd while they change.
+    pub(crate) seq: AtomicU64,
+    /// The oldest record not overwritten (the kernel's `overwrite_pos`): a record
+    /// boundary; everything before it is gone or going.
+    pub(crate) over_pos: AtomicU64,
+    /// Committed records before `over_pos`: overwritten records, counted as they go.
+    pub(crate) retired: AtomicU64,
+    /// `over_pos + capacity` once the space given up is zeroed (so always past the
+    /// producer position by at least 8: the next header reads zero), with the retire
+    /// lock in bit 0.
+    pub(crate) zeroed: AtomicU64,
+}
+
 /// Counters of one producer handle (or, for the overflow slot, of all producers that
 /// found no free slot). Monotone: a slot's next owner keeps counting from its values.
 #[repr(C)]
@@ -183,8 +206,11 @@ pub(crate) struct Counters {
     pub(crate) owner: AtomicU64,
     pub(crate) committed: AtomicU64,
     pub(crate) discarded: AtomicU64,
-    /// Reservations refused because the ring was full.
+    /// Reservations refused for want of room: the ring was full (discard mode), or the
+    /// space held a record still being written, or the ring was paused (overwrite mode).
     pub(crate) lost: AtomicU64,
+    /// Of `lost`: refused because the ring was paused.
+    pub(crate) paused: AtomicU64,
     /// Reservations refused because the record could never fit.
     pub(crate) too_large: AtomicU64,
 }
@@ -197,6 +223,7 @@ pub(crate) struct Control {
     pub(crate) producer: Line<ProducerLine>,
     pub(crate) consumer: Line<ConsumerLine>,
     pub(crate) wait: Line<WaitLine>,
+    pub(crate) overwrite: Line<OverwriteLine>,
     pub(crate) overflow: Line<Counters>,
     pub(crate) slots: [Line<Counters>; N_SLOTS],
 }
@@ -219,6 +246,7 @@ impl Control {
             producer: Line::default(),
             consumer: Line::default(),
             wait: Line::default(),
+            overwrite: Line::default(),
             overflow: Line::default(),
             slots: core::array::from_fn(|_| Line::default()),
         })

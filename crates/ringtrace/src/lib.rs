@@ -55,6 +55,7 @@ mod config;
 mod core;
 mod error;
 mod layout;
+mod overwrite;
 mod region;
 mod sync;
 
@@ -71,14 +72,20 @@ mod core_tests;
 mod loom_tests;
 
 pub use barrier::uses_membarrier;
-pub use config::{Discard, Mode, Mpsc, ProducerKind, Spsc, Wakeup, WakeupPolicy};
-pub use error::{ConsumeError, Error, ReserveError};
+pub use config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc, Wakeup, WakeupPolicy};
+pub use error::{ConsumeError, Error, OutOfBounds, PauseError, ReserveError, SnapshotError};
 pub use layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, MAX_RECORD_LEN};
 
 #[cfg(not(loom))]
 pub use consumer::{Consumer, Records};
 #[cfg(not(loom))]
 pub use producer::{Producer, Reservation};
+#[cfg(not(loom))]
+pub use overwrite::{
+    consumer::OverwriteConsumer,
+    paused::Paused,
+    snapshot::{Snapshot, SnapshotIter, SNAPSHOT_MAGIC},
+};
 #[cfg(not(loom))]
 pub use ring::{Builder, RingBuf, Stats, MAX_CAPACITY};
 
@@ -88,3 +95,7 @@ pub type MpscRing = RingBuf<Mpsc, Discard>;
 /// A single-producer ring in discard mode.
 #[cfg(not(loom))]
 pub type SpscRing = RingBuf<Spsc, Discard>;
+/// A multi-producer ring in overwrite mode: a flight recorder that always holds the
+/// newest records that fit. See [`Overwrite`], [`RingBuf::snapshot`], [`RingBuf::pause`].
+#[cfg(not(loom))]
+pub type FlightRecorder = RingBuf<Mpsc, Overwrite>;

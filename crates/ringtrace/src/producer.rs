@@ -6,9 +6,9 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::config::{Discard, Mode, Mpsc, ProducerKind, Wakeup};
+use crate::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Wakeup};
 use crate::core::{Core, ProducerCursor, Refused};
-use crate::error::{Error, ReserveError};
+use crate::error::{Error, OutOfBounds, ReserveError};
 use crate::layout::HDR_SIZE;
 use crate::region::mmap::MmapView;
 use crate::ring::{attach_flag, detach_flag, Shared, SlotRef};
@@ -60,6 +60,39 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         Ok(Producer { core, cursor, slot, shared, _static: PhantomData })
     }
 
+    /// Counts and publishes the record at `pos`.
+    #[inline(always)]
+    fn finish(&mut self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
+        self.slot.count_published(discard);
+        self.core.commit(pos, len, discard, wakeup);
+    }
+
+    #[cold]
+    fn refused(&self, why: Refused, len: usize) -> ReserveError {
+        let c = self.slot.counters();
+        match why {
+            Refused::Full => {
+                self.slot.bump(&c.lost);
+                ReserveError::Full { len }
+            }
+            Refused::TooLarge => {
+                self.slot.bump(&c.too_large);
+                ReserveError::TooLarge { len, max: self.core.max_len() as usize }
+            }
+            Refused::Pending => {
+                self.slot.bump(&c.lost);
+                ReserveError::Pending { len }
+            }
+            Refused::Paused => {
+                self.slot.bump(&c.lost);
+                self.slot.bump(&c.paused);
+                ReserveError::Paused { len }
+            }
+        }
+    }
+}
+
+impl<K: ProducerKind> Producer<K, Discard> {
     /// Reserves `len` bytes for one record and returns them to be written in place.
     ///
     /// The record is published by [`Reservation::commit`], or skipped by
@@ -70,7 +103,7 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
     /// [`ReserveError::TooLarge`] if it never could (more than
     /// [`RingBuf::max_record_len`](crate::RingBuf::max_record_len)).
     #[inline(always)]
-    pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, M>, ReserveError> {
+    pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, Discard>, ReserveError> {
         match self.claim(len) {
             Ok(pos) => Ok(Reservation { producer: self, pos, len: len as u32 }),
             Err(why) => Err(self.refused(why, len)),
@@ -103,26 +136,52 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         }
     }
 
-    /// Counts and publishes the record at `pos`.
+}
+
+impl<K: ProducerKind> Producer<K, Overwrite> {
+    /// Reserves `len` bytes for one record in an overwrite ring, overwriting the oldest
+    /// records if there is no room (whole records, never one still being written).
+    /// Write the payload with [`Reservation::write`] (an overwrite ring's bytes are read
+    /// while they may be rewritten, so they are written with atomic word stores, not
+    /// through a `&mut [u8]`).
+    ///
+    /// Errors, each counted as lost: [`ReserveError::Pending`] if making room would
+    /// overwrite a record still being written, [`ReserveError::Paused`] while the ring is
+    /// paused; and [`ReserveError::TooLarge`].
+    ///
+    /// ```
+    /// use ringtrace::FlightRecorder;
+    ///
+    /// let ring = FlightRecorder::new(4096)?;
+    /// let mut producer = ring.producer()?;
+    /// for i in 0..1000u32 {
+    ///     let mut rec = producer.reserve(4)?;
+    ///     rec.write(0, &i.to_le_bytes())?;
+    ///     rec.commit();
+    /// }
+    /// let snap = ring.snapshot()?;
+    /// let newest = snap.iter().next_back().unwrap();
+    /// assert_eq!(newest, 999u32.to_le_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline(always)]
-    fn finish(&mut self, pos: u64, len: u32, discard: bool, wakeup: Wakeup) {
-        self.slot.count_published(discard);
-        self.core.commit(pos, len, discard, wakeup);
+    pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, Overwrite>, ReserveError> {
+        match self.core.reserve_overwrite(len, &mut self.cursor) {
+            Ok(pos) => Ok(Reservation { producer: self, pos, len: len as u32 }),
+            Err(why) => Err(self.refused(why, len)),
+        }
     }
 
-    #[cold]
-    fn refused(&self, why: Refused, len: usize) -> ReserveError {
-        let c = self.slot.counters();
-        match why {
-            Refused::Full => {
-                self.slot.bump(&c.lost);
-                ReserveError::Full { len }
-            }
-            Refused::TooLarge => {
-                self.slot.bump(&c.too_large);
-                ReserveError::TooLarge { len, max: self.core.max_len() as usize }
-            }
-        }
+    /// Reserves, copies `data` and commits with `wakeup`: one call.
+    #[inline(always)]
+    pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
+        let pos = match self.core.reserve_overwrite(data.len(), &mut self.cursor) {
+            Ok(pos) => pos,
+            Err(why) => return Err(self.refused(why, data.len())),
+        };
+        self.core.write_payload(pos, 0, data);
+        self.finish(pos, data.len() as u32, false, wakeup);
+        Ok(())
     }
 }
 
@@ -206,7 +265,32 @@ impl<K: ProducerKind, M: Mode> Drop for Reservation<'_, K, M> {
     }
 }
 
-impl<K: ProducerKind, M: Mode> Deref for Reservation<'_, K, M> {
+impl<K: ProducerKind> Reservation<'_, K, Overwrite> {
+    /// Writes `data` at byte `offset` of the record (with atomic word stores: readers
+    /// may copy these bytes meanwhile, and discard their copy as torn).
+    #[inline]
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+        match offset.checked_add(data.len()) {
+            Some(end) if end <= self.len as usize => {
+                self.producer.core.write_payload(self.pos, offset, data);
+                Ok(())
+            }
+            _ => Err(OutOfBounds { offset, len: data.len(), record_len: self.len as usize }),
+        }
+    }
+
+    /// The record's payload length.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the record has no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<K: ProducerKind> Deref for Reservation<'_, K, Discard> {
     type Target = [u8];
     #[inline(always)]
     fn deref(&self) -> &[u8] {
@@ -215,7 +299,7 @@ impl<K: ProducerKind, M: Mode> Deref for Reservation<'_, K, M> {
     }
 }
 
-impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
+impl<K: ProducerKind> DerefMut for Reservation<'_, K, Discard> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: this reservation owns `[pos + 8, pos + 8 + len)` until it commits or
@@ -227,7 +311,7 @@ impl<K: ProducerKind, M: Mode> DerefMut for Reservation<'_, K, M> {
     }
 }
 
-impl<K: ProducerKind, M: Mode> Reservation<'_, K, M> {
+impl<K: ProducerKind> Reservation<'_, K, Discard> {
     #[inline(always)]
     fn payload_ptr(&self) -> *mut u8 {
         self.producer.core.region.data_ptr(self.pos + HDR_SIZE)

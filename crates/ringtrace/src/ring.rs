@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
-use crate::core::Core;
+use crate::core::{Core, HALF_RING, NEVER_WAKE};
 use crate::error::Error;
 use crate::layout::{Counters, CONTROL_SIZE, N_SLOTS};
 use crate::region::mmap::{MmapRegion, MmapView};
@@ -24,6 +24,9 @@ pub(crate) struct Shared {
     pub(crate) region: MmapRegion,
     /// Consumer publication batch in bytes.
     pub(crate) batch: u64,
+    /// Overwrite mode: committed records that lay before the end of the last snapshot
+    /// (for [`Snapshot::overwritten`](crate::Snapshot::overwritten)).
+    pub(crate) last_snapshot: std::sync::Mutex<u64>,
 }
 
 /// A ring buffer of variable-length records: many producers ([`Mpsc`]) or one
@@ -93,7 +96,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
 
     /// A [`Builder`] for a ring of `capacity` bytes.
     pub fn builder(capacity: u64) -> Builder<K, M> {
-        Builder { capacity, policy: WakeupPolicy::CaughtUp, batch: None, _static: PhantomData }
+        Builder { capacity, policy: None, batch: None, ahead: None, _static: PhantomData }
     }
 
     /// Data area size in bytes.
@@ -114,17 +117,19 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         Producer::attach(self.shared.clone())
     }
 
-    /// Attaches the consumer: one at a time, else [`Error::ConsumerAttached`].
-    pub fn consumer(&self) -> Result<Consumer<K, M>, Error> {
-        Consumer::attach(self.shared.clone())
-    }
-
     /// The ring's counters and positions, read without stopping anyone.
     ///
     /// Each counter is exact once the producers and the consumer are idle; while they
     /// run, each is a value it had at some moment during the call.
     pub fn stats(&self) -> Stats {
         stats(&self.shared)
+    }
+}
+
+impl<K: ProducerKind> RingBuf<K, Discard> {
+    /// Attaches the consumer: one at a time, else [`Error::ConsumerAttached`].
+    pub fn consumer(&self) -> Result<Consumer<K, Discard>, Error> {
+        Consumer::attach(self.shared.clone())
     }
 }
 
@@ -143,15 +148,29 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
 #[derive(Debug)]
 pub struct Builder<K: ProducerKind = Mpsc, M: Mode = Discard> {
     capacity: u64,
-    policy: WakeupPolicy,
+    policy: Option<WakeupPolicy>,
     batch: Option<u64>,
+    ahead: Option<u64>,
     _static: PhantomData<fn() -> (K, M)>,
 }
 
 impl<K: ProducerKind, M: Mode> Builder<K, M> {
-    /// When a commit with [`Wakeup::Default`](crate::Wakeup::Default) wakes a sleeping consumer.
+    /// When a commit with [`Wakeup::Default`](crate::Wakeup::Default) wakes a sleeping
+    /// consumer. Default: [`WakeupPolicy::CaughtUp`] in discard mode,
+    /// [`WakeupPolicy::Never`] in overwrite mode.
     pub fn wakeup_policy(mut self, policy: WakeupPolicy) -> Self {
-        self.policy = policy;
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Overwrite mode: how many bytes beyond its own need a producer that overwrites
+    /// gives up at once (rounded up to whole records). 0 overwrites exactly the records
+    /// each new one covers, as the kernel's BPF overwrite mode does; more lets the other
+    /// producers keep writing while one zeroes the space given up, at the price of up to
+    /// that many bytes less history. Default: 1 KiB or a sixteenth of the capacity,
+    /// whichever is smaller. At most half the capacity. Ignored in discard mode.
+    pub fn retire_ahead(mut self, bytes: u64) -> Self {
+        self.ahead = Some(bytes);
         self
     }
 
@@ -170,11 +189,18 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         if !capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&capacity) {
             return Err(Error::InvalidCapacity { capacity, min: page, max: MAX_CAPACITY });
         }
-        let watermark = match self.policy {
+        let default = if M::OVERWRITE { WakeupPolicy::Never } else { WakeupPolicy::CaughtUp };
+        let watermark = match self.policy.unwrap_or(default) {
             WakeupPolicy::CaughtUp => 0,
+            WakeupPolicy::Never => NEVER_WAKE,
+            WakeupPolicy::HalfRing => HALF_RING,
             WakeupPolicy::Watermark(w) if (1..=capacity).contains(&w) => w,
             WakeupPolicy::Watermark(watermark) => return Err(Error::InvalidWatermark { watermark, capacity }),
         };
+        let ahead = self.ahead.unwrap_or((capacity / 16).min(1024));
+        if ahead > capacity / 2 {
+            return Err(Error::InvalidRetireAhead { ahead, capacity });
+        }
         let batch = self.batch.unwrap_or(capacity / 4);
         if !(8..=capacity).contains(&batch) {
             return Err(Error::InvalidBatch { batch, capacity });
@@ -184,8 +210,15 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         let region = MmapRegion::create(capacity)?;
         let data_offset = CONTROL_SIZE.next_multiple_of(page as usize) as u64;
         region.view().control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
-        let core = Core::new(region.view(), watermark, K::MULTI);
-        Ok(RingBuf { shared: Arc::new(Shared { core, region, batch: batch & !7 }), _static: PhantomData })
+        let core = if M::OVERWRITE {
+            let core = Core::new_overwrite(region.view(), watermark, ahead.next_multiple_of(8));
+            core.init_overwrite();
+            core
+        } else {
+            Core::new(region.view(), watermark, K::MULTI)
+        };
+        let shared = Shared { core, region, batch: batch & !7, last_snapshot: std::sync::Mutex::new(0) };
+        Ok(RingBuf { shared: Arc::new(shared), _static: PhantomData })
     }
 }
 
@@ -197,8 +230,21 @@ pub struct Stats {
     pub committed: u64,
     /// Records discarded by producers (explicitly, or by dropping a reservation).
     pub discarded: u64,
-    /// Reservations refused because the ring was full: records lost.
+    /// Reservations refused for want of room: records lost. In discard mode, the ring
+    /// was full; in overwrite mode, making room would have overwritten a record still
+    /// being written, or the ring was paused.
     pub lost: u64,
+    /// Of `lost`: refused because the ring was paused (overwrite mode).
+    pub paused: u64,
+    /// Overwrite mode: committed records overwritten (given up to make room), whether
+    /// a reader saw them first or not.
+    pub overwritten: u64,
+    /// Overwrite mode: of `overwritten`, the records the consumer never read (it counts
+    /// them when it finds it was overtaken). With producers and consumer idle and the
+    /// ring drained: `committed = consumed + overwritten_unread`.
+    pub overwritten_unread: u64,
+    /// Overwrite mode: position of the oldest record still in the ring.
+    pub overwrite_pos: u64,
     /// Reservations refused because the record was larger than the ring takes.
     pub too_large: u64,
     /// Committed records the consumer delivered.
@@ -223,15 +269,21 @@ fn stats(shared: &Shared) -> Stats {
         s.committed += c.committed.load(Relaxed);
         s.discarded += c.discarded.load(Relaxed);
         s.lost += c.lost.load(Relaxed);
+        s.paused += c.paused.load(Relaxed);
         s.too_large += c.too_large.load(Relaxed);
     }
     s.consumed = ctl.consumer.0.consumed.load(Relaxed);
     s.skipped = ctl.consumer.0.skipped.load(Relaxed);
+    s.overwritten_unread = ctl.consumer.0.overwritten.load(Relaxed);
+    if let Some((over_pos, retired)) = core.over_state() {
+        s.overwrite_pos = over_pos;
+        s.overwritten = retired;
+    }
     let (_, prod) = core.positions();
     let cons = ctl.consumer.0.read.load(Relaxed);
     s.consumer_pos = cons;
     s.producer_pos = prod;
-    s.available = prod.saturating_sub(cons);
+    s.available = prod.saturating_sub(cons.max(s.overwrite_pos));
     s.capacity = core.capacity();
     s
 }

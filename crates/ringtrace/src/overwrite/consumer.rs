@@ -1,0 +1,242 @@
+//! [`OverwriteConsumer`]: follows an overwrite ring, copying records out and checking
+//! them (see [`super::read`]), and counts what producers overwrote before it could read.
+
+use std::fmt;
+use std::io;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::read::{Capture, Parse, Walk};
+use crate::config::{Overwrite, ProducerKind};
+use crate::consumer::sleep;
+use crate::core::Core;
+use crate::error::{ConsumeError, Error};
+use crate::region::mmap::MmapView;
+use crate::ring::{attach_flag, detach_flag, Shared};
+use crate::sync::Ordering::Relaxed;
+
+/// Bytes of ring copied per check: large enough to amortize the check, small enough
+/// that a copy is rarely overwritten while it is made.
+const BATCH: u64 = 64 * 1024;
+
+/// Reads an overwrite ring's records in order while producers overwrite the oldest
+/// ones. Each record is copied out and checked before the callback sees it, so a record
+/// torn or overwritten while it was read is never delivered; records overwritten before
+/// the consumer reached them are counted ([`overwritten`](Self::overwritten)) and the
+/// consumer goes on from the oldest record still there.
+///
+/// ```
+/// use ringtrace::{FlightRecorder, Wakeup};
+///
+/// let ring = FlightRecorder::builder(4096).retire_ahead(0).build()?;
+/// let mut consumer = ring.consumer()?;
+/// let mut p = ring.producer()?;
+/// for i in 0..1000u32 {
+///     p.output(&i.to_le_bytes(), Wakeup::Default)?;
+/// }
+/// let mut got = Vec::new();
+/// consumer.consume(|rec| {
+///     got.push(u32::from_le_bytes(rec.try_into().unwrap()));
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// // The newest records, in order; the others were overwritten, and counted.
+/// assert_eq!(*got.last().unwrap(), 999);
+/// assert_eq!(got.len() as u64 + consumer.overwritten(), 1000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct OverwriteConsumer<K: ProducerKind = crate::Mpsc> {
+    core: Core<MmapView>,
+    /// Next record boundary to read.
+    pos: u64,
+    /// Committed records before `pos` (read or overwritten).
+    passed: u64,
+    consumed: u64,
+    skipped: u64,
+    overwritten: u64,
+    cap: Capture,
+    armed: bool,
+    shared: Arc<Shared>,
+    _static: PhantomData<fn() -> (K, Overwrite)>,
+}
+
+impl<K: ProducerKind> fmt::Debug for OverwriteConsumer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OverwriteConsumer")
+            .field("pos", &self.pos)
+            .field("consumed", &self.consumed)
+            .field("overwritten", &self.overwritten)
+            .finish()
+    }
+}
+
+impl<K: ProducerKind> OverwriteConsumer<K> {
+    pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
+        let core = shared.core.clone();
+        let line = &core.control().consumer.0;
+        if !attach_flag(&line.attached) {
+            return Err(Error::ConsumerAttached);
+        }
+        // Relaxed: handed over through the attach flag (Acquire).
+        let (consumed, skipped, overwritten) =
+            (line.consumed.load(Relaxed), line.skipped.load(Relaxed), line.overwritten.load(Relaxed));
+        Ok(OverwriteConsumer {
+            pos: line.pos.load(Relaxed),
+            passed: consumed + overwritten,
+            consumed,
+            skipped,
+            overwritten,
+            cap: Capture::default(),
+            armed: false,
+            core,
+            shared,
+            _static: PhantomData,
+        })
+    }
+
+    /// Calls `f` with every record available now, in order (each copied and checked),
+    /// and returns how many it saw. Stops at the first error of `f` (that record counts
+    /// as consumed).
+    ///
+    /// [`ConsumeError::Busy`] if producers overwrote 16 copies in a row before they
+    /// could be checked; [`ConsumeError::Corrupt`] for a header no producer writes.
+    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_n(usize::MAX, f)
+    }
+
+    /// Like [`consume`](Self::consume), but at most `max` records.
+    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.disarm();
+        let mut cap = std::mem::take(&mut self.cap);
+        let result = self.consume_with(&mut cap, max, &mut f);
+        self.cap = cap;
+        self.publish();
+        result
+    }
+
+    fn consume_with<F, E>(&mut self, cap: &mut Capture, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        let mut n = 0;
+        // Bounded: each round either delivers or skips at least one record (and stops
+        // at `max`), or ends the call.
+        while n < max {
+            self.core.capture(self.pos, BATCH, Walk::Consumer, cap).ok_or(ConsumeError::Busy)?;
+            if cap.first > self.pos {
+                // Overtaken: `first` is the oldest record, and the seqlock said how many
+                // committed records lie before it.
+                let before = cap.retired_at_first.unwrap_or(self.passed);
+                self.overwritten += before.saturating_sub(self.passed);
+                self.passed = self.passed.max(before);
+                self.pos = cap.first;
+            }
+            let progress = !cap.found.is_empty();
+            for &rec in &cap.found {
+                if n >= max {
+                    return Ok(n);
+                }
+                self.pos = rec.end();
+                if rec.discarded() {
+                    self.skipped += 1;
+                    continue;
+                }
+                n += 1;
+                self.consumed += 1;
+                self.passed += 1;
+                f(cap.payload(rec)).map_err(ConsumeError::Callback)?;
+            }
+            self.pos = self.pos.max(cap.end);
+            match cap.stop {
+                Parse::Corrupt { pos, header } => return Err(ConsumeError::Corrupt { pos, header }),
+                Parse::Unfinished => break,
+                Parse::End if !progress => break,
+                Parse::End => {}
+            }
+        }
+        Ok(n)
+    }
+
+    /// Publishes the read position and counters (statistics; the position is also what
+    /// [`WakeupPolicy::HalfRing`](crate::WakeupPolicy::HalfRing) measures from).
+    fn publish(&self) {
+        let line = &self.core.control().consumer.0;
+        // Relaxed: statistics with one writer; producers never wait for this consumer.
+        line.pos.store(self.pos, Relaxed);
+        line.read.store(self.pos, Relaxed);
+        line.consumed.store(self.consumed, Relaxed);
+        line.skipped.store(self.skipped, Relaxed);
+        line.overwritten.store(self.overwritten, Relaxed);
+    }
+
+    /// Committed records producers overwrote before this consumer could read them
+    /// (over the ring's life).
+    pub fn overwritten(&self) -> u64 {
+        self.overwritten
+    }
+
+    /// The read position (bytes since the ring was created).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether a record is ready at the read position, or the consumer was overtaken
+    /// (the oldest record is past it).
+    pub fn ready(&self) -> bool {
+        self.core.ready(self.pos) || self.core.over_state().is_none_or(|(o, _)| o > self.pos)
+    }
+
+    /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
+    /// the wakeup policy: by default only [`Wakeup::Force`](crate::Wakeup::Force)) or
+    /// `timeout` passes, then consumes.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        let n = self.consume(&mut f)?;
+        if n > 0 || !self.wait(timeout)? {
+            return Ok(n);
+        }
+        self.consume(f)
+    }
+
+    /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        self.publish();
+        let core = self.core.clone();
+        let at = self.pos;
+        let ready = |c: &Core<MmapView>| c.ready(at) || c.over_state().is_none_or(|(o, _)| o > at);
+        let r = sleep(&core, at, timeout, &mut self.armed, ready);
+        self.disarm();
+        r
+    }
+
+    fn disarm(&mut self) {
+        if self.armed {
+            self.core.disarm(self.pos);
+            self.armed = false;
+        }
+    }
+}
+
+impl<K: ProducerKind> AsFd for OverwriteConsumer<K> {
+    /// The doorbell eventfd (see [`Consumer`](crate::Consumer)'s `as_fd`).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.region.doorbell()
+    }
+}
+
+impl<K: ProducerKind> Drop for OverwriteConsumer<K> {
+    fn drop(&mut self) {
+        self.disarm();
+        self.publish();
+        detach_flag(&self.core.control().consumer.0.attached);
+    }
+}

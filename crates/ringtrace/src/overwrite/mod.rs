@@ -1,0 +1,409 @@
+//! Overwrite (flight-recorder) mode: the protocol. Generic over the [`Region`], like
+//! [`crate::core`], so the loom models run this exact code.
+//!
+//! The kernel's BPF overwrite mode (seed 001) does, under its reservation spinlock:
+//! advance `pending_pos` over finished records, refuse a record that would overwrite a
+//! BUSY one, advance `overwrite_pos` over the whole records the new one covers, write the
+//! BUSY header, publish `producer_pos`. ringtrace has no lock on the reservation path;
+//! this module keeps the kernel's rules with three words and one try-lock that only the
+//! producer that gives up space takes.
+//!
+//! # State
+//!
+//! ```text
+//!   over_pos (O)                       producer_pos (P)      zeroed (Z) = O + capacity
+//!      | oldest ... records ... newest |  zero, free, claimable  |
+//!      '-- everything before O is gone: its bytes are zero or reused
+//! ```
+//!
+//! * `P` (the producer line): producers claim `[P, P + footprint)` with a CAS, exactly as
+//!   in discard mode, as long as the claim and the word after it lie below `Z`. Bit 0 of
+//!   `P` is the pause flag.
+//! * `Z` (the overwrite line): everything in `[P, Z)` is zero, so an unwritten header
+//!   reads zero ("wait") and a producer's claim needs no lock. Bit 0 is the retire lock.
+//! * `O` and `retired` (the overwrite line, under a seqlock `seq`): the oldest record
+//!   still readable, and how many committed records lie before it.
+//!
+//! Invariants (outside the retire lock): `O <= P`, `P + 8 <= Z == O + capacity`; records
+//! are contiguous from `O` to `P`.
+//!
+//! # Giving up space (`retire`)
+//!
+//! A producer whose record does not fit below `Z` takes the retire lock (a CAS on `Z`'s
+//! bit 0; never waited for long: a few spins, then the reserve fails and is counted),
+//! walks whole records forward from `O` (refusing to pass a record that is BUSY or whose
+//! header is still zero: the seed's "E cannot be reserved"), publishes the new `O`, zeroes
+//! the space given up, and publishes `Z = O + capacity`, which also drops the lock. With
+//! a `retire_ahead` of 0 it gives up exactly the records the new one covers, as the
+//! kernel does; with more, it works ahead so that other producers keep claiming while
+//! one zeroes, at the price of that many fewer bytes of history.
+//!
+//! # No data race with readers
+//!
+//! Readers copy records while producers may be overwriting them. Every access to ring
+//! bytes in this mode is an atomic 64-bit access (relaxed for payload and zeroing), so
+//! a torn read is a wrong value, never undefined behaviour; readers then tell torn
+//! copies from good ones with the seqlock rule below. (A reservation in this mode is
+//! written through [`Core::write_payload`], not a `&mut [u8]`.)
+//!
+//! The rule: **a byte at position `x` is rewritten only after `O` has passed `x`.** The
+//! retirer publishes `O` and then (release fence) zeroes; a producer writes into space
+//! it claimed below a `Z` it loaded with Acquire, and the retirer stored `O` before
+//! that `Z`. So a reader that copies, runs an Acquire fence and then sees `O <= x` has
+//! copied the byte at `x` as it was before any rewrite (fence-to-fence synchronization:
+//! had it read a rewritten value, the writer's release fence would make the new `O`
+//! visible). Records at or after that `O` are intact; the ones before it are counted as
+//! overwritten. See [`read`].
+
+#[cfg(not(loom))]
+pub(crate) mod consumer;
+#[cfg(not(loom))]
+pub(crate) mod paused;
+pub(crate) mod read;
+#[cfg(not(loom))]
+mod recorder;
+#[cfg(not(loom))]
+pub(crate) mod snapshot;
+
+use crate::core::{Core, ProducerCursor, Refused};
+use crate::layout::{footprint, len_word, pack, OverwriteLine, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::region::Region;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::{fence, yield_now};
+
+/// Bit 0 of `zeroed`: a producer is giving up space.
+pub(crate) const LOCK: u64 = 1;
+/// Bit 0 of the producer position: the ring is paused.
+pub(crate) const PAUSED: u64 = 1;
+/// How many times a producer that needs space looks again while another holds the
+/// retire lock, before it gives up (the holder zeroes at most `retire_ahead` plus one
+/// record; this covers it unless the holder was preempted).
+const RETIRE_SPINS: u32 = 64;
+/// Seqlock reads of `(O, retired)` that find a writer mid-update this many times in a
+/// row give up with `Busy` (the writer's window is two stores long).
+pub(crate) const SEQ_RETRIES: u32 = 64;
+/// Pausing waits this many rounds (a yield each) for the retire lock and for unfinished
+/// records, then gives up with `Busy`.
+#[cfg(not(loom))]
+const PAUSE_ROUNDS: u32 = 100_000;
+#[cfg(loom)]
+const PAUSE_ROUNDS: u32 = 3;
+
+/// Why a pause could not be taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PauseRefused {
+    Already,
+    Busy,
+}
+
+/// A paused ring as [`Core::pause`] leaves it: the retire lock held, the producer
+/// position frozen, every record in `[over_pos, prod)` finished.
+#[derive(Debug)]
+pub(crate) struct PauseToken {
+    pub(crate) over_pos: u64,
+    pub(crate) prod: u64,
+    /// Committed records before `over_pos`.
+    pub(crate) retired: u64,
+    /// The value of `zeroed` to restore (unlocked) on resume.
+    zeroed: u64,
+}
+
+impl<R: Region> Core<R> {
+    /// Sets the initial `Z`: the whole (zeroed) data area is free. Called once, before
+    /// the ring is shared.
+    pub(crate) fn init_overwrite(&self) {
+        // Relaxed: not shared yet (see `Control::init_meta`).
+        self.ow_line().zeroed.store(self.capacity(), Relaxed);
+    }
+
+    #[inline(always)]
+    fn ow_line(&self) -> &OverwriteLine {
+        &self.control().overwrite.0
+    }
+
+    #[inline(always)]
+    fn word(&self, pos: u64) -> &crate::sync::AtomicU64 {
+        self.region.header(pos)
+    }
+
+    /// Claims space for a record of `len` bytes, giving up the oldest records if needed;
+    /// marks it BUSY and returns its position.
+    #[inline(always)]
+    pub(crate) fn reserve_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
+        if len > self.max_len() as usize {
+            return Err(Refused::TooLarge);
+        }
+        let fp = footprint(len as u32);
+        let prod = &self.control().producer.0.pos;
+        // Relaxed: `P` only arbitrates claims; what lies in the space is ordered by `Z`
+        // (below) and what we write there by the commit's Release header store.
+        let mut p = prod.load(Relaxed);
+        loop {
+            if p & PAUSED != 0 {
+                return Err(Refused::Paused);
+            }
+            // The record and the word after it (the next header, which must read zero).
+            // `cur.zeroed` is the known `Z` minus half the look-ahead: past it, look again
+            // and perhaps retire ahead of need.
+            let need = p + fp + HDR_SIZE;
+            if need > cur.zeroed {
+                self.make_room(need, cur)?;
+            }
+            match prod.compare_exchange_weak(p, p + fp, Relaxed, Relaxed) {
+                Ok(_) => break,
+                Err(now) => p = now,
+            }
+        }
+        // Release fence: pairs with the Acquire fence readers run after copying (see
+        // `read`). The `Z` this claim relied on was published after the retirer stored
+        // the `O` that gave this space up; a reader that copies any of our stores below
+        // then sees that `O` and drops its copy.
+        fence(Release);
+        let busy = pack(len as u32 | BUSY_BIT, 0) | self.aux_bits();
+        // Relaxed: BUSY means "wait" to readers, as the zero it replaces does.
+        self.word(p).store(busy, Relaxed);
+        Ok(p)
+    }
+
+    /// Makes `[.., need)` zeroed free space, or says why not: loads `Z`, and if that is
+    /// not enough, gives up old records (or waits a little for the producer doing it).
+    #[cold]
+    #[inline(never)]
+    fn make_room(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+        let line = self.ow_line();
+        for _ in 0..RETIRE_SPINS {
+            // Acquire: pairs with the Release store of `zeroed` in `retire`: the zeroing
+            // of the space below it happens-before our writes there.
+            let z = line.zeroed.load(Acquire);
+            let known = z & !LOCK;
+            cur.zeroed = self.threshold(known);
+            // Work ahead: retire once less than half the look-ahead is left, so that the
+            // others rarely run out while one producer zeroes.
+            if need <= cur.zeroed {
+                return Ok(());
+            }
+            if z & LOCK == 0 {
+                // Acquire: pairs with the previous holder's Release store that dropped the
+                // lock: its zeroing and its updates of `O` happen-before ours.
+                if line.zeroed.compare_exchange(z, z | LOCK, Acquire, Relaxed).is_ok() {
+                    return self.retire(z, need, cur);
+                }
+            } else if need <= known {
+                return Ok(()); // another producer is working ahead; this record fits
+            }
+            std::hint::spin_loop();
+            if cfg!(loom) {
+                yield_now();
+            }
+        }
+        Err(Refused::Pending)
+    }
+
+    /// What a producer keeps as its `zeroed`: the frontier `z` minus half the
+    /// look-ahead, where it looks again.
+    #[inline]
+    fn threshold(&self, z: u64) -> u64 {
+        z.saturating_sub(self.ahead / 2)
+    }
+
+    /// With the retire lock held (taken on `z`): gives up whole records from `O` until
+    /// `need + ahead` fits, stopping early at a record not finished, zeroes what was
+    /// given up, and publishes the new `Z` (dropping the lock).
+    fn retire(&self, z: u64, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+        let line = self.ow_line();
+        let cap = self.capacity();
+        // Relaxed (all three): only the lock holder writes them, and taking the lock
+        // acquired the last holder's stores.
+        let o = line.over_pos.load(Relaxed);
+        let retired = line.retired.load(Relaxed);
+        let p = self.control().producer.0.pos.load(Relaxed) & !PAUSED;
+        debug_assert_eq!(z, o + cap);
+        let target = (need + self.ahead).saturating_sub(cap);
+        let (mut x, mut n) = (o, 0);
+        // Bounded: each step moves `x` forward by at least 8, and `x` stays below `P`.
+        while x < target && x < p {
+            // Acquire: pairs with the Release header store in `commit`: the record's
+            // writer is done with its bytes before we zero them.
+            let h = self.word(x).load(Acquire);
+            let w = len_word(h);
+            if h == 0 || w & BUSY_BIT != 0 {
+                break; // claimed and unfinished: never overwrite it
+            }
+            let fp = footprint(w & LEN_MASK);
+            if fp > cap - HDR_SIZE || x + fp > p {
+                break; // not a header this ring's producers write: go no further
+            }
+            n += u64::from(w & DISCARD_BIT == 0);
+            x += fp;
+        }
+        if x == o {
+            // Release: drops the lock (our loads of headers come before any later
+            // holder's zeroing); publishes nothing new.
+            line.zeroed.store(z, Release);
+            return if need <= z { Ok(()) } else { Err(Refused::Pending) };
+        }
+        // The seqlock write of (O, retired): readers retry while `seq` is odd.
+        let s = line.seq.load(Relaxed);
+        line.seq.store(s + 1, Relaxed);
+        // Release fence: orders the odd `seq` before the stores below for a reader that
+        // sees any of them (pairs with the reader's Acquire fence in `over_state`).
+        fence(Release);
+        line.over_pos.store(x, Relaxed);
+        line.retired.store(retired + n, Relaxed);
+        // Release: pairs with the Acquire load of `seq` in `over_state`.
+        line.seq.store(s + 2, Release);
+        // Release fence: the new `O` before the zeroing, for readers that copy a zero
+        // (pairs with their Acquire fence before they reload `O`; module docs).
+        fence(Release);
+        let new_z = x + cap;
+        let mut at = z;
+        while at < new_z {
+            // Relaxed: published by the Release store of `zeroed` below.
+            self.word(at).store(0, Relaxed);
+            at += 8;
+        }
+        // Release: pairs with the Acquire loads of `zeroed` in `make_room` (and the
+        // next holder's lock CAS): the zeroes happen-before any write of the new space.
+        line.zeroed.store(new_z, Release);
+        cur.zeroed = self.threshold(new_z);
+        if need <= new_z {
+            Ok(())
+        } else {
+            Err(Refused::Pending)
+        }
+    }
+
+    /// Writes `data` at byte `offset` of the payload of the reservation at `pos`, with
+    /// relaxed 64-bit stores (read-modify-write of our own words at the edges).
+    ///
+    /// The caller holds the reservation and `offset + data.len()` is within its length.
+    #[inline]
+    pub(crate) fn write_payload(&self, pos: u64, offset: usize, data: &[u8]) {
+        let base = pos + HDR_SIZE;
+        let mut b = offset;
+        let mut rest = data;
+        while !rest.is_empty() {
+            let in_word = b % 8;
+            let n = (8 - in_word).min(rest.len());
+            let word = self.word(base + (b - in_word) as u64);
+            let v = if n == 8 {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&rest[..8]);
+                u64::from_ne_bytes(w)
+            } else {
+                // Relaxed: our own word (the reservation owns it).
+                let mut w = word.load(Relaxed).to_ne_bytes();
+                w[in_word..in_word + n].copy_from_slice(&rest[..n]);
+                u64::from_ne_bytes(w)
+            };
+            // Relaxed: published by the commit's Release header store.
+            word.store(v, Relaxed);
+            b += n;
+            rest = &rest[n..];
+        }
+    }
+
+    /// `(O, retired)`, consistent with each other (a seqlock read), or `None` if a
+    /// retirer stayed mid-update for [`SEQ_RETRIES`] reads.
+    pub(crate) fn over_state(&self) -> Option<(u64, u64)> {
+        let line = self.ow_line();
+        for _ in 0..SEQ_RETRIES {
+            // Acquire: pairs with the Release store of the even `seq` in `retire`.
+            let s1 = line.seq.load(Acquire);
+            if s1 & 1 == 0 {
+                let o = line.over_pos.load(Relaxed);
+                let r = line.retired.load(Relaxed);
+                // Acquire fence: pairs with the retirer's Release fence after its odd
+                // `seq` store: if we saw a new `O` or `retired`, we see `seq` moved.
+                fence(Acquire);
+                if line.seq.load(Relaxed) == s1 {
+                    return Some((o, r));
+                }
+            }
+            std::hint::spin_loop();
+            if cfg!(loom) {
+                yield_now();
+            }
+        }
+        None
+    }
+
+    /// The producer position without the pause flag.
+    #[inline]
+    pub(crate) fn prod(&self) -> u64 {
+        // Relaxed: readers order what they read by the headers and the seqlock, not by
+        // `P`, which only bounds how far they copy.
+        self.control().producer.0.pos.load(Relaxed) & !PAUSED
+    }
+
+    /// Whether the ring is paused.
+    pub(crate) fn is_paused(&self) -> bool {
+        self.control().producer.0.pos.load(Relaxed) & PAUSED != 0
+    }
+
+    /// Pauses the ring: from now on every reserve fails (counted); waits (bounded) for
+    /// the retire lock and for every record already claimed to be committed or
+    /// discarded. On `Ok` nothing writes `[over_pos, prod)` until [`Self::resume`].
+    pub(crate) fn pause(&self) -> Result<PauseToken, PauseRefused> {
+        let prod = &self.control().producer.0.pos;
+        // Relaxed: the flag's place in `P`'s modification order is what matters: every
+        // claim CAS ordered before it succeeded with a smaller `P`; every later one
+        // fails and then sees the flag.
+        let prev = prod.fetch_or(PAUSED, Relaxed);
+        if prev & PAUSED != 0 {
+            return Err(PauseRefused::Already);
+        }
+        let unpause = || {
+            // Relaxed: see above.
+            prod.fetch_and(!PAUSED, Relaxed);
+        };
+        let line = self.ow_line();
+        let mut zeroed = None;
+        for _ in 0..PAUSE_ROUNDS {
+            let z = line.zeroed.load(Relaxed);
+            // Acquire: as the lock CAS in `make_room`: the last retirer's zeroing and
+            // `O` happen-before our reads of the records.
+            if z & LOCK == 0 && line.zeroed.compare_exchange(z, z | LOCK, Acquire, Relaxed).is_ok() {
+                zeroed = Some(z);
+                break;
+            }
+            yield_now();
+        }
+        let Some(zeroed) = zeroed else {
+            unpause();
+            return Err(PauseRefused::Busy);
+        };
+        // Relaxed: we hold the retire lock (acquired above).
+        let over_pos = line.over_pos.load(Relaxed);
+        let retired = line.retired.load(Relaxed);
+        let token = PauseToken { over_pos, prod: prev, retired, zeroed };
+        let mut x = over_pos;
+        let mut rounds = 0;
+        while x < prev {
+            // Acquire: pairs with the Release header store in `commit`: the record's
+            // bytes are final before anyone reads them in place.
+            let h = self.word(x).load(Acquire);
+            let w = len_word(h);
+            if h == 0 || w & BUSY_BIT != 0 {
+                rounds += 1;
+                if rounds > PAUSE_ROUNDS {
+                    self.resume(token);
+                    return Err(PauseRefused::Busy);
+                }
+                yield_now();
+                continue;
+            }
+            x += footprint(w & LEN_MASK).min(prev - x);
+        }
+        Ok(token)
+    }
+
+    /// Ends a pause: drops the retire lock and clears the flag.
+    pub(crate) fn resume(&self, token: PauseToken) {
+        // Release: pairs with the next retirer's Acquire lock CAS: our in-place reads of
+        // the records happen-before it zeroes them.
+        self.ow_line().zeroed.store(token.zeroed, Release);
+        // Relaxed: producers claim only zeroed space past `P`, which nobody read.
+        self.control().producer.0.pos.fetch_and(!PAUSED, Relaxed);
+    }
+}

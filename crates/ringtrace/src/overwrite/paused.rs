@@ -1,0 +1,149 @@
+//! [`Paused`]: perf's `PAUSE_OUTPUT` for an overwrite ring, and reading it in place.
+//!
+//! This module holds the overwrite mode's one `unsafe`: slices into the ring's memory
+//! while it is paused.
+
+use std::fmt;
+
+use super::read::Found;
+use super::snapshot::Snapshot;
+use super::PauseToken;
+use crate::config::{Overwrite, ProducerKind};
+use crate::error::PauseError;
+use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::overwrite::PauseRefused;
+use crate::region::Region;
+use crate::ring::RingBuf;
+use crate::sync::Ordering::Relaxed;
+
+/// A paused overwrite ring ([`RingBuf::pause`]): producers' reserves fail at once (and
+/// are counted in [`Stats::paused`](crate::Stats::paused)) until it is dropped or
+/// [`resume`](Self::resume)d, and the records it holds can be read in place, without a
+/// copy, in either direction.
+///
+/// ```
+/// use ringtrace::{FlightRecorder, ReserveError, Wakeup};
+///
+/// let ring = FlightRecorder::new(4096)?;
+/// let mut p = ring.producer()?;
+/// p.output(b"one", Wakeup::Default)?;
+/// p.output(b"two", Wakeup::Default)?;
+///
+/// let paused = ring.pause()?;
+/// assert!(matches!(p.output(b"three", Wakeup::Default), Err(ReserveError::Paused { .. })));
+/// let newest_first: Vec<&[u8]> = paused.iter().rev().collect();
+/// assert_eq!(newest_first, [&b"two"[..], &b"one"[..]]);
+/// paused.resume();
+///
+/// p.output(b"three", Wakeup::Default)?;
+/// assert_eq!(ring.stats().paused, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Paused<'a, K: ProducerKind> {
+    ring: &'a RingBuf<K, Overwrite>,
+    token: Option<PauseToken>,
+    /// The committed records in `[over_pos, prod)`, oldest first.
+    index: Vec<Found>,
+}
+
+impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Paused").field("records", &self.index.len()).field("token", &self.token).finish()
+    }
+}
+
+impl<'a, K: ProducerKind> Paused<'a, K> {
+    pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>) -> Result<Self, PauseError> {
+        let core = &ring.shared.core;
+        let token = core.pause().map_err(|e| match e {
+            PauseRefused::Already => PauseError::AlreadyPaused,
+            PauseRefused::Busy => PauseError::Busy,
+        })?;
+        let mut index = Vec::new();
+        let mut x = token.over_pos;
+        // Bounded: `x` grows by at least 8 up to `prod`. `pause` saw every header here
+        // finished (with Acquire), and nothing writes them while we hold the pause.
+        while x < token.prod {
+            let w = len_word(core.region.header(x).load(Relaxed));
+            let len = w & LEN_MASK;
+            let end = x + footprint(len);
+            if w & BUSY_BIT != 0 || end > token.prod {
+                break; // cannot happen after `pause`; never read past the records
+            }
+            if w & DISCARD_BIT == 0 {
+                index.push(Found { pos: x, word: w });
+            }
+            x = end;
+        }
+        Ok(Paused { ring, token: Some(token), index })
+    }
+
+    /// Committed records held.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The records' payloads, in place, oldest first; `.rev()` walks newest to oldest.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator + '_ {
+        let region = &self.ring.shared.core.region;
+        self.index.iter().map(move |f| {
+            // SAFETY: a committed record of the paused ring, contiguous in the double
+            // mapping (which lives as long as `self.ring`). Nothing writes it while
+            // `self` lives: producers cannot claim (the pause flag), no producer can
+            // give up space (we hold the retire lock), every record claimed before the
+            // pause finished (`Core::pause` waited with Acquire loads, so its bytes are
+            // final and visible), and readers only read. The slice borrows `self`,
+            // which resumes only when dropped or consumed.
+            unsafe { std::slice::from_raw_parts(region.data_ptr(f.pos + HDR_SIZE), f.len() as usize) }
+        })
+    }
+
+    /// Position of the oldest record.
+    pub fn oldest_position(&self) -> u64 {
+        self.token.as_ref().map_or(0, |t| t.over_pos)
+    }
+
+    /// The producer position: just past the newest record.
+    pub fn end_position(&self) -> u64 {
+        self.token.as_ref().map_or(0, |t| t.prod)
+    }
+
+    /// A copy of the records, as a [`Snapshot`] (to keep, or write to a file).
+    pub fn snapshot(&self) -> Snapshot {
+        let (first, end, retired) = self.token.as_ref().map_or((0, 0, 0), |t| (t.over_pos, t.prod, t.retired));
+        let mut snap = Snapshot::new();
+        snap.capacity = self.ring.capacity();
+        snap.retired_before = retired;
+        let cap = &mut snap.cap;
+        cap.start = first;
+        cap.first = first;
+        cap.end = end;
+        cap.retired_at_first = Some(retired);
+        cap.bytes.reserve((end - first) as usize);
+        let region = &self.ring.shared.core.region;
+        let mut at = first;
+        while at < end {
+            // Relaxed: the paused ring's bytes are final and were acquired by `pause`.
+            cap.bytes.extend_from_slice(&region.header(at).load(Relaxed).to_ne_bytes());
+            at += 8;
+        }
+        cap.found.extend_from_slice(&self.index);
+        snap
+    }
+
+    /// Resumes the ring (as dropping the guard does).
+    pub fn resume(self) {}
+}
+
+impl<K: ProducerKind> Drop for Paused<'_, K> {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            self.ring.shared.core.resume(token);
+        }
+    }
+}

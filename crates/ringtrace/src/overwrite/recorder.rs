@@ -1,0 +1,64 @@
+//! The overwrite ring's API: [`RingBuf<K, Overwrite>`](RingBuf) (alias
+//! [`FlightRecorder`](crate::FlightRecorder)) gains snapshots, pausing and a copying
+//! consumer.
+
+use super::consumer::OverwriteConsumer;
+use super::paused::Paused;
+use super::read::Walk;
+use super::snapshot::Snapshot;
+use crate::config::{Overwrite, ProducerKind};
+use crate::error::{Error, PauseError, SnapshotError};
+use crate::ring::RingBuf;
+
+impl<K: ProducerKind> RingBuf<K, Overwrite> {
+    /// Attaches the consumer, which follows the ring and copies records out (see
+    /// [`OverwriteConsumer`]): one at a time, else [`Error::ConsumerAttached`].
+    pub fn consumer(&self) -> Result<OverwriteConsumer<K>, Error> {
+        OverwriteConsumer::attach(self.shared.clone())
+    }
+
+    /// The records the ring holds now, oldest to newest, copied and checked, without
+    /// stopping producers. Records still being written are left out (and counted in
+    /// [`Snapshot::unfinished`]).
+    ///
+    /// [`SnapshotError::Busy`] if producers overwrote every copy before it could be
+    /// checked, 16 times in a row: then [`pause`](Self::pause) first.
+    pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
+        let mut snap = Snapshot::new();
+        self.snapshot_into(&mut snap)?;
+        Ok(snap)
+    }
+
+    /// [`snapshot`](Self::snapshot) into an existing one, reusing its memory (no
+    /// allocation once it has held a full ring).
+    pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
+        let core = &self.shared.core;
+        core.capture(0, core.capacity(), Walk::Snapshot, &mut snap.cap).ok_or(SnapshotError::Busy)?;
+        if let super::read::Parse::Corrupt { pos, header } = snap.cap.stop {
+            return Err(SnapshotError::Corrupt { pos, header });
+        }
+        snap.capacity = core.capacity();
+        snap.retired_before = snap.cap.retired_at_first.unwrap_or(0);
+        let held = snap.retired_before + snap.len() as u64;
+        let mut last = self.shared.last_snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        snap.overwritten = snap.retired_before.saturating_sub(*last);
+        *last = (*last).max(held);
+        Ok(())
+    }
+
+    /// Pauses the ring, as perf's `PERF_EVENT_IOC_PAUSE_OUTPUT`: until the returned
+    /// guard is dropped, every reserve fails at once (counted as lost and as paused),
+    /// and the guard reads the records in place. Pausing waits (bounded) for records
+    /// already reserved to be committed or discarded.
+    ///
+    /// Errors: [`PauseError::AlreadyPaused`]; [`PauseError::Busy`] if a producer did
+    /// not finish its record in time (the ring is then left running).
+    pub fn pause(&self) -> Result<Paused<'_, K>, PauseError> {
+        Paused::new(self)
+    }
+
+    /// Whether the ring is paused.
+    pub fn is_paused(&self) -> bool {
+        self.shared.core.is_paused()
+    }
+}

@@ -1,0 +1,335 @@
+//! Overwrite (flight-recorder) mode through the public API: the kernel selftest's
+//! scenario, snapshots both ways and through files, pausing, the copying consumer, and
+//! bad input.
+#![cfg(not(loom))]
+
+use std::convert::Infallible;
+
+use ringtrace::{
+    Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Spsc, Wakeup, SNAPSHOT_MAGIC,
+};
+
+fn exact(cap: u64) -> FlightRecorder {
+    FlightRecorder::builder(cap).retire_ahead(0).build().unwrap()
+}
+
+/// Seed 001's selftest (`ringbuf_overwrite_mode_subtest`), step by step, with its exact
+/// expected positions: in a 0x1000 ring, records of 0x800 and 0x400 bytes; one of 0x3e8
+/// must fail because it would overwrite the first, still being written; one of 0x3e0
+/// fits; after committing, 0x3e8 again fits by overwriting exactly the first record.
+#[test]
+fn kernel_selftest_scenario_positions() {
+    const HDR: u64 = 8;
+    let (size, len1, len2) = (0x1000u64, 0x800usize, 0x400usize);
+    let len3 = size as usize - len1 - len2 - 3 * HDR as usize; // 0x3e8
+    let len4 = len3 - 8; // 0x3e0
+    let len5 = len3;
+    assert_eq!((len3, len4), (0x3e8, 0x3e0));
+    let ring = exact(size);
+    let mut p = [(); 5].map(|_| ring.producer().unwrap());
+    let [p1, p2, p3, p4, p5] = &mut p;
+
+    let rec1 = p1.reserve(len1).unwrap();
+    let rec2 = p2.reserve(len2).unwrap();
+    assert!(matches!(p3.reserve(len3), Err(ReserveError::Pending { len }) if len == len3), "reserve 3 must fail");
+    let rec4 = p4.reserve(len4).unwrap();
+    rec1.commit();
+    rec2.commit();
+    rec4.commit();
+    let mut rec5 = p5.reserve(len5).unwrap();
+    rec5.write(0, &vec![0xdd; len5]).unwrap();
+    rec5.commit();
+
+    let s = ring.stats();
+    assert_eq!(s.capacity, size);
+    assert_eq!(s.consumer_pos, 0);
+    assert_eq!(s.producer_pos, (len1 + len2 + len4 + len5) as u64 + 4 * HDR);
+    assert_eq!(s.overwrite_pos, len1 as u64 + HDR);
+    assert_eq!(s.available, (len2 + len4 + len5) as u64 + 3 * HDR);
+    assert_eq!((s.lost, s.overwritten, s.committed), (1, 1, 4));
+
+    let snap = ring.snapshot().unwrap();
+    let lens: Vec<usize> = snap.iter().map(|r| r.len()).collect();
+    assert_eq!(lens, [len2, len4, len5]);
+    assert!(snap.iter().next_back().unwrap().iter().all(|&b| b == 0xdd));
+    assert_eq!((snap.oldest_position(), snap.overwritten_before(), snap.overwritten()), (0x808, 1, 1));
+}
+
+#[test]
+fn keeps_the_newest_records_and_counts_the_rest() {
+    let ring = exact(4096);
+    let mut p = ring.producer().unwrap();
+    for i in 0..10_000u64 {
+        p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let snap = ring.snapshot().unwrap();
+    let got: Vec<u64> = snap.iter().map(|r| u64::from_le_bytes(r.try_into().unwrap())).collect();
+    // 16-byte records in 4096 bytes, with the word after the newest kept free.
+    assert_eq!(got.len(), 255);
+    assert_eq!(got, (10_000 - 255..10_000).collect::<Vec<_>>());
+    let newest_first: Vec<u64> = snap.iter().rev().map(|r| u64::from_le_bytes(r.try_into().unwrap())).collect();
+    assert_eq!(newest_first.first(), Some(&9_999));
+    let s = ring.stats();
+    assert_eq!((s.committed, s.lost, s.overwritten), (10_000, 0, 10_000 - 255));
+    assert_eq!(snap.overwritten_before(), s.overwritten);
+    // A second snapshot: nothing overwritten since the first.
+    let again = ring.snapshot().unwrap();
+    assert!(again.iter().eq(snap.iter()));
+    assert_eq!(again.overwritten(), 0);
+}
+
+#[test]
+fn retire_ahead_trades_history_for_fewer_retires() {
+    let ring = FlightRecorder::builder(4096).retire_ahead(1024).build().unwrap();
+    let mut p = ring.producer().unwrap();
+    for i in 0..10_000u64 {
+        p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let snap = ring.snapshot().unwrap();
+    // At least the ring minus the look-ahead (and one record) is kept, newest last.
+    assert!(snap.len() >= (4096 - 1024 - 16) / 16, "{}", snap.len());
+    assert_eq!(snap.iter().next_back().unwrap(), 9_999u64.to_le_bytes());
+    let err = FlightRecorder::builder(4096).retire_ahead(4096).build().unwrap_err();
+    assert!(matches!(err, Error::InvalidRetireAhead { .. }), "{err}");
+}
+
+#[test]
+fn records_of_every_length_wrap_and_survive() {
+    let ring = FlightRecorder::builder(4096).retire_ahead(256).build().unwrap();
+    let mut p = ring.producer().unwrap();
+    let mut expect = std::collections::VecDeque::new();
+    for i in 0..3000usize {
+        let len = (i * 37) % 700;
+        let data: Vec<u8> = (0..len).map(|k| (i + k) as u8).collect();
+        // Written in two parts at odd offsets, to exercise partial words.
+        let mut rec = p.reserve(len).unwrap();
+        let cut = len / 3;
+        rec.write(cut, &data[cut..]).unwrap();
+        rec.write(0, &data[..cut]).unwrap();
+        rec.commit();
+        expect.push_back(data);
+        let snap = ring.snapshot().unwrap();
+        while expect.len() > snap.len() {
+            expect.pop_front();
+        }
+        assert!(snap.iter().eq(expect.iter().map(|v| &v[..])), "after record {i}");
+    }
+    assert_eq!(ring.max_record_len(), 4096 - 16);
+    assert!(matches!(p.reserve(4096 - 15), Err(ReserveError::TooLarge { max: 4080, .. })));
+    let mut rec = p.reserve(4080).unwrap();
+    assert!(rec.write(4000, &[0; 81]).is_err());
+    assert!(rec.write(usize::MAX, &[0; 2]).is_err());
+    rec.write(4000, &[7; 80]).unwrap();
+    rec.commit();
+    let snap = ring.snapshot().unwrap();
+    assert_eq!(snap.len(), 1);
+    assert_eq!(&snap.iter().next().unwrap()[4000..], &[7; 80][..]);
+}
+
+#[test]
+fn discarded_and_unfinished_records_are_not_in_snapshots() {
+    let ring = exact(4096);
+    let mut a = ring.producer().unwrap();
+    let mut b = ring.producer().unwrap();
+    a.output(b"first", Wakeup::Default).unwrap();
+    let held = b.reserve(3).unwrap();
+    a.reserve(4).unwrap().discard();
+    a.output(b"last", Wakeup::Default).unwrap();
+    let snap = ring.snapshot().unwrap();
+    assert_eq!(snap.iter().collect::<Vec<_>>(), [&b"first"[..], &b"last"[..]]);
+    assert_eq!(snap.unfinished(), 1);
+    // A snapshot file keeps them marked, and reading it back skips them again.
+    let mut file = Vec::new();
+    snap.write_to(&mut file).unwrap();
+    let back = Snapshot::read_from(&file[..]).unwrap();
+    assert!(back.iter().eq(snap.iter()));
+    assert_eq!(back.unfinished(), 1);
+    drop(held);
+}
+
+#[test]
+fn snapshot_files_round_trip_and_bad_files_are_errors() {
+    let ring = exact(8192);
+    let mut p = ring.producer().unwrap();
+    for i in 0..2000u32 {
+        p.output(&i.to_le_bytes()[..(i % 4 + 1) as usize], Wakeup::Default).unwrap();
+    }
+    let snap = ring.snapshot().unwrap();
+    let mut file = Vec::new();
+    let n = snap.write_to(&mut file).unwrap();
+    assert_eq!(n, file.len() as u64);
+    assert_eq!(file[..8], SNAPSHOT_MAGIC);
+    let back = Snapshot::read_from(&file[..]).unwrap();
+    assert!(back.iter().eq(snap.iter()));
+    assert!(back.iter().rev().eq(snap.iter().rev()));
+    assert_eq!(back.entries().collect::<Vec<_>>(), snap.entries().collect::<Vec<_>>());
+    assert_eq!(
+        (back.oldest_position(), back.end_position(), back.overwritten_before(), back.capacity()),
+        (snap.oldest_position(), snap.end_position(), snap.overwritten_before(), 8192)
+    );
+
+    let format = |bytes: &[u8]| match Snapshot::read_from(bytes) {
+        Err(SnapshotError::Format(msg)) => msg,
+        other => panic!("expected a format error, got {other:?}"),
+    };
+    assert!(format(&file[..40]).contains("truncated"));
+    assert!(format(&file[..file.len() - 3]).contains("truncated"));
+    assert!(format(b"").contains("truncated"));
+    let mut bad = file.clone();
+    bad[0] = b'X';
+    assert!(format(&bad).contains("magic"));
+    let mut bad = file.clone();
+    bad[8] = 9;
+    assert!(format(&bad).contains("version"));
+    let mut bad = file.clone();
+    bad[40] ^= 1; // record count
+    assert!(format(&bad).contains("records"));
+    let mut bad = file.clone();
+    bad[80..84].copy_from_slice(&0x7fff_0000u32.to_ne_bytes()); // first record's length
+    assert!(format(&bad).contains("runs past"));
+    let mut bad = file.clone();
+    bad[16..24].copy_from_slice(&1000u64.to_le_bytes()); // capacity
+    assert!(format(&bad).contains("capacity"));
+    // Random bytes after a valid magic, and random bytes: errors, never a panic.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..2000 {
+        let mut junk = if round % 2 == 0 { file.clone() } else { vec![0; 80 + round % 300] };
+        for _ in 0..(1 + round % 8) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let at = (seed as usize) % junk.len();
+            junk[at] = (seed >> 32) as u8;
+        }
+        if round % 4 == 1 {
+            junk[..8].copy_from_slice(&SNAPSHOT_MAGIC);
+        }
+        if let Ok(s) = Snapshot::read_from(&junk[..]) {
+            assert!(s.iter().map(|r| r.len() as u64).sum::<u64>() <= s.capacity());
+        }
+    }
+}
+
+#[test]
+fn pause_refuses_reserves_and_reads_in_place_both_ways() {
+    let ring = exact(4096);
+    let mut p = ring.producer().unwrap();
+    for i in 0..1000u32 {
+        p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let paused = ring.pause().unwrap();
+    assert!(ring.is_paused());
+    assert!(matches!(ring.pause(), Err(PauseError::AlreadyPaused)));
+    for _ in 0..5 {
+        assert!(matches!(p.output(b"x", Wakeup::Default), Err(ReserveError::Paused { .. })));
+    }
+    assert!(matches!(p.reserve(8), Err(ReserveError::Paused { .. })));
+    let newest_first: Vec<u32> = paused.iter().rev().map(|r| u32::from_le_bytes(r.try_into().unwrap())).collect();
+    assert_eq!(newest_first.len(), paused.len());
+    assert!(newest_first.windows(2).all(|w| w[0] == w[1] + 1));
+    assert_eq!(newest_first[0], 999);
+    // The in-place view and a copy agree; the copy outlives the pause.
+    let copy = paused.snapshot();
+    assert!(copy.iter().eq(paused.iter()));
+    assert_eq!(ring.snapshot().unwrap().len(), paused.len());
+    paused.resume();
+    assert!(!ring.is_paused());
+    p.output(b"after", Wakeup::Default).unwrap();
+    let s = ring.stats();
+    assert_eq!((s.paused, s.lost), (6, 6));
+    assert_eq!(copy.iter().next_back().unwrap(), 999u32.to_le_bytes());
+}
+
+#[test]
+fn pause_waits_for_a_record_being_written() {
+    let ring = exact(4096);
+    let mut p = ring.producer().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r2 = ring.clone();
+    let t = std::thread::spawn(move || {
+        let mut rec = p.reserve(8).unwrap();
+        tx.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        rec.write(0, b"finished").unwrap();
+        rec.commit();
+        drop(r2);
+    });
+    rx.recv().unwrap();
+    let paused = ring.pause().unwrap(); // waits for the commit
+    assert_eq!(paused.iter().collect::<Vec<_>>(), [&b"finished"[..]]);
+    drop(paused);
+    t.join().unwrap();
+}
+
+#[test]
+fn consumer_follows_and_counts_what_it_missed() {
+    let ring = exact(4096);
+    let mut c = ring.consumer().unwrap();
+    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached)));
+    let mut p = ring.producer().unwrap();
+    let mut next = 0u64;
+    let mut got = Vec::new();
+    for round in 0..200u64 {
+        for _ in 0..(round * 7 % 400) {
+            p.output(&next.to_le_bytes(), Wakeup::Default).unwrap();
+            next += 1;
+        }
+        c.consume(|r| {
+            got.push(u64::from_le_bytes(r.try_into().unwrap()));
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+    }
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order");
+    assert_eq!(got.len() as u64 + c.overwritten(), next);
+    assert!(c.overwritten() > 0);
+    let s = ring.stats();
+    assert_eq!(s.consumed + s.overwritten_unread, s.committed);
+    // A callback error stops at that record, which counts as consumed.
+    p.output(b"a", Wakeup::Default).unwrap();
+    p.output(b"b", Wakeup::Default).unwrap();
+    let r = c.consume(|_| Err("stop"));
+    assert!(matches!(r, Err(ringtrace::ConsumeError::Callback("stop"))));
+    let mut rest = Vec::new();
+    c.consume(|r| {
+        rest.push(r.to_vec());
+        Ok::<(), Infallible>(())
+    })
+    .unwrap();
+    assert_eq!(rest, [b"b".to_vec()]);
+}
+
+#[test]
+fn forced_wakeups_reach_a_sleeping_consumer() {
+    let ring = FlightRecorder::new(1 << 16).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let mut p = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        p.output(b"quiet", Wakeup::Default).unwrap(); // policy Never: no wakeup
+        p.output(b"loud", Wakeup::Force).unwrap();
+    });
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        c.poll(Some(std::time::Duration::from_secs(20)), |r| {
+            got.push(r.to_vec());
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+    }
+    assert_eq!(got, [b"quiet".to_vec(), b"loud".to_vec()]);
+    t.join().unwrap();
+}
+
+#[test]
+fn single_producer_overwrite_rings_work_too() {
+    let ring = RingBuf::<Spsc, ringtrace::Overwrite>::builder(4096).retire_ahead(0).build().unwrap();
+    let mut p = ring.producer().unwrap();
+    assert!(ring.producer().is_err());
+    for i in 0..5000u16 {
+        p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let snap = ring.snapshot().unwrap();
+    assert_eq!(snap.len(), 255);
+    assert_eq!(snap.iter().next_back().unwrap(), 4999u16.to_le_bytes());
+}
