@@ -27,24 +27,51 @@
 //! ## Static configuration
 //!
 //! [`RingBuf<K, M>`](RingBuf) takes the producer kind ([`Mpsc`] or [`Spsc`]) and the
-//! mode ([`Discard`]) as type parameters, so each combination compiles to its own fast
-//! path with no runtime branch on them.
+//! mode ([`Discard`] or [`Overwrite`]) as type parameters, so each combination compiles
+//! to its own fast path with no runtime branch on them.
+//!
+//! ## Flight recorder
+//!
+//! An [`Overwrite`] ring ([`FlightRecorder`]) always holds the newest records that fit:
+//! producers give up the oldest whole records (never one still being written) and never
+//! wait for a reader. Read it with [`RingBuf::snapshot`] (records copied out and checked,
+//! walked both ways, written to a file with [`Snapshot::write_to`]), follow it with
+//! [`OverwriteConsumer`], or [`pause`](RingBuf::pause) it and read it in place.
+//!
+//! ```
+//! use ringtrace::{FlightRecorder, Wakeup};
+//!
+//! let ring = FlightRecorder::new(1 << 16)?;          // the newest ~64 KiB of records
+//! let mut producer = ring.producer()?;
+//! for i in 0..100_000u64 {
+//!     producer.output(&i.to_le_bytes(), Wakeup::Default)?;
+//! }
+//! let snap = ring.snapshot()?;
+//! let newest = snap.iter().next_back().unwrap();
+//! assert_eq!(newest, 99_999u64.to_le_bytes());
+//! assert_eq!(snap.overwritten_before() + snap.len() as u64, 100_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! ## Guarantees
 //!
 //! * Records reach the consumer in reservation order, each exactly once.
 //! * A record that does not fit is refused at once and counted ([`Stats::lost`]); one
 //!   that never could is refused with [`ReserveError::TooLarge`]. Nothing is lost
-//!   without being counted.
+//!   without being counted: in overwrite mode, records given up are counted
+//!   ([`Stats::overwritten`]), and readers count those they never saw.
+//! * Overwrite-mode readers never deliver a record torn or overwritten while they read
+//!   it, and reading while producers write is not a data race (every access to the
+//!   ring's bytes in that mode is atomic).
 //! * No lost wakeup: a consumer in [`Consumer::poll`] never sleeps past a commit that
 //!   the wakeup policy says should wake it (see `core` and `barrier` in the source).
 //!
 //! ## Limits
 //!
 //! Capacity: a power of two from one page to 4 GiB. Record payload: at most
-//! `capacity - 8` bytes (`capacity - 16` in a single-producer ring, whose producer keeps
-//! the next header word zeroed) and at most 2^30 - 1. Little- and big-endian 64-bit
-//! Linux.
+//! `capacity - 8` bytes (`capacity - 16` in a single-producer ring and in overwrite mode,
+//! where the next header word is kept zeroed) and at most 2^30 - 1. Little- and
+//! big-endian 64-bit Linux.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -79,13 +106,13 @@ pub use layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, MAX_RECOR
 #[cfg(not(loom))]
 pub use consumer::{Consumer, Records};
 #[cfg(not(loom))]
-pub use producer::{Producer, Reservation};
-#[cfg(not(loom))]
 pub use overwrite::{
     consumer::OverwriteConsumer,
     paused::Paused,
     snapshot::{Snapshot, SnapshotIter, SNAPSHOT_MAGIC},
 };
+#[cfg(not(loom))]
+pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]
 pub use ring::{Builder, RingBuf, Stats, MAX_CAPACITY};
 

@@ -18,7 +18,7 @@ type Ring = Arc<Core<HeapRegion>>;
 
 /// `loom::model` with room for the consumers' spin loops (tokio uses 10 000 too);
 /// `LOOM_MAX_PREEMPTIONS` and `LOOM_MAX_BRANCHES` still override.
-fn model(f: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if std::env::var("LOOM_MAX_BRANCHES").is_err() {
         b.max_branches = 10_000;
@@ -38,7 +38,7 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
         match r.reserve::<MULTI>(8, cur) {
             Ok(pos) => break pos,
             Err(Refused::Full) => thread::yield_now(),
-            Err(Refused::TooLarge) => unreachable!(),
+            Err(other) => unreachable!("{other:?}"),
         }
     };
     // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.

@@ -135,7 +135,6 @@ impl<K: ProducerKind> Producer<K, Discard> {
             self.core.reserve::<false>(len, &mut self.cursor)
         }
     }
-
 }
 
 impl<K: ProducerKind> Producer<K, Overwrite> {

@@ -48,15 +48,17 @@
 //!
 //! The rule: **a byte at position `x` is rewritten only after `O` has passed `x`.** The
 //! retirer publishes `O` and then (release fence) zeroes; a producer writes into space
-//! it claimed below a `Z` it loaded with Acquire, and the retirer stored `O` before
-//! that `Z`. So a reader that copies, runs an Acquire fence and then sees `O <= x` has
-//! copied the byte at `x` as it was before any rewrite (fence-to-fence synchronization:
-//! had it read a rewritten value, the writer's release fence would make the new `O`
-//! visible). Records at or after that `O` are intact; the ones before it are counted as
+//! it claimed below a `Z` it loaded with Acquire (after which it runs a release fence),
+//! and the retirer stored `O` before that `Z`. So a reader that copies with Acquire loads
+//! and then sees `O <= x` has copied the byte at `x` as it was before any rewrite
+//! (fence-to-load synchronization: had it read a rewritten value, the writer's release
+//! fence would make the new `O` visible). Records at or after that `O` are intact; the ones before it are counted as
 //! overwritten. See [`read`].
 
 #[cfg(not(loom))]
 pub(crate) mod consumer;
+#[cfg(all(test, loom))]
+mod loom_tests;
 #[cfg(not(loom))]
 pub(crate) mod paused;
 pub(crate) mod read;
@@ -154,8 +156,7 @@ impl<R: Region> Core<R> {
                 Err(now) => p = now,
             }
         }
-        // Release fence: pairs with the Acquire fence readers run after copying (see
-        // `read`). The `Z` this claim relied on was published after the retirer stored
+        // Release fence: pairs with the Acquire loads readers copy with (see `read`). The `Z` this claim relied on was published after the retirer stored
         // the `O` that gave this space up; a reader that copies any of our stores below
         // then sees that `O` and drops its copy.
         fence(Release);
@@ -253,7 +254,7 @@ impl<R: Region> Core<R> {
         // Release: pairs with the Acquire load of `seq` in `over_state`.
         line.seq.store(s + 2, Release);
         // Release fence: the new `O` before the zeroing, for readers that copy a zero
-        // (pairs with their Acquire fence before they reload `O`; module docs).
+        // (pairs with their Acquire copy loads, before they reload `O`; module docs).
         fence(Release);
         let new_z = x + cap;
         let mut at = z;

@@ -3,7 +3,7 @@
 //! 1. Load `(O, retired)` (seqlock) and `P`; copy the words of `[max(from, O), P)` (at
 //!    most `limit` bytes) into a private buffer with atomic loads (Acquire, so that a
 //!    header seen committed orders its payload's loads after it).
-//! 2. Acquire fence, then load `(O, retired)` again as `O'`.
+//! 2. Load `(O, retired)` again as `O'` (the copy's Acquire loads order it after them).
 //! 3. Every byte copied from a position at or after `O'` is the byte that was there
 //!    before any rewrite (module rule in [`super`]), and `O'` is a record boundary. Parse
 //!    records from `max(from, O')` through the copy; the records before it are counted as
@@ -18,7 +18,6 @@
 use crate::core::Core;
 use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::region::Region;
-use crate::sync::fence;
 use crate::sync::Ordering::Acquire;
 
 /// Copies a reader makes before it gives up with `Busy`.
@@ -116,17 +115,19 @@ impl<R: Region> Core<R> {
             out.bytes.reserve((end - start) as usize);
             let mut at = start;
             while at < end {
-                // Acquire: pairs with the Release header stores in `commit` (for words
-                // that are headers): a header copied as committed orders the loads of
-                // its payload, which come after it, after the producer's writes.
+                // Acquire: pairs with the Release header stores in `commit` (a header
+                // copied as committed orders the loads of its payload, which come after
+                // it, after the producer's writes), and with the Release fences of
+                // retirers and producers for the check below.
                 let w = self.region.header(at).load(Acquire);
                 out.bytes.extend_from_slice(&w.to_ne_bytes());
                 at += 8;
             }
-            // Acquire fence: pairs with the Release fences of retirers (before zeroing)
-            // and of producers (after claiming): if any word above was rewritten, the
-            // `O` loaded below is past it (module docs of `overwrite`).
-            fence(Acquire);
+            // No fence needed here: the word loads above are Acquire, so one that read a
+            // rewritten word (a retirer's zero, or a later producer's store, each after
+            // its writer's Release fence) synchronizes with that fence, and the `O` loaded
+            // below is then past it (module docs of `overwrite`). The seqlock read orders
+            // its own loads.
             let (o1, r1) = self.over_state()?;
             if o1 > start && o1 >= end && end > start {
                 continue; // all of it may be stale

@@ -201,7 +201,7 @@ impl Snapshot {
         }
         let [capacity, first, end, count, retired_before, overwritten, unfinished, data_len] =
             std::array::from_fn(|i| u64_at(16 + 8 * i));
-        if !capacity.is_power_of_two() || capacity < 16 || capacity > crate::MAX_CAPACITY {
+        if !capacity.is_power_of_two() || !(16..=crate::MAX_CAPACITY).contains(&capacity) {
             return Err(format_err(format!("capacity {capacity} is not a power of two up to 4 GiB")));
         }
         if first % 8 != 0 || end < first || end - first != data_len || data_len > capacity {
