@@ -5,7 +5,12 @@
 //! thread produces a batch of 500, then consumes it), `sampled` (the consumer sleeps on
 //! wakeups; watermark sweep; peer: crossbeam-channel blocking in `recv_timeout`),
 //! `reserve-vs-output`, `contention` (1, 2, 3, 4, 8
-//! producers: on 2 cores, more threads than cores on purpose).
+//! producers: on 2 cores, more threads than cores on purpose), `overwrite-contention`
+//! (the same producer counts into a flight recorder with no reader or with a thread taking
+//! snapshots, next to a discard ring with a consumer and to crossbeam's `force_push`; its
+//! rows count records committed, as no reader there consumes), `snapshot` (snapshots of
+//! a full flight recorder of 64 KiB, 1 MiB and 16 MiB with no producer running; `ns/rec`
+//! is a snapshot's time divided by the records it captured).
 
 pub mod harness;
 mod ours;
@@ -36,6 +41,9 @@ pub struct BenchOpts {
 #[derive(Clone, Debug)]
 pub struct Selection {
     filter: Option<String>,
+    /// The filter is a whole bench name, not a part of one: `run` selects one bench at a
+    /// time, and `contention` is a part of `overwrite-contention`.
+    exact: bool,
     /// Quick mode (fewer sweep points).
     pub quick: bool,
 }
@@ -43,10 +51,10 @@ pub struct Selection {
 impl Selection {
     /// Whether `bench` is selected.
     pub fn wants(&self, bench: &str) -> bool {
-        self.filter.as_deref().is_none_or(|f| bench.contains(f))
+        self.filter.as_deref().is_none_or(|f| if self.exact { bench == f } else { bench.contains(f) })
     }
 
-    /// Producer counts of the `contention` rows.
+    /// Producer counts of the `contention` and `overwrite-contention` rows.
     pub fn producer_counts(&self) -> Vec<usize> {
         vec![1, 2, 3, 4, 8]
     }
@@ -80,7 +88,8 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 5] = ["parallel", "back-to-back", "sampled", "reserve-vs-output", "contention"];
+const ORDER: [&str; 7] =
+    ["parallel", "back-to-back", "sampled", "reserve-vs-output", "contention", "overwrite-contention", "snapshot"];
 
 /// Median of each row over rounds: rows are matched by bench, impl, variant and
 /// producers; the round whose records/s is the median gives the whole row.
@@ -114,7 +123,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
     } else {
         (RunCfg { warmup: Duration::from_millis(300), duration: Duration::from_secs(1) }, 5)
     };
-    let sel = Selection { filter: opts.filter.clone(), quick: opts.quick };
+    let sel = Selection { filter: opts.filter.clone(), exact: false, quick: opts.quick };
     let mut progress = Progress { n: 0, tty: std::io::stderr().is_terminal(), round: String::new() };
     let mut all = Vec::new();
     for round in 1..=rounds {
@@ -123,7 +132,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
         // Bench by bench, ringtrace and its peers back to back, so that the rows one
         // compares ran seconds apart, not a whole round apart.
         for bench in ORDER.iter().filter(|b| sel.wants(b)) {
-            let one = Selection { filter: Some(bench.to_string()), quick: sel.quick };
+            let one = Selection { filter: Some(bench.to_string()), exact: true, quick: sel.quick };
             rows.extend(ours::rows(&cfg, &one, &mut progress));
             rows.extend(peers::rows(&cfg, &one, &mut progress));
         }
@@ -171,6 +180,14 @@ mod tests {
             ns_per_rec: 1e3 / mrec,
             drops_per_s: 0.0,
         }
+    }
+
+    #[test]
+    fn one_bench_selection_leaves_out_benches_whose_name_contains_it() {
+        let one = Selection { filter: Some("contention".into()), exact: true, quick: true };
+        assert!(one.wants("contention") && !one.wants("overwrite-contention"));
+        let user = Selection { filter: Some("contention".into()), exact: false, quick: true };
+        assert!(user.wants("contention") && user.wants("overwrite-contention"));
     }
 
     #[test]

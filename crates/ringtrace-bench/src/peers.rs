@@ -2,6 +2,9 @@
 //! (`u64`) records. Capacity is equal in records: 65,536 (ringtrace uses a 1 MiB ring,
 //! which holds 65,536 records of 8 bytes plus their 8-byte headers).
 //!
+//! In `overwrite-contention` the peer is crossbeam's `ArrayQueue::force_push`, the only
+//! concurrent queue among Rust crates that overwrites its oldest element when full.
+//!
 //! Not here: bbqueue. Its framed mode is single-producer and single-consumer with one
 //! grant per side, and its 0.7 API has no bounded, non-blocking framed grant that fits a
 //! drop-counting loop without reimplementing its frame header, so a row would measure
@@ -55,6 +58,14 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
             out.push(Row::new("contention", "disruptor", "mp", p, &disruptor_mp(cfg, p)));
         }
     }
+    if sel.wants("overwrite-contention") {
+        for &p in &contention {
+            progress.step(&format!("overwrite-contention crossbeam-arrayqueue producers={p}"));
+            let (b, q) = ("overwrite-contention", "crossbeam-arrayqueue");
+            out.push(Row::new(b, q, "force_push/no-reader", p, &arrayqueue_force_push(cfg, p, false)));
+            out.push(Row::new(b, q, "force_push/popping", p, &arrayqueue_force_push(cfg, p, true)));
+        }
+    }
     out
 }
 
@@ -77,6 +88,31 @@ fn arrayqueue(cfg: &RunCfg, producers: usize) -> crate::harness::Measured {
             n
         }),
     )
+}
+
+/// The `overwrite-contention` peer: producers `force_push` (which never fails: a full
+/// queue gives up its oldest element), with no reader or with a thread popping, the
+/// nearest this queue has to ringtrace's snapshot reader. Like ringtrace's overwrite
+/// rows, the row counts records pushed: the popping thread reports none delivered.
+fn arrayqueue_force_push(cfg: &RunCfg, producers: usize, popping: bool) -> crate::harness::Measured {
+    let q = ArrayQueue::<u64>::new(CAPACITY);
+    let make = |_| {
+        let q = &q;
+        move || {
+            q.force_push(std::hint::black_box(42));
+            true
+        }
+    };
+    if !popping {
+        return run_parallel(cfg, producers, make, None::<fn() -> u64>);
+    }
+    let pop = || {
+        while let Some(v) = q.pop() {
+            std::hint::black_box(v);
+        }
+        0
+    };
+    run_parallel(cfg, producers, make, Some(pop))
 }
 
 fn channel(cfg: &RunCfg, producers: usize) -> crate::harness::Measured {

@@ -9,20 +9,37 @@ use crate::harness::Measured;
 /// One result line. JSON field names are part of the interface.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {
-    /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`.
+    /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`,
+    /// `overwrite-contention`, `snapshot`.
+    ///
+    /// `overwrite-contention`: producers into ringtrace's flight recorder with no reader
+    /// (`overwrite/no-reader`) or with a thread taking snapshots back to back
+    /// (`overwrite/snapshots`), and into crossbeam's `ArrayQueue::force_push` with no
+    /// reader or a thread popping; these rows count records committed, as nothing there
+    /// consumes. `discard/consumer` is the `contention` row's discard ring and consumer,
+    /// for reference (the target: overwrite at least 0.9x its records/s at 1 and 2
+    /// producers).
+    ///
+    /// `snapshot`: snapshots of a full flight recorder (`ring=64KiB`, `1MiB`, `16MiB`)
+    /// with no producer running; records/s counts the records the snapshots captured and
+    /// `ns_per_rec` is a snapshot's time divided by the records it captured, so a
+    /// snapshot takes `ns_per_rec` times the records in the ring (about capacity / 16
+    /// for 8-byte records).
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`.
     #[serde(rename = "impl")]
     pub imp: String,
-    /// `mpsc`/`spsc` (and detail after `/`) for ringtrace; free text for peers.
+    /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in
+    /// `overwrite-contention` and its size in `snapshot`; free text for peers.
     pub variant: String,
     /// Producer threads.
     pub producers: usize,
     /// Payload bytes per record.
     pub record_bytes: usize,
-    /// Millions of records delivered to the consumer per second (committed, for a row with no consumer).
+    /// Millions of records delivered to the consumer per second (committed, for a row with no
+    /// consumer or whose reader counts none: `overwrite-contention`; captured, in `snapshot`).
     pub mrec_per_s: f64,
-    /// Wall-clock nanoseconds per delivered record.
+    /// Wall-clock nanoseconds per record counted in `mrec_per_s`.
     pub ns_per_rec: f64,
     /// Failed pushes per second.
     pub drops_per_s: f64,

@@ -67,7 +67,7 @@ mod recorder;
 #[cfg(not(loom))]
 pub(crate) mod snapshot;
 
-use crate::core::{Core, ProducerCursor, Refused};
+use crate::core::{Backoff, Core, ProducerCursor, Refused};
 use crate::layout::{footprint, len_word, pack, OverwriteLine, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
@@ -140,6 +140,7 @@ impl<R: Region> Core<R> {
         // Relaxed: `P` only arbitrates claims; what lies in the space is ordered by `Z`
         // (below) and what we write there by the commit's Release header store.
         let mut p = prod.load(Relaxed);
+        let mut backoff = Backoff::new();
         loop {
             if p & PAUSED != 0 {
                 return Err(Refused::Paused);
@@ -153,7 +154,10 @@ impl<R: Region> Core<R> {
             }
             match prod.compare_exchange_weak(p, p + fp, Relaxed, Relaxed) {
                 Ok(_) => break,
-                Err(now) => p = now,
+                Err(now) => {
+                    p = now;
+                    backoff.spin();
+                }
             }
         }
         // Release fence: pairs with the Acquire loads readers copy with (see `read`). The `Z` this claim relied on was published after the retirer stored
