@@ -207,8 +207,10 @@ impl<K: ProducerKind, M: Mode> Drop for Producer<K, M> {
     }
 }
 
-/// Space reserved in the ring for one record: a `&mut [u8]` of exactly the length asked
-/// for, in place. Commit it, discard it, or drop it (which discards it).
+/// Space reserved in the ring for one record, of exactly the length asked for, in place:
+/// a `&mut [u8]` in discard mode (`DerefMut`), written with
+/// [`write`](Reservation::write) in overwrite mode. Commit it, discard it, or drop it
+/// (which discards it).
 pub struct Reservation<'a, K: ProducerKind = Mpsc, M: Mode = Discard> {
     producer: &'a mut Producer<K, M>,
     pos: u64,

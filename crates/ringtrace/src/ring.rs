@@ -177,6 +177,7 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     /// How many consumed bytes the consumer hands back to producers (zeroed, in a
     /// multi-producer ring) at a time (at the latest when a consume call returns). Default: a quarter of the
     /// capacity. Smaller returns space sooner; larger costs fewer shared-line writes.
+    /// In overwrite mode: how many bytes the consumer copies and checks at a time.
     pub fn consumer_batch(mut self, bytes: u64) -> Self {
         self.batch = Some(bytes);
         self
@@ -198,7 +199,7 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
             WakeupPolicy::Watermark(watermark) => return Err(Error::InvalidWatermark { watermark, capacity }),
         };
         let ahead = self.ahead.unwrap_or((capacity / 16).min(1024));
-        if ahead > capacity / 2 {
+        if M::OVERWRITE && ahead > capacity / 2 {
             return Err(Error::InvalidRetireAhead { ahead, capacity });
         }
         let batch = self.batch.unwrap_or(capacity / 4);
@@ -275,10 +276,11 @@ fn stats(shared: &Shared) -> Stats {
     s.consumed = ctl.consumer.0.consumed.load(Relaxed);
     s.skipped = ctl.consumer.0.skipped.load(Relaxed);
     s.overwritten_unread = ctl.consumer.0.overwritten.load(Relaxed);
-    if let Some((over_pos, retired)) = core.over_state() {
-        s.overwrite_pos = over_pos;
-        s.overwritten = retired;
-    }
+    // Consistent as a pair when the seqlock read succeeds; else each is a value it had
+    // during the call (a retirer stayed mid-update).
+    let ow = &ctl.overwrite.0;
+    (s.overwrite_pos, s.overwritten) =
+        core.over_state().unwrap_or_else(|| (ow.over_pos.load(Relaxed), ow.retired.load(Relaxed)));
     let (_, prod) = core.positions();
     let cons = ctl.consumer.0.read.load(Relaxed);
     s.consumer_pos = cons;

@@ -17,10 +17,6 @@ use crate::region::mmap::MmapView;
 use crate::ring::{attach_flag, detach_flag, Shared};
 use crate::sync::Ordering::Relaxed;
 
-/// Bytes of ring copied per check: large enough to amortize the check, small enough
-/// that a copy is rarely overwritten while it is made.
-const BATCH: u64 = 64 * 1024;
-
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
 /// ones. Each record is copied out and checked before the callback sees it, so a record
 /// torn or overwritten while it was read is never delivered; records overwritten before
@@ -56,6 +52,8 @@ pub struct OverwriteConsumer<K: ProducerKind = crate::Mpsc> {
     skipped: u64,
     overwritten: u64,
     cap: Capture,
+    /// Bytes copied and checked at a time (the builder's `consumer_batch`).
+    batch: u64,
     armed: bool,
     shared: Arc<Shared>,
     _static: PhantomData<fn() -> (K, Overwrite)>,
@@ -88,6 +86,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
             skipped,
             overwritten,
             cap: Capture::default(),
+            batch: shared.batch,
             armed: false,
             core,
             shared,
@@ -129,7 +128,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         // Bounded: each round either delivers or skips at least one record (and stops
         // at `max`), or ends the call.
         while n < max {
-            self.core.capture(self.pos, BATCH, Walk::Consumer, cap).ok_or(ConsumeError::Busy)?;
+            self.core.capture(self.pos, self.batch, Walk::Consumer, cap).ok_or(ConsumeError::Busy)?;
             if cap.first > self.pos {
                 // Overtaken: `first` is the oldest record, and the seqlock said how many
                 // committed records lie before it.

@@ -87,7 +87,7 @@ fn snapshot_thread(r: &Ring) -> thread::JoinHandle<Option<Vec<u64>>> {
     let r = r.clone();
     thread::spawn(move || {
         let mut cap = Capture::default();
-        r.capture(0, r.capacity(), Walk::Snapshot, &mut cap)?;
+        r.capture_newest(&mut cap)?;
         Some(payloads(&cap))
     })
 }
@@ -97,7 +97,7 @@ fn snapshot_thread(r: &Ring) -> thread::JoinHandle<Option<Vec<u64>>> {
 fn check_end(r: &Ring, committed: u64) {
     check_idle(r);
     let mut cap = Capture::default();
-    r.capture(0, r.capacity(), Walk::Snapshot, &mut cap).expect("idle ring");
+    r.capture_newest(&mut cap).expect("idle ring");
     let last = payloads(&cap);
     check_views(&last);
     let (_, retired) = r.over_state().unwrap();

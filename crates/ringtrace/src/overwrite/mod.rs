@@ -201,6 +201,10 @@ impl<R: Region> Core<R> {
                 yield_now();
             }
         }
+        // A pause holds the retire lock: count a reserve it refused as paused.
+        if self.is_paused() {
+            return Err(Refused::Paused);
+        }
         Err(Refused::Pending)
     }
 
@@ -217,8 +221,9 @@ impl<R: Region> Core<R> {
     fn retire(&self, z: u64, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
         let line = self.ow_line();
         let cap = self.capacity();
-        // Relaxed (all three): only the lock holder writes them, and taking the lock
-        // acquired the last holder's stores.
+        // Relaxed: only the lock holder writes `O` and `retired`, and taking the lock
+        // acquired the last holder's stores; `P` only bounds the walk (the headers it
+        // passes are loaded with Acquire).
         let o = line.over_pos.load(Relaxed);
         let retired = line.retired.load(Relaxed);
         let p = self.control().producer.0.pos.load(Relaxed) & !PAUSED;

@@ -133,6 +133,7 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
             at += 8;
         }
         cap.found.extend_from_slice(&self.index);
+        self.ring.settle(&mut snap);
         snap
     }
 

@@ -4,7 +4,6 @@
 
 use super::consumer::OverwriteConsumer;
 use super::paused::Paused;
-use super::read::Walk;
 use super::snapshot::Snapshot;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::{Error, PauseError, SnapshotError};
@@ -33,17 +32,24 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// allocation once it has held a full ring).
     pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
         let core = &self.shared.core;
-        core.capture(0, core.capacity(), Walk::Snapshot, &mut snap.cap).ok_or(SnapshotError::Busy)?;
+        core.capture_newest(&mut snap.cap).ok_or(SnapshotError::Busy)?;
         if let super::read::Parse::Corrupt { pos, header } = snap.cap.stop {
             return Err(SnapshotError::Corrupt { pos, header });
         }
         snap.capacity = core.capacity();
         snap.retired_before = snap.cap.retired_at_first.unwrap_or(0);
+        self.settle(snap);
+        Ok(())
+    }
+
+    /// Sets `snap.overwritten` from the previous snapshot's end and records this one's:
+    /// committed records before this snapshot's oldest, less those before the previous
+    /// one's newest end (which that snapshot held, or counted).
+    pub(crate) fn settle(&self, snap: &mut Snapshot) {
         let held = snap.retired_before + snap.len() as u64;
         let mut last = self.shared.last_snapshot.lock().unwrap_or_else(|e| e.into_inner());
         snap.overwritten = snap.retired_before.saturating_sub(*last);
         *last = (*last).max(held);
-        Ok(())
     }
 
     /// Pauses the ring, as perf's `PERF_EVENT_IOC_PAUSE_OUTPUT`: until the returned

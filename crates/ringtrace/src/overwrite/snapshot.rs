@@ -124,12 +124,20 @@ impl Snapshot {
     }
 
     /// Committed records overwritten since the previous snapshot of the same ring that
-    /// no snapshot held (for the first snapshot: since the ring was created).
+    /// no snapshot held (for the first snapshot: since the ring was created). Exact when
+    /// the previous snapshot had no [`unfinished`](Self::unfinished) records; otherwise
+    /// a lower bound, short by at most that many (a record still being written then, and
+    /// committed and overwritten since, cannot be told from one that was discarded).
     pub fn overwritten(&self) -> u64 {
         self.overwritten
     }
 
     /// Records that were still being written when the snapshot was taken (skipped).
+    ///
+    /// A record whose header was not yet written at all (its producer between claiming
+    /// the space and marking it BUSY, a window of a few instructions unless it is
+    /// preempted there) ends the snapshot: its length is unknown, so the records after
+    /// it are left out, and not counted here.
     pub fn unfinished(&self) -> u64 {
         self.cap.unfinished
     }
@@ -204,15 +212,26 @@ impl Snapshot {
         if !capacity.is_power_of_two() || !(16..=crate::MAX_CAPACITY).contains(&capacity) {
             return Err(format_err(format!("capacity {capacity} is not a power of two up to 4 GiB")));
         }
-        if first % 8 != 0 || end < first || end - first != data_len || data_len > capacity {
+        if first % 8 != 0
+            || data_len % 8 != 0
+            || end < first
+            || end - first != data_len
+            || data_len > capacity
+            || end > u64::MAX - capacity
+        {
             return Err(format_err(format!(
                 "positions {first}..{end} and data length {data_len} do not agree (capacity {capacity})"
             )));
         }
-        let mut bytes = vec![0u8; data_len as usize];
-        read_exact(&mut r, &mut bytes, "the records")?;
+        // Read through `take`, so a header that claims gigabytes costs memory only for
+        // the bytes the file really holds.
+        let mut bytes = Vec::new();
+        r.take(data_len).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 != data_len {
+            return Err(format_err(format!("truncated in the records ({} of {data_len} bytes)", bytes.len())));
+        }
         let mut cap = Capture { bytes, start: first, first, end, ..Capture::default() };
-        parse(Walk::Snapshot, capacity, end, &mut cap);
+        parse(Walk::Snapshot, capacity, end, false, &mut cap);
         match cap.stop {
             Parse::End if cap.end == end => {}
             Parse::Corrupt { pos, header } => {
