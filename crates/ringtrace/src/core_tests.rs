@@ -130,3 +130,18 @@ proptest! {
         run::<false>(ops)?;
     }
 }
+
+/// The kernel's `ringbuf_should_wakeup` overwrite rule (seed 001) on a 4096-byte ring:
+/// wake when the record covers the consumer position modulo half the ring.
+#[test]
+fn half_ring_rule_matches_the_kernel_cases() {
+    use crate::core::half_ring_due;
+    let due = |at, pos, end| half_ring_due(at, pos, end, 4096);
+    assert!(due(0, 2048, 2064), "record starts at the consumer position, a half ring on");
+    assert!(due(100, 2100, 2200), "covers it");
+    assert!(!due(100, 0, 50), "before it");
+    assert!(!due(100, 2200, 2300), "after it");
+    assert!(!due(10, 2040, 2056), "wraps the half ring, ends before it");
+    assert!(due(4, 2040, 2056), "wraps the half ring and covers it");
+    assert!(due(2044, 2040, 2056), "wraps the half ring, covers it before the wrap");
+}

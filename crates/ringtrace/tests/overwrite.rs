@@ -397,3 +397,26 @@ fn crafted_snapshot_files_are_errors_not_panics() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `WakeupPolicy::HalfRing`: a consumer asleep at position 0 is woken by the records
+/// that cover its position modulo half the ring (the first, and the one half a ring on);
+/// under the default `Never` it would sleep to its timeout.
+#[test]
+fn half_ring_policy_wakes_a_following_consumer() {
+    let ring = FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::WakeupPolicy::HalfRing).build().unwrap();
+    let mut c = ring.consumer().unwrap();
+    let mut p = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        // 16-byte records: record 2048 starts at 32768, half the ring.
+        for i in 0..2100u64 {
+            p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+        }
+    });
+    let start = std::time::Instant::now();
+    assert!(c.wait(Some(std::time::Duration::from_secs(30))).unwrap());
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "woken, not timed out");
+    t.join().unwrap();
+    let n = c.consume(|_| Ok::<(), Infallible>(())).unwrap();
+    assert_eq!(n, 2100);
+}

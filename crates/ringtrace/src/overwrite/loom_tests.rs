@@ -82,12 +82,13 @@ fn check_idle(r: &Ring) {
 }
 
 /// A snapshot taken on another thread than `main` (loom then interleaves it with the
-/// producers from its first step); joins to the payloads it held, or `None` for `Busy`.
-fn snapshot_thread(r: &Ring) -> thread::JoinHandle<Option<Vec<u64>>> {
+/// producers from its first step), copying `chunk` bytes at a time (8: every record
+/// straddles two chunks); joins to the payloads it held, or `None` for `Busy`.
+fn snapshot_thread(r: &Ring, chunk: u64) -> thread::JoinHandle<Option<Vec<u64>>> {
     let r = r.clone();
     thread::spawn(move || {
         let mut cap = Capture::default();
-        r.capture_newest(&mut cap)?;
+        r.capture_newest(chunk, &mut cap)?;
         Some(payloads(&cap))
     })
 }
@@ -97,7 +98,7 @@ fn snapshot_thread(r: &Ring) -> thread::JoinHandle<Option<Vec<u64>>> {
 fn check_end(r: &Ring, committed: u64) {
     check_idle(r);
     let mut cap = Capture::default();
-    r.capture_newest(&mut cap).expect("idle ring");
+    r.capture_newest(8, &mut cap).expect("idle ring");
     let last = payloads(&cap);
     check_views(&last);
     let (_, retired) = r.over_state().unwrap();
@@ -105,18 +106,39 @@ fn check_end(r: &Ring, committed: u64) {
 }
 
 /// OW1: a producer writes 11 then 12 (which overwrites 11: retire, zero, claim, write)
-/// while a snapshot copies and checks. The snapshot holds only intact records.
+/// while a snapshot copies and checks, in 8-byte chunks, so that each record's payload
+/// is copied before its header and must be copied again. The snapshot holds only
+/// intact records.
 #[test]
 fn loom_overwrite_snapshot_races_an_overwrite() {
     model(|| {
         let r = ring();
         let a = producer(&r, &[11, 12]);
-        let s = snapshot_thread(&r);
+        let s = snapshot_thread(&r, 8);
         if let Some(seen) = s.join().unwrap() {
             check_views(&seen);
         }
         let committed = a.join().unwrap();
         assert_eq!(committed, 2, "nothing else writes: nothing is refused");
+        check_end(&r, committed);
+    });
+}
+
+/// OW1c: the model: two producers (11; 21) and a concurrent snapshot (whole-
+/// record chunks, to keep the model small; OW1 covers straddling). The second record to
+/// be claimed overwrites the first (or is refused while the first is unfinished); the
+/// snapshot holds only intact records.
+#[test]
+fn loom_overwrite_two_producers_and_a_snapshot() {
+    model(|| {
+        let r = ring();
+        let a = producer(&r, &[11]);
+        let b = producer(&r, &[21]);
+        let s = snapshot_thread(&r, 16);
+        if let Some(seen) = s.join().unwrap() {
+            check_views(&seen);
+        }
+        let committed = a.join().unwrap() + b.join().unwrap();
         check_end(&r, committed);
     });
 }

@@ -101,8 +101,9 @@ impl Capture {
 }
 
 /// Snapshots copy the ring newest first in chunks of this many bytes, checking `O`
-/// between chunks (8 bytes under loom, so that records straddle chunks in the models).
-const CHUNK: u64 = if cfg!(loom) { 8 } else { 16 * 1024 };
+/// between chunks. (The loom models use 8 bytes, so that records straddle chunks, or 16,
+/// so that they do not and the model stays small.)
+pub(crate) const CHUNK: u64 = 16 * 1024;
 
 impl<R: Region> Core<R> {
     /// Copies the ring words of `[from, to)` into `bytes` (exactly that long), with
@@ -168,8 +169,9 @@ impl<R: Region> Core<R> {
         self.control().overwrite.0.zeroed.load(Acquire) & !super::LOCK
     }
 
-    /// A snapshot's copy: the whole ring, **newest first**, in [`CHUNK`]s, checking `O`
-    /// after each, and stopping where producers overwrote what was left to copy.
+    /// A snapshot's copy: the whole ring, **newest first**, in chunks of `chunk` bytes
+    /// ([`CHUNK`]; a multiple of 8), checking `O` after each, and stopping where
+    /// producers overwrote what was left to copy.
     ///
     /// Copying oldest first loses the race with producers that write faster than the
     /// copy goes (measured: 1% of a 1 MiB ring kept under 2 producers): by the time the
@@ -180,7 +182,7 @@ impl<R: Region> Core<R> {
     /// of its payload after it. A record that straddles two chunks had its upper part
     /// copied before its header (the chunk above came first); those words are copied
     /// again after parsing, and `O` is checked once more after that.
-    pub(crate) fn capture_newest(&self, out: &mut Capture) -> Option<()> {
+    pub(crate) fn capture_newest(&self, chunk: u64, out: &mut Capture) -> Option<()> {
         let cap = self.capacity();
         for _ in 0..MAX_ATTEMPTS {
             let (o0, _) = self.over_state()?;
@@ -192,7 +194,7 @@ impl<R: Region> Core<R> {
             let mut lo = end;
             // Bounded: `lo` moves down by a chunk per step, to `o0` at most.
             while lo > o0 {
-                let c = lo.saturating_sub(CHUNK).max(o0);
+                let c = lo.saturating_sub(chunk).max(o0);
                 self.copy_words(c, lo, &mut out.bytes[(c - o0) as usize..(lo - o0) as usize]);
                 lo = c;
                 let (o, _) = self.over_state()?;
@@ -210,12 +212,12 @@ impl<R: Region> Core<R> {
             out.first = o1.max(o0);
             parse(Walk::Snapshot, cap, end, end < p_now, out);
             // Straddlers: copy again, now that their headers are loaded, the words above
-            // each chunk boundary (chunk boundaries are `end - k * CHUNK`).
+            // each chunk boundary (chunk boundaries are `end - k * chunk`).
             for f in &out.found {
                 let (pos, rec_end) = (f.pos, f.end());
-                // The lowest chunk boundary above the header: `end - k * CHUNK` with the
+                // The lowest chunk boundary above the header: `end - k * chunk` with the
                 // largest `k` that keeps it above `pos`.
-                let boundary = end - ((end - pos).div_ceil(CHUNK) - 1) * CHUNK;
+                let boundary = end - ((end - pos).div_ceil(chunk) - 1) * chunk;
                 if boundary < rec_end {
                     let at = (boundary - o0) as usize..(rec_end - o0) as usize;
                     self.copy_words(boundary, rec_end, &mut out.bytes[at]);

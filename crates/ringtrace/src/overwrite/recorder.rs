@@ -32,7 +32,7 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// allocation once it has held a full ring).
     pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
         let core = &self.shared.core;
-        core.capture_newest(&mut snap.cap).ok_or(SnapshotError::Busy)?;
+        core.capture_newest(super::read::CHUNK, &mut snap.cap).ok_or(SnapshotError::Busy)?;
         if let super::read::Parse::Corrupt { pos, header } = snap.cap.stop {
             return Err(SnapshotError::Corrupt { pos, header });
         }
