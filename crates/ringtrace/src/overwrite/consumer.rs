@@ -189,7 +189,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     /// Whether a record is ready at the read position, or the consumer was overtaken
     /// (the oldest record is past it).
     pub fn ready(&self) -> bool {
-        self.core.ready(self.pos) || self.core.over_state().is_none_or(|(o, _)| o > self.pos)
+        ready_at(&self.core, self.pos)
     }
 
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
@@ -211,8 +211,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         self.publish();
         let core = self.core.clone();
         let at = self.pos;
-        let ready = |c: &Core<MmapView>| c.ready(at) || c.over_state().is_none_or(|(o, _)| o > at);
-        let r = sleep(&core, at, timeout, &mut self.armed, ready);
+        let r = sleep(&core, at, timeout, &mut self.armed, |c| ready_at(c, at));
         self.disarm();
         r
     }
@@ -223,6 +222,12 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
             self.armed = false;
         }
     }
+}
+
+/// A record is ready at `at`, or the consumer there was overtaken (the oldest record is
+/// past it; a seqlock that stays busy counts as overtaken, so the caller reads and sees).
+fn ready_at(core: &Core<MmapView>, at: u64) -> bool {
+    core.ready(at) || core.over_state().is_none_or(|(o, _)| o > at)
 }
 
 impl<K: ProducerKind> AsFd for OverwriteConsumer<K> {

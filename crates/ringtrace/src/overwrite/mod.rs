@@ -106,6 +106,8 @@ pub(crate) struct PauseToken {
     pub(crate) prod: u64,
     /// Committed records before `over_pos`.
     pub(crate) retired: u64,
+    /// The committed records in `[over_pos, prod)`, oldest first (found by the wait).
+    pub(crate) index: Vec<read::Found>,
     /// The value of `zeroed` to restore (unlocked) on resume.
     zeroed: u64,
 }
@@ -386,7 +388,7 @@ impl<R: Region> Core<R> {
         // Relaxed: we hold the retire lock (acquired above).
         let over_pos = line.over_pos.load(Relaxed);
         let retired = line.retired.load(Relaxed);
-        let token = PauseToken { over_pos, prod: prev, retired, zeroed };
+        let mut token = PauseToken { over_pos, prod: prev, retired, index: Vec::new(), zeroed };
         let mut x = over_pos;
         let mut rounds = 0;
         while x < prev {
@@ -402,6 +404,9 @@ impl<R: Region> Core<R> {
                 }
                 yield_now();
                 continue;
+            }
+            if w & DISCARD_BIT == 0 && footprint(w & LEN_MASK) <= prev - x {
+                token.index.push(read::Found { pos: x, word: w });
             }
             x += footprint(w & LEN_MASK).min(prev - x);
         }

@@ -10,11 +10,9 @@ use super::snapshot::Snapshot;
 use super::PauseToken;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::PauseError;
-use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::layout::HDR_SIZE;
 use crate::overwrite::PauseRefused;
-use crate::region::Region;
 use crate::ring::RingBuf;
-use crate::sync::Ordering::Relaxed;
 
 /// A paused overwrite ring ([`RingBuf::pause`]): producers' reserves fail at once (and
 /// are counted in [`Stats::paused`](crate::Stats::paused)) until it is dropped or
@@ -55,26 +53,12 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 impl<'a, K: ProducerKind> Paused<'a, K> {
     pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>) -> Result<Self, PauseError> {
         let core = &ring.shared.core;
-        let token = core.pause().map_err(|e| match e {
+        let mut token = core.pause().map_err(|e| match e {
             PauseRefused::Already => PauseError::AlreadyPaused,
             PauseRefused::Busy => PauseError::Busy,
         })?;
-        let mut index = Vec::new();
-        let mut x = token.over_pos;
-        // Bounded: `x` grows by at least 8 up to `prod`. `pause` saw every header here
-        // finished (with Acquire), and nothing writes them while we hold the pause.
-        while x < token.prod {
-            let w = len_word(core.region.header(x).load(Relaxed));
-            let len = w & LEN_MASK;
-            let end = x + footprint(len);
-            if w & BUSY_BIT != 0 || end > token.prod {
-                break; // cannot happen after `pause`; never read past the records
-            }
-            if w & DISCARD_BIT == 0 {
-                index.push(Found { pos: x, word: w });
-            }
-            x = end;
-        }
+        // The pause's own wait walked the records (with Acquire) and indexed them.
+        let index = std::mem::take(&mut token.index);
         Ok(Paused { ring, token: Some(token), index })
     }
 
@@ -124,14 +108,10 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
         cap.first = first;
         cap.end = end;
         cap.retired_at_first = Some(retired);
-        cap.bytes.reserve((end - first) as usize);
-        let region = &self.ring.shared.core.region;
-        let mut at = first;
-        while at < end {
-            // Relaxed: the paused ring's bytes are final and were acquired by `pause`.
-            cap.bytes.extend_from_slice(&region.header(at).load(Relaxed).to_ne_bytes());
-            at += 8;
-        }
+        cap.bytes.resize((end - first) as usize, 0);
+        // The paused ring's bytes are final (nothing writes them while we hold the
+        // pause), so the reader's copy needs no check here.
+        self.ring.shared.core.copy_words(first, end, &mut cap.bytes);
         cap.found.extend_from_slice(&self.index);
         self.ring.settle(&mut snap);
         snap

@@ -108,7 +108,7 @@ pub(crate) const CHUNK: u64 = 16 * 1024;
 impl<R: Region> Core<R> {
     /// Copies the ring words of `[from, to)` into `bytes` (exactly that long), with
     /// Acquire loads in ascending order.
-    fn copy_words(&self, from: u64, to: u64, bytes: &mut [u8]) {
+    pub(crate) fn copy_words(&self, from: u64, to: u64, bytes: &mut [u8]) {
         debug_assert_eq!(bytes.len() as u64, to - from);
         for (at, dst) in (from..to).step_by(8).zip(bytes.chunks_exact_mut(8)) {
             // Acquire: pairs with the Release header stores in `commit` (a header copied
