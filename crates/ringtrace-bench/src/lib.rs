@@ -16,6 +16,7 @@ pub mod harness;
 mod ours;
 pub mod peers;
 pub mod report;
+pub mod shm;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -88,8 +89,16 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 7] =
-    ["parallel", "back-to-back", "sampled", "reserve-vs-output", "contention", "overwrite-contention", "snapshot"];
+const ORDER: [&str; 8] = [
+    "parallel",
+    "back-to-back",
+    "sampled",
+    "reserve-vs-output",
+    "contention",
+    "overwrite-contention",
+    "snapshot",
+    "shm",
+];
 
 /// Median of each row over rounds: rows are matched by bench, impl, variant and
 /// producers; the round whose records/s is the median gives the whole row.
@@ -135,6 +144,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
             let one = Selection { filter: Some(bench.to_string()), exact: true, quick: sel.quick };
             rows.extend(ours::rows(&cfg, &one, &mut progress));
             rows.extend(peers::rows(&cfg, &one, &mut progress));
+            rows.extend(shm::rows(&cfg, &one, &mut progress));
         }
         all.push(rows);
     }

@@ -25,6 +25,10 @@ pub struct Row {
     /// `ns_per_rec` is a snapshot's time divided by the records it captured, so a
     /// snapshot takes `ns_per_rec` times the records in the ring (about capacity / 16
     /// for 8-byte records).
+    ///
+    /// `shm`: one ring file, producers as threads of the bench process
+    /// (`mpsc/in-process`) or as child processes (`mpsc/shm`), the consumer in the bench
+    /// process (the target: `shm` within 10% of `in-process`).
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`.
     #[serde(rename = "impl")]

@@ -1,9 +1,21 @@
 //! The `ringtrace` command.
+//!
+//! Exit status: 0 on success (and when the reader of stdout goes away, `| head`); 1 with
+//! one line `ringtrace: error: <message>` on stderr for any error; 2 for usage errors.
+
+mod demo;
+mod format;
+mod snapshot;
+mod stat;
+mod tail;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+use format::{Failure, Format};
 
 /// ringtrace: ring buffers for trace and event data.
 #[derive(Debug, Parser)]
@@ -30,19 +42,98 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
+    /// Show a ring file's header, positions, counters and attached processes.
+    Stat {
+        /// The ring file (for example /dev/shm/app.ring).
+        source: PathBuf,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the newest records of a ring file, oldest first, one per line.
+    ///
+    /// Discard mode: the records not consumed yet. Overwrite mode: the records held.
+    Tail {
+        /// The ring file.
+        source: PathBuf,
+        /// How many of the newest records to print.
+        #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
+        count: usize,
+        /// Keep reading and print records as they are committed (every 50 ms); records
+        /// overwritten or consumed before they could be printed are counted on stderr.
+        #[arg(short, long)]
+        follow: bool,
+        /// text: the payload with escapes; hex: the payload in hex; json: one object per
+        /// line with pos, pid, len and data (UTF-8) or hex.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print every record a ring file holds, oldest first.
+    Snapshot {
+        /// The ring file.
+        source: PathBuf,
+        /// Newest first.
+        #[arg(short, long)]
+        reverse: bool,
+        /// Record format (as for tail).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Write to this file instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// The flight recorder demo: producer processes write events into an overwrite
+    /// ring file while a live display shows rates; then the newest events, newest
+    /// first, and the counts.
+    Demo {
+        /// The ring file to create (default: a new file in /dev/shm, removed at the end).
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+        /// How long the producers write.
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        seconds: u64,
+        /// Producer processes.
+        #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+        producers: u32,
+        /// Ring capacity in bytes (a power of two).
+        #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+        capacity: u64,
+    },
+    /// A producer process of `demo` (internal).
+    #[command(name = "__demo-producer", hide = true)]
+    DemoProducer { file: PathBuf, id: u32, millis: u64 },
+    /// A producer process of the `shm` bench (internal).
+    #[command(name = "__bench-producer", hide = true)]
+    BenchProducer { file: PathBuf, millis: u64 },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench { quick, filter, json, svg } => {
-            ringtrace_bench::run(&ringtrace_bench::BenchOpts { quick, filter, json, svg }).map(|_| ())
+            ringtrace_bench::run(&ringtrace_bench::BenchOpts { quick, filter, json, svg })
+                .map(|_| ())
+                .map_err(|e| Failure::Message(e.to_string()))
+        }
+        Command::Stat { source, json } => stat::run(&source, json),
+        Command::Tail { source, count, follow, format } => tail::run(&source, count, follow, format),
+        Command::Snapshot { source, reverse, format, output } => {
+            snapshot::run(&source, reverse, format, output.as_deref())
+        }
+        Command::Demo { file, seconds, producers, capacity } => demo::run(file, seconds, producers, capacity),
+        Command::DemoProducer { file, id, millis } => demo::producer(&file, id, millis),
+        Command::BenchProducer { file, millis } => {
+            ringtrace_bench::shm::producer_main(&file, Duration::from_millis(millis))
+                .map(|_| ())
+                .map_err(|e| Failure::Message(e.to_string()))
         }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ringtrace: error: {e}");
+        Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Message(e)) => {
+            // One line, whatever the message holds.
+            let e = e.replace(['\n', '\r'], " ");
+            format::eprint_line(format_args!("ringtrace: error: {e}"));
             ExitCode::FAILURE
         }
     }

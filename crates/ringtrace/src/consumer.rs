@@ -8,8 +8,6 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
-
 use crate::config::{Discard, Mode, Mpsc, ProducerKind};
 use crate::core::{Core, ReadCursor, Step};
 use crate::error::{ConsumeError, Error};
@@ -17,8 +15,14 @@ use crate::layout::HDR_SIZE;
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;
+/// How often a waiting consumer wakes to check whether the record it waits for was
+/// left unfinished by a process that died.
+pub(crate) const DEAD_CHECK: Duration = Duration::from_millis(200);
+/// Empty consume calls in a row after which the consumer checks for a dead producer.
+const STALL_CHECK: u32 = 256;
+use crate::owner;
 use crate::region::mmap::MmapView;
-use crate::ring::{attach_flag, detach_flag, Shared};
+use crate::ring::Shared;
 use crate::sync::Ordering::Relaxed;
 
 /// Reads a ring's records in reservation order, in place. One per ring at a time.
@@ -67,6 +71,8 @@ pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
     batch: u64,
     /// Whether the wait word may still say WAITING.
     armed: bool,
+    /// Consume calls in a row that found nothing (see `stalled`).
+    stalls: u32,
     /// Keeps the mapping alive.
     shared: Arc<Shared>,
     _static: PhantomData<fn() -> (K, M)>,
@@ -82,11 +88,9 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
-        if !attach_flag(&line.attached) {
-            return Err(Error::ConsumerAttached);
-        }
+        owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
         let rd = core.cursor(line.pos.load(Relaxed), line.consumed.load(Relaxed), line.skipped.load(Relaxed));
-        Ok(Consumer { core, rd, batch: shared.batch, armed: false, shared, _static: PhantomData })
+        Ok(Consumer { core, rd, batch: shared.batch, armed: false, stalls: 0, shared, _static: PhantomData })
     }
 
     /// One reading step.
@@ -207,7 +211,12 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                         batch_end = rd.published + self.batch;
                     }
                 }
-                Step::Empty => break Ok(n),
+                Step::Empty => {
+                    if n == 0 && self.stalled(&mut rd) {
+                        continue; // stepped over a dead producer's record
+                    }
+                    break Ok(n);
+                }
                 Step::Full => {
                     let to = rd.pos;
                     self.publish_cursor(&mut rd, to);
@@ -272,15 +281,63 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    ///
+    /// Wakes every 200 ms to see whether the record it waits for belongs to a
+    /// process that died (then steps over it: see [`Stats::dead`](crate::Stats)).
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        self.publish();
-        let core = self.core.clone();
-        let (pos, published) = (self.rd.pos, self.rd.published);
-        // A whole ring read and not handed back: producers cannot have written anything.
-        let ready = |c: &Core<MmapView>| pos - published < c.capacity() && c.ready(pos);
-        let r = sleep(&core, published, timeout, &mut self.armed, ready);
-        self.disarm();
-        r
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.publish();
+            let core = self.core.clone();
+            let (pos, published) = (self.rd.pos, self.rd.published);
+            // A whole ring read and not handed back: producers cannot have written anything.
+            let ready = |c: &Core<MmapView>| pos - published < c.capacity() && c.ready(pos);
+            let slice = match deadline {
+                None => DEAD_CHECK,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(DEAD_CHECK),
+            };
+            let r = sleep(&core, published, Some(slice), &mut self.armed, ready);
+            self.disarm();
+            if r? {
+                return Ok(true);
+            }
+            let mut rd = self.rd;
+            let skipped = self.skip_dead(&mut rd);
+            self.rd = rd;
+            if skipped {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// A consume call found nothing: every [`STALL_CHECK`] such calls in a row, checks
+    /// whether the record at the cursor was left unfinished by a dead process.
+    #[cold]
+    #[inline(never)]
+    fn stalled(&mut self, rd: &mut ReadCursor) -> bool {
+        self.stalls = self.stalls.wrapping_add(1);
+        if self.stalls % STALL_CHECK != 0 {
+            return false;
+        }
+        self.skip_dead(rd)
+    }
+
+    /// Steps the cursor over the record at it if its producer died before finishing
+    /// it (counted in the consumer line's `dead`).
+    fn skip_dead(&self, rd: &mut ReadCursor) -> bool {
+        if rd.pos - rd.published >= self.core.capacity() {
+            return false;
+        }
+        let Some(len) = self.core.dead_claim_in(rd.pos, usize::MAX, !K::MULTI) else {
+            return false;
+        };
+        rd.pos += len;
+        // Relaxed: a statistic; this consumer is its only writer in discard mode.
+        self.core.control().consumer.0.dead.fetch_add(1, Relaxed);
+        true
     }
 
     /// Prepares to wait on [`as_fd`](AsFd::as_fd): publishes the consumer position,
@@ -295,7 +352,14 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     }
 
     fn arm_inner(&mut self) -> io::Result<bool> {
-        self.core.region.drain_doorbell()?;
+        if self.core.region.is_futex() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a ring shared between processes wakes its consumer through a futex, not a file \
+                 descriptor: use poll or wait",
+            ));
+        }
+        self.core.region.prepare_sleep()?;
         self.armed = true;
         let at = self.rd.published;
         let armed = self.core.arm(at)?;
@@ -330,7 +394,7 @@ pub(crate) fn sleep(
         if ready(core) {
             return Ok(true);
         }
-        core.region.drain_doorbell()?;
+        let token = core.region.prepare_sleep()?;
         *armed = true;
         *armed = core.arm(at)?;
         if !*armed {
@@ -343,19 +407,14 @@ pub(crate) fn sleep(
                 _ => return Ok(ready(core)),
             },
         };
-        let ts = left.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
-        let bell = core.region.doorbell();
-        let mut fds = [PollFd::new(&bell, PollFlags::IN)];
-        match poll(&mut fds, ts.as_ref()) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
+        core.region.sleep(token, left)?;
     }
 }
 
 impl<K: ProducerKind, M: Mode> AsFd for Consumer<K, M> {
     /// The doorbell: an eventfd that becomes readable when a producer wakes this
-    /// consumer. See [`Consumer::arm`].
+    /// consumer. See [`Consumer::arm`]. Rings shared between processes wake their
+    /// consumer through a futex instead: their `arm` fails with `Unsupported`.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.shared.region.doorbell()
     }
@@ -365,7 +424,7 @@ impl<K: ProducerKind, M: Mode> Drop for Consumer<K, M> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
-        detach_flag(&self.core.control().consumer.0.attached);
+        owner::give_back(&self.core.control().consumer.0.attached);
     }
 }
 

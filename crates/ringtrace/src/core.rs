@@ -70,7 +70,7 @@ use std::io;
 
 use crate::barrier;
 use crate::config::Wakeup;
-use crate::layout::{footprint, len_word, pack, Control, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::layout::{footprint, len_word, pack, Control, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, N_SLOTS};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -94,6 +94,13 @@ pub(crate) struct ProducerCursor {
     /// free (`zeroed <= cons + capacity`), so a record ending at `end` fits without any
     /// other check if `end + 8 <= zeroed`.
     pub(crate) zeroed: u64,
+    /// The producer's counter slot (`N_SLOTS`: the shared overflow slot), whose
+    /// `claiming` word brackets each claim ([`Core::begin_claim`]).
+    pub(crate) slot: usize,
+    /// Overwrite mode: reserves refused in a row because the oldest record is
+    /// unfinished or the retire lock is held; every so often their owners are checked
+    /// for death ([`crate::repair`]).
+    pub(crate) stuck: u32,
 }
 
 /// How far past the next header a single producer zeroes when it runs out of zeroed
@@ -252,7 +259,7 @@ impl<R: Region> Core<R> {
         // (Acquire), which orders the previous handle's last store of the position
         // before this load; multi-producer rings do not use `zeroed`.
         let prod = ctl.producer.0.pos.load(Relaxed);
-        ProducerCursor { cons, zeroed: prod + HDR_SIZE }
+        ProducerCursor { cons, zeroed: prod + HDR_SIZE, slot: N_SLOTS, stuck: 0 }
     }
 
     /// A consumer cursor at the consumer position `pos` with the ring's running totals.
@@ -298,20 +305,24 @@ impl<R: Region> Core<R> {
         let prod = &ctl.producer.0.pos;
         let mut p = prod.load(Relaxed);
         let mut backoff = Backoff::new();
+        self.begin_claim(cur);
         let pos = loop {
             let end = p.wrapping_add(fp);
             if !self.has_room(end, cur) {
                 let now = prod.load(Relaxed);
                 if now == p {
+                    self.end_claim(cur);
                     return Err(Refused::Full);
                 }
                 p = now; // `p` was stale; try again with the current position.
                 continue;
             }
-            // Relaxed: the claim itself orders nothing. What was in the space was
-            // acquired above, and what we write there is published by the Release
-            // header store in `commit`. The CAS only decides who owns [p, end).
-            match prod.compare_exchange_weak(p, end, Relaxed, Relaxed) {
+            // The CAS decides who owns [p, end); it orders nothing of the record: what
+            // was in the space was acquired above, and what we write there is published
+            // by the Release header store in `commit`. Release (success): pairs with the
+            // Acquire load of `P` in `repair::dead_claim`, so a reader that sees this
+            // claim sees our `claiming` mark (`begin_claim`) too.
+            match prod.compare_exchange_weak(p, end, Release, Relaxed) {
                 Ok(_) => break p,
                 Err(now) => {
                     p = now;
@@ -322,7 +333,43 @@ impl<R: Region> Core<R> {
         // Relaxed: to the consumer BUSY means the same as the zero header it replaces
         // ("wait"); it only tells observers who holds the space.
         self.region.header(pos).store(pack(len | BUSY_BIT, 0) | self.aux_bits, Relaxed);
+        self.end_claim(cur);
         Ok(pos)
+    }
+
+    /// Marks the start of a claim in the producer's slot: until [`Self::end_claim`], a
+    /// claimed record of ours may still have a zero header, and a reader must not take
+    /// it for a dead process's claim ([`crate::repair`]).
+    #[inline(always)]
+    pub(crate) fn begin_claim(&self, cur: &ProducerCursor) {
+        // Loom models have one process, never dead: no repair to tell about.
+        if cfg!(loom) {
+            return;
+        }
+        let ctl = self.control();
+        match ctl.slots.get(cur.slot) {
+            // Relaxed: ordered before the claim by the claim CAS's Release.
+            Some(line) => line.0.claiming.store(1, Relaxed),
+            // Relaxed: as above.
+            None => _ = ctl.overflow.0.claiming.fetch_add(1, Relaxed),
+        }
+    }
+
+    /// Ends what [`Self::begin_claim`] started, after the BUSY header store (or
+    /// without a claim).
+    #[inline(always)]
+    pub(crate) fn end_claim(&self, cur: &ProducerCursor) {
+        if cfg!(loom) {
+            return;
+        }
+        let ctl = self.control();
+        match ctl.slots.get(cur.slot) {
+            // Release: pairs with the Acquire load in `repair::live_claimer`: a reader
+            // that sees the mark gone sees our BUSY header.
+            Some(line) => line.0.claiming.store(0, Release),
+            // Release: as above.
+            None => _ = ctl.overflow.0.claiming.fetch_sub(1, Release),
+        }
     }
 
     /// Whether the space before `end` is free: by the consumer position last loaded, or
@@ -396,10 +443,12 @@ impl<R: Region> Core<R> {
                 _ if wait & BLOCKED != 0 => pos == at,
                 w => end.wrapping_sub(at) >= w,
             };
-        // Relaxed: the CAS only elects the one producer that rings the doorbell. The
-        // consumer reads the record after waking with `next`'s Acquire header load,
-        // which pairs with our Release header store in `commit`.
-        if due && self.control().wait.0.word.compare_exchange(wait, at, Relaxed, Relaxed).is_ok() {
+        // The CAS elects the one producer that rings the doorbell. The consumer reads
+        // the record after waking with `next`'s Acquire header load, which pairs with
+        // our Release header store in `commit`. Acquire: pairs with the Release store
+        // of the wait word in `arm`, so the consumer's read of a futex doorbell before
+        // it armed (`prepare_sleep`) happens-before our ring and cannot see it.
+        if due && self.control().wait.0.word.compare_exchange(wait, at, Acquire, Relaxed).is_ok() {
             self.region.notify();
         }
     }
@@ -517,9 +566,10 @@ impl<R: Region> Core<R> {
     pub(crate) fn arm(&self, at: u64) -> io::Result<bool> {
         let wait = &self.control().wait.0.word;
         let mut word = at | WAITING | if self.watermark == 0 { BLOCKED } else { 0 };
-        // Relaxed: ordered before the check below by the heavy barrier, which is what
-        // pairs with the producers' light barrier in `commit`.
-        wait.store(word, Relaxed);
+        // Ordered before the check below by the heavy barrier, which is what pairs with
+        // the producers' light barrier in `commit`. Release: pairs with the Acquire CAS
+        // in `wake_slow` (the doorbell read in `prepare_sleep` comes first).
+        wait.store(word, Release);
         loop {
             if let Err(e) = barrier::heavy() {
                 self.disarm(at);

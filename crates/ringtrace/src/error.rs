@@ -45,11 +45,47 @@ pub enum Error {
         capacity: u64,
     },
     /// A ring has one consumer at a time.
-    #[error("the ring already has a consumer: a ring has one consumer at a time (drop the other one first)")]
-    ConsumerAttached,
+    #[error(
+        "the ring already has a consumer (in process {pid}): a ring has one consumer at a time \
+         (drop the other one first)"
+    )]
+    ConsumerAttached {
+        /// The process that holds the consumer.
+        pid: u32,
+    },
     /// A single-producer ring has one producer at a time.
-    #[error("the single-producer ring already has a producer: use an Mpsc ring for several producers")]
-    ProducerAttached,
+    #[error(
+        "the single-producer ring already has a producer (in process {pid}): use an Mpsc ring for \
+         several producers"
+    )]
+    ProducerAttached {
+        /// The process that holds the producer.
+        pid: u32,
+    },
+    /// A ring file (or a memfd received from another process) cannot be used: its
+    /// header, size, positions or seals are not those of a ring this build can attach.
+    #[error("invalid ring file: {reason}")]
+    InvalidRing {
+        /// What does not match, in words.
+        reason: String,
+    },
+    /// A ring file could not be created or opened.
+    #[error("{what} {path}: {source}")]
+    File {
+        /// What ringtrace was doing.
+        what: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error the kernel returned.
+        #[source]
+        source: io::Error,
+    },
+    /// The handle was opened for consuming only ([`Access::Consumer`](crate::Access)).
+    #[error("this ring handle was opened for consuming only: {what} needs Access::Full")]
+    ReadOnly {
+        /// What was asked.
+        what: &'static str,
+    },
     /// A system call failed.
     #[error("{what}: {source}")]
     Io {
@@ -64,6 +100,17 @@ pub enum Error {
 impl Error {
     pub(crate) fn io(what: &'static str) -> impl FnOnce(rustix::io::Errno) -> Error {
         move |e| Error::Io { what, source: e.into() }
+    }
+
+    pub(crate) fn file<'a>(
+        what: &'static str,
+        path: &'a std::path::Path,
+    ) -> impl FnOnce(rustix::io::Errno) -> Error + 'a {
+        move |e| Error::File { what, path: path.to_path_buf(), source: e.into() }
+    }
+
+    pub(crate) fn invalid(reason: impl Into<String>) -> Error {
+        Error::InvalidRing { reason: reason.into() }
     }
 }
 

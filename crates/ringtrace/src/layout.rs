@@ -106,7 +106,12 @@ pub(crate) const fn decode(header: u64) -> Slot {
 /// `b"RINGTRC\0"`: the first word of a ring's control block.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// Version of this layout; bumped on any incompatible change.
-pub(crate) const LAYOUT_VERSION: u32 = 3;
+pub(crate) const LAYOUT_VERSION: u32 = 4;
+/// [`Meta::flags`]: the doorbell is the futex word [`WaitLine::futex`].
+pub(crate) const FLAG_FUTEX: u32 = 1;
+/// The flags this version knows; a ring with any other is refused.
+pub(crate) const KNOWN_FLAGS: u32 = FLAG_FUTEX;
+
 /// Per-producer counter slots in the control block.
 #[cfg(not(loom))]
 pub(crate) const N_SLOTS: usize = 58;
@@ -136,6 +141,16 @@ pub(crate) struct Meta {
     /// 0 = wake when the consumer has caught up; `u64::MAX` = only forced wakeups;
     /// `u64::MAX - 1` = every half ring; otherwise the watermark in bytes.
     pub(crate) watermark: AtomicU64,
+    /// [`FLAG_FUTEX`]: the doorbell is the futex word in [`WaitLine`] (rings shared
+    /// between processes); otherwise an eventfd private to the creating process.
+    pub(crate) flags: AtomicU32,
+    /// The clock record timestamps use: 0 = none (no ring records timestamps yet).
+    pub(crate) clock: AtomicU32,
+    /// When the ring was created: nanoseconds since the Unix epoch (`CLOCK_REALTIME`).
+    pub(crate) created_ns: AtomicU64,
+    /// Overwrite mode: bytes a retiring producer gives up beyond its need (the
+    /// builder's `retire_ahead`), so every process that attaches uses the creator's.
+    pub(crate) retire_ahead: AtomicU64,
 }
 
 /// Written by producers (and read by everyone).
@@ -144,7 +159,8 @@ pub(crate) struct Meta {
 pub(crate) struct ProducerLine {
     /// Next free position: the end of the newest reservation.
     pub(crate) pos: AtomicU64,
-    /// Single-producer rings: 1 while the producer handle exists.
+    /// Single-producer rings: the process id of the producer handle's process while it
+    /// exists (0: none). A dead process's claim is taken over.
     pub(crate) attached: AtomicU32,
 }
 
@@ -155,7 +171,8 @@ pub(crate) struct ConsumerLine {
     /// Everything before this position has been consumed (and, in multi-producer
     /// rings, zeroed).
     pub(crate) pos: AtomicU64,
-    /// 1 while a consumer handle exists.
+    /// The process id of the consumer handle's process while it exists (0: none). A
+    /// dead process's claim is taken over.
     pub(crate) attached: AtomicU32,
     /// The consumer's read position: everything before it is consumed (the consumer
     /// hands space back up to `pos`, at most one cache line behind it).
@@ -166,6 +183,9 @@ pub(crate) struct ConsumerLine {
     pub(crate) skipped: AtomicU64,
     /// Overwrite mode: committed records overwritten before the consumer read them.
     pub(crate) overwritten: AtomicU64,
+    /// Reservations whose producer process died before committing them, stepped over
+    /// (by the consumer, or by an overwriting producer).
+    pub(crate) dead: AtomicU64,
 }
 
 /// The consumer's wait state, alone on its line: producers load it on every commit, and
@@ -177,6 +197,10 @@ pub(crate) struct WaitLine {
     /// See [`crate::core`]: `WAITING`, `BLOCKED` in the low bits, the position the
     /// consumer waits at in the rest.
     pub(crate) word: AtomicU64,
+    /// Rings with [`FLAG_FUTEX`]: the doorbell. A producer that wakes the consumer adds
+    /// one and calls `FUTEX_WAKE`; the consumer sleeps in `FUTEX_WAIT` on the value it
+    /// read before it armed.
+    pub(crate) futex: AtomicU32,
 }
 
 /// Overwrite mode's shared state (see [`crate::overwrite`]), written by the producer
@@ -195,6 +219,9 @@ pub(crate) struct OverwriteLine {
     /// producer position by at least 8: the next header reads zero), with the retire
     /// lock in bit 0.
     pub(crate) zeroed: AtomicU64,
+    /// The process id of the retire lock's holder, stored right after taking it (0 once
+    /// dropped): a lock whose holder died is taken over.
+    pub(crate) lock_pid: AtomicU32,
 }
 
 /// Counters of one producer handle (or, for the overflow slot, of all producers that
@@ -202,7 +229,8 @@ pub(crate) struct OverwriteLine {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    /// 0 while free; 1 while a producer handle owns it.
+    /// 0 while free; the owning producer handle's process id while one owns it (a
+    /// dead process's slot is taken over). The overflow slot: unused.
     pub(crate) owner: AtomicU64,
     pub(crate) committed: AtomicU64,
     pub(crate) discarded: AtomicU64,
@@ -213,6 +241,25 @@ pub(crate) struct Counters {
     pub(crate) paused: AtomicU64,
     /// Reservations refused because the record could never fit.
     pub(crate) too_large: AtomicU64,
+    /// Multi-producer and overwrite rings: nonzero from just before the owner's claim
+    /// CAS until its BUSY header is stored (the overflow slot: how many of its users
+    /// are there). A reader that finds a claimed record whose header is still zero
+    /// steps over it as dead only if no live owner has this set (see
+    /// [`crate::repair`]).
+    pub(crate) claiming: AtomicU64,
+}
+
+/// What [`Control::init_meta`] writes (see [`Meta`] for each field).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MetaInit {
+    pub(crate) kind: u32,
+    pub(crate) mode: u32,
+    pub(crate) capacity: u64,
+    pub(crate) data_offset: u64,
+    pub(crate) watermark: u64,
+    pub(crate) flags: u32,
+    pub(crate) clock: u32,
+    pub(crate) ahead: u64,
 }
 
 /// The control block at the start of every ring.
@@ -253,19 +300,27 @@ impl Control {
     }
 
     /// Fills in [`Meta`]; called once, before the ring is shared.
-    pub(crate) fn init_meta(&self, kind: u32, mode: u32, capacity: u64, data_offset: u64, watermark: u64) {
-        use crate::sync::Ordering::Relaxed;
+    pub(crate) fn init_meta(&self, init: &MetaInit) {
+        use crate::sync::Ordering::{Relaxed, Release};
         // Relaxed: the ring is not shared yet; whatever shares it (Arc, a later
         // fork/mmap) synchronizes these stores with every later reader.
         let m = &self.meta.0;
         m.version.store(LAYOUT_VERSION, Relaxed);
-        m.kind.store(kind, Relaxed);
-        m.mode.store(mode, Relaxed);
+        m.kind.store(init.kind, Relaxed);
+        m.mode.store(init.mode, Relaxed);
         m.creator_pid.store(std::process::id(), Relaxed);
-        m.capacity.store(capacity, Relaxed);
-        m.data_offset.store(data_offset, Relaxed);
-        m.watermark.store(watermark, Relaxed);
-        m.magic.store(MAGIC, Relaxed);
+        m.capacity.store(init.capacity, Relaxed);
+        m.data_offset.store(init.data_offset, Relaxed);
+        m.watermark.store(init.watermark, Relaxed);
+        m.flags.store(init.flags, Relaxed);
+        m.clock.store(init.clock, Relaxed);
+        m.retire_ahead.store(init.ahead, Relaxed);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        m.created_ns.store(u64::try_from(now.as_nanos()).unwrap_or(u64::MAX), Relaxed);
+        // Release: the magic is stored last; a process that attaches to a ring file
+        // loads it with Acquire and sees the rest of the block (and the initialized
+        // positions, stored before this call).
+        m.magic.store(MAGIC, Release);
     }
 }
 

@@ -81,9 +81,12 @@ mod barrier;
 mod config;
 mod core;
 mod error;
+pub mod inspect;
 mod layout;
 mod overwrite;
+mod owner;
 mod region;
+mod repair;
 mod sync;
 
 #[cfg(not(loom))]
@@ -92,6 +95,8 @@ mod consumer;
 mod producer;
 #[cfg(not(loom))]
 mod ring;
+#[cfg(not(loom))]
+mod ringfile;
 
 #[cfg(all(test, not(loom)))]
 mod core_tests;
@@ -115,6 +120,8 @@ pub use overwrite::{
 pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]
 pub use ring::{Builder, RingBuf, Stats, MAX_CAPACITY};
+#[cfg(not(loom))]
+pub use ringfile::Access;
 
 /// A multi-producer ring in discard mode.
 #[cfg(not(loom))]

@@ -10,8 +10,9 @@ use crate::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Wakeup};
 use crate::core::{Core, ProducerCursor, Refused};
 use crate::error::{Error, OutOfBounds, ReserveError};
 use crate::layout::HDR_SIZE;
+use crate::owner;
 use crate::region::mmap::MmapView;
-use crate::ring::{attach_flag, detach_flag, Shared, SlotRef};
+use crate::ring::{Shared, SlotRef};
 
 /// Writes records into a ring. `Send`: each thread uses its own handle.
 /// For [`Mpsc`] rings it is cheap to [`Clone`] (each clone gets its own counter line).
@@ -51,12 +52,16 @@ impl<K: ProducerKind, M: Mode> fmt::Debug for Producer<K, M> {
 
 impl<K: ProducerKind, M: Mode> Producer<K, M> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
-        let core = shared.core.clone();
-        if !K::MULTI && !attach_flag(&core.control().producer.0.attached) {
-            return Err(Error::ProducerAttached);
+        if !shared.writable {
+            return Err(Error::ReadOnly { what: "attaching a producer" });
         }
-        let cursor = core.producer_cursor();
+        let core = shared.core.clone();
+        if !K::MULTI {
+            owner::take(&core.control().producer.0.attached).map_err(|pid| Error::ProducerAttached { pid })?;
+        }
         let slot = SlotRef::claim(&core);
+        let mut cursor = core.producer_cursor();
+        cursor.slot = slot.index();
         Ok(Producer { core, cursor, slot, shared, _static: PhantomData })
     }
 
@@ -202,7 +207,7 @@ impl<K: ProducerKind, M: Mode> Drop for Producer<K, M> {
     fn drop(&mut self) {
         self.slot.free(&self.core);
         if !K::MULTI {
-            detach_flag(&self.core.control().producer.0.attached);
+            owner::give_back(&self.core.control().producer.0.attached);
         }
     }
 }

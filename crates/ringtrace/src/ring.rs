@@ -8,10 +8,12 @@ use std::sync::Arc;
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
 use crate::core::{Core, HALF_RING, NEVER_WAKE};
 use crate::error::Error;
-use crate::layout::{Counters, CONTROL_SIZE, N_SLOTS};
-use crate::region::mmap::{MmapRegion, MmapView};
+use crate::layout::{Counters, MetaInit, FLAG_FUTEX, N_SLOTS};
+use crate::owner;
+use crate::region::file::{self, Backing};
+use crate::region::mmap::{Mapping, MmapRegion, MmapView};
 use crate::region::Region;
-use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::{barrier, Consumer, Producer};
 
 /// The largest capacity a ring takes: 4 GiB (the kernel's BPF ring buffer limit).
@@ -24,6 +26,9 @@ pub(crate) struct Shared {
     pub(crate) region: MmapRegion,
     /// Consumer publication batch in bytes.
     pub(crate) batch: u64,
+    /// Whether producers may attach through this handle (not opened with
+    /// [`Access::Consumer`](crate::Access)).
+    pub(crate) writable: bool,
     /// Overwrite mode: committed records that lay before the end of the last snapshot
     /// (for [`Snapshot::overwritten`](crate::Snapshot::overwritten)).
     pub(crate) last_snapshot: std::sync::Mutex<u64>,
@@ -80,6 +85,10 @@ impl<K: ProducerKind, M: Mode> fmt::Debug for RingBuf<K, M> {
 }
 
 impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
+    pub(crate) fn from_shared(shared: Shared) -> Self {
+        RingBuf { shared: Arc::new(shared), _static: PhantomData }
+    }
+
     /// A ring of `capacity` bytes with the default wakeup policy
     /// ([`WakeupPolicy::CaughtUp`]) and consumer batch (a quarter of the capacity).
     ///
@@ -183,8 +192,14 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         self
     }
 
-    /// Creates the ring: a sealed memfd mapped twice, and its eventfd.
+    /// Creates the ring: a sealed memfd mapped twice, and its eventfd, for this process
+    /// only. [`create`](Self::create) and [`build_shared`](Self::build_shared) make
+    /// rings other processes attach to.
     pub fn build(self) -> Result<RingBuf<K, M>, Error> {
+        self.build_in(Backing::Private)
+    }
+
+    pub(crate) fn build_in(self, backing: Backing<'_>) -> Result<RingBuf<K, M>, Error> {
         let page = rustix::param::page_size() as u64;
         let capacity = self.capacity;
         if !capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&capacity) {
@@ -202,24 +217,35 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         if M::OVERWRITE && ahead > capacity / 2 {
             return Err(Error::InvalidRetireAhead { ahead, capacity });
         }
+        let ahead = if M::OVERWRITE { ahead.next_multiple_of(8) } else { 0 };
         let batch = self.batch.unwrap_or(capacity / 4);
         if !(8..=capacity).contains(&batch) {
             return Err(Error::InvalidBatch { batch, capacity });
         }
         // Fix the barrier pair before any producer of this ring exists.
         barrier::init();
-        let region = MmapRegion::create(capacity)?;
-        let data_offset = CONTROL_SIZE.next_multiple_of(page as usize) as u64;
-        region.view().control().init_meta(K::CODE, M::CODE, capacity, data_offset, watermark);
+        let shared_ring = !matches!(backing, Backing::Private);
+        let new = file::create(capacity, backing)?;
+        let data_offset = file::data_offset();
+        let mapping = Mapping { capacity, data_offset, data_writable: true, futex: shared_ring };
+        let region = MmapRegion::map(new.fd, mapping)?;
         let core = if M::OVERWRITE {
-            let core = Core::new_overwrite(region.view(), watermark, ahead.next_multiple_of(8));
+            let core = Core::new_overwrite(region.view(), watermark, ahead);
             core.init_overwrite();
             core
         } else {
             Core::new(region.view(), watermark, K::MULTI)
         };
-        let shared = Shared { core, region, batch: batch & !7, last_snapshot: std::sync::Mutex::new(0) };
-        Ok(RingBuf { shared: Arc::new(shared), _static: PhantomData })
+        let flags = if shared_ring { FLAG_FUTEX } else { 0 };
+        // Last: the header's magic says the ring is ready to attach to.
+        let init = MetaInit { kind: K::CODE, mode: M::CODE, capacity, data_offset, watermark, flags, clock: 0, ahead };
+        region.view().control().init_meta(&init);
+        if let Some(path) = &new.link {
+            file::link(region.file(), path)?;
+        }
+        let shared =
+            Shared { core, region, batch: batch & !7, writable: true, last_snapshot: std::sync::Mutex::new(0) };
+        Ok(RingBuf::from_shared(shared))
     }
 }
 
@@ -244,6 +270,10 @@ pub struct Stats {
     /// them when it finds it was overtaken). With producers and consumer idle and the
     /// ring drained: `committed = consumed + overwritten_unread`.
     pub overwritten_unread: u64,
+    /// Records whose producer process died before finishing them, stepped over by the
+    /// consumer (discard mode) or by the producer that overwrote them (overwrite mode;
+    /// also counts retire locks taken over from a dead holder).
+    pub dead: u64,
     /// Overwrite mode: position of the oldest record still in the ring.
     pub overwrite_pos: u64,
     /// Reservations refused because the record was larger than the ring takes.
@@ -276,6 +306,7 @@ fn stats(shared: &Shared) -> Stats {
     s.consumed = ctl.consumer.0.consumed.load(Relaxed);
     s.skipped = ctl.consumer.0.skipped.load(Relaxed);
     s.overwritten_unread = ctl.consumer.0.overwritten.load(Relaxed);
+    s.dead = ctl.consumer.0.dead.load(Relaxed);
     // Consistent as a pair when the seqlock read succeeds; else each is a value it had
     // during the call (a retirer stayed mid-update).
     let ow = &ctl.overwrite.0;
@@ -313,14 +344,24 @@ impl SlotRef {
     /// Claims a free slot, or falls back to the overflow slot.
     pub(crate) fn claim(core: &Core<MmapView>) -> SlotRef {
         let ctl = core.control();
+        let me = u64::from(owner::my_pid());
         for (index, line) in ctl.slots.iter().enumerate() {
+            let now = line.0.owner.load(Relaxed);
+            // A slot is free, or its owner's process died (its counts are final: it
+            // made them before it died).
+            let free = now == 0 || (u32::try_from(now).is_ok_and(|pid| pid != owner::my_pid() && !owner::alive(pid)));
             // Acquire: pairs with the Release store in `free`, so this owner continues
             // from the previous owner's final counts.
-            if line.0.owner.load(Relaxed) == 0 && line.0.owner.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+            if free && line.0.owner.compare_exchange(now, me, Acquire, Relaxed).is_ok() {
                 return SlotRef { index, line: NonNull::from(&line.0) };
             }
         }
         SlotRef { index: N_SLOTS, line: NonNull::from(&ctl.overflow.0) }
+    }
+
+    /// The slot's index (`N_SLOTS`: the overflow slot).
+    pub(crate) fn index(&self) -> usize {
+        self.index
     }
 
     pub(crate) fn free(&self, core: &Core<MmapView>) {
@@ -359,18 +400,4 @@ impl SlotRef {
             counter.fetch_add(1, Relaxed);
         }
     }
-}
-
-/// Attaches an exclusive role (consumer, single producer) through its flag word.
-pub(crate) fn attach_flag(flag: &crate::sync::AtomicU32) -> bool {
-    // AcqRel: Acquire pairs with the Release in `detach_flag`, so the new holder sees
-    // what the previous one published; Release is not needed but AcqRel is the
-    // natural pair for a handover word.
-    flag.compare_exchange(0, 1, AcqRel, Relaxed).is_ok()
-}
-
-/// Releases a flag taken with `attach_flag`.
-pub(crate) fn detach_flag(flag: &crate::sync::AtomicU32) {
-    // Release: pairs with the Acquire in `attach_flag`.
-    flag.store(0, Release);
 }

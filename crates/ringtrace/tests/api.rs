@@ -37,12 +37,12 @@ fn bad_capacities_are_errors_that_name_the_limit() {
 fn one_consumer_and_one_spsc_producer_at_a_time() {
     let ring = SpscRing::new(4096).unwrap();
     let c = ring.consumer().unwrap();
-    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached)));
+    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached { .. })));
     drop(c);
     assert!(ring.consumer().is_ok());
     let p = ring.producer().unwrap();
     let err = ring.producer().unwrap_err();
-    assert!(matches!(err, Error::ProducerAttached));
+    assert!(matches!(err, Error::ProducerAttached { .. }));
     assert!(err.to_string().contains("Mpsc"));
     drop(p);
     assert!(ring.producer().is_ok());

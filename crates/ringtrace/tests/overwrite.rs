@@ -265,7 +265,7 @@ fn pause_waits_for_a_record_being_written() {
 fn consumer_follows_and_counts_what_it_missed() {
     let ring = exact(4096);
     let mut c = ring.consumer().unwrap();
-    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached)));
+    assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached { .. })));
     let mut p = ring.producer().unwrap();
     let mut next = 0u64;
     let mut got = Vec::new();

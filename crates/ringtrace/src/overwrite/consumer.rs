@@ -13,8 +13,9 @@ use crate::config::{Overwrite, ProducerKind};
 use crate::consumer::sleep;
 use crate::core::Core;
 use crate::error::{ConsumeError, Error};
+use crate::owner;
 use crate::region::mmap::MmapView;
-use crate::ring::{attach_flag, detach_flag, Shared};
+use crate::ring::Shared;
 use crate::sync::Ordering::Relaxed;
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
@@ -73,9 +74,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
-        if !attach_flag(&line.attached) {
-            return Err(Error::ConsumerAttached);
-        }
+        owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
         // Relaxed: handed over through the attach flag (Acquire).
         let (consumed, skipped, overwritten) =
             (line.consumed.load(Relaxed), line.skipped.load(Relaxed), line.overwritten.load(Relaxed));
@@ -241,6 +240,6 @@ impl<K: ProducerKind> Drop for OverwriteConsumer<K> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
-        detach_flag(&self.core.control().consumer.0.attached);
+        owner::give_back(&self.core.control().consumer.0.attached);
     }
 }

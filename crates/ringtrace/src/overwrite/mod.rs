@@ -20,7 +20,11 @@
 //!   in discard mode, as long as the claim and the word after it lie below `Z`. Bit 0 of
 //!   `P` is the pause flag.
 //! * `Z` (the overwrite line): everything in `[P, Z)` is zero, so an unwritten header
-//!   reads zero ("wait") and a producer's claim needs no lock. Bit 0 is the retire lock.
+//!   reads zero ("wait") and a producer's claim needs no lock. Bit 0 says the retire
+//!   lock is held (a hint: producers that fit below `Z` need not wait for it).
+//! * `lock_pid` (the overwrite line): the retire lock itself, holding its holder's
+//!   process id (with [`PAUSER`] for a pause), so that a holder killed while it holds
+//!   it is found out and its work finished by the next producer ([`lock`]).
 //! * `O` and `retired` (the overwrite line, under a seqlock `seq`): the oldest record
 //!   still readable, and how many committed records lie before it.
 //!
@@ -29,11 +33,12 @@
 //!
 //! # Giving up space (`retire`)
 //!
-//! A producer whose record does not fit below `Z` takes the retire lock (a CAS on `Z`'s
-//! bit 0; never waited for long: a few spins, then the reserve fails and is counted),
+//! A producer whose record does not fit below `Z` takes the retire lock (a CAS of its
+//! pid into `lock_pid`, then sets `Z`'s bit 0; never waited for long: a few spins, then
+//! the reserve fails and is counted),
 //! walks whole records forward from `O` (refusing to pass a record that is BUSY or whose
 //! header is still zero: the seed's "E cannot be reserved"), publishes the new `O`, zeroes
-//! the space given up, and publishes `Z = O + capacity`, which also drops the lock. With
+//! the space given up, publishes `Z = O + capacity` and drops the lock. With
 //! a `retire_ahead` of 0 it gives up exactly the records the new one covers, as the
 //! kernel does; with more, it works ahead so that other producers keep claiming while
 //! one zeroes, at the price of that many fewer bytes of history.
@@ -57,6 +62,7 @@
 
 #[cfg(not(loom))]
 pub(crate) mod consumer;
+mod lock;
 #[cfg(all(test, loom))]
 mod loom_tests;
 #[cfg(not(loom))]
@@ -69,14 +75,21 @@ pub(crate) mod snapshot;
 
 use crate::core::{Backoff, Core, ProducerCursor, Refused};
 use crate::layout::{footprint, len_word, pack, OverwriteLine, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::owner;
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::sync::{fence, yield_now};
 
-/// Bit 0 of `zeroed`: a producer is giving up space.
+/// Bit 0 of `zeroed`: a producer is giving up space (a hint for the others; the lock
+/// itself is `lock_pid`).
 pub(crate) const LOCK: u64 = 1;
+/// Bit 31 of `lock_pid`: the holder is pausing the ring (process ids are below 2^22).
+pub(crate) const PAUSER: u32 = 1 << 31;
 /// Bit 0 of the producer position: the ring is paused.
 pub(crate) const PAUSED: u64 = 1;
+/// A producer stuck this many reserves in a row (retire lock held, or the oldest record
+/// unfinished) checks whether the process it waits for died ([`crate::repair`]).
+pub(crate) const STUCK_CHECK: u32 = 16;
 /// How many times a producer that needs space looks again while another holds the
 /// retire lock, before it gives up: a few microseconds. A retire of 1 KiB measured
 /// 300-500 cycles here, so this covers any holder that was not preempted.
@@ -137,6 +150,15 @@ impl<R: Region> Core<R> {
         if len > self.max_len() as usize {
             return Err(Refused::TooLarge);
         }
+        self.begin_claim(cur);
+        let claimed = self.claim_overwrite(len, cur);
+        self.end_claim(cur);
+        claimed
+    }
+
+    /// [`Self::reserve_overwrite`] between the claim marks.
+    #[inline(always)]
+    fn claim_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         let fp = footprint(len as u32);
         let prod = &self.control().producer.0.pos;
         // Relaxed: `P` only arbitrates claims; what lies in the space is ordered by `Z`
@@ -154,7 +176,9 @@ impl<R: Region> Core<R> {
             if need > cur.zeroed {
                 self.make_room(need, cur)?;
             }
-            match prod.compare_exchange_weak(p, p + fp, Relaxed, Relaxed) {
+            // Release (success): pairs with the Acquire load of `P` in
+            // `repair::dead_claim` (our claim mark comes first; see `Core::reserve`).
+            match prod.compare_exchange_weak(p, p + fp, Release, Relaxed) {
                 Ok(_) => break,
                 Err(now) => {
                     p = now;
@@ -187,12 +211,19 @@ impl<R: Region> Core<R> {
             // Work ahead: retire once less than half the look-ahead is left, so that the
             // others rarely run out while one producer zeroes.
             if need <= cur.zeroed {
+                cur.stuck = 0;
                 return Ok(());
             }
             if z & LOCK == 0 {
-                // Acquire: pairs with the previous holder's Release store that dropped the
-                // lock: its zeroing and its updates of `O` happen-before ours.
-                if line.zeroed.compare_exchange(z, z | LOCK, Acquire, Relaxed).is_ok() {
+                if self.try_lock(owner::my_pid()) {
+                    // Relaxed: the lock's Acquire ordered the last holder's store of `Z`
+                    // (before it unlocked) before this load.
+                    let z = line.zeroed.load(Relaxed);
+                    // Relaxed, and a read-modify-write: `LOCK` is a hint to the others
+                    // ("someone is working ahead"); as an RMW it keeps the last
+                    // holder's Release store of `Z` at the head of the release sequence
+                    // their Acquire loads synchronize with.
+                    line.zeroed.fetch_or(LOCK, Relaxed);
                     return self.retire(z, need, cur);
                 }
             } else if need <= known {
@@ -202,6 +233,12 @@ impl<R: Region> Core<R> {
             if cfg!(loom) {
                 yield_now();
             }
+        }
+        // Stuck. Every so often, ask whether the lock's holder died (then take the lock
+        // over and finish its work): the next reserve will find room.
+        cur.stuck += 1;
+        if cur.stuck % STUCK_CHECK == 0 {
+            self.recover_lock();
         }
         // A pause holds the retire lock: count a reserve it refused as paused.
         if self.is_paused() {
@@ -231,7 +268,7 @@ impl<R: Region> Core<R> {
         let p = self.control().producer.0.pos.load(Relaxed) & !PAUSED;
         debug_assert_eq!(z, o + cap);
         let target = (need + self.ahead).saturating_sub(cap);
-        let (mut x, mut n) = (o, 0);
+        let (mut x, mut n, mut dead) = (o, 0, 0);
         // Bounded: each step moves `x` forward by at least 8, and `x` stays below `P`.
         while x < target && x < p {
             // Acquire: pairs with the Release header store in `commit`: the record's
@@ -239,7 +276,19 @@ impl<R: Region> Core<R> {
             let h = self.word(x).load(Acquire);
             let w = len_word(h);
             if h == 0 || w & BUSY_BIT != 0 {
-                break; // claimed and unfinished: never overwrite it
+                // Claimed and unfinished: never overwrite it, unless its producer died
+                // (checked now and then when stuck at it: `x == o`).
+                if x == o {
+                    cur.stuck += 1;
+                    if cur.stuck % STUCK_CHECK == 0 {
+                        if let Some(fp) = self.dead_claim(x, cur.slot) {
+                            dead += 1;
+                            x += fp;
+                            continue;
+                        }
+                    }
+                }
+                break;
             }
             let fp = footprint(w & LEN_MASK);
             if fp > cap - HDR_SIZE || x + fp > p {
@@ -249,10 +298,14 @@ impl<R: Region> Core<R> {
             x += fp;
         }
         if x == o {
-            // Release: drops the lock (our loads of headers come before any later
-            // holder's zeroing); publishes nothing new.
+            // Release: clears the hint; publishes nothing new.
             line.zeroed.store(z, Release);
+            self.unlock();
             return if need <= z { Ok(()) } else { Err(Refused::Pending) };
+        }
+        if dead != 0 {
+            // Relaxed: a statistic.
+            self.control().consumer.0.dead.fetch_add(dead, Relaxed);
         }
         // The seqlock write of (O, retired): readers retry while `seq` is odd.
         let s = line.seq.load(Relaxed);
@@ -274,10 +327,12 @@ impl<R: Region> Core<R> {
             self.word(at).store(0, Relaxed);
             at += 8;
         }
-        // Release: pairs with the Acquire loads of `zeroed` in `make_room` (and the
-        // next holder's lock CAS): the zeroes happen-before any write of the new space.
+        // Release: pairs with the Acquire loads of `zeroed` in `make_room` and the
+        // readers': the zeroes happen-before any write of the new space.
         line.zeroed.store(new_z, Release);
+        self.unlock();
         cur.zeroed = self.threshold(new_z);
+        cur.stuck = 0;
         if need <= new_z {
             Ok(())
         } else {
@@ -358,33 +413,36 @@ impl<R: Region> Core<R> {
     /// discarded. On `Ok` nothing writes `[over_pos, prod)` until [`Self::resume`].
     pub(crate) fn pause(&self) -> Result<PauseToken, PauseRefused> {
         let prod = &self.control().producer.0.pos;
+        let line = self.ow_line();
+        // The retire lock first (marked as a pauser's, so that whoever takes it over
+        // from a dead pauser also clears the pause flag), then the flag.
+        let mut locked = false;
+        for round in 0..PAUSE_ROUNDS {
+            if self.try_lock(owner::my_pid() | PAUSER) {
+                locked = true;
+                break;
+            }
+            // Relaxed: a hint; the answer is only reported.
+            if line.lock_pid.load(Relaxed) & PAUSER != 0 {
+                return Err(PauseRefused::Already);
+            }
+            if round % 1024 == 1023 {
+                self.recover_lock();
+            }
+            yield_now();
+        }
+        if !locked {
+            return Err(PauseRefused::Busy);
+        }
+        // Relaxed: we hold the lock; its Acquire ordered the last holder's store of `Z`.
+        let zeroed = line.zeroed.load(Relaxed);
+        // Relaxed RMW: the hint, as in `make_room`.
+        line.zeroed.fetch_or(LOCK, Relaxed);
         // Relaxed: the flag's place in `P`'s modification order is what matters: every
         // claim CAS ordered before it succeeded with a smaller `P`; every later one
         // fails and then sees the flag.
         let prev = prod.fetch_or(PAUSED, Relaxed);
-        if prev & PAUSED != 0 {
-            return Err(PauseRefused::Already);
-        }
-        let unpause = || {
-            // Relaxed: see above.
-            prod.fetch_and(!PAUSED, Relaxed);
-        };
-        let line = self.ow_line();
-        let mut zeroed = None;
-        for _ in 0..PAUSE_ROUNDS {
-            let z = line.zeroed.load(Relaxed);
-            // Acquire: as the lock CAS in `make_room`: the last retirer's zeroing and
-            // `O` happen-before our reads of the records.
-            if z & LOCK == 0 && line.zeroed.compare_exchange(z, z | LOCK, Acquire, Relaxed).is_ok() {
-                zeroed = Some(z);
-                break;
-            }
-            yield_now();
-        }
-        let Some(zeroed) = zeroed else {
-            unpause();
-            return Err(PauseRefused::Busy);
-        };
+        debug_assert_eq!(prev & PAUSED, 0, "only the lock holder pauses");
         // Relaxed: we hold the retire lock (acquired above).
         let over_pos = line.over_pos.load(Relaxed);
         let retired = line.retired.load(Relaxed);
@@ -402,6 +460,14 @@ impl<R: Region> Core<R> {
                     self.resume(token);
                     return Err(PauseRefused::Busy);
                 }
+                // A dead producer's record is stepped over (and left for the next
+                // retirer to count), never waited for.
+                if rounds % 1024 == 1023 {
+                    if let Some(fp) = self.dead_claim(x, usize::MAX) {
+                        x += fp;
+                        continue;
+                    }
+                }
                 yield_now();
                 continue;
             }
@@ -415,10 +481,12 @@ impl<R: Region> Core<R> {
 
     /// Ends a pause: drops the retire lock and clears the flag.
     pub(crate) fn resume(&self, token: PauseToken) {
-        // Release: pairs with the next retirer's Acquire lock CAS: our in-place reads of
-        // the records happen-before it zeroes them.
+        // Release: clears the hint (the space below `Z` is as it was).
         self.ow_line().zeroed.store(token.zeroed, Release);
         // Relaxed: producers claim only zeroed space past `P`, which nobody read.
         self.control().producer.0.pos.fetch_and(!PAUSED, Relaxed);
+        // Release (in `unlock`): pairs with the next retirer's Acquire lock CAS: our
+        // in-place reads of the records happen-before it zeroes them.
+        self.unlock();
     }
 }

@@ -1,9 +1,10 @@
-//! The real region: a memfd holding the control block and the data area, with the data
-//! area mapped twice back to back, as the kernel maps a BPF ring buffer's pages:
+//! The real region: a file (a memfd, or a named ring file, see [`super::file`]) holding
+//! the control block and the data area, with the data area mapped twice back to back,
+//! as the kernel maps a BPF ring buffer's pages:
 //!
 //! ```text
 //!  virtual:  [ control | data (copy 1)        | data (copy 2)        ]
-//!  memfd:    [ control | data                 ]
+//!  file:     [ control | data                 ]
 //!                        ^ offset data_offset   mapped again right after copy 1
 //! ```
 //!
@@ -14,32 +15,47 @@
 //! virtual addresses of one byte are only ever used at times ordered by the protocol's
 //! acquire/release pairs, and caches are physically tagged, so aliasing is harmless.
 //!
+//! A handle that only reads the data area (the consumer of a single-producer or
+//! overwrite ring opened with [`Access::Consumer`](crate::Access)) maps it read-only.
+//!
+//! # Doorbells
+//!
+//! A ring private to one process wakes its consumer through an eventfd, which event
+//! loops can wait on. A ring shared between processes (`FLAG_FUTEX`) wakes it through
+//! a futex on [`WaitLine::futex`](crate::layout::WaitLine): a producer in any process
+//! adds one to the word and calls `FUTEX_WAKE`; the consumer reads the word before it
+//! arms its wait and sleeps in `FUTEX_WAIT` only while the word still holds that value,
+//! so a wake between its check and its sleep is never lost.
+//!
 //! This module and `producer`/`consumer` (which build slices from [`MmapView::data_ptr`])
 //! hold the crate's `unsafe`.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
+use std::time::Duration;
 
-use rustix::event::{eventfd, EventfdFlags};
-use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
 use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
+use rustix::thread::futex;
 
 use super::Region;
 use crate::error::Error;
 use crate::layout::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
+use crate::sync::Ordering::{Acquire, Release};
 
-/// A memfd ring mapped into this process, and its doorbell eventfd: the owner of the
-/// mapping and the descriptors. Handles use it through [`MmapView`]s.
+/// A ring file mapped into this process, and its doorbell: the owner of the mapping and
+/// the descriptors. Handles use it through [`MmapView`]s.
 pub(crate) struct MmapRegion {
     view: MmapView,
     /// Bytes mapped from the view's `base`: `data_offset + 2 * capacity`.
     map_len: usize,
-    /// Kept so the memory can later be shared with another process.
-    _memfd: OwnedFd,
-    /// Nonblocking eventfd the consumer sleeps on; producers write 1 to wake it.
-    doorbell: OwnedFd,
+    /// The memfd or ring file (shared with other processes through it).
+    fd: OwnedFd,
+    /// Nonblocking eventfd: the doorbell of a private ring; unused (never rung) in a
+    /// futex ring, kept so that `AsFd` always has a descriptor to lend.
+    eventfd: OwnedFd,
 }
 
 /// What the protocol needs of a mapped ring, as plain values, so that every producer and
@@ -57,8 +73,10 @@ pub(crate) struct MmapView {
     data: NonNull<u8>,
     /// `capacity - 1`.
     mask: u64,
-    /// The doorbell eventfd, owned by the region.
-    doorbell: RawFd,
+    /// The eventfd, owned by the region.
+    eventfd: RawFd,
+    /// Whether the doorbell is the futex word (rings shared between processes).
+    futex: bool,
 }
 
 // SAFETY: a view is a set of addresses into a mapping that every thread of the process
@@ -69,24 +87,33 @@ unsafe impl Send for MmapView {}
 // pointers whose use is governed by the protocol.
 unsafe impl Sync for MmapView {}
 
-impl MmapRegion {
-    /// Creates a memfd ring of `capacity` data bytes (a power of two, a multiple of the
-    /// page size: the caller checked) and maps it.
-    pub(crate) fn create(capacity: u64) -> Result<Self, Error> {
-        let page = rustix::param::page_size();
-        let data_offset = CONTROL_SIZE.next_multiple_of(page);
-        let cap = usize::try_from(capacity).map_err(|_| Error::io("capacity")(rustix::io::Errno::NOMEM))?;
-        let file_len = data_offset + cap;
-        let map_len = data_offset + 2 * cap;
+/// How to map a ring file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mapping {
+    pub(crate) capacity: u64,
+    /// Offset of the data area in the file: a multiple of the page size.
+    pub(crate) data_offset: u64,
+    /// Map the data area writable (producers; the consumer of a multi-producer discard
+    /// ring, which zeroes what it consumes).
+    pub(crate) data_writable: bool,
+    /// The doorbell is the futex word.
+    pub(crate) futex: bool,
+}
 
-        let memfd = memfd_create("ringtrace", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
-            .map_err(Error::io("memfd_create"))?;
-        ftruncate(&memfd, file_len as u64).map_err(Error::io("ftruncate of the ring's memfd"))?;
-        // No process that later gets this memfd can shrink it under a mapping (SIGBUS)
-        // or grow it.
-        fcntl_add_seals(&memfd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
-            .map_err(Error::io("sealing the ring's memfd"))?;
-        let doorbell = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(Error::io("eventfd"))?;
+impl MmapRegion {
+    /// Maps `fd`, a file of at least `data_offset + capacity` bytes (the caller checked:
+    /// the file is sealed against shrinking, or its size was checked just before),
+    /// and makes its eventfd.
+    pub(crate) fn map(fd: OwnedFd, m: Mapping) -> Result<Self, Error> {
+        let too_big = || Error::io("mapping the ring")(rustix::io::Errno::NOMEM);
+        let cap = usize::try_from(m.capacity).map_err(|_| too_big())?;
+        let data_offset = usize::try_from(m.data_offset).map_err(|_| too_big())?;
+        debug_assert!(data_offset >= CONTROL_SIZE && data_offset % rustix::param::page_size() == 0);
+        let file_len = data_offset.checked_add(cap).ok_or_else(too_big)?;
+        let map_len = file_len.checked_add(cap).ok_or_else(too_big)?;
+        let eventfd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(Error::io("eventfd"))?;
+        let rw = ProtFlags::READ | ProtFlags::WRITE;
+        let data_prot = if m.data_writable { rw } else { ProtFlags::READ };
 
         // SAFETY: a fresh PROT_NONE reservation at an address the kernel picks; it
         // overlaps nothing of ours.
@@ -101,31 +128,31 @@ impl MmapRegion {
         };
         // SAFETY: MAP_FIXED inside our own reservation (`base` is page-aligned, the
         // length fits in it), replacing only pages we reserved above.
-        unsafe {
-            mmap(base, file_len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED | MapFlags::FIXED, &memfd, 0)
+        unsafe { mmap(base, data_offset, rw, MapFlags::SHARED | MapFlags::FIXED, &fd, 0) }
+            .map_err(Error::io("mapping the ring's control block"))
+            .map_err(unmap_on_err)?;
+        for (at, what) in [(data_offset, "mapping the ring's data area"), (file_len, "mapping the data area again")] {
+            // SAFETY: as above: both copies of the data area lie inside the reservation
+            // (`at + cap <= map_len`), and `data_offset` is page-aligned.
+            unsafe {
+                mmap(
+                    base.cast::<u8>().add(at).cast(),
+                    cap,
+                    data_prot,
+                    MapFlags::SHARED | MapFlags::FIXED,
+                    &fd,
+                    data_offset as u64,
+                )
+            }
+            .map_err(Error::io(what))
+            .map_err(unmap_on_err)?;
         }
-        .map_err(Error::io("mapping the ring"))
-        .map_err(unmap_on_err)?;
-        // SAFETY: as above; the second copy of the data area lies at
-        // `base + file_len .. base + map_len`, inside the reservation.
-        unsafe {
-            mmap(
-                base.cast::<u8>().add(file_len).cast(),
-                cap,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED | MapFlags::FIXED,
-                &memfd,
-                data_offset as u64,
-            )
-        }
-        .map_err(Error::io("mapping the ring's data area a second time"))
-        .map_err(unmap_on_err)?;
 
         let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
         // SAFETY: data_offset < map_len, so the result is inside the mapping.
         let data = unsafe { base.add(data_offset) };
-        let view = MmapView { base, data, mask: capacity - 1, doorbell: doorbell.as_raw_fd() };
-        Ok(MmapRegion { view, map_len, _memfd: memfd, doorbell })
+        let view = MmapView { base, data, mask: m.capacity - 1, eventfd: eventfd.as_raw_fd(), futex: m.futex };
+        Ok(MmapRegion { view, map_len, fd, eventfd })
     }
 
     /// A view of this region for a [`Core`](crate::core::Core).
@@ -133,11 +160,21 @@ impl MmapRegion {
         self.view
     }
 
-    /// The eventfd the consumer sleeps on.
+    /// The eventfd a private ring's consumer sleeps on.
     pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
-        self.doorbell.as_fd()
+        self.eventfd.as_fd()
+    }
+
+    /// The ring's file: a memfd or a named ring file.
+    pub(crate) fn file(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
+
+/// What a consumer read from the doorbell before it armed its wait: the futex value
+/// (futex rings) or nothing (the eventfd was reset).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BellToken(u32);
 
 impl MmapView {
     /// Address of position `pos` in the first copy; a record there extends contiguously
@@ -149,18 +186,51 @@ impl MmapView {
         unsafe { self.data.as_ptr().add((pos & self.mask) as usize) }
     }
 
-    /// The doorbell eventfd.
-    pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
-        // SAFETY: the region owns this descriptor and outlives the view (type invariant).
-        unsafe { BorrowedFd::borrow_raw(self.doorbell) }
+    /// Whether the doorbell is the futex word (a ring shared between processes).
+    pub(crate) fn is_futex(&self) -> bool {
+        self.futex
     }
 
-    /// Resets the doorbell (reads the eventfd's counter); true if it had been rung.
-    pub(crate) fn drain_doorbell(&self) -> io::Result<bool> {
+    /// The eventfd.
+    pub(crate) fn eventfd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the region owns this descriptor and outlives the view (type invariant).
+        unsafe { BorrowedFd::borrow_raw(self.eventfd) }
+    }
+
+    /// Resets the doorbell before the consumer arms its wait: reads the eventfd's counter,
+    /// or the futex word's value.
+    pub(crate) fn prepare_sleep(&self) -> io::Result<BellToken> {
+        if self.futex {
+            // Acquire: pairs with the Release `fetch_add` in `notify`: a producer that
+            // rang before this load is seen here, and then the wait below sleeps only
+            // if no producer rang since.
+            return Ok(BellToken(self.control().wait.0.futex.load(Acquire)));
+        }
         let mut buf = [0u8; 8];
-        match rustix::io::read(self.doorbell(), &mut buf) {
-            Ok(_) => Ok(true),
-            Err(rustix::io::Errno::AGAIN) => Ok(false),
+        match rustix::io::read(self.eventfd(), &mut buf) {
+            Ok(_) | Err(rustix::io::Errno::AGAIN) => Ok(BellToken(0)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Sleeps until the doorbell rings (after `token` was read), `timeout` passes or a
+    /// signal arrives.
+    pub(crate) fn sleep(&self, token: BellToken, timeout: Option<Duration>) -> io::Result<()> {
+        let ts = timeout.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
+        if self.futex {
+            // Not FUTEX_PRIVATE: the word is shared with other processes. The kernel
+            // sleeps only if the word still holds `token`, atomically with queueing us.
+            return match futex::wait(&self.control().wait.0.futex, futex::Flags::empty(), token.0, ts.as_ref()) {
+                Ok(()) | Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR | rustix::io::Errno::TIMEDOUT) => {
+                    Ok(())
+                }
+                Err(e) => Err(e.into()),
+            };
+        }
+        let bell = self.eventfd();
+        let mut fds = [PollFd::new(&bell, PollFlags::IN)];
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -168,25 +238,27 @@ impl MmapView {
 
 impl Drop for MmapRegion {
     fn drop(&mut self) {
-        // SAFETY: the whole reservation made in `create`; every handle that could use it
+        // SAFETY: the whole reservation made in `map`; every handle that could use it
         // holds an `Arc` to this region, so none is left.
         let _ = unsafe { munmap(self.view.base.as_ptr().cast(), self.map_len) };
     }
 }
 
-// SAFETY: `capacity` is a power of two >= one page (checked by the builder) and fixed;
-// `header` is the 8-aligned word at `data + (pos & mask)` (data is page-aligned, pos a
-// multiple of 8); `zero` writes exactly `[pos, pos + len)` through the double mapping.
-// The view's region is alive whenever these run (type invariant).
+// SAFETY: `capacity` is a power of two >= one page (checked by the builder, or by
+// `file::validate` for an attached ring) and fixed; `header` is the 8-aligned word at
+// `data + (pos & mask)` (data is page-aligned, pos a multiple of 8); `zero` writes
+// exactly `[pos, pos + len)` through the double mapping. The view's region is alive
+// whenever these run (type invariant).
 unsafe impl Region for MmapView {
     /// One 4 KiB page, the smallest page of any Linux target (the builder requires at
     /// least one page).
     const MIN_CAPACITY: u64 = 4096;
     #[inline(always)]
     fn control(&self) -> &Control {
-        // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned
-        // mapping that lives as long as `self`; it started as zeroes, a valid value for
-        // a struct of atomics, and is only ever accessed through those atomics.
+        // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned,
+        // writable mapping that lives as long as `self`; a file starts as zeroes, a
+        // valid value for a struct of atomics, and is only ever accessed through those
+        // atomics (by every process that maps it).
         unsafe { self.base.cast::<Control>().as_ref() }
     }
 
@@ -205,15 +277,24 @@ unsafe impl Region for MmapView {
     #[inline]
     unsafe fn zero(&self, pos: u64, len: u64) {
         // SAFETY: `len <= capacity`, so the range ends inside the second copy; the
-        // caller owns it exclusively (see the trait's contract).
+        // caller owns it exclusively (see the trait's contract), and only handles with
+        // a writable data area zero (producers, and a multi-producer ring's consumer).
         unsafe { ptr::write_bytes(self.data_ptr(pos), 0, len as usize) };
     }
 
     #[inline]
     fn notify(&self) {
+        if self.futex {
+            // Release: pairs with the Acquire load in `prepare_sleep`. Then FUTEX_WAKE:
+            // a consumer that read the old value and went to sleep is woken; one that
+            // has not slept yet finds the value changed and does not.
+            self.control().wait.0.futex.fetch_add(1, Release);
+            let _ = futex::wake(&self.control().wait.0.futex, futex::Flags::empty(), 1);
+            return;
+        }
         // A full counter (2^64 - 2 unread wakeups) cannot happen: the consumer resets it
         // before every sleep. Any error leaves the consumer to its timeout; there is no
         // caller to report it to on the commit path.
-        let _ = rustix::io::write(self.doorbell(), &1u64.to_ne_bytes());
+        let _ = rustix::io::write(self.eventfd(), &1u64.to_ne_bytes());
     }
 }

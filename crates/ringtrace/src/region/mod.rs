@@ -1,11 +1,13 @@
 //! Where a ring's bytes live. The protocol in [`crate::core`] is generic over a
-//! [`Region`] (thingbuf's core/storage split): the real ring is a memfd mapped twice
-//! ([`mmap`]); loom models and unit tests use a heap region whose payload words are
+//! [`Region`] (thingbuf's core/storage split): the real ring is a file (a memfd, or a
+//! named ring file: `file`) mapped twice ([`mmap`]); loom models and unit tests use a heap region whose payload words are
 //! race-checked cells (`heap`, built for tests and loom only).
 
 use crate::layout::Control;
 use crate::sync::AtomicU64;
 
+#[cfg(not(loom))]
+pub(crate) mod file;
 #[cfg(any(test, loom))]
 pub(crate) mod heap;
 #[cfg(not(loom))]

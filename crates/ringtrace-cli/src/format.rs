@@ -1,0 +1,151 @@
+//! Output: record formats (text, hex, JSON lines), JSON string escaping, and the error
+//! type every command returns (a broken pipe is not an error to report).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use clap::ValueEnum;
+use ringtrace::inspect::{InspectError, Record};
+
+/// Why a command stopped.
+#[derive(Debug)]
+pub enum Failure {
+    /// Report this one-line message and exit 1.
+    Message(String),
+    /// The reader of stdout went away (`| head`): exit quietly.
+    BrokenPipe,
+}
+
+impl From<InspectError> for Failure {
+    fn from(e: InspectError) -> Self {
+        Failure::Message(e.to_string())
+    }
+}
+
+/// Writes one line to stderr; a failure to write it is ignored (`eprintln!` would
+/// panic).
+pub fn eprint_line(args: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+}
+
+/// Maps a write error on stdout: a broken pipe ends the command quietly.
+pub fn stdout_err(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Failure::BrokenPipe
+    } else {
+        Failure::Message(format!("cannot write the output: {e}"))
+    }
+}
+
+/// How records are printed, one per line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The payload as text: valid UTF-8 as is, with `\n`, `\r`, `\t`, `\\` and
+    /// `\u{..}` escapes for other control characters and `\xNN` for bytes that are not
+    /// UTF-8.
+    #[default]
+    Text,
+    /// The payload as lowercase hex digits (one line per record; `xxd -r -p` reads it).
+    Hex,
+    /// One JSON object per line: {"pos":..,"pid":..,"len":..,"data":"<UTF-8 text>"},
+    /// or "hex":"<hex digits>" instead of "data" when the payload is not UTF-8.
+    Json,
+}
+
+/// Writes one record in `format`, newline included.
+pub fn write_record(w: &mut impl Write, format: Format, r: &Record<'_>) -> io::Result<()> {
+    let mut line = String::with_capacity(r.payload.len() + 64);
+    match format {
+        Format::Text => escape_text(&mut line, r.payload),
+        Format::Hex => hex(&mut line, r.payload),
+        Format::Json => {
+            let _ = write!(line, "{{\"pos\":{},\"pid\":{},\"len\":{},", r.pos, r.pid, r.payload.len());
+            match std::str::from_utf8(r.payload) {
+                Ok(s) => {
+                    line.push_str("\"data\":");
+                    json_string(&mut line, s);
+                }
+                Err(_) => {
+                    line.push_str("\"hex\":\"");
+                    hex(&mut line, r.payload);
+                    line.push('"');
+                }
+            }
+            line.push('}');
+        }
+    }
+    line.push('\n');
+    w.write_all(line.as_bytes())
+}
+
+/// Appends `bytes` as text on one line (see [`Format::Text`]).
+pub fn escape_text(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let _ = write!(out, "\\u{{{:x}}}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+}
+
+/// Appends `bytes` as lowercase hex.
+pub fn hex(out: &mut String, bytes: &[u8]) {
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+}
+
+/// Appends `s` as a JSON string literal (quotes included).
+pub fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(payload: &[u8]) -> String {
+        let mut v = Vec::new();
+        let r = Record { pos: 8, pid: 3, payload };
+        for f in [Format::Text, Format::Hex, Format::Json] {
+            write_record(&mut v, f, &r).unwrap();
+        }
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(rec(b"hi"), "hi\n6869\n{\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n");
+        assert_eq!(
+            rec(b"a\n\"\x1b\\"),
+            "a\\n\"\\u{1b}\\\\\n610a221b5c\n{\"pos\":8,\"pid\":3,\"len\":5,\"data\":\"a\\n\\\"\\u001b\\\\\"}\n"
+        );
+        assert_eq!(rec(b"\xffz\xc3\xa9"), "\\xffzé\nff7ac3a9\n{\"pos\":8,\"pid\":3,\"len\":4,\"hex\":\"ff7ac3a9\"}\n");
+    }
+}

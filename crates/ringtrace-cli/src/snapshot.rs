@@ -1,0 +1,34 @@
+//! `ringtrace snapshot`: every record the ring holds, oldest (or newest) first, to
+//! stdout or a file.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use ringtrace::inspect::RingFile;
+
+use crate::format::{stdout_err, write_record, Failure, Format};
+use crate::tail::warn_corrupt;
+
+pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) -> Result<(), Failure> {
+    let ring = RingFile::open(path)?;
+    let records = ring.records()?;
+    warn_corrupt(&records);
+    let write = |w: &mut dyn Write| -> io::Result<()> {
+        let mut w = BufWriter::new(w);
+        if reverse {
+            records.iter().rev().try_for_each(|r| write_record(&mut w, format, &r))?;
+        } else {
+            records.iter().try_for_each(|r| write_record(&mut w, format, &r))?;
+        }
+        w.flush()
+    };
+    match output {
+        None => write(&mut io::stdout().lock()).map_err(stdout_err),
+        Some(file) => {
+            let err = |e: io::Error| Failure::Message(format!("cannot write {}: {e}", file.display()));
+            let mut f = File::create(file).map_err(err)?;
+            write(&mut f).and_then(|()| f.sync_all()).map_err(err)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! `ringtrace tail`: the newest records, and with `--follow` new ones as they are
+//! committed.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use ringtrace::inspect::{Records, RingFile, RingMode};
+
+use crate::format::{eprint_line, stdout_err, write_record, Failure, Format};
+
+/// How often `--follow` reads the positions again.
+const POLL: Duration = Duration::from_millis(50);
+/// Polls `--follow` waits at a record still being written (1 s) before it steps over it
+/// (its producer may have died).
+const PATIENCE: u32 = 20;
+
+pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    let ring = RingFile::open(path)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if !follow {
+        let records = ring.records()?;
+        warn_corrupt(&records);
+        let skip = records.len().saturating_sub(count);
+        for r in records.iter().skip(skip) {
+            write_record(&mut out, format, &r).map_err(stdout_err)?;
+        }
+        return out.flush().map_err(stdout_err);
+    }
+    // Follow: in order, waiting at unfinished records (for at most `PATIENCE` polls).
+    let records = ring.records_from(0, true)?;
+    let skip = records.len().saturating_sub(count);
+    for r in records.iter().skip(skip) {
+        write_record(&mut out, format, &r).map_err(stdout_err)?;
+    }
+    out.flush().map_err(stdout_err)?;
+    let mut follower = Follower::new(&ring, &records);
+    loop {
+        std::thread::sleep(POLL);
+        let records = follower.poll(&ring)?;
+        for r in records.iter() {
+            write_record(&mut out, format, &r).map_err(stdout_err)?;
+        }
+        out.flush().map_err(stdout_err)?;
+    }
+}
+
+/// What `--follow` knows between polls.
+struct Follower {
+    /// The next record boundary to read.
+    from: u64,
+    /// Overwrite mode: committed records known before `from` (overwritten, or seen).
+    known: Option<u64>,
+    /// Polls spent waiting at the unfinished record at `from`.
+    waited: u32,
+    overwrite: bool,
+}
+
+impl Follower {
+    fn new(ring: &RingFile<File>, first: &Records) -> Follower {
+        let overwrite = ring.header().mode == RingMode::Overwrite;
+        let known = first.retired_before().map(|r| r + first.len() as u64);
+        Follower { from: first.resume_at(), known, waited: 0, overwrite }
+    }
+
+    /// Reads the records committed since the last poll, reporting on stderr those that
+    /// were overwritten or consumed before they could be read.
+    fn poll(&mut self, ring: &RingFile<File>) -> Result<Records, Failure> {
+        let mut records = ring.records_from(self.from, true)?;
+        if records.resume_at() == self.from && records.resume_at() < records.window().1 {
+            // Stuck at an unfinished record.
+            self.waited += 1;
+            if self.waited >= PATIENCE {
+                records = ring.records_from(self.from, false)?;
+                eprint_line(format_args!(
+                    "ringtrace: stepped over {} record(s) still unfinished after {} ms, from position {}",
+                    records.unfinished_count(),
+                    PATIENCE as u64 * POLL.as_millis() as u64,
+                    self.from
+                ));
+            }
+        }
+        if records.resume_at() != self.from {
+            self.waited = 0;
+        }
+        warn_corrupt(&records);
+        if records.missed_bytes() > 0 {
+            match (self.overwrite, records.retired_before(), self.known) {
+                (true, Some(retired), Some(known)) => {
+                    let lost = retired.saturating_sub(known);
+                    eprint_line(format_args!(
+                        "ringtrace: {lost} record(s) were overwritten before they could be printed"
+                    ));
+                }
+                _ => eprint_line(format_args!(
+                    "ringtrace: {} bytes of records were consumed or overwritten before they could be printed",
+                    records.missed_bytes()
+                )),
+            }
+            self.known = records.retired_before().map(|r| r + records.len() as u64);
+        } else if let Some(k) = &mut self.known {
+            *k += records.len() as u64;
+        }
+        self.from = records.resume_at();
+        Ok(records)
+    }
+}
+
+/// A corrupt record header is reported, not fatal: the records before it are good.
+pub fn warn_corrupt(records: &Records) {
+    if let Some(c) = records.corrupt() {
+        eprint_line(format_args!(
+            "ringtrace: warning: corrupt record header {:#018x} at position {}: the records after it are not shown",
+            c.header, c.pos
+        ));
+    }
+}

@@ -1,0 +1,191 @@
+//! Byte images of ring files for tests (of this crate, its fuzz target and the
+//! `ringtrace` command): a header, positions and records laid out as a ring would have
+//! them, which tests then break on purpose. Not a way to make rings: use the ring API.
+
+use super::fields as f;
+use super::{RingKind, RingMode};
+use crate::layout::{footprint, pack, BUSY_BIT, CONTROL_SIZE, DISCARD_BIT, HDR_SIZE, LAYOUT_VERSION, MAGIC};
+
+/// Offset of the magic (`u64`) in a ring file.
+pub const MAGIC_AT: usize = f::MAGIC;
+/// Offset of the layout version (`u32`).
+pub const VERSION_AT: usize = f::VERSION;
+/// Offset of the producer kind (`u32`).
+pub const KIND_AT: usize = f::KIND;
+/// Offset of the mode (`u32`).
+pub const MODE_AT: usize = f::MODE;
+/// Offset of the capacity (`u64`).
+pub const CAPACITY_AT: usize = f::CAPACITY;
+/// Offset of the data offset (`u64`).
+pub const DATA_OFFSET_AT: usize = f::DATA_OFFSET;
+/// Offset of the flags (`u32`).
+pub const FLAGS_AT: usize = f::FLAGS;
+/// Offset of the producer position (`u64`).
+pub const PRODUCER_POS_AT: usize = f::PRODUCER_POS;
+/// Offset of the consumer position (`u64`).
+pub const CONSUMER_POS_AT: usize = f::CONSUMER_POS;
+/// Offset of the consumer's read position (`u64`).
+pub const CONSUMER_READ_AT: usize = f::CONSUMER_READ;
+/// Offset of the overwrite position (`u64`).
+pub const OVER_POS_AT: usize = f::OVER_POS;
+/// Offset of the retired-record count (`u64`).
+pub const RETIRED_AT: usize = f::RETIRED;
+/// Offset of the zeroed frontier and retire lock (`u64`).
+pub const ZEROED_AT: usize = f::ZEROED;
+/// Offset of the data area in the images built here.
+pub const DATA_AT: usize = CONTROL_SIZE;
+/// Offsets of every `u64` position field, for tests that set them to extreme values.
+pub const POSITION_FIELDS: [usize; 5] = [PRODUCER_POS_AT, CONSUMER_POS_AT, CONSUMER_READ_AT, OVER_POS_AT, ZEROED_AT];
+
+/// Writes a native-endian `u64` at `at` (nothing if out of range).
+pub fn set_u64(image: &mut [u8], at: usize, value: u64) {
+    if let Some(b) = image.get_mut(at..at.saturating_add(8)) {
+        b.copy_from_slice(&value.to_ne_bytes());
+    }
+}
+
+/// Writes a native-endian `u32` at `at` (nothing if out of range).
+pub fn set_u32(image: &mut [u8], at: usize, value: u32) {
+    if let Some(b) = image.get_mut(at..at.saturating_add(4)) {
+        b.copy_from_slice(&value.to_ne_bytes());
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Entry {
+    Committed(Vec<u8>),
+    Discarded(Vec<u8>),
+    Busy(u32),
+    Zero(u32),
+}
+
+/// Builds the bytes of a ring file: control block, positions, counters, records.
+///
+/// ```
+/// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
+///
+/// let image = ImageBuilder::new(4096, RingMode::Discard).pid(7).record(b"x").build();
+/// assert_eq!(image.len(), 8192 + 4096);
+/// let records = RingFile::from_source(image)?.records()?;
+/// assert_eq!(records.iter().next().unwrap().pid, 7);
+/// # Ok::<(), ringtrace::inspect::InspectError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ImageBuilder {
+    capacity: u64,
+    mode: RingMode,
+    kind: RingKind,
+    start: u64,
+    pid: u32,
+    entries: Vec<(u32, Entry)>,
+}
+
+impl ImageBuilder {
+    /// An empty ring of `capacity` bytes (a power of two of at least 4096 for a valid
+    /// image) in `mode`, multi-producer, positions at 0, records by pid 4242.
+    pub fn new(capacity: u64, mode: RingMode) -> Self {
+        ImageBuilder { capacity, mode, kind: RingKind::Mpsc, start: 0, pid: 4242, entries: Vec::new() }
+    }
+
+    /// The producer kind.
+    pub fn kind(mut self, kind: RingKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Position of the first record (a multiple of 8): the consumer's position, or the
+    /// overwrite position. Records wrap around the end of the data area from there.
+    pub fn start(mut self, pos: u64) -> Self {
+        self.start = pos;
+        self
+    }
+
+    /// The pid written in the following records' headers (and the creator's pid).
+    pub fn pid(mut self, pid: u32) -> Self {
+        self.pid = pid;
+        self
+    }
+
+    /// A committed record.
+    pub fn record(mut self, payload: &[u8]) -> Self {
+        self.entries.push((self.pid, Entry::Committed(payload.to_vec())));
+        self
+    }
+
+    /// A discarded record.
+    pub fn discarded(mut self, payload: &[u8]) -> Self {
+        self.entries.push((self.pid, Entry::Discarded(payload.to_vec())));
+        self
+    }
+
+    /// A record of `len` bytes still being written (BUSY header, zero payload).
+    pub fn busy(mut self, len: u32) -> Self {
+        self.entries.push((self.pid, Entry::Busy(len)));
+        self
+    }
+
+    /// Space claimed for a record of `len` bytes whose header is not written (zero).
+    pub fn zero_claim(mut self, len: u32) -> Self {
+        self.entries.push((self.pid, Entry::Zero(len)));
+        self
+    }
+
+    /// The file's bytes: `8192 + capacity` (records past a capacity overwrite the
+    /// oldest bytes: keep them within it for a valid image).
+    pub fn build(&self) -> Vec<u8> {
+        let cap = self.capacity;
+        let data_len = usize::try_from(cap).unwrap_or(0);
+        let mut img = vec![0u8; CONTROL_SIZE + data_len];
+        let put = |img: &mut Vec<u8>, pos: u64, bytes: &[u8]| {
+            for (i, &b) in bytes.iter().enumerate() {
+                let at = (pos + i as u64) & cap.wrapping_sub(1);
+                if let Some(slot) = img.get_mut(CONTROL_SIZE + at as usize) {
+                    *slot = b;
+                }
+            }
+        };
+        let (mut pos, mut committed, mut discarded) = (self.start, 0u64, 0u64);
+        for (pid, e) in &self.entries {
+            let (word, payload): (u32, &[u8]) = match e {
+                Entry::Committed(p) => {
+                    committed += 1;
+                    (p.len() as u32, p)
+                }
+                Entry::Discarded(p) => {
+                    discarded += 1;
+                    (p.len() as u32 | DISCARD_BIT, p)
+                }
+                Entry::Busy(len) => (len | BUSY_BIT, &[]),
+                Entry::Zero(len) => {
+                    pos += footprint(*len);
+                    continue;
+                }
+            };
+            put(&mut img, pos, &pack(word, *pid).to_ne_bytes());
+            put(&mut img, pos + HDR_SIZE, payload);
+            pos += footprint(word & crate::layout::LEN_MASK);
+        }
+        let (m, s) = (&mut img, self.start);
+        set_u64(m, f::MAGIC, MAGIC);
+        set_u32(m, f::VERSION, LAYOUT_VERSION);
+        set_u32(m, f::KIND, self.kind.code());
+        set_u32(m, f::MODE, self.mode.code());
+        set_u32(m, f::CREATOR_PID, self.pid);
+        set_u64(m, f::CAPACITY, cap);
+        set_u64(m, f::DATA_OFFSET, CONTROL_SIZE as u64);
+        set_u32(m, f::FLAGS, crate::layout::FLAG_FUTEX);
+        set_u64(m, f::CREATED_NS, 1_700_000_000_000_000_000);
+        set_u64(m, f::PRODUCER_POS, pos);
+        set_u64(m, f::CONSUMER_POS, s);
+        set_u64(m, f::CONSUMER_READ, s);
+        if self.mode == RingMode::Overwrite {
+            set_u64(m, f::OVER_POS, s);
+            set_u64(m, f::RETIRED, s / 64);
+            set_u64(m, f::ZEROED, s + cap);
+        }
+        set_u64(m, f::SLOTS + f::OWNER, self.pid.into());
+        set_u64(m, f::SLOTS + f::COMMITTED, committed);
+        set_u64(m, f::SLOTS + f::DISCARDED, discarded);
+        img
+    }
+}

@@ -1,0 +1,444 @@
+//! [`Records`]: the records a ring holds, copied out of the file and walked without
+//! trusting a byte of them.
+
+use super::{InspectError, RingFile, RingKind, RingMode, Source, State};
+use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+
+/// How many unfinished records [`Records::unfinished`] lists (all are counted).
+pub const MAX_LISTED_UNFINISHED: usize = 64;
+
+/// One committed record: its position, its producer's pid, its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Position of the record's header (bytes since the ring was created).
+    pub pos: u64,
+    /// Process id of the producer that wrote it.
+    pub pid: u32,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+impl Record<'_> {
+    /// Position just past the record: where the next one starts.
+    pub fn end(&self) -> u64 {
+        self.pos + footprint(self.payload.len() as u32)
+    }
+}
+
+/// A record that was not finished when the ring was read, stepped over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unfinished {
+    /// Its position.
+    pub pos: u64,
+    /// Process id of its producer, if its header was written (BUSY); `None`: the space
+    /// is claimed and the header still zero.
+    pub pid: Option<u32>,
+    /// Bytes stepped over: the record's footprint (BUSY), or up to the next plausible
+    /// header (zero header).
+    pub bytes: u64,
+}
+
+/// Where the walk stopped at a header no producer could have written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corrupt {
+    /// Position of the bad header.
+    pub pos: u64,
+    /// The header's 64-bit value (native endian).
+    pub header: u64,
+}
+
+/// A committed record found by the walk (payload at `pos + 8` in the copy).
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    pos: u64,
+    pid: u32,
+    len: u32,
+}
+
+/// The records a ring held, oldest first ([`RingFile::records`],
+/// [`RingFile::records_from`]), with what was skipped.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    /// The ring's bytes of `[start, start + bytes.len())`.
+    bytes: Vec<u8>,
+    start: u64,
+    found: Vec<Found>,
+    window: (u64, u64),
+    end: u64,
+    resume: u64,
+    discarded: u64,
+    unfinished_count: u64,
+    unfinished: Vec<Unfinished>,
+    corrupt: Option<Corrupt>,
+    gone: u64,
+    missed_bytes: u64,
+    retired_before: Option<u64>,
+}
+
+impl Records {
+    /// Committed records held.
+    pub fn len(&self) -> usize {
+        self.found.len()
+    }
+
+    /// Whether there is no committed record.
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// The records, oldest first; `.rev()` walks newest first.
+    pub fn iter(&self) -> RecordsIter<'_> {
+        RecordsIter { records: self, front: 0, back: self.found.len() }
+    }
+
+    fn record(&self, f: Found) -> Record<'_> {
+        // In range: the walk found the record inside the copy (an empty payload if not,
+        // rather than a panic).
+        let at = (f.pos - self.start + HDR_SIZE) as usize;
+        let payload = self.bytes.get(at..at.saturating_add(f.len as usize)).unwrap_or(&[]);
+        Record { pos: f.pos, pid: f.pid, payload }
+    }
+
+    /// The ring's window when it was read: `[consumer read position, producer position)`
+    /// in discard mode, `[overwrite position, producer position)` in overwrite mode
+    /// (see [`State::window`]).
+    pub fn window(&self) -> (u64, u64) {
+        self.window
+    }
+
+    /// Where the walk ended: the producer position, or where it stopped (a corrupt
+    /// header, or an unfinished record when asked to stop there).
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Where a follower reads next ([`RingFile::records_from`]): the first unfinished
+    /// record if the walk stopped there, else [`end`](Self::end).
+    pub fn resume_at(&self) -> u64 {
+        self.resume
+    }
+
+    /// Discarded records stepped over.
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+
+    /// Unfinished records stepped over (still being written, or their producer died).
+    pub fn unfinished_count(&self) -> u64 {
+        self.unfinished_count
+    }
+
+    /// The first [`MAX_LISTED_UNFINISHED`] unfinished records stepped over.
+    pub fn unfinished(&self) -> &[Unfinished] {
+        &self.unfinished
+    }
+
+    /// The header the walk stopped at, if it found one no producer could have written
+    /// (the records after it are not read).
+    pub fn corrupt(&self) -> Option<Corrupt> {
+        self.corrupt
+    }
+
+    /// Records dropped because the consumer (discard mode) or producers (overwrite mode)
+    /// reclaimed their space while they were being copied: their bytes may have changed.
+    pub fn gone_during_read(&self) -> u64 {
+        self.gone
+    }
+
+    /// [`RingFile::records_from`]: bytes of records between the position asked for and
+    /// the oldest record still held, which were consumed or overwritten before they
+    /// could be read.
+    pub fn missed_bytes(&self) -> u64 {
+        self.missed_bytes
+    }
+
+    /// Overwrite mode: committed records the ring had overwritten before the window's
+    /// start ([`Records::window`]), as read with it.
+    pub fn retired_before(&self) -> Option<u64> {
+        self.retired_before
+    }
+}
+
+/// Iterator over [`Records`], oldest first; double-ended.
+#[derive(Clone, Debug)]
+pub struct RecordsIter<'a> {
+    records: &'a Records,
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Iterator for RecordsIter<'a> {
+    type Item = Record<'a>;
+    fn next(&mut self) -> Option<Record<'a>> {
+        (self.front < self.back).then(|| {
+            self.front += 1;
+            self.records.record(self.records.found[self.front - 1])
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.back - self.front, Some(self.back - self.front))
+    }
+}
+
+impl<'a> DoubleEndedIterator for RecordsIter<'a> {
+    fn next_back(&mut self) -> Option<Record<'a>> {
+        (self.front < self.back).then(|| {
+            self.back -= 1;
+            self.records.record(self.records.found[self.back])
+        })
+    }
+}
+
+impl ExactSizeIterator for RecordsIter<'_> {}
+
+impl<'a> IntoIterator for &'a Records {
+    type Item = Record<'a>;
+    type IntoIter = RecordsIter<'a>;
+    fn into_iter(self) -> RecordsIter<'a> {
+        self.iter()
+    }
+}
+
+/// The header's second word: the producer's pid (0 only in a header not written).
+fn aux_word(header: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        (header >> 32) as u32
+    } else {
+        header as u32
+    }
+}
+
+/// The walk over a copy of `[start, start + bytes.len())`.
+struct Walk<'b> {
+    bytes: &'b [u8],
+    start: u64,
+    end: u64,
+}
+
+impl Walk<'_> {
+    /// The word at `pos` (`start <= pos`, `pos + 8 <= end`, both multiples of 8); 0 if
+    /// out of the copy (never, by the callers' checks).
+    fn word(&self, pos: u64) -> u64 {
+        let at = usize::try_from(pos.wrapping_sub(self.start)).unwrap_or(usize::MAX);
+        super::fields::u64_at(self.bytes, at)
+    }
+
+    /// The end of the record whose header `h` is at `pos`, if it is one a producer could
+    /// have written and it ends inside the copy.
+    fn record_end(&self, pos: u64, h: u64) -> Option<u64> {
+        if aux_word(h) == 0 {
+            return None;
+        }
+        let end = pos.checked_add(footprint(len_word(h) & LEN_MASK))?;
+        (end <= self.end).then_some(end)
+    }
+
+    /// Whether the nonzero word at `pos` looks like a record header: a valid record
+    /// whose next header is the end of the copy, zero, or valid too.
+    fn plausible(&self, pos: u64, h: u64) -> bool {
+        let Some(next) = self.record_end(pos, h) else { return false };
+        if next == self.end {
+            return true;
+        }
+        let h2 = self.word(next);
+        h2 == 0 || self.record_end(next, h2).is_some()
+    }
+}
+
+/// What the walk does at an unfinished record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AtUnfinished {
+    /// Steps over it (snapshots, `tail` without `--follow`).
+    Skip,
+    /// Stops there (a follower, which reads it again when it is finished).
+    Stop,
+}
+
+impl<S: Source> RingFile<S> {
+    /// The records the ring holds now, oldest first: those not consumed yet (discard
+    /// mode) or not overwritten (overwrite mode). Unfinished and discarded records are
+    /// stepped over and counted; a header no producer could have written ends the walk
+    /// ([`Records::corrupt`]).
+    ///
+    /// ```
+    /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
+    ///
+    /// // Wrapped: the third record starts 8 bytes before the end of the data area.
+    /// let image = ImageBuilder::new(4096, RingMode::Overwrite)
+    ///     .start(4096 - 40)
+    ///     .record(b"one")
+    ///     .discarded(b"two")
+    ///     .record(b"three, wrapped")
+    ///     .busy(5)
+    ///     .build();
+    /// let records = RingFile::from_source(image)?.records()?;
+    /// let payloads: Vec<&[u8]> = records.iter().map(|r| r.payload).collect();
+    /// assert_eq!(payloads, [&b"one"[..], &b"three, wrapped"[..]]);
+    /// assert_eq!((records.discarded(), records.unfinished_count()), (1, 1));
+    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// ```
+    pub fn records(&self) -> Result<Records, InspectError> {
+        self.read_records(None, AtUnfinished::Skip)
+    }
+
+    /// The records at or after position `from` (a record boundary: 0, or the
+    /// [`Records::resume_at`] of a previous call), for a follower such as
+    /// `ringtrace tail --follow`. Stops at the first unfinished record (read it again
+    /// later) if `stop_at_unfinished`. If records between `from` and the oldest one
+    /// held are gone, [`Records::missed_bytes`] says how many bytes of them.
+    ///
+    /// ```
+    /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
+    ///
+    /// let image = ImageBuilder::new(4096, RingMode::Discard).record(b"a").record(b"b").build();
+    /// let ring = RingFile::from_source(image)?;
+    /// let all = ring.records()?;
+    /// let first_end = all.iter().next().unwrap().end();
+    /// let rest = ring.records_from(first_end, true)?;
+    /// assert_eq!(rest.iter().map(|r| r.payload).collect::<Vec<_>>(), [b"b"]);
+    /// assert_eq!(rest.resume_at(), all.end());
+    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// ```
+    pub fn records_from(&self, from: u64, stop_at_unfinished: bool) -> Result<Records, InspectError> {
+        if from % 8 != 0 {
+            return Err(InspectError::Unaligned(from));
+        }
+        let at = if stop_at_unfinished { AtUnfinished::Stop } else { AtUnfinished::Skip };
+        self.read_records(Some(from), at)
+    }
+
+    /// `from`: `None` for the whole window.
+    fn read_records(&self, from: Option<u64>, at_unfinished: AtUnfinished) -> Result<Records, InspectError> {
+        let h = &self.header;
+        let s1 = self.state()?;
+        let window = s1.window(h.mode);
+        let (lo, hi) = window;
+        if let Some(from) = from.filter(|&f| f > hi) {
+            return Err(InspectError::PastEnd { from, end: hi });
+        }
+        let start = lo.max(from.unwrap_or(0));
+        let bytes = self.read_data(start, hi)?;
+        let mut out = Records {
+            start,
+            window,
+            missed_bytes: from.map_or(0, |f| lo.saturating_sub(f)),
+            retired_before: (h.mode == RingMode::Overwrite).then_some(s1.retired),
+            ..Records::default()
+        };
+        // A single producer in discard mode writes its record before its header: a zero
+        // header is its one unfinished record, up to the producer position.
+        let zero_is_last = h.kind == RingKind::Spsc && h.mode == RingMode::Discard;
+        walk(&Walk { bytes: &bytes, start, end: hi }, zero_is_last, at_unfinished, &mut out);
+        out.bytes = bytes;
+        // Read the positions again: records whose space was reclaimed while we copied
+        // them may have been zeroed or rewritten under the copy. Drop them.
+        let s2 = self.state()?;
+        self.drop_reclaimed(&s2, from, &mut out);
+        Ok(out)
+    }
+
+    /// Copies the data of positions `[from, to)` (`to - from <= capacity`, checked by
+    /// [`State`]) in one or two reads (the second when the range wraps around the end of
+    /// the data area).
+    fn read_data(&self, from: u64, to: u64) -> Result<Vec<u8>, InspectError> {
+        let cap = self.header.capacity;
+        let len = to.saturating_sub(from).min(cap);
+        let mut bytes = Vec::new();
+        let n = usize::try_from(len).map_err(|_| InspectError::OutOfMemory(len))?;
+        bytes.try_reserve_exact(n).map_err(|_| InspectError::OutOfMemory(len))?;
+        bytes.resize(n, 0);
+        let first_at = from & (cap - 1);
+        let first_len = (cap - first_at).min(len) as usize;
+        let (a, b) = bytes.split_at_mut(first_len);
+        let what = "cannot read the ring's data area";
+        self.source.read_at(self.header.data_offset + first_at, a).map_err(InspectError::io(what))?;
+        if !b.is_empty() {
+            self.source.read_at(self.header.data_offset, b).map_err(InspectError::io(what))?;
+        }
+        Ok(bytes)
+    }
+
+    /// Drops the records (and findings) below the start of the window as `s2` has it:
+    /// their space was reclaimed during the copy.
+    fn drop_reclaimed(&self, s2: &State, from: Option<u64>, out: &mut Records) {
+        let (lo2, _) = s2.window(self.header.mode);
+        if lo2 <= out.start {
+            return;
+        }
+        let before = out.found.len();
+        out.found.retain(|f| f.pos >= lo2);
+        out.gone = (before - out.found.len()) as u64;
+        out.unfinished.retain(|u| u.pos >= lo2);
+        if out.corrupt.is_some_and(|c| c.pos < lo2) {
+            // Explained by the rewrite: the walk stopped early, the rest was not read.
+            out.corrupt = None;
+        }
+        out.window.0 = lo2;
+        if let Some(from) = from {
+            out.missed_bytes = lo2.saturating_sub(from);
+        }
+        if self.header.mode == RingMode::Overwrite {
+            out.retired_before = Some(s2.retired);
+        }
+        // The walk may have stopped below `lo2`; what lies past that is read next time.
+        out.end = out.end.max(lo2);
+        out.resume = out.resume.max(lo2);
+    }
+}
+
+/// Walks the copy from its start to its end, filling `out` (`found`, counts, `end`,
+/// `resume`, `corrupt`). Bounded: every step moves at least 8 bytes forward, and the
+/// scan over a zero header looks at each word once (plus one word of look-ahead).
+fn walk(w: &Walk<'_>, zero_is_last: bool, at_unfinished: AtUnfinished, out: &mut Records) {
+    let mut pos = w.start;
+    let mut resume = None;
+    let unfinished = |out: &mut Records, u: Unfinished| {
+        out.unfinished_count += 1;
+        if out.unfinished.len() < MAX_LISTED_UNFINISHED {
+            out.unfinished.push(u);
+        }
+    };
+    while pos < w.end {
+        let h = w.word(pos);
+        if h == 0 {
+            if at_unfinished == AtUnfinished::Stop {
+                resume = Some(pos);
+                break;
+            }
+            // Claimed, header not written: step to the next plausible header.
+            let mut next = pos + HDR_SIZE;
+            if zero_is_last {
+                next = w.end;
+            }
+            while next < w.end {
+                let h2 = w.word(next);
+                if h2 != 0 && w.plausible(next, h2) {
+                    break;
+                }
+                next += HDR_SIZE;
+            }
+            unfinished(out, Unfinished { pos, pid: None, bytes: next - pos });
+            pos = next;
+            continue;
+        }
+        let Some(next) = w.record_end(pos, h) else {
+            out.corrupt = Some(Corrupt { pos, header: h });
+            break;
+        };
+        let word = len_word(h);
+        if word & BUSY_BIT != 0 {
+            if at_unfinished == AtUnfinished::Stop {
+                resume = Some(pos);
+                break;
+            }
+            unfinished(out, Unfinished { pos, pid: Some(aux_word(h)), bytes: next - pos });
+        } else if word & DISCARD_BIT != 0 {
+            out.discarded += 1;
+        } else {
+            out.found.push(Found { pos, pid: aux_word(h), len: word & LEN_MASK });
+        }
+        pos = next;
+    }
+    out.end = pos;
+    out.resume = resume.unwrap_or(pos);
+}

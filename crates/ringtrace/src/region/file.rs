@@ -1,0 +1,265 @@
+//! Ring files: creating them (memfd, or a named file created exclusively, mode 0600,
+//! never through a symlink, and visible only once initialized), checking a file another
+//! process made before mapping it, and handing a memfd to another process.
+//!
+//! Everything read here comes from a file some other process wrote, so every field is
+//! checked against what this build can map before anything is mapped: a bad file is an
+//! [`Error::InvalidRing`] saying what is wrong, never a fault.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::{offset_of, MaybeUninit};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{
+    fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, linkat, memfd_create, open, AtFlags, FileType, MemfdFlags,
+    Mode, OFlags, SealFlags, CWD,
+};
+use rustix::net::{
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags,
+};
+
+use crate::error::Error;
+use crate::layout::{Meta, CONTROL_SIZE, FLAG_FUTEX, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC};
+use crate::ring::MAX_CAPACITY;
+
+/// Where a new ring lives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Backing<'a> {
+    /// A memfd used by this process only; eventfd doorbell.
+    Private,
+    /// A memfd to hand to other processes; futex doorbell.
+    Memfd,
+    /// A named file; futex doorbell.
+    Path(&'a Path),
+}
+
+/// A new ring's file, sized, not yet initialized.
+pub(crate) struct NewFile {
+    pub(crate) fd: OwnedFd,
+    /// A named ring made as an unnamed `O_TMPFILE` in its directory: it gets its name
+    /// (`link`) only after it is initialized, so no process ever opens half a ring.
+    pub(crate) link: Option<PathBuf>,
+}
+
+/// The data area's offset in a ring file of this build: the control block rounded up
+/// to the page size.
+pub(crate) fn data_offset() -> u64 {
+    CONTROL_SIZE.next_multiple_of(rustix::param::page_size()) as u64
+}
+
+/// Creates the file of a ring of `capacity` data bytes.
+pub(crate) fn create(capacity: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
+    let len = data_offset() + capacity;
+    let path = match backing {
+        Backing::Private | Backing::Memfd => {
+            let fd = memfd_create("ringtrace", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+                .map_err(Error::io("memfd_create"))?;
+            ftruncate(&fd, len).map_err(Error::io("ftruncate of the ring's memfd"))?;
+            // No process that gets this memfd can shrink it under a mapping (SIGBUS) or
+            // grow it; receivers check these seals (`check_file`).
+            fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+                .map_err(Error::io("sealing the ring's memfd"))?;
+            return Ok(NewFile { fd, link: None });
+        }
+        Backing::Path(path) => path,
+    };
+    let mode = Mode::RUSR | Mode::WUSR;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // An unnamed file in the target directory, linked under its name once initialized.
+    match open(dir, OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC, mode) {
+        Ok(fd) => {
+            ftruncate(&fd, len).map_err(Error::file("sizing ring file", path))?;
+            // Fail early, before the caller initializes it, if the name is taken.
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(Error::File { what: "creating ring file", path: path.into(), source: exists() });
+            }
+            Ok(NewFile { fd, link: Some(path.to_path_buf()) })
+        }
+        // Filesystems without O_TMPFILE: create the name exclusively (never through a
+        // symlink); attachers refuse it until its magic is stored.
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+            let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::RDWR | OFlags::CLOEXEC;
+            let fd = open(path, flags, mode).map_err(Error::file("creating ring file", path))?;
+            if let Err(e) = ftruncate(&fd, len) {
+                let _ = std::fs::remove_file(path);
+                return Err(Error::file("sizing ring file", path)(e));
+            }
+            Ok(NewFile { fd, link: None })
+        }
+        Err(e) => Err(Error::file("creating ring file in the directory of", path)(e)),
+    }
+}
+
+fn exists() -> std::io::Error {
+    std::io::Error::from(std::io::ErrorKind::AlreadyExists)
+}
+
+/// Gives an initialized `O_TMPFILE` ring its name: atomically, and only if the name is
+/// free (`linkat` never replaces an existing name, symlink or not), so of two processes
+/// racing to create one ring file exactly one succeeds.
+pub(crate) fn link(fd: BorrowedFd<'_>, path: &Path) -> Result<(), Error> {
+    let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    linkat(CWD, proc_path.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW).map_err(Error::file("naming ring file", path))
+}
+
+/// Opens a named ring file for attaching: read-write (a consumer writes its position
+/// into the control block), refusing anything but a regular file.
+pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, Error> {
+    // NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC | OFlags::NONBLOCK, Mode::empty())
+        .map_err(Error::file("opening ring file", path))?;
+    Ok(fd)
+}
+
+/// The [`Meta`] fields of a ring file, as read (not yet all checked).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MetaValues {
+    pub(crate) kind: u32,
+    pub(crate) mode: u32,
+    pub(crate) capacity: u64,
+    pub(crate) data_offset: u64,
+    pub(crate) watermark: u64,
+    pub(crate) flags: u32,
+    pub(crate) ahead: u64,
+}
+
+/// Checks what `fd` holds before it is mapped: a regular file (or memfd) sealed
+/// against shrinking if it is a memfd, long enough for the ring its header describes,
+/// with a header of this layout version. The kind and mode are checked by the caller.
+pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<MetaValues, Error> {
+    let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(Error::invalid("not a regular file"));
+    }
+    if st.st_nlink == 0 {
+        // A memfd (or a deleted file): only seals protect it. Without SHRINK, its
+        // sender could truncate it under our mapping.
+        let sealed = fcntl_get_seals(fd).is_ok_and(|s| s.contains(SealFlags::SHRINK));
+        if !sealed {
+            return Err(Error::invalid("the memfd is not sealed against shrinking (F_SEAL_SHRINK)"));
+        }
+    } else if st.st_mode & 0o002 != 0 {
+        // A named file cannot be sealed: only its owner should be able to write it.
+        return Err(Error::invalid(format!(
+            "the file is writable by every user (mode {:o}): any process could truncate or \
+             corrupt the ring; ring files are created with mode 600",
+            st.st_mode & 0o7777
+        )));
+    }
+    let size = u64::try_from(st.st_size).unwrap_or(0);
+    let mut meta = [0u8; size_of::<Meta>()];
+    if size < CONTROL_SIZE as u64 {
+        return Err(Error::invalid(format!("the file is {size} bytes; a ring's header alone is {CONTROL_SIZE}")));
+    }
+    let n = rustix::io::pread(fd, &mut meta, 0).map_err(Error::io("reading the ring header"))?;
+    if n != meta.len() {
+        return Err(Error::invalid("short read of the ring header"));
+    }
+    let u32_at = |off: usize| u32::from_ne_bytes(meta[off..off + 4].try_into().expect("4 bytes"));
+    let u64_at = |off: usize| u64::from_ne_bytes(meta[off..off + 8].try_into().expect("8 bytes"));
+    let magic = u64_at(offset_of!(Meta, magic));
+    if magic == 0 {
+        return Err(Error::invalid(
+            "the header's magic is zero: the creator has not finished initializing it, or it is not a ring",
+        ));
+    }
+    if magic != MAGIC {
+        return Err(Error::invalid(format!("bad magic {magic:#018x}: not a ringtrace ring")));
+    }
+    let version = u32_at(offset_of!(Meta, version));
+    if version != LAYOUT_VERSION {
+        return Err(Error::invalid(format!(
+            "layout version {version}; this build of ringtrace reads version {LAYOUT_VERSION}"
+        )));
+    }
+    let v = MetaValues {
+        kind: u32_at(offset_of!(Meta, kind)),
+        mode: u32_at(offset_of!(Meta, mode)),
+        capacity: u64_at(offset_of!(Meta, capacity)),
+        data_offset: u64_at(offset_of!(Meta, data_offset)),
+        watermark: u64_at(offset_of!(Meta, watermark)),
+        flags: u32_at(offset_of!(Meta, flags)),
+        ahead: u64_at(offset_of!(Meta, retire_ahead)),
+    };
+    let page = rustix::param::page_size() as u64;
+    if !v.capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&v.capacity) {
+        return Err(Error::invalid(format!(
+            "capacity {} is not a power of two from the page size ({page}) to {MAX_CAPACITY}",
+            v.capacity
+        )));
+    }
+    if v.data_offset != data_offset() {
+        return Err(Error::invalid(format!(
+            "data offset {} differs from this machine's {} (made on a machine with another page size?)",
+            v.data_offset,
+            data_offset()
+        )));
+    }
+    if v.flags & !KNOWN_FLAGS != 0 || v.flags & FLAG_FUTEX == 0 {
+        return Err(Error::invalid(format!(
+            "flags {:#x}: unknown flags, or a ring private to its creating process",
+            v.flags
+        )));
+    }
+    let need = v.data_offset + v.capacity;
+    if size < need {
+        return Err(Error::invalid(format!(
+            "the file is {size} bytes, but its header describes a ring of {need} bytes (truncated?)"
+        )));
+    }
+    if v.ahead > v.capacity / 2 || v.ahead % 8 != 0 {
+        return Err(Error::invalid(format!("retire look-ahead {} is out of range", v.ahead)));
+    }
+    let w = v.watermark;
+    if w > v.capacity && w < u64::MAX - 1 {
+        return Err(Error::invalid(format!("wakeup watermark {w} is larger than the capacity")));
+    }
+    Ok(v)
+}
+
+/// The bytes that go with a memfd over a Unix socket: they identify the message.
+const HELLO: &[u8; 8] = b"RINGTRC\x01";
+
+/// Sends `fd` over `sock` (`SCM_RIGHTS`).
+pub(crate) fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>) -> Result<(), Error> {
+    let fds = [fd];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(Error::io("preparing SCM_RIGHTS")(rustix::io::Errno::NOBUFS));
+    }
+    let n = sendmsg(sock.as_fd(), &[IoSlice::new(HELLO)], &mut cmsg, SendFlags::NOSIGNAL)
+        .map_err(Error::io("sending the ring's memfd"))?;
+    if n != HELLO.len() {
+        return Err(Error::io("sending the ring's memfd")(rustix::io::Errno::MSGSIZE));
+    }
+    Ok(())
+}
+
+/// Receives a descriptor sent with [`send_fd`].
+pub(crate) fn recv_fd(sock: &UnixStream) -> Result<OwnedFd, Error> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let mut buf = [0u8; 8];
+    let msg = recvmsg(sock.as_fd(), &mut [IoSliceMut::new(&mut buf)], &mut cmsg, RecvFlags::CMSG_CLOEXEC)
+        .map_err(Error::io("receiving a ring's memfd"))?;
+    let mut got = None;
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = m {
+            for fd in fds {
+                got.get_or_insert(fd); // extra descriptors are closed as they drop
+            }
+        }
+    }
+    match got {
+        Some(fd) if msg.bytes == HELLO.len() && &buf == HELLO => Ok(fd),
+        Some(_) => Err(Error::invalid("the message with the descriptor is not a ringtrace hand-over")),
+        None => Err(Error::invalid("no descriptor received (the peer closed, or sent none)")),
+    }
+}

@@ -1,0 +1,238 @@
+//! Records left unfinished by a process that died: finding them, so that the consumer
+//! (discard mode), a producer that overwrites (overwrite mode) or a pause steps over them
+//! instead of waiting forever.
+//!
+//! A reservation is unfinished in one of two ways:
+//!
+//! * **BUSY**: its header holds its length and its producer's pid. If that process is
+//!   dead, the record is stepped over by its length.
+//! * **Zero header**: claimed (the producer position moved past it) and the header not
+//!   yet stored: a producer killed in the few instructions between its claim CAS and its
+//!   BUSY store. Nothing says who claimed it or how long it is. So every producer marks
+//!   its counter slot (`claiming`) from before its claim CAS until after its BUSY store
+//!   ([`Core::begin_claim`]); a zero header at `x` below the producer position, with no
+//!   live process marked as claiming, is a dead claim. Its bytes are all zero (the
+//!   space was zeroed before it could be claimed, and its producer wrote nothing), so it
+//!   ends at the next nonzero word: the next record's header. A single-producer ring's
+//!   one producer records its pid in the producer line instead; its dead claim ends at
+//!   the producer position.
+//!
+//! Limit: producers beyond the control block's 58 counter slots share the overflow
+//! slot, whose mark is a count without owners: while it is nonzero, zero-header claims
+//! are never taken for dead (BUSY ones still are).
+
+use crate::core::Core;
+use crate::layout::{footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
+use crate::overwrite::PAUSED;
+use crate::owner;
+use crate::region::Region;
+use crate::sync::Ordering::{Acquire, Relaxed};
+
+impl<R: Region> Core<R> {
+    /// If the reservation at `pos` (a record boundary at or after the reader's
+    /// position) is unfinished and its producer dead, the bytes to step over it.
+    /// `own_slot`: the caller's counter slot, if it is a producer in the middle of a
+    /// reserve (its own mark is not a live claimer); `usize::MAX` otherwise.
+    /// `single`: a single-producer ring.
+    pub(crate) fn dead_claim_in(&self, pos: u64, own_slot: usize, single: bool) -> Option<u64> {
+        let ctl = self.control();
+        // Acquire: pairs with the Release claim CASes (`Core::reserve`,
+        // `claim_overwrite`): every claim below `prod` was marked before it was made,
+        // so its mark (or its removal, after the BUSY store) is visible below.
+        let prod = ctl.producer.0.pos.load(Acquire) & !PAUSED;
+        if pos >= prod || prod - pos > self.capacity() {
+            return None;
+        }
+        // Acquire: pairs with the Release header stores (`commit`); a BUSY store is
+        // Relaxed but ordered before the claim mark's Release removal.
+        let h = self.region.header(pos).load(Acquire);
+        if h != 0 {
+            let w = len_word(h);
+            let fp = footprint(w & LEN_MASK);
+            let pid = aux(h);
+            if w & BUSY_BIT == 0 || fp > prod - pos || owner::alive(pid) {
+                return None;
+            }
+            return Some(fp);
+        }
+        if single {
+            // Acquire: pairs with the Release in `owner::give_back`/`take`.
+            let pid = ctl.producer.0.attached.load(Acquire);
+            return (pid == 0 || !owner::alive(pid)).then_some(prod - pos);
+        }
+        if self.live_claimer(own_slot) {
+            return None;
+        }
+        // Re-read: a claimer that finished after our first load left a BUSY header.
+        if self.region.header(pos).load(Acquire) != 0 {
+            return None;
+        }
+        // The dead claim ends at the next nonzero word (bounded by the producer
+        // position, and by the largest length a header can give a skipped record).
+        let limit = prod.min(pos + HDR_SIZE + u64::from(LEN_MASK & !7));
+        let mut end = pos + HDR_SIZE;
+        // Relaxed: each word is zero or a header stored before the claim mark's
+        // removal, which the Acquire loads above ordered.
+        while end < limit && self.region.header(end).load(Relaxed) == 0 {
+            end += HDR_SIZE;
+        }
+        Some(end - pos)
+    }
+
+    /// [`Self::dead_claim_in`] for a multi-producer or overwrite ring.
+    pub(crate) fn dead_claim(&self, pos: u64, own_slot: usize) -> Option<u64> {
+        self.dead_claim_in(pos, own_slot, false)
+    }
+
+    /// Whether a live process (other than the caller's own slot) is between its claim
+    /// CAS and its BUSY store, or a producer of the overflow slot is.
+    fn live_claimer(&self, own_slot: usize) -> bool {
+        let ctl = self.control();
+        // Acquire: pairs with the Release in `end_claim`: a mark seen removed means
+        // that claimer's BUSY header is visible.
+        if ctl.overflow.0.claiming.load(Acquire) != 0 {
+            return true;
+        }
+        ctl.slots.iter().enumerate().any(|(i, line)| {
+            // Acquire: as above.
+            i != own_slot
+                && line.0.claiming.load(Acquire) != 0
+                && u32::try_from(line.0.owner.load(Relaxed)).map_or(true, |pid| pid == 0 || owner::alive(pid))
+        })
+    }
+}
+
+/// The aux word of a header: the producer's pid in ringtrace rings.
+fn aux(header: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        (header >> 32) as u32
+    } else {
+        header as u32
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::config::Wakeup;
+    use crate::core::{Core, NEVER_WAKE};
+    use crate::layout::{footprint, pack, BUSY_BIT};
+    use crate::overwrite::{LOCK, PAUSED, PAUSER};
+    use crate::region::heap::HeapRegion;
+    use crate::region::Region;
+    use crate::sync::Ordering::Relaxed;
+
+    /// The id of a process that existed and is gone.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!crate::owner::alive(pid));
+        pid
+    }
+
+    #[test]
+    fn a_zero_header_claim_is_dead_only_when_no_live_process_is_claiming() {
+        let core = Core::new(HeapRegion::new(256), 0, true);
+        let ctl = core.control();
+        let dead = dead_pid();
+        // A process in slot 0 claimed [0, 32) and died before its BUSY store.
+        ctl.slots[0].0.owner.store(u64::from(dead), Relaxed);
+        ctl.slots[0].0.claiming.store(1, Relaxed);
+        ctl.producer.0.pos.store(32, Relaxed);
+        // A live producer (slot 1) reserves and commits the next record.
+        let mut cur = core.producer_cursor();
+        cur.slot = 1;
+        let pos = core.reserve::<true>(8, &mut cur).unwrap();
+        assert_eq!(pos, 32);
+        core.commit(pos, 8, false, Wakeup::NoWakeup);
+        assert_eq!(core.dead_claim(0, usize::MAX), Some(32));
+        // Not while a live process is marked claiming (this one, in slot 2) ...
+        ctl.slots[2].0.owner.store(u64::from(std::process::id()), Relaxed);
+        ctl.slots[2].0.claiming.store(1, Relaxed);
+        assert_eq!(core.dead_claim(0, usize::MAX), None);
+        // ... unless that mark is the caller's own.
+        assert_eq!(core.dead_claim(0, 2), Some(32));
+        ctl.slots[2].0.claiming.store(0, Relaxed);
+        // Not while an overflow producer is claiming: its owners are unknown.
+        ctl.overflow.0.claiming.store(1, Relaxed);
+        assert_eq!(core.dead_claim(0, usize::MAX), None);
+        ctl.overflow.0.claiming.store(0, Relaxed);
+        // A finished record is never dead; nor is anything at the producer position.
+        assert_eq!(core.dead_claim(32, usize::MAX), None);
+        assert_eq!(core.dead_claim(48, usize::MAX), None);
+    }
+
+    #[test]
+    fn a_busy_record_is_dead_when_its_pid_is() {
+        let core = Core::new(HeapRegion::new(256), 0, true);
+        core.control().producer.0.pos.store(64, Relaxed);
+        core.region.header(0).store(pack(20 | BUSY_BIT, dead_pid()), Relaxed);
+        assert_eq!(core.dead_claim(0, usize::MAX), Some(footprint(20)));
+        core.region.header(0).store(pack(20 | BUSY_BIT, std::process::id()), Relaxed);
+        assert_eq!(core.dead_claim(0, usize::MAX), None);
+        // A BUSY length past the producer position is not believed.
+        core.region.header(0).store(pack(200 | BUSY_BIT, dead_pid()), Relaxed);
+        assert_eq!(core.dead_claim(0, usize::MAX), None);
+    }
+
+    #[test]
+    fn a_single_producers_dead_claim_ends_at_the_producer_position() {
+        let core = Core::new(HeapRegion::new(256), 0, false);
+        let ctl = core.control();
+        ctl.producer.0.pos.store(40, Relaxed);
+        ctl.producer.0.attached.store(std::process::id(), Relaxed);
+        assert_eq!(core.dead_claim_in(0, usize::MAX, true), None);
+        ctl.producer.0.attached.store(dead_pid(), Relaxed);
+        assert_eq!(core.dead_claim_in(0, usize::MAX, true), Some(40));
+    }
+
+    /// Writes records of 8 payload bytes until `P` reaches `until`.
+    fn fill(core: &Core<HeapRegion>, until: u64) {
+        let mut cur = core.producer_cursor();
+        while core.prod() < until {
+            let pos = core.reserve_overwrite(8, &mut cur).unwrap();
+            core.commit(pos, 8, false, Wakeup::NoWakeup);
+        }
+    }
+
+    #[test]
+    fn a_retire_lock_whose_holder_died_is_taken_over_and_its_work_finished() {
+        let cap = 256;
+        let core = Core::new_overwrite(HeapRegion::new(cap), NEVER_WAKE, 0);
+        core.init_overwrite();
+        fill(&core, 160);
+        let line = &core.control().overwrite.0;
+        // A retirer took the lock, moved `O` by two records inside its seqlock write,
+        // and died before zeroing and publishing `Z`.
+        let z = line.zeroed.load(Relaxed);
+        assert_eq!(z, cap);
+        line.lock_pid.store(dead_pid(), Relaxed);
+        line.zeroed.store(z | LOCK, Relaxed);
+        line.seq.store(1, Relaxed);
+        line.over_pos.store(32, Relaxed);
+        assert!(core.recover_lock());
+        assert_eq!(line.lock_pid.load(Relaxed), 0);
+        assert_eq!(line.seq.load(Relaxed), 2);
+        assert_eq!(line.zeroed.load(Relaxed), 32 + cap);
+        assert!((cap..cap + 32).step_by(8).all(|x| core.region.header(x).load(Relaxed) == 0));
+        assert_eq!(core.control().consumer.0.dead.load(Relaxed), 1);
+        // The ring goes on.
+        fill(&core, 1024);
+        assert!(!core.recover_lock(), "nothing to recover");
+    }
+
+    #[test]
+    fn a_pause_whose_holder_died_is_ended() {
+        let core = Core::new_overwrite(HeapRegion::new(256), NEVER_WAKE, 0);
+        core.init_overwrite();
+        fill(&core, 64);
+        let line = &core.control().overwrite.0;
+        line.lock_pid.store(dead_pid() | PAUSER, Relaxed);
+        line.zeroed.fetch_or(LOCK, Relaxed);
+        core.control().producer.0.pos.fetch_or(PAUSED, Relaxed);
+        assert!(core.is_paused());
+        assert!(core.recover_lock());
+        assert!(!core.is_paused());
+        fill(&core, 1024);
+    }
+}

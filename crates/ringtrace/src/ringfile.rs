@@ -1,0 +1,215 @@
+//! Rings shared between processes: created in a named file or in a memfd handed over a
+//! Unix socket, and attached to by other processes with the same API as in-process
+//! rings.
+//!
+//! A ring file is the ring itself: the control block (whose first 128 bytes are the
+//! header: magic, layout version, kind, mode, capacity, flags, clock, the creator's
+//! pid) followed by the data area. Producers and the consumer of every process map it
+//! and run the same lock-free protocol; the consumer sleeps on a futex in the file, so
+//! a producer in any process wakes it with the in-process guarantee (no lost wakeup).
+//!
+//! # Files and their dangers
+//!
+//! * Named files are created with mode 0600, exclusively, never through a symlink, and
+//!   get their name only once initialized (`O_TMPFILE`, then `linkat`): of two
+//!   processes racing to create one path, one gets the ring and the other
+//!   [`Error::File`] (`AlreadyExists`), and nobody ever opens half a ring.
+//! * Attaching checks the header, the file's size and the positions before anything is
+//!   mapped, and says what does not match ([`Error::InvalidRing`]).
+//! * A memfd is sealed against shrinking and growing, and a received memfd without
+//!   those seals is refused, so no process can make another die of `SIGBUS`.
+//!   **A named file cannot be sealed**: if a process with write access truncates it,
+//!   every process that has it mapped gets `SIGBUS` at its next access past the new
+//!   end (as with any mapped file). Keep ring files private to their user (the 0600
+//!   default; files writable by every user are refused) or use a memfd. The `ringtrace`
+//!   command never maps a ring file (it reads it with `pread`), so a truncated file is an
+//!   error message there, not a signal.
+//!
+//! # Crash safety
+//!
+//! Every role in the file (consumer, single producer, counter slots, the overwrite
+//! retire lock) records its owner's process id, and every reservation's header carries
+//! its producer's: a process killed at any instruction leaves nothing that stays stuck.
+//! Its role is taken over by the next process that asks for it, and a record it left
+//! unfinished is stepped over and counted ([`Stats::dead`](crate::Stats)) by the
+//! consumer (discard mode) or by the producer that overwrites it (overwrite mode).
+//! After every process has died, the committed records are still in the file:
+//! `ringtrace snapshot FILE` (or [`inspect`](crate::inspect)) reads them.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use crate::config::{Mode, ProducerKind};
+use crate::core::Core;
+use crate::error::Error;
+use crate::overwrite::{LOCK, PAUSED};
+use crate::region::file::{self, Backing};
+use crate::region::mmap::{Mapping, MmapRegion};
+use crate::region::Region;
+use crate::ring::{Builder, RingBuf, Shared};
+use crate::sync::Ordering::{Acquire, Relaxed};
+
+/// What a process attaching to a ring file will do with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Access {
+    /// Produce, consume, snapshot and pause: the whole file is mapped read-write.
+    #[default]
+    Full,
+    /// Consume, snapshot and pause only: [`RingBuf::producer`] is refused, and the data
+    /// area is mapped read-only where the consumer only reads it (single-producer
+    /// discard rings, and overwrite rings; the consumer of a multi-producer discard
+    /// ring zeroes what it consumes, so its data area stays writable).
+    Consumer,
+}
+
+impl<K: ProducerKind, M: Mode> Builder<K, M> {
+    /// Creates the ring in a new file at `path` (on tmpfs, such as `/dev/shm`, for
+    /// speed), for other processes to [`open`](RingBuf::open). The file is created with
+    /// mode 0600 and fails with [`Error::File`] if `path` exists (even as a dangling
+    /// symlink). It is not removed when the ring is dropped: it is the flight recorder
+    /// left behind for recovery; remove it when done.
+    ///
+    /// ```
+    /// use ringtrace::{FlightRecorder, Wakeup};
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-create-{}.ring", std::process::id()));
+    /// let ring = FlightRecorder::builder(64 * 1024).create(&path)?;
+    /// ring.producer()?.output(b"written by the creator", Wakeup::Default)?;
+    ///
+    /// // Another process (here: the same one) attaches by name.
+    /// let other = FlightRecorder::open(&path)?;
+    /// let snap = other.snapshot()?;
+    /// assert_eq!(snap.iter().next(), Some(&b"written by the creator"[..]));
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(self, path: impl AsRef<Path>) -> Result<RingBuf<K, M>, Error> {
+        self.build_in(Backing::Path(path.as_ref()))
+    }
+
+    /// Creates the ring in a sealed memfd for other processes: hand it over with
+    /// [`RingBuf::send`] (or `fork`), attach with [`RingBuf::receive`].
+    pub fn build_shared(self) -> Result<RingBuf<K, M>, Error> {
+        self.build_in(Backing::Memfd)
+    }
+}
+
+impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
+    /// Attaches to the ring in the file at `path`, made by [`Builder::create`] in this
+    /// or another process, with [`Access::Full`]. The file must hold a ring of this
+    /// kind and mode; anything else is [`Error::InvalidRing`] saying what differs.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::open_with(path, Access::Full)
+    }
+
+    /// [`open`](Self::open) with the given access.
+    pub fn open_with(path: impl AsRef<Path>, access: Access) -> Result<Self, Error> {
+        Self::from_fd(file::open_path(path.as_ref())?, access)
+    }
+
+    /// Attaches to the ring in `fd` (a ring file or a memfd made by
+    /// [`Builder::build_shared`]).
+    pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Self, Error> {
+        let meta = file::check_file(fd.as_fd())?;
+        let (kind, mode) = (name(meta.kind, &["mpsc", "spsc"]), name(meta.mode, &["discard", "overwrite"]));
+        if meta.kind != K::CODE || meta.mode != M::CODE {
+            return Err(Error::invalid(format!(
+                "the file holds an {kind} {mode} ring, not the {} {} ring asked for",
+                K::NAME,
+                M::NAME
+            )));
+        }
+        // The consumer of a multi-producer discard ring zeroes what it consumes.
+        let data_writable = access == Access::Full || (K::MULTI && !M::OVERWRITE);
+        let mapping = Mapping { capacity: meta.capacity, data_offset: meta.data_offset, data_writable, futex: true };
+        let region = MmapRegion::map(fd, mapping)?;
+        let core = if M::OVERWRITE {
+            Core::new_overwrite(region.view(), meta.watermark, meta.ahead)
+        } else {
+            Core::new(region.view(), meta.watermark, K::MULTI)
+        };
+        check_positions(&core, M::OVERWRITE)?;
+        let batch = (meta.capacity / 4) & !7;
+        let shared =
+            Shared { core, region, batch, writable: access == Access::Full, last_snapshot: std::sync::Mutex::new(0) };
+        Ok(RingBuf::from_shared(shared))
+    }
+
+    /// Hands this ring's memfd (or file) to the process at the other end of `sock`,
+    /// which attaches with [`receive`](Self::receive). Only rings made to be shared
+    /// ([`Builder::build_shared`], [`Builder::create`]) can be sent.
+    ///
+    /// ```
+    /// use std::os::unix::net::UnixStream;
+    /// use ringtrace::{Access, MpscRing, Wakeup};
+    ///
+    /// let (a, b) = UnixStream::pair()?;
+    /// let ring = MpscRing::builder(4096).build_shared()?;
+    /// ring.send(&a)?;
+    /// let theirs = MpscRing::receive(&b, Access::Full)?; // in the other process
+    /// theirs.producer()?.output(b"hi", Wakeup::Default)?;
+    /// assert_eq!(ring.consumer()?.iter().next(), Some(&b"hi"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn send(&self, sock: &UnixStream) -> Result<(), Error> {
+        if !self.is_shared() {
+            return Err(Error::invalid("this ring is private to its process (made with build(), not build_shared())"));
+        }
+        file::send_fd(sock, self.shared.region.file())
+    }
+
+    /// Receives a ring sent with [`send`](Self::send) and attaches to it.
+    pub fn receive(sock: &UnixStream, access: Access) -> Result<Self, Error> {
+        Self::from_fd(file::recv_fd(sock)?, access)
+    }
+
+    /// Whether other processes can attach to this ring (it lives in a ring file or a
+    /// memfd made to be shared, and wakes its consumer through a futex).
+    pub fn is_shared(&self) -> bool {
+        self.shared.core.region.is_futex()
+    }
+}
+
+impl<K: ProducerKind, M: Mode> AsFd for RingBuf<K, M> {
+    /// The ring's memfd or file.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.region.file()
+    }
+}
+
+fn name(code: u32, names: &[&'static str]) -> String {
+    match code.checked_sub(1).and_then(|i| names.get(i as usize)) {
+        Some(n) => (*n).to_owned(),
+        None => format!("unknown({code})"),
+    }
+}
+
+/// Checks the positions of a ring just mapped: they are another process's writes.
+fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Error> {
+    let ctl = core.control();
+    let cap = core.capacity();
+    // Acquire: pairs with the Release store of the magic in `init_meta` (its creator's
+    // last initialization store), re-read now through the mapping.
+    if ctl.meta.0.magic.load(Acquire) != crate::layout::MAGIC {
+        return Err(Error::invalid("the header changed while the ring was being attached"));
+    }
+    // Relaxed: a consistency check of values that may move on; they are re-read under
+    // the protocol's orderings by the handles made later.
+    let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
+    let cons = ctl.consumer.0.pos.load(Relaxed);
+    let bad = |what: String| Err(Error::invalid(format!("positions are inconsistent: {what}")));
+    if prod % 8 != 0 || cons % 8 != 0 {
+        return bad(format!("producer {prod} or consumer {cons} is not a multiple of 8"));
+    }
+    if overwrite {
+        let ow = &ctl.overwrite.0;
+        let (o, z) = (ow.over_pos.load(Relaxed), ow.zeroed.load(Relaxed) & !LOCK);
+        if o > prod || prod.saturating_sub(o) > cap || z < prod || z.saturating_sub(o) > cap {
+            return bad(format!("overwrite position {o}, producer {prod}, zeroed frontier {z}"));
+        }
+    } else if cons > prod || prod - cons > cap {
+        return bad(format!("consumer {cons}, producer {prod}, capacity {cap}"));
+    }
+    Ok(())
+}
