@@ -282,8 +282,9 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
     ///
-    /// Wakes every 200 ms to see whether the record it waits for belongs to a
-    /// process that died (then steps over it: see [`Stats::dead`](crate::Stats)).
+    /// While a record is claimed and not finished at its position, wakes every 200 ms
+    /// to see whether its producer died (then steps over it: see
+    /// [`Stats::dead`](crate::Stats)). With nothing claimed, it sleeps until woken.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
@@ -292,11 +293,13 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
             let (pos, published) = (self.rd.pos, self.rd.published);
             // A whole ring read and not handed back: producers cannot have written anything.
             let ready = |c: &Core<MmapView>| pos - published < c.capacity() && c.ready(pos);
-            let slice = match deadline {
-                None => DEAD_CHECK,
-                Some(d) => d.saturating_duration_since(Instant::now()).min(DEAD_CHECK),
-            };
-            let r = sleep(&core, published, Some(slice), &mut self.armed, ready);
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            // Something claimed and not ready: its producer may be dead; check now and
+            // then. (A claim made after this look, by a producer that then dies, is
+            // found after the next commit wakes us: before that there is nothing to
+            // deliver anyway.)
+            let slice = if self.available() > 0 { Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK))) } else { left };
+            let r = sleep(&core, published, slice, &mut self.armed, ready);
             self.disarm();
             if r? {
                 return Ok(true);

@@ -118,6 +118,22 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
         }
     }
 
+    /// Consumes until `total` records have passed, sleeping on the futex doorbell of a
+    /// shared ring between drains as `Consumer::wait` does there: the futex value is
+    /// read before the wait is armed. A lost wakeup deadlocks, which loom reports.
+    fn futex_sleep_until(&mut self, total: usize) {
+        while self.seen.len() + self.skipped() < total {
+            if self.drain() > 0 {
+                continue;
+            }
+            let token = self.r.region.futex_token();
+            if self.r.arm(self.rd.pos).unwrap() {
+                self.r.region.futex_wait(token);
+                self.r.disarm(self.rd.pos);
+            }
+        }
+    }
+
     /// Consumes until `total` records have passed, sleeping on the doorbell between
     /// drains as `Consumer::wait` does. A lost wakeup deadlocks, which loom reports.
     fn sleep_until(&mut self, total: usize) {
@@ -284,5 +300,51 @@ fn loom_single_producer_reattach() {
         // The second handle's zeroing ahead wraps onto the first record's bytes.
         one_producer::<false>(&r, 2..=2).join().unwrap();
         assert_eq!(consumer.join().unwrap(), vec![1, 2]);
+    });
+}
+
+/// The claim marks ([`crate::repair`]): a reader looking for dead claims while a live
+/// producer claims and commits never takes its record for dead, whatever it sees (the
+/// claim before the mark, the zero header, the BUSY one). Under loom every process is
+/// alive, so a `Some` here is a live claim taken for dead: the claim CAS's Release and
+/// the reader's Acquire load of `P` are what rule it out.
+#[test]
+fn loom_a_live_claim_is_never_taken_for_dead() {
+    use crate::sync::Ordering::Relaxed;
+    model(|| {
+        let r = ring::<true>(64, 0);
+        r.control().slots[0].0.owner.store(1, Relaxed);
+        let rp = r.clone();
+        let p = thread::spawn(move || {
+            let mut cur = rp.producer_cursor();
+            cur.slot = 0;
+            let pos = rp.reserve::<true>(8, &mut cur).unwrap();
+            rp.commit(pos, 8, false, Wakeup::NoWakeup);
+        });
+        let rr = r.clone();
+        let reader = thread::spawn(move || {
+            assert_eq!(rr.dead_claim(0, usize::MAX), None);
+            assert_eq!(rr.dead_claim(0, usize::MAX), None);
+        });
+        p.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
+/// A ring shared between processes wakes its consumer through a futex: two producers
+/// commit, the consumer sleeps on the futex value it read before arming. No lost
+/// wakeup (loom reports the deadlock of one).
+#[test]
+fn loom_no_lost_wakeup_futex() {
+    model(|| {
+        let r = Arc::new(Core::new(HeapRegion::with_futex(64), 0, true));
+        let (p1, p2) = two_producers(&r, false);
+        let mut c = ModelConsumer::<true>::new(&r);
+        c.futex_sleep_until(2);
+        p1.join().unwrap();
+        p2.join().unwrap();
+        let mut seen = c.seen.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![1, 2]);
     });
 }

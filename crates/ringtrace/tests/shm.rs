@@ -22,6 +22,8 @@ use ringtrace::{
 };
 
 const RECORDS: u64 = 200_000;
+/// Records of the sampled wakeup test.
+const SAMPLED: u64 = 5_000;
 
 /// FNV-1a.
 fn checksum(bytes: &[u8]) -> u32 {
@@ -58,8 +60,35 @@ fn temp_path(name: &str) -> PathBuf {
     p
 }
 
+/// A child process, killed if the test ends (or fails) while it runs.
+struct Kid(Option<Child>);
+
+impl std::ops::Deref for Kid {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().unwrap()
+    }
+}
+impl std::ops::DerefMut for Kid {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+}
+impl Drop for Kid {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Runs this binary as a child in `role`.
-fn spawn(role: &str, args: &[&str]) -> Child {
+fn spawn(role: &str, args: &[&str]) -> Kid {
+    Kid(Some(spawn_child(role, args)))
+}
+
+fn spawn_child(role: &str, args: &[&str]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
         .env("RINGTRACE_CHILD", role)
@@ -71,8 +100,8 @@ fn spawn(role: &str, args: &[&str]) -> Child {
 }
 
 /// Waits for a child and returns its `RESULT ...` line's words.
-fn finish(child: Child) -> Vec<u64> {
-    let out = child.wait_with_output().unwrap();
+fn finish(mut kid: Kid) -> Vec<u64> {
+    let out = kid.0.take().unwrap().wait_with_output().unwrap();
     assert!(out.status.success(), "child failed: {:?}", out.status);
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.starts_with("RESULT")).unwrap_or_else(|| panic!("no result in {text}"));
@@ -96,6 +125,43 @@ fn child() {
             produce(MpscRing::receive(&sock, Access::Full).unwrap().producer().unwrap(), &args[1])
         }
         "die-mid-record" => die_mid_record(&args[0], &args[1]),
+        "produce-sampled" => {
+            let ring = MpscRing::open(&args[0]).unwrap();
+            let mut p = ring.producer().unwrap();
+            let mut x = 0x2545_f491u64;
+            for i in 0..SAMPLED {
+                // 0 to 60 us apart: the consumer is caught up and asleep, arming, or
+                // busy, at every kind of moment.
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_micros(x % 60) {}
+                // Full only if the consumer stopped (asleep for good): keep trying, so
+                // that the test reports the consumer.
+                while p.output(&i.to_le_bytes(), Wakeup::Default).is_err() {
+                    std::thread::yield_now();
+                }
+            }
+            vec![SAMPLED]
+        }
+        "consume-sampled" => {
+            let ring = MpscRing::open_with(&args[0], Access::Consumer).unwrap();
+            let mut c = ring.consumer().unwrap();
+            println!("ATTACHED");
+            std::io::stdout().flush().unwrap();
+            let mut next = 0;
+            while next < SAMPLED {
+                // No timeout: a lost wakeup leaves this process asleep for good.
+                c.poll(None, |d| {
+                    assert_eq!(d, next.to_le_bytes());
+                    next += 1;
+                    Ok::<(), Infallible>(())
+                })
+                .unwrap();
+            }
+            vec![next]
+        }
         "map-and-touch" => map_and_touch(&args[0]),
         "hold-consumer" => {
             let ring = MpscRing::open(&args[0]).unwrap();
@@ -244,7 +310,7 @@ fn map_and_touch(path: &str) -> Vec<u64> {
     }
 }
 
-fn wait_for_line(child: &mut Child, want: &str) {
+fn wait_for_line(child: &mut Kid, want: &str) {
     let out = child.stdout.as_mut().unwrap();
     let mut line = String::new();
     let mut reader = BufReader::new(out);
@@ -292,6 +358,41 @@ fn overwrite_producers_in_two_processes_consumer_in_a_third() {
     assert_eq!(r[1], s.overwritten_unread);
     std::fs::remove_file(&path).unwrap();
     std::fs::remove_file(path.with_extension("done")).unwrap();
+}
+
+/// Waits for `child` at most `limit`; kills it and fails if it is still running.
+fn finish_within(mut child: Kid, limit: Duration, what: &str) -> Vec<u64> {
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{what} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    finish(child)
+}
+
+#[test]
+fn cross_process_wakeups_are_never_lost() {
+    let path = temp_path("sampled");
+    let _ring = MpscRing::builder(64 * 1024).wakeup_policy(WakeupPolicy::CaughtUp).create(&path).unwrap();
+    let p = path.to_str().unwrap();
+    let mut consumer = spawn("consume-sampled", &[p]);
+    wait_for_line(&mut consumer, "ATTACHED");
+    let producer = spawn("produce-sampled", &[p]);
+    assert_eq!(
+        finish_within(
+            producer,
+            Duration::from_secs(120),
+            "the producer (a full ring: the consumer slept through a wakeup?)"
+        )[0],
+        SAMPLED
+    );
+    // The consumer sleeps with no timeout: only a lost wakeup keeps it asleep.
+    assert_eq!(finish_within(consumer, Duration::from_secs(60), "the consumer (a lost wakeup)")[0], SAMPLED);
+    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
@@ -398,6 +499,13 @@ fn records_recovered_after_every_process_died() {
     assert_eq!(*seqs.last().unwrap(), RECORDS - 1, "the newest records survive");
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "contiguous");
     assert_eq!(snap.unfinished(), 1, "the dead producer's record is reported unfinished");
+    // The untrusted reader (what `ringtrace snapshot FILE` uses; it never maps the file)
+    // recovers the same records and steps over the dead one.
+    let file = ringtrace::inspect::RingFile::open(&path).unwrap();
+    let recs = file.records().unwrap();
+    let read: Vec<u64> = recs.iter().map(|r| check(r.payload).1).collect();
+    assert_eq!(read, seqs);
+    assert_eq!(recs.unfinished_count(), 1);
     std::fs::remove_file(&path).unwrap();
 }
 

@@ -16,6 +16,9 @@ pub(crate) struct HeapRegion {
     payload: Box<[UnsafeCell<u64>]>,
     bell: Mutex<u64>,
     ring: Condvar,
+    /// The doorbell is the futex word in the control block, as in a ring shared
+    /// between processes (`futex_token`, `futex_wait`), besides the counter.
+    futex: bool,
 }
 
 // SAFETY: the payload cells are shared between threads only as the protocol allows (one
@@ -35,6 +38,32 @@ impl HeapRegion {
             payload: (0..words).map(|_| UnsafeCell::new(0)).collect(),
             bell: Mutex::new(0),
             ring: Condvar::new(),
+            futex: false,
+        }
+    }
+
+    /// A region whose doorbell also works as the futex of a shared ring.
+    #[cfg_attr(not(loom), allow(dead_code))] // the loom models' futex doorbell
+    pub(crate) fn with_futex(capacity: u64) -> Self {
+        HeapRegion { futex: true, ..Self::new(capacity) }
+    }
+
+    /// `MmapView::prepare_sleep` of a futex ring: the futex word's value.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    pub(crate) fn futex_token(&self) -> u32 {
+        // Acquire: as in `MmapView::prepare_sleep` (pairs with the Release fetch_add in
+        // `notify`).
+        self.control.wait.0.futex.load(crate::sync::Ordering::Acquire)
+    }
+
+    /// `FUTEX_WAIT`: sleeps while the futex word holds `token`. The check and the
+    /// sleep are atomic with respect to `notify` (the mutex), as the kernel makes them.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    pub(crate) fn futex_wait(&self, token: u32) {
+        let mut g = self.bell.lock().unwrap();
+        // Relaxed: under the mutex, which orders it with `notify`'s add.
+        while self.control.wait.0.futex.load(Relaxed) == token {
+            g = self.ring.wait(g).unwrap();
         }
     }
 
@@ -101,6 +130,10 @@ unsafe impl Region for HeapRegion {
         }
     }
     fn notify(&self) {
+        if self.futex {
+            // Release: as in `MmapView::notify`.
+            self.control.wait.0.futex.fetch_add(1, crate::sync::Ordering::Release);
+        }
         *self.bell.lock().unwrap() += 1;
         self.ring.notify_one();
     }
