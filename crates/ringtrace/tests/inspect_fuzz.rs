@@ -11,6 +11,8 @@
 //! PROPTEST_CASES=200000 cargo test --release -p ringtrace --test inspect_fuzz
 //! ```
 
+#![cfg(not(loom))]
+
 use std::cell::Cell;
 use std::io;
 

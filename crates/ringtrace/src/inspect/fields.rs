@@ -20,6 +20,7 @@ pub(crate) const WATERMARK: usize = offset_of!(Control, meta.0.watermark);
 pub(crate) const FLAGS: usize = offset_of!(Control, meta.0.flags);
 pub(crate) const CLOCK: usize = offset_of!(Control, meta.0.clock);
 pub(crate) const CREATED_NS: usize = offset_of!(Control, meta.0.created_ns);
+pub(crate) const RETIRE_AHEAD: usize = offset_of!(Control, meta.0.retire_ahead);
 
 /// The producer line: re-read on its own after the rest of the block.
 pub(crate) const PRODUCER_LINE: usize = offset_of!(Control, producer);
@@ -55,7 +56,7 @@ pub(crate) const TOO_LARGE: usize = offset_of!(Counters, too_large);
 
 // Every field read lies inside the block (checked at compile time).
 const _: () = assert!(SLOTS + N_SLOTS * SLOT_LEN <= crate::layout::CONTROL_SIZE);
-const _: () = assert!(CREATED_NS + 8 <= META_LEN && OVERFLOW + SLOT_LEN <= SLOTS);
+const _: () = assert!(CREATED_NS + 8 <= META_LEN && RETIRE_AHEAD + 8 <= META_LEN && OVERFLOW + SLOT_LEN <= SLOTS);
 
 /// The native-endian `u64` at `at`; 0 if `block` is too short (it never is: callers pass
 /// a whole control block and offsets from above).

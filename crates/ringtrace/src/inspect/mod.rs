@@ -241,6 +241,8 @@ pub struct Header {
     pub clock: u32,
     /// When the ring was created, in nanoseconds since the Unix epoch.
     pub created_ns: u64,
+    /// Overwrite mode: bytes a producer that overwrites gives up beyond its need.
+    pub retire_ahead: u64,
 }
 
 impl Header {
@@ -301,6 +303,7 @@ impl Header {
             flags,
             clock: u32_at(block, fields::CLOCK),
             created_ns: u64_at(block, fields::CREATED_NS),
+            retire_ahead: u64_at(block, fields::RETIRE_AHEAD),
         })
     }
 }

@@ -6,8 +6,8 @@
 //! checked against what this build can map before anything is mapped: a bad file is an
 //! [`Error::InvalidRing`] saying what is wrong, never a fault.
 
-use std::io::{IoSlice, IoSliceMut};
-use std::mem::{offset_of, MaybeUninit};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -22,8 +22,8 @@ use rustix::net::{
 };
 
 use crate::error::Error;
-use crate::layout::{Meta, CONTROL_SIZE, FLAG_FUTEX, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC};
-use crate::ring::MAX_CAPACITY;
+use crate::inspect::{RingFile, Source};
+use crate::layout::CONTROL_SIZE;
 
 /// Where a new ring lives.
 #[derive(Clone, Copy, Debug)]
@@ -117,7 +117,7 @@ pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, Error> {
     Ok(fd)
 }
 
-/// The [`Meta`] fields of a ring file, as read (not yet all checked).
+/// The header fields of a ring file this build can map.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MetaValues {
     pub(crate) kind: u32,
@@ -125,13 +125,35 @@ pub(crate) struct MetaValues {
     pub(crate) capacity: u64,
     pub(crate) data_offset: u64,
     pub(crate) watermark: u64,
-    pub(crate) flags: u32,
     pub(crate) ahead: u64,
 }
 
+/// Positioned reads of a descriptor, for [`inspect`](crate::inspect)'s header check.
+struct FdSource<'a>(BorrowedFd<'a>);
+
+impl Source for FdSource<'_> {
+    fn size(&self) -> io::Result<u64> {
+        Ok(u64::try_from(fstat(self.0)?.st_size).unwrap_or(0))
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match rustix::io::pread(self.0, &mut buf[done..], offset + done as u64) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Checks what `fd` holds before it is mapped: a regular file (or memfd) sealed
-/// against shrinking if it is a memfd, long enough for the ring its header describes,
-/// with a header of this layout version. The kind and mode are checked by the caller.
+/// against shrinking if it is a memfd, and only its owner can write if it is a named
+/// file; a header of this layout version ([`inspect`](crate::inspect) parses and
+/// checks it, as for any untrusted file), describing a ring this machine can map and
+/// no longer than the file. The kind and mode are checked by the caller.
 pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<MetaValues, Error> {
     let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
@@ -152,75 +174,33 @@ pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<MetaValues, Error> {
             st.st_mode & 0o7777
         )));
     }
-    let size = u64::try_from(st.st_size).unwrap_or(0);
-    let mut meta = [0u8; size_of::<Meta>()];
-    if size < CONTROL_SIZE as u64 {
-        return Err(Error::invalid(format!("the file is {size} bytes; a ring's header alone is {CONTROL_SIZE}")));
-    }
-    let n = rustix::io::pread(fd, &mut meta, 0).map_err(Error::io("reading the ring header"))?;
-    if n != meta.len() {
-        return Err(Error::invalid("short read of the ring header"));
-    }
-    let u32_at = |off: usize| u32::from_ne_bytes(meta[off..off + 4].try_into().expect("4 bytes"));
-    let u64_at = |off: usize| u64::from_ne_bytes(meta[off..off + 8].try_into().expect("8 bytes"));
-    let magic = u64_at(offset_of!(Meta, magic));
-    if magic == 0 {
-        return Err(Error::invalid(
-            "the header's magic is zero: the creator has not finished initializing it, or it is not a ring",
-        ));
-    }
-    if magic != MAGIC {
-        return Err(Error::invalid(format!("bad magic {magic:#018x}: not a ringtrace ring")));
-    }
-    let version = u32_at(offset_of!(Meta, version));
-    if version != LAYOUT_VERSION {
-        return Err(Error::invalid(format!(
-            "layout version {version}; this build of ringtrace reads version {LAYOUT_VERSION}"
-        )));
-    }
-    let v = MetaValues {
-        kind: u32_at(offset_of!(Meta, kind)),
-        mode: u32_at(offset_of!(Meta, mode)),
-        capacity: u64_at(offset_of!(Meta, capacity)),
-        data_offset: u64_at(offset_of!(Meta, data_offset)),
-        watermark: u64_at(offset_of!(Meta, watermark)),
-        flags: u32_at(offset_of!(Meta, flags)),
-        ahead: u64_at(offset_of!(Meta, retire_ahead)),
-    };
-    let page = rustix::param::page_size() as u64;
-    if !v.capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&v.capacity) {
-        return Err(Error::invalid(format!(
-            "capacity {} is not a power of two from the page size ({page}) to {MAX_CAPACITY}",
-            v.capacity
-        )));
-    }
-    if v.data_offset != data_offset() {
+    let file = RingFile::from_source(FdSource(fd)).map_err(|e| Error::invalid(e.to_string()))?;
+    let h = file.header();
+    if h.data_offset != data_offset() {
         return Err(Error::invalid(format!(
             "data offset {} differs from this machine's {} (made on a machine with another page size?)",
-            v.data_offset,
+            h.data_offset,
             data_offset()
         )));
     }
-    if v.flags & !KNOWN_FLAGS != 0 || v.flags & FLAG_FUTEX == 0 {
-        return Err(Error::invalid(format!(
-            "flags {:#x}: unknown flags, or a ring private to its creating process",
-            v.flags
-        )));
+    if !h.futex() {
+        return Err(Error::invalid("the ring is private to the process that made it (no futex doorbell)"));
     }
-    let need = v.data_offset + v.capacity;
-    if size < need {
-        return Err(Error::invalid(format!(
-            "the file is {size} bytes, but its header describes a ring of {need} bytes (truncated?)"
-        )));
+    if h.retire_ahead > h.capacity / 2 || h.retire_ahead % 8 != 0 {
+        return Err(Error::invalid(format!("retire look-ahead {} is out of range", h.retire_ahead)));
     }
-    if v.ahead > v.capacity / 2 || v.ahead % 8 != 0 {
-        return Err(Error::invalid(format!("retire look-ahead {} is out of range", v.ahead)));
-    }
-    let w = v.watermark;
-    if w > v.capacity && w < u64::MAX - 1 {
+    let w = h.watermark;
+    if w > h.capacity && w < u64::MAX - 1 {
         return Err(Error::invalid(format!("wakeup watermark {w} is larger than the capacity")));
     }
-    Ok(v)
+    Ok(MetaValues {
+        kind: h.kind.code(),
+        mode: h.mode.code(),
+        capacity: h.capacity,
+        data_offset: h.data_offset,
+        watermark: w,
+        ahead: h.retire_ahead,
+    })
 }
 
 /// The bytes that go with a memfd over a Unix socket: they identify the message.
