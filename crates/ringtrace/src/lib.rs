@@ -53,6 +53,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Between processes
+//!
+//! A ring made in a file ([`Builder::create`]) or a sealed memfd
+//! ([`Builder::build_shared`], handed over with [`RingBuf::send`]) is attached to by
+//! other processes ([`RingBuf::open`], [`RingBuf::receive`]) with the same API. Attaching
+//! checks the file as untrusted input; a process killed at any instruction leaves
+//! nothing stuck (its roles are taken over, its unfinished records stepped over and
+//! counted in [`Stats::dead`]); [`inspect`] reads ring files without mapping them, for
+//! tools and for recovery after a crash.
+//!
+//! ```
+//! use ringtrace::{Access, MpscRing, Wakeup};
+//! use std::convert::Infallible;
+//!
+//! let path = std::env::temp_dir().join(format!("lib-doc-{}.ring", std::process::id()));
+//! let ring = MpscRing::builder(1 << 16).create(&path)?;   // in the traced program
+//! let mut producer = ring.producer()?;
+//!
+//! // In another process: attach by name, consume.
+//! let other = MpscRing::open_with(&path, Access::Consumer)?;
+//! let mut consumer = other.consumer()?;
+//! producer.output(b"across processes", Wakeup::Default)?;
+//! let n = consumer.consume(|rec| {
+//!     assert_eq!(rec, b"across processes");
+//!     Ok::<(), Infallible>(())
+//! })?;
+//! assert_eq!(n, 1);
+//! std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Guarantees
 //!
 //! * Records reach the consumer in reservation order, each exactly once.
