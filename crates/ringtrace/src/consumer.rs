@@ -211,12 +211,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                         batch_end = rd.published + self.batch;
                     }
                 }
-                Step::Empty => {
-                    if n == 0 && self.stalled(&mut rd) {
-                        continue; // stepped over a dead producer's record
-                    }
-                    break Ok(n);
-                }
+                Step::Empty => break Ok(n),
                 Step::Full => {
                     let to = rd.pos;
                     self.publish_cursor(&mut rd, to);
@@ -227,6 +222,11 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         };
         self.publish_lines(&mut rd);
         self.rd = rd;
+        if let Ok(0) = result {
+            // Out of the loop, so that the cursor stays in registers there. A record
+            // stepped over here is read past by the next call.
+            self.stalled();
+        }
         result
     }
 
@@ -320,12 +320,15 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// whether the record at the cursor was left unfinished by a dead process.
     #[cold]
     #[inline(never)]
-    fn stalled(&mut self, rd: &mut ReadCursor) -> bool {
+    fn stalled(&mut self) -> bool {
         self.stalls = self.stalls.wrapping_add(1);
         if self.stalls % STALL_CHECK != 0 {
             return false;
         }
-        self.skip_dead(rd)
+        let mut rd = self.rd;
+        let skipped = self.skip_dead(&mut rd);
+        self.rd = rd;
+        skipped
     }
 
     /// Steps the cursor over the record at it if its producer died before finishing

@@ -95,7 +95,7 @@ pub(crate) struct ProducerCursor {
     /// other check if `end + 8 <= zeroed`.
     pub(crate) zeroed: u64,
     /// The producer's counter slot (`N_SLOTS`: the shared overflow slot), whose
-    /// `claiming` word brackets each claim ([`Core::begin_claim`]).
+    /// `claiming` word brackets each claim ([`crate::repair::mark_claim`]).
     pub(crate) slot: usize,
     /// Overwrite mode: reserves refused in a row because the oldest record is
     /// unfinished or the retire lock is held; every so often their owners are checked
@@ -305,13 +305,11 @@ impl<R: Region> Core<R> {
         let prod = &ctl.producer.0.pos;
         let mut p = prod.load(Relaxed);
         let mut backoff = Backoff::new();
-        self.begin_claim(cur);
         let pos = loop {
             let end = p.wrapping_add(fp);
             if !self.has_room(end, cur) {
                 let now = prod.load(Relaxed);
                 if now == p {
-                    self.end_claim(cur);
                     return Err(Refused::Full);
                 }
                 p = now; // `p` was stale; try again with the current position.
@@ -321,7 +319,7 @@ impl<R: Region> Core<R> {
             // was in the space was acquired above, and what we write there is published
             // by the Release header store in `commit`. Release (success): pairs with the
             // Acquire load of `P` in `repair::dead_claim`, so a reader that sees this
-            // claim sees our `claiming` mark (`begin_claim`) too.
+            // claim sees the producer's claim mark (`repair::mark_claim`) too.
             match prod.compare_exchange_weak(p, end, Release, Relaxed) {
                 Ok(_) => break p,
                 Err(now) => {
@@ -333,44 +331,7 @@ impl<R: Region> Core<R> {
         // Relaxed: to the consumer BUSY means the same as the zero header it replaces
         // ("wait"); it only tells observers who holds the space.
         self.region.header(pos).store(pack(len | BUSY_BIT, 0) | self.aux_bits, Relaxed);
-        self.end_claim(cur);
         Ok(pos)
-    }
-
-    /// Marks the start of a claim in the producer's slot: until [`Self::end_claim`], a
-    /// claimed record of ours may still have a zero header, and a reader must not take
-    /// it for a dead process's claim ([`crate::repair`]).
-    #[inline(always)]
-    pub(crate) fn begin_claim(&self, cur: &ProducerCursor) {
-        // Loom models skip the marks (their processes never die), but for a producer
-        // given a slot: the model of the marks themselves.
-        if cfg!(loom) && cur.slot >= N_SLOTS {
-            return;
-        }
-        let ctl = self.control();
-        match ctl.slots.get(cur.slot) {
-            // Relaxed: ordered before the claim by the claim CAS's Release.
-            Some(line) => line.0.claiming.store(1, Relaxed),
-            // Relaxed: as above.
-            None => _ = ctl.overflow.0.claiming.fetch_add(1, Relaxed),
-        }
-    }
-
-    /// Ends what [`Self::begin_claim`] started, after the BUSY header store (or
-    /// without a claim).
-    #[inline(always)]
-    pub(crate) fn end_claim(&self, cur: &ProducerCursor) {
-        if cfg!(loom) && cur.slot >= N_SLOTS {
-            return;
-        }
-        let ctl = self.control();
-        match ctl.slots.get(cur.slot) {
-            // Release: pairs with the Acquire load in `repair::live_claimer`: a reader
-            // that sees the mark gone sees our BUSY header.
-            Some(line) => line.0.claiming.store(0, Release),
-            // Release: as above.
-            None => _ = ctl.overflow.0.claiming.fetch_sub(1, Release),
-        }
     }
 
     /// Whether the space before `end` is free: by the consumer position last loaded, or

@@ -316,9 +316,13 @@ fn loom_a_live_claim_is_never_taken_for_dead() {
         r.control().slots[0].0.owner.store(1, Relaxed);
         let rp = r.clone();
         let p = thread::spawn(move || {
+            // As `Producer::claim` does, with slot 0.
             let mut cur = rp.producer_cursor();
             cur.slot = 0;
+            let word = &rp.control().slots[0].0.claiming;
+            crate::repair::mark_claim(word, false);
             let pos = rp.reserve::<true>(8, &mut cur).unwrap();
+            crate::repair::unmark_claim(word, false);
             rp.commit(pos, 8, false, Wakeup::NoWakeup);
         });
         let rr = r.clone();

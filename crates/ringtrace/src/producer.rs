@@ -12,6 +12,7 @@ use crate::error::{Error, OutOfBounds, ReserveError};
 use crate::layout::HDR_SIZE;
 use crate::owner;
 use crate::region::mmap::MmapView;
+use crate::repair;
 use crate::ring::{Shared, SlotRef};
 
 /// Writes records into a ring. `Send`: each thread uses its own handle.
@@ -135,7 +136,13 @@ impl<K: ProducerKind> Producer<K, Discard> {
     #[inline(always)]
     fn claim(&mut self, len: usize) -> Result<u64, Refused> {
         if K::MULTI {
-            self.core.reserve::<true>(len, &mut self.cursor)
+            // The claim marks (see `repair`): a single producer needs none (its pid in
+            // the producer line says who claims).
+            let (word, shared) = (&self.slot.counters().claiming, self.slot.is_shared());
+            repair::mark_claim(word, shared);
+            let claimed = self.core.reserve::<true>(len, &mut self.cursor);
+            repair::unmark_claim(word, shared);
+            claimed
         } else {
             self.core.reserve::<false>(len, &mut self.cursor)
         }
@@ -170,7 +177,7 @@ impl<K: ProducerKind> Producer<K, Overwrite> {
     /// ```
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<Reservation<'_, K, Overwrite>, ReserveError> {
-        match self.core.reserve_overwrite(len, &mut self.cursor) {
+        match self.claim_overwrite(len) {
             Ok(pos) => Ok(Reservation { producer: self, pos, len: len as u32 }),
             Err(why) => Err(self.refused(why, len)),
         }
@@ -179,13 +186,23 @@ impl<K: ProducerKind> Producer<K, Overwrite> {
     /// Reserves, copies `data` and commits with `wakeup`: one call.
     #[inline(always)]
     pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
-        let pos = match self.core.reserve_overwrite(data.len(), &mut self.cursor) {
+        let pos = match self.claim_overwrite(data.len()) {
             Ok(pos) => pos,
             Err(why) => return Err(self.refused(why, data.len())),
         };
         self.core.write_payload(pos, 0, data);
         self.finish(pos, data.len() as u32, false, wakeup);
         Ok(())
+    }
+
+    /// Claims space between the claim marks (see `repair`).
+    #[inline(always)]
+    fn claim_overwrite(&mut self, len: usize) -> Result<u64, Refused> {
+        let (word, shared) = (&self.slot.counters().claiming, self.slot.is_shared());
+        repair::mark_claim(word, shared);
+        let claimed = self.core.reserve_overwrite(len, &mut self.cursor);
+        repair::unmark_claim(word, shared);
+        claimed
     }
 }
 

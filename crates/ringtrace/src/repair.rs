@@ -10,7 +10,7 @@
 //!   yet stored: a producer killed in the few instructions between its claim CAS and its
 //!   BUSY store. Nothing says who claimed it or how long it is. So every producer marks
 //!   its counter slot (`claiming`) from before its claim CAS until after its BUSY store
-//!   ([`Core::begin_claim`]); a zero header at `x` below the producer position, with no
+//!   ([`mark_claim`]); a zero header at `x` below the producer position, with no
 //!   live process marked as claiming, is a dead claim. Its bytes are all zero (the
 //!   space was zeroed before it could be claimed, and its producer wrote nothing), so it
 //!   ends at the next nonzero word: the next record's header. A single-producer ring's
@@ -26,7 +26,37 @@ use crate::layout::{footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
 use crate::overwrite::PAUSED;
 use crate::owner;
 use crate::region::Region;
-use crate::sync::Ordering::{Acquire, Relaxed};
+use crate::sync::AtomicU64;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+
+/// Marks the start of a claim in the producer's counter slot (`word`: its `claiming`;
+/// `shared`: the overflow slot, a count): until [`unmark_claim`], a record this producer
+/// claimed may still have a zero header, and a reader must not take it for a dead
+/// process's claim. Producers call it before their claim CAS.
+#[inline(always)]
+pub(crate) fn mark_claim(word: &AtomicU64, shared: bool) {
+    if shared {
+        // Relaxed: ordered before the claim by the claim CAS's Release.
+        word.fetch_add(1, Relaxed);
+    } else {
+        // Relaxed: as above. A plain store: the slot is this producer's alone.
+        word.store(1, Relaxed);
+    }
+}
+
+/// Ends what [`mark_claim`] started, after the reserve (and its BUSY header store)
+/// returned, whether it claimed or not.
+#[inline(always)]
+pub(crate) fn unmark_claim(word: &AtomicU64, shared: bool) {
+    if shared {
+        // Release: pairs with the Acquire load in `live_claimer`: a reader that sees
+        // the mark gone sees our BUSY header.
+        word.fetch_sub(1, Release);
+    } else {
+        // Release: as above.
+        word.store(0, Release);
+    }
+}
 
 impl<R: Region> Core<R> {
     /// If the reservation at `pos` (a record boundary at or after the reader's
@@ -88,7 +118,7 @@ impl<R: Region> Core<R> {
     /// CAS and its BUSY store, or a producer of the overflow slot is.
     fn live_claimer(&self, own_slot: usize) -> bool {
         let ctl = self.control();
-        // Acquire: pairs with the Release in `end_claim`: a mark seen removed means
+        // Acquire: pairs with the Release in `unmark_claim`: a mark seen removed means
         // that claimer's BUSY header is visible.
         if ctl.overflow.0.claiming.load(Acquire) != 0 {
             return true;

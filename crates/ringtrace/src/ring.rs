@@ -364,6 +364,12 @@ impl SlotRef {
         self.index
     }
 
+    /// Whether this is the overflow slot, shared with other producers.
+    #[inline(always)]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.index >= N_SLOTS
+    }
+
     pub(crate) fn free(&self, core: &Core<MmapView>) {
         if let Some(line) = core.control().slots.get(self.index) {
             // Release: pairs with the Acquire CAS in `claim` (the counts above are final).

@@ -150,13 +150,10 @@ impl<R: Region> Core<R> {
         if len > self.max_len() as usize {
             return Err(Refused::TooLarge);
         }
-        self.begin_claim(cur);
-        let claimed = self.claim_overwrite(len, cur);
-        self.end_claim(cur);
-        claimed
+        self.claim_overwrite(len, cur)
     }
 
-    /// [`Self::reserve_overwrite`] between the claim marks.
+    /// [`Self::reserve_overwrite`] once the length is known to fit.
     #[inline(always)]
     fn claim_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         let fp = footprint(len as u32);
@@ -177,7 +174,8 @@ impl<R: Region> Core<R> {
                 self.make_room(need, cur)?;
             }
             // Release (success): pairs with the Acquire load of `P` in
-            // `repair::dead_claim` (our claim mark comes first; see `Core::reserve`).
+            // `repair::dead_claim` (the producer's claim mark comes first; see
+            // `repair::mark_claim`).
             match prod.compare_exchange_weak(p, p + fp, Release, Relaxed) {
                 Ok(_) => break,
                 Err(now) => {
