@@ -27,3 +27,6 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
 echo "== bench smoke run (one bench, quick)"
 cargo run --release -q -p ringtrace-cli -- bench --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
 test "$(wc -l < target/bench-smoke.json)" -ge 5
+
+echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
+cargo run --release -q -p ringtrace-cli -- demo --seconds 1 >/dev/null
