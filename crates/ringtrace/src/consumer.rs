@@ -89,7 +89,17 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
         owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
-        let rd = core.cursor(line.pos.load(Relaxed), line.consumed.load(Relaxed), line.skipped.load(Relaxed));
+        // The published position may lie inside a record (space goes back in whole
+        // cache lines); `read`, stored before it, is the record boundary the last
+        // consumer reached. Start there (its records are not delivered again), and
+        // hand back `[pos, read)` with the first publication.
+        // Relaxed: the role's handover (`owner::take`, Acquire) ordered the last
+        // consumer's stores before these loads.
+        let (pos, read) = (line.pos.load(Relaxed), line.read.load(Relaxed));
+        let mut rd = core.cursor(pos, line.consumed.load(Relaxed), line.skipped.load(Relaxed));
+        if read > pos && read - pos < core.capacity() && read % 8 == 0 {
+            rd.pos = read;
+        }
         Ok(Consumer { core, rd, batch: shared.batch, armed: false, stalls: 0, shared, _static: PhantomData })
     }
 
@@ -126,6 +136,15 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     #[inline]
     fn publish_cursor(&self, rd: &mut ReadCursor, to: u64) {
         let line = &self.core.control().consumer.0;
+        // Before the position: a consumer that takes over from this one (if this
+        // process dies) finds `read >= pos`, a record boundary to start at.
+        if line.read.load(Relaxed) != rd.pos {
+            // Relaxed: statistics, and a start for a takeover, which the role's
+            // handover orders (`owner::take`); the consumer is their only writer.
+            line.read.store(rd.pos, Relaxed);
+            line.consumed.store(rd.consumed, Relaxed);
+            line.skipped.store(rd.skipped, Relaxed);
+        }
         if to > rd.published {
             // SAFETY: we are the ring's only consumer and this is its cursor (a local copy
             // of `self.rd` that the caller writes back); `published < to <= pos`, and `to`
@@ -139,12 +158,6 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
                     self.core.release::<false>(rd, to)
                 }
             };
-        }
-        if line.read.load(Relaxed) != rd.pos {
-            // Relaxed: statistics; the consumer is their only writer.
-            line.read.store(rd.pos, Relaxed);
-            line.consumed.store(rd.consumed, Relaxed);
-            line.skipped.store(rd.skipped, Relaxed);
         }
     }
 
@@ -340,6 +353,11 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         let Some(len) = self.core.dead_claim_in(rd.pos, usize::MAX, !K::MULTI) else {
             return false;
         };
+        // Never past a ring's worth of unreleased space (a hostile producer position
+        // could say otherwise): release zeroes what the cursor passed.
+        if rd.pos + len - rd.published > self.core.capacity() {
+            return false;
+        }
         rd.pos += len;
         // Relaxed: a statistic; this consumer is its only writer in discard mode.
         self.core.control().consumer.0.dead.fetch_add(1, Relaxed);

@@ -215,7 +215,10 @@ impl<R: Region> Core<R> {
         let reserved = if multi { HDR_SIZE } else { 2 * HDR_SIZE };
         let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
         let aux_bits = pack(0, std::process::id().max(1));
-        Core { region, cap, max_len, watermark, aux_bits, asymmetric: barrier::init(), ahead: 0 }
+        // The consumer's membarrier reaches only its own process's threads: producers
+        // in other processes pair a full fence with its fence instead.
+        let asymmetric = barrier::init() && !region.cross_process();
+        Core { region, cap, max_len, watermark, aux_bits, asymmetric, ahead: 0 }
     }
 
     /// A core for an overwrite ring: its producers keep the word after the newest

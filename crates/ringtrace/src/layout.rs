@@ -162,6 +162,10 @@ pub(crate) struct ProducerLine {
     /// Single-producer rings: the process id of the producer handle's process while it
     /// exists (0: none). A dead process's claim is taken over.
     pub(crate) attached: AtomicU32,
+    /// Single-producer rings: the producer position when the role was last taken over
+    /// from a dead process; a zero header below it is that process's unfinished
+    /// record, which ends here.
+    pub(crate) dead_below: AtomicU64,
 }
 
 /// Written by the consumer (and read by producers).

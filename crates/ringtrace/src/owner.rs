@@ -29,8 +29,19 @@ pub(crate) fn alive(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else { return false };
     match rustix::process::Pid::from_raw(raw) {
         None => false,
-        Some(p) => !matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)),
+        Some(p) if matches!(rustix::process::test_kill_process(p), Err(rustix::io::Errno::SRCH)) => false,
+        // A zombie (killed, not yet reaped by its parent) runs no code any more.
+        Some(_) => !zombie(pid),
     }
+}
+
+/// Whether `/proc/<pid>/stat` says the process is a zombie (`Z`); false if unreadable.
+#[cfg(not(loom))]
+fn zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { return false };
+    // "pid (comm) S ...": the state follows the last ')' (comm may hold any byte).
+    let after = stat.iter().rposition(|&b| b == b')').map_or(&[][..], |i| &stat[i + 1..]);
+    after.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'Z')
 }
 
 /// Loom models have one process, alive.

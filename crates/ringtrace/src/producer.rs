@@ -14,6 +14,7 @@ use crate::owner;
 use crate::region::mmap::MmapView;
 use crate::repair;
 use crate::ring::{Shared, SlotRef};
+use crate::sync::Ordering::{Relaxed, Release};
 
 /// Writes records into a ring. `Send`: each thread uses its own handle.
 /// For [`Mpsc`] rings it is cheap to [`Clone`] (each clone gets its own counter line).
@@ -58,7 +59,15 @@ impl<K: ProducerKind, M: Mode> Producer<K, M> {
         }
         let core = shared.core.clone();
         if !K::MULTI {
-            owner::take(&core.control().producer.0.attached).map_err(|pid| Error::ProducerAttached { pid })?;
+            let line = &core.control().producer.0;
+            let dead = owner::take(&line.attached).map_err(|pid| Error::ProducerAttached { pid })?;
+            if dead != 0 {
+                // The dead producer's reservation, if it left one, ends at the producer
+                // position: tell the consumer where its unfinished record ends.
+                // Relaxed load: the position's one writer is dead. Release: pairs with
+                // the Acquire load in `repair::dead_claim_in`.
+                line.dead_below.store(line.pos.load(Relaxed), Release);
+            }
         }
         let slot = SlotRef::claim(&core);
         let mut cursor = core.producer_cursor();

@@ -86,6 +86,11 @@ impl<R: Region> Core<R> {
             return Some(fp);
         }
         if single {
+            // Acquire: pairs with the Release store in `Producer::attach` (a takeover).
+            let below = ctl.producer.0.dead_below.load(Acquire);
+            if pos < below && below <= prod {
+                return Some(below - pos);
+            }
             // Acquire: pairs with the Release in `owner::give_back`/`take`.
             let pid = ctl.producer.0.attached.load(Acquire);
             return (pid == 0 || !owner::alive(pid)).then_some(prod - pos);
@@ -240,7 +245,7 @@ mod tests {
         line.zeroed.store(z | LOCK, Relaxed);
         line.seq.store(1, Relaxed);
         line.over_pos.store(32, Relaxed);
-        assert!(core.recover_lock());
+        assert!(core.recover_lock(true));
         assert_eq!(line.lock_pid.load(Relaxed), 0);
         assert_eq!(line.seq.load(Relaxed), 2);
         assert_eq!(line.zeroed.load(Relaxed), 32 + cap);
@@ -248,7 +253,7 @@ mod tests {
         assert_eq!(core.control().consumer.0.dead.load(Relaxed), 1);
         // The ring goes on.
         fill(&core, 1024);
-        assert!(!core.recover_lock(), "nothing to recover");
+        assert!(!core.recover_lock(true), "nothing to recover");
     }
 
     #[test]
@@ -261,7 +266,7 @@ mod tests {
         line.zeroed.fetch_or(LOCK, Relaxed);
         core.control().producer.0.pos.fetch_or(PAUSED, Relaxed);
         assert!(core.is_paused());
-        assert!(core.recover_lock());
+        assert!(core.recover_lock(true));
         assert!(!core.is_paused());
         fill(&core, 1024);
     }

@@ -353,6 +353,10 @@ impl SlotRef {
             // Acquire: pairs with the Release store in `free`, so this owner continues
             // from the previous owner's final counts.
             if free && line.0.owner.compare_exchange(now, me, Acquire, Relaxed).is_ok() {
+                // A dead owner may have died marked as claiming: its claim, if any, is
+                // dead, and the mark would make it look alive for as long as we live.
+                // Relaxed: only this owner writes the mark from now on.
+                line.0.claiming.store(0, Relaxed);
                 return SlotRef { index, line: NonNull::from(&line.0) };
             }
         }

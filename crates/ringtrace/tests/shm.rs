@@ -163,6 +163,24 @@ fn child() {
             vec![next]
         }
         "map-and-touch" => map_and_touch(&args[0]),
+        "pause-and-wait" => {
+            let ring = FlightRecorder::open(&args[0]).unwrap();
+            let _paused = ring.pause().unwrap();
+            println!("PAUSED");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            unreachable!("killed while waiting")
+        }
+        "consume-some" => {
+            let ring = MpscRing::open(&args[0]).unwrap();
+            let mut c = ring.consumer().unwrap();
+            let n = c.consume_n(3, |_| Ok::<(), Infallible>(())).unwrap();
+            assert_eq!(n, 3);
+            println!("CONSUMED");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            unreachable!("killed while waiting")
+        }
         "hold-consumer" => {
             let ring = MpscRing::open(&args[0]).unwrap();
             let _c = ring.consumer().unwrap();
@@ -281,7 +299,14 @@ fn die_mid_record(path: &str, mode: &str) -> Vec<u64> {
         std::io::stdout().flush().unwrap();
         std::thread::sleep(Duration::from_secs(60));
     };
-    if mode == "overwrite" {
+    if mode == "spsc" {
+        let ring = ringtrace::SpscRing::open(path).unwrap();
+        let mut p = ring.producer().unwrap();
+        let mut r = p.reserve(64).unwrap();
+        r[..32].fill(7);
+        say();
+        r.commit();
+    } else if mode == "overwrite" {
         let ring = FlightRecorder::open(path).unwrap();
         let mut p = ring.producer().unwrap();
         let mut r = p.reserve(64).unwrap();
@@ -655,4 +680,76 @@ impl CreateDefault for MpscRing {
     fn create_default(path: &Path) -> Self {
         MpscRing::builder(64 * 1024).create(path).unwrap()
     }
+}
+
+#[test]
+fn a_dead_pausers_pause_ends() {
+    let path = temp_path("dead-pauser");
+    let ring = FlightRecorder::builder(16 * 1024).create(&path).unwrap();
+    let mut child = spawn("pause-and-wait", &[path.to_str().unwrap()]);
+    wait_for_line(&mut child, "PAUSED");
+    let mut p = ring.producer().unwrap();
+    assert!(p.output(b"x", Wakeup::NoWakeup).is_err(), "paused");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Producers find the pauser dead after a few refusals and end its pause.
+    let ok = (0..1000u64).filter(|i| p.output(&i.to_le_bytes(), Wakeup::NoWakeup).is_ok()).count();
+    assert!(ok > 900, "still paused: {ok} of 1000 went in");
+    assert!(!ring.is_paused());
+    drop(ring.pause().expect("the ring can be paused again"));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_consumer_taken_over_mid_line_starts_at_a_record() {
+    let path = temp_path("consumer-mid-line");
+    let ring = MpscRing::create_default(&path);
+    let mut p = ring.producer().unwrap();
+    for i in 0..10u64 {
+        p.output(&i.to_le_bytes(), Wakeup::NoWakeup).unwrap(); // 16-byte records
+    }
+    // The dead consumer read 3 records (48 bytes) and handed back whole lines only (0).
+    let mut child = spawn("consume-some", &[path.to_str().unwrap()]);
+    wait_for_line(&mut child, "CONSUMED");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut c = ring.consumer().unwrap();
+    let mut got = Vec::new();
+    c.consume(|d| {
+        got.push(u64::from_le_bytes(d.try_into().unwrap()));
+        Ok::<(), Infallible>(())
+    })
+    .unwrap();
+    assert_eq!(got, (3..10).collect::<Vec<_>>(), "resumes at the dead consumer's record boundary");
+    p.output(&10u64.to_le_bytes(), Wakeup::NoWakeup).unwrap();
+    assert_eq!(c.iter().next(), Some(&10u64.to_le_bytes()[..]));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_single_producer_taken_over_from_a_dead_one_mid_record() {
+    let path = temp_path("spsc-takeover");
+    let ring = ringtrace::SpscRing::builder(64 * 1024).create(&path).unwrap();
+    let mut child = spawn("die-mid-record", &[path.to_str().unwrap(), "spsc"]);
+    wait_for_line(&mut child, "RESERVED");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut p = ring.producer().expect("the dead producer's role is taken over");
+    for i in 0..100u64 {
+        p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let mut c = ring.consumer().unwrap();
+    let mut got = Vec::new();
+    let t = Instant::now();
+    while got.len() < 100 {
+        assert!(t.elapsed() < Duration::from_secs(10), "jammed behind the dead record: {:?}", ring.stats());
+        c.poll(Some(Duration::from_secs(1)), |d| {
+            got.push(u64::from_le_bytes(d.try_into().unwrap()));
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+    }
+    assert_eq!(got, (0..100).collect::<Vec<_>>());
+    assert_eq!(ring.stats().dead, 1);
+    std::fs::remove_file(&path).unwrap();
 }

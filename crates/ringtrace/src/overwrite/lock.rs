@@ -41,12 +41,16 @@ impl<R: Region> Core<R> {
 
     /// If the retire lock's holder is a dead process, takes the lock over, finishes
     /// the holder's work (module docs) and drops the lock. True if it did.
-    pub(crate) fn recover_lock(&self) -> bool {
+    ///
+    /// `may_write`: the caller maps the data area writable. A handle that maps it
+    /// read-only ends a dead pauser's pause (control block only) but leaves a dead
+    /// retirer's zeroing, and its lock, to a producer.
+    pub(crate) fn recover_lock(&self, may_write: bool) -> bool {
         let line = &self.control().overwrite.0;
         // Relaxed: only compared; the CAS below decides.
         let holder = line.lock_pid.load(Relaxed);
         let pid = holder & !PAUSER;
-        if holder == 0 || pid == owner::my_pid() || owner::alive(pid) {
+        if holder == 0 || pid == owner::my_pid() || owner::alive(pid) || (!may_write && holder & PAUSER == 0) {
             return false;
         }
         // Acquire: the dead holder's stores have all been made (the kernel reaps a
@@ -66,7 +70,7 @@ impl<R: Region> Core<R> {
         let o = line.over_pos.load(Relaxed);
         let z = line.zeroed.load(Relaxed) & !LOCK;
         let new_z = o + cap;
-        if new_z > z && new_z - z <= cap && z % 8 == 0 {
+        if may_write && new_z > z && new_z - z <= cap && z % 8 == 0 {
             // Release fence: `O` before the zeroes, as in `retire`.
             fence(Release);
             let mut at = z;

@@ -222,7 +222,7 @@ fn loom_overwrite_pause_races_a_producer() {
         let a = producer(&r, &[11, 12]);
         let r2 = r.clone();
         let pauser = thread::spawn(move || {
-            let token = r2.pause().ok()?;
+            let token = r2.pause(true).ok()?;
             let mut x = token.over_pos;
             while x < token.prod {
                 let h = r2.region.header(x).load(Relaxed);

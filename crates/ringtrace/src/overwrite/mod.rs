@@ -164,7 +164,7 @@ impl<R: Region> Core<R> {
         let mut backoff = Backoff::new();
         loop {
             if p & PAUSED != 0 {
-                return Err(Refused::Paused);
+                return Err(self.refuse_paused(cur));
             }
             // The record and the word after it (the next header, which must read zero).
             // `cur.zeroed` is the known `Z` minus half the look-ahead: past it, look again
@@ -236,13 +236,25 @@ impl<R: Region> Core<R> {
         // over and finish its work): the next reserve will find room.
         cur.stuck += 1;
         if cur.stuck % STUCK_CHECK == 0 {
-            self.recover_lock();
+            self.recover_lock(true);
         }
         // A pause holds the retire lock: count a reserve it refused as paused.
         if self.is_paused() {
             return Err(Refused::Paused);
         }
         Err(Refused::Pending)
+    }
+
+    /// A reserve refused because the ring is paused: every so often, checks whether
+    /// the pauser died (then its pause is ended, and the next reserve goes through).
+    #[cold]
+    #[inline(never)]
+    fn refuse_paused(&self, cur: &mut ProducerCursor) -> Refused {
+        cur.stuck += 1;
+        if cur.stuck % STUCK_CHECK == 0 {
+            self.recover_lock(true);
+        }
+        Refused::Paused
     }
 
     /// What a producer keeps as its `zeroed`: the frontier `z` minus half the
@@ -409,7 +421,8 @@ impl<R: Region> Core<R> {
     /// Pauses the ring: from now on every reserve fails (counted); waits (bounded) for
     /// the retire lock and for every record already claimed to be committed or
     /// discarded. On `Ok` nothing writes `[over_pos, prod)` until [`Self::resume`].
-    pub(crate) fn pause(&self) -> Result<PauseToken, PauseRefused> {
+    /// `may_write`: the caller maps the data area writable (see `recover_lock`).
+    pub(crate) fn pause(&self, may_write: bool) -> Result<PauseToken, PauseRefused> {
         let prod = &self.control().producer.0.pos;
         let line = self.ow_line();
         // The retire lock first (marked as a pauser's, so that whoever takes it over
@@ -420,12 +433,16 @@ impl<R: Region> Core<R> {
                 locked = true;
                 break;
             }
-            // Relaxed: a hint; the answer is only reported.
+            // Relaxed: a hint; the answer is only reported (or a dead pauser's pause
+            // ended, and the lock tried again).
             if line.lock_pid.load(Relaxed) & PAUSER != 0 {
+                if self.recover_lock(may_write) {
+                    continue;
+                }
                 return Err(PauseRefused::Already);
             }
             if round % 1024 == 1023 {
-                self.recover_lock();
+                self.recover_lock(may_write);
             }
             yield_now();
         }

@@ -53,7 +53,7 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 impl<'a, K: ProducerKind> Paused<'a, K> {
     pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>) -> Result<Self, PauseError> {
         let core = &ring.shared.core;
-        let mut token = core.pause().map_err(|e| match e {
+        let mut token = core.pause(ring.shared.writable).map_err(|e| match e {
             PauseRefused::Already => PauseError::AlreadyPaused,
             PauseRefused::Busy => PauseError::Busy,
         })?;

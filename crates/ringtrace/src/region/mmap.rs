@@ -282,6 +282,10 @@ unsafe impl Region for MmapView {
         unsafe { ptr::write_bytes(self.data_ptr(pos), 0, len as usize) };
     }
 
+    fn cross_process(&self) -> bool {
+        self.futex
+    }
+
     #[inline]
     fn notify(&self) {
         if self.futex {

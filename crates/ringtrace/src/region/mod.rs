@@ -48,4 +48,10 @@ pub(crate) unsafe trait Region: Send + Sync {
     unsafe fn zero(&self, pos: u64, len: u64);
     /// Wakes the consumer (eventfd write, or the model's condition variable).
     fn notify(&self);
+    /// Whether processes other than this one may produce into the ring: then the
+    /// asymmetric barrier pair (whose heavy side, `membarrier(PRIVATE_EXPEDITED)`,
+    /// reaches only this process's threads) cannot be used.
+    fn cross_process(&self) -> bool {
+        false
+    }
 }
