@@ -257,6 +257,27 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_reader_ends_a_dead_retirers_seqlock_write_only() {
+        let cap = 256;
+        let core = Core::new_overwrite(HeapRegion::new(cap), NEVER_WAKE, 0);
+        core.init_overwrite();
+        fill(&core, 160);
+        let line = &core.control().overwrite.0;
+        let dead = dead_pid();
+        line.lock_pid.store(dead, Relaxed);
+        line.zeroed.fetch_or(LOCK, Relaxed);
+        line.seq.store(3, Relaxed);
+        line.over_pos.store(32, Relaxed);
+        assert_eq!(core.over_state(), None, "readers are Busy behind the dead writer");
+        assert!(core.recover_lock(false));
+        assert_eq!(core.over_state(), Some((32, line.retired.load(Relaxed))));
+        assert_eq!(line.lock_pid.load(Relaxed), dead, "the lock and the zeroing are left to a producer");
+        assert_eq!(line.zeroed.load(Relaxed), cap | LOCK);
+        assert!(core.recover_lock(true));
+        assert_eq!(line.zeroed.load(Relaxed), 32 + cap);
+    }
+
+    #[test]
     fn a_pause_whose_holder_died_is_ended() {
         let core = Core::new_overwrite(HeapRegion::new(256), NEVER_WAKE, 0);
         core.init_overwrite();

@@ -43,15 +43,22 @@ impl<R: Region> Core<R> {
     /// the holder's work (module docs) and drops the lock. True if it did.
     ///
     /// `may_write`: the caller maps the data area writable. A handle that maps it
-    /// read-only ends a dead pauser's pause (control block only) but leaves a dead
+    /// read-only ends a dead pauser's pause (control block only), and a dead retirer's
+    /// seqlock write (so that readers are not `Busy` for good), but leaves the
     /// retirer's zeroing, and its lock, to a producer.
     pub(crate) fn recover_lock(&self, may_write: bool) -> bool {
         let line = &self.control().overwrite.0;
         // Relaxed: only compared; the CAS below decides.
         let holder = line.lock_pid.load(Relaxed);
         let pid = holder & !PAUSER;
-        if holder == 0 || pid == owner::my_pid() || owner::alive(pid) || (!may_write && holder & PAUSER == 0) {
+        if holder == 0 || pid == owner::my_pid() || owner::alive(pid) {
             return false;
+        }
+        if !may_write && holder & PAUSER == 0 {
+            // Relaxed: compared; the CAS decides. Release: pairs with the readers'
+            // Acquire load of `seq` in `over_state` (as the end of a write does).
+            let s = line.seq.load(Relaxed);
+            return s & 1 != 0 && line.seq.compare_exchange(s, s + 1, Release, Relaxed).is_ok();
         }
         // Acquire: the dead holder's stores have all been made (the kernel reaps a
         // process's threads before `kill(pid, 0)` says ESRCH); this orders our reads

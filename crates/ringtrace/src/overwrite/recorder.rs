@@ -32,7 +32,15 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// allocation once it has held a full ring).
     pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
         let core = &self.shared.core;
-        core.capture_newest(super::read::CHUNK, &mut snap.cap).ok_or(SnapshotError::Busy)?;
+        if core.capture_newest(super::read::CHUNK, &mut snap.cap).is_none() {
+            // Producers overwrote every copy, or a retirer died inside its seqlock
+            // write (then readers stay `Busy` until someone ends it): end it, if so,
+            // and try once more.
+            let recovered = core.recover_lock(self.shared.writable);
+            if !recovered || core.capture_newest(super::read::CHUNK, &mut snap.cap).is_none() {
+                return Err(SnapshotError::Busy);
+            }
+        }
         if let super::read::Parse::Corrupt { pos, header } = snap.cap.stop {
             return Err(SnapshotError::Corrupt { pos, header });
         }
