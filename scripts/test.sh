@@ -17,6 +17,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-i
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
 cargo test --workspace --release
 
+echo "== hostile ring files and the untrusted reader's fuzz target, in a debug build (overflow checks on)"
+cargo test -p ringtrace --test hostile --test inspect_fuzz
+
 echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
 RINGTRACE_BARRIER=fence cargo test --release -p ringtrace --test stress sleeping_consumer
 

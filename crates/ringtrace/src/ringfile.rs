@@ -185,6 +185,9 @@ fn name(code: u32, names: &[&'static str]) -> String {
     }
 }
 
+/// The largest position attaching accepts.
+const MAX_POSITION: u64 = 1 << 62;
+
 /// Checks the positions of a ring just mapped: they are another process's writes.
 fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Error> {
     let ctl = core.control();
@@ -201,6 +204,32 @@ fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Err
     let bad = |what: String| Err(Error::invalid(format!("positions are inconsistent: {what}")));
     if prod % 8 != 0 || cons % 8 != 0 {
         return bad(format!("producer {prod} or consumer {cons} is not a multiple of 8"));
+    }
+    // Positions count bytes ever written: 2^62 is 146 years at 1 GB/s. Past it, the
+    // protocol's arithmetic (`pos + capacity`) could overflow.
+    let ow = &ctl.overwrite.0;
+    let words = [
+        prod,
+        cons,
+        ctl.consumer.0.read.load(Relaxed),
+        ow.over_pos.load(Relaxed),
+        ow.zeroed.load(Relaxed),
+        ctl.producer.0.dead_below.load(Relaxed),
+    ];
+    if let Some(w) = words.iter().find(|&&w| w >= MAX_POSITION) {
+        return bad(format!("a position is {w}, past the largest a ring reaches ({MAX_POSITION})"));
+    }
+    // Counters count records, at most one per 8 bytes written: bounded likewise, so
+    // that counting on from them never overflows.
+    let c = &ctl.consumer.0;
+    let mut counts = vec![c.consumed.load(Relaxed), c.skipped.load(Relaxed), c.overwritten.load(Relaxed)];
+    counts.extend([c.dead.load(Relaxed), ow.retired.load(Relaxed), ow.seq.load(Relaxed)]);
+    for line in std::iter::once(&ctl.overflow.0).chain(ctl.slots.iter().map(|l| &l.0)) {
+        counts.extend([line.committed.load(Relaxed), line.discarded.load(Relaxed), line.lost.load(Relaxed)]);
+        counts.extend([line.paused.load(Relaxed), line.too_large.load(Relaxed), line.claiming.load(Relaxed)]);
+    }
+    if let Some(n) = counts.iter().find(|&&n| n >= MAX_POSITION) {
+        return Err(Error::invalid(format!("counters are inconsistent: a count is {n}, more than a ring can reach")));
     }
     if overwrite {
         let ow = &ctl.overwrite.0;

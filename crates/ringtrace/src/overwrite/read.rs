@@ -140,7 +140,7 @@ impl<R: Region> Core<R> {
             // if that header is stale, the check below throws the copy away). Relaxed:
             // this only sizes the copy, which loads the header again with Acquire.
             let first_len = footprint(len_word(self.region.header(start).load(Relaxed)) & LEN_MASK);
-            let end = p.min(start + limit.max(first_len).min(cap)).max(start);
+            let end = p.min(start.saturating_add(limit.max(first_len).min(cap))).max(start);
             out.bytes.clear();
             out.bytes.resize((end - start) as usize, 0);
             self.copy_words(start, end, &mut out.bytes);
