@@ -58,7 +58,7 @@ fn exercise(bytes: Vec<u8>) -> Result<(), TestCaseError> {
             1 => ring.records().map(Some),
             2 => ring.records_from(0, true).map(Some),
             _ => {
-                let from = ring.state().map(|s| s.window(h.mode).0 + 8).unwrap_or(8);
+                let from = ring.state().map(|s| s.window(h.mode).0.saturating_add(8)).unwrap_or(8);
                 ring.records_from(from, false).map(Some)
             }
         };
