@@ -112,10 +112,11 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// [`Builder::build_shared`]).
     pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Self, Error> {
         let meta = file::check_file(fd.as_fd())?;
-        let (kind, mode) = (name(meta.kind, &["mpsc", "spsc"]), name(meta.mode, &["discard", "overwrite"]));
-        if meta.kind != K::CODE || meta.mode != M::CODE {
+        if meta.kind.code() != K::CODE || meta.mode.code() != M::CODE {
             return Err(Error::invalid(format!(
-                "the file holds an {kind} {mode} ring, not the {} {} ring asked for",
+                "the file holds an {} {} ring, not the {} {} ring asked for",
+                meta.kind,
+                meta.mode,
                 K::NAME,
                 M::NAME
             )));
@@ -125,7 +126,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         let mapping = Mapping { capacity: meta.capacity, data_offset: meta.data_offset, data_writable, futex: true };
         let region = MmapRegion::map(fd, mapping)?;
         let core = if M::OVERWRITE {
-            Core::new_overwrite(region.view(), meta.watermark, meta.ahead)
+            Core::new_overwrite(region.view(), meta.watermark, meta.retire_ahead)
         } else {
             Core::new(region.view(), meta.watermark, K::MULTI)
         };
@@ -175,13 +176,6 @@ impl<K: ProducerKind, M: Mode> AsFd for RingBuf<K, M> {
     /// The ring's memfd or file.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.shared.region.file()
-    }
-}
-
-fn name(code: u32, names: &[&'static str]) -> String {
-    match code.checked_sub(1).and_then(|i| names.get(i as usize)) {
-        Some(n) => (*n).to_owned(),
-        None => format!("unknown({code})"),
     }
 }
 

@@ -22,7 +22,7 @@ use rustix::net::{
 };
 
 use crate::error::Error;
-use crate::inspect::{RingFile, Source};
+use crate::inspect::{Header, RingFile, Source};
 use crate::layout::CONTROL_SIZE;
 
 /// Where a new ring lives.
@@ -117,17 +117,6 @@ pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, Error> {
     Ok(fd)
 }
 
-/// The header fields of a ring file this build can map.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct MetaValues {
-    pub(crate) kind: u32,
-    pub(crate) mode: u32,
-    pub(crate) capacity: u64,
-    pub(crate) data_offset: u64,
-    pub(crate) watermark: u64,
-    pub(crate) ahead: u64,
-}
-
 /// Positioned reads of a descriptor, for [`inspect`](crate::inspect)'s header check.
 struct FdSource<'a>(BorrowedFd<'a>);
 
@@ -154,7 +143,7 @@ impl Source for FdSource<'_> {
 /// file; a header of this layout version ([`inspect`](crate::inspect) parses and
 /// checks it, as for any untrusted file), describing a ring this machine can map and
 /// no longer than the file. The kind and mode are checked by the caller.
-pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<MetaValues, Error> {
+pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<Header, Error> {
     let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Error::invalid("not a regular file"));
@@ -193,14 +182,7 @@ pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<MetaValues, Error> {
     if w > h.capacity && w < u64::MAX - 1 {
         return Err(Error::invalid(format!("wakeup watermark {w} is larger than the capacity")));
     }
-    Ok(MetaValues {
-        kind: h.kind.code(),
-        mode: h.mode.code(),
-        capacity: h.capacity,
-        data_offset: h.data_offset,
-        watermark: w,
-        ahead: h.retire_ahead,
-    })
+    Ok(h.clone())
 }
 
 /// The bytes that go with a memfd over a Unix socket: they identify the message.
