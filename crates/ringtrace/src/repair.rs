@@ -99,6 +99,8 @@ impl<R: Region> Core<R> {
             return None;
         }
         // Re-read: a claimer that finished after our first load left a BUSY header.
+        // Acquire: as the first load (pairs with the Release header stores; the mark
+        // check above acquired the removal that follows a BUSY store).
         if self.region.header(pos).load(Acquire) != 0 {
             return None;
         }
