@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -200,6 +201,18 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     }
 
     pub(crate) fn build_in(self, backing: Backing<'_>) -> Result<RingBuf<K, M>, Error> {
+        let settings = self.settings()?;
+        let shared_ring = !matches!(backing, Backing::Private);
+        let new = file::create(settings.capacity, backing)?;
+        let ring = Self::init_image(settings, new.fd, 0, shared_ring)?;
+        if let Some(path) = &new.link {
+            file::link(ring.shared.region.file(), path)?;
+        }
+        Ok(ring)
+    }
+
+    /// The builder's settings, checked.
+    pub(crate) fn settings(&self) -> Result<Settings, Error> {
         let page = rustix::param::page_size() as u64;
         let capacity = self.capacity;
         if !capacity.is_power_of_two() || !(page..=MAX_CAPACITY).contains(&capacity) {
@@ -222,13 +235,25 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         if !(8..=capacity).contains(&batch) {
             return Err(Error::InvalidBatch { batch, capacity });
         }
+        Ok(Settings { capacity, watermark, ahead, batch: batch & !7 })
+    }
+
+    /// Maps the ring image at `file_offset` of `fd` (a file long enough for it, zeroes
+    /// there) and initializes a new ring in it with `settings`: the positions, then the
+    /// header, whose magic, stored last, says the ring is ready to attach to. `futex`:
+    /// the doorbell is the futex word (a ring other processes attach to).
+    pub(crate) fn init_image(
+        settings: Settings,
+        fd: OwnedFd,
+        file_offset: u64,
+        futex: bool,
+    ) -> Result<RingBuf<K, M>, Error> {
+        let Settings { capacity, watermark, ahead, batch } = settings;
         // Fix the barrier pair before any producer of this ring exists.
         barrier::init();
-        let shared_ring = !matches!(backing, Backing::Private);
-        let new = file::create(capacity, backing)?;
         let data_offset = file::data_offset();
-        let mapping = Mapping { capacity, data_offset, data_writable: true, futex: shared_ring };
-        let region = MmapRegion::map(new.fd, mapping)?;
+        let mapping = Mapping { file_offset, capacity, data_offset, data_writable: true, futex };
+        let region = MmapRegion::map(fd, mapping)?;
         let core = if M::OVERWRITE {
             let core = Core::new_overwrite(region.view(), watermark, ahead);
             core.init_overwrite();
@@ -236,17 +261,25 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         } else {
             Core::new(region.view(), watermark, K::MULTI)
         };
-        let flags = if shared_ring { FLAG_FUTEX } else { 0 };
+        let flags = if futex { FLAG_FUTEX } else { 0 };
         // Last: the header's magic says the ring is ready to attach to.
         let init = MetaInit { kind: K::CODE, mode: M::CODE, capacity, data_offset, watermark, flags, clock: 0, ahead };
         region.view().control().init_meta(&init);
-        if let Some(path) = &new.link {
-            file::link(region.file(), path)?;
-        }
-        let shared =
-            Shared { core, region, batch: batch & !7, writable: true, last_snapshot: std::sync::Mutex::new(0) };
+        let shared = Shared { core, region, batch, writable: true, last_snapshot: std::sync::Mutex::new(0) };
         Ok(RingBuf::from_shared(shared))
     }
+}
+
+/// A new ring's settings, checked against each other ([`Builder::settings`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// Bytes of the data area.
+    pub(crate) capacity: u64,
+    watermark: u64,
+    /// Overwrite mode: the retire look-ahead (0 in discard mode).
+    ahead: u64,
+    /// Consumer publication batch, a multiple of 8.
+    batch: u64,
 }
 
 /// Counters and positions of a ring ([`RingBuf::stats`]).

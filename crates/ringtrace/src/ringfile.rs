@@ -93,6 +93,32 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     pub fn build_shared(self) -> Result<RingBuf<K, M>, Error> {
         self.build_in(Backing::Memfd)
     }
+
+    /// Writes a fresh ring image (what [`create`](Self::create) writes to a ring file
+    /// of its own) at `offset` of `fd`, a file holding several rings, and returns the
+    /// ring, attached. `offset` must be page-aligned, the file at least `offset +
+    /// image_len(capacity)` bytes long and zeroes there (as a new file is); else
+    /// [`Error::InvalidRing`]. The ring's mapping holds its own duplicate of `fd`.
+    /// Other processes attach with [`RingBuf::open_at`].
+    #[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
+    pub(crate) fn init_at(self, fd: BorrowedFd<'_>, offset: u64) -> Result<RingBuf<K, M>, Error> {
+        let settings = self.settings()?;
+        file::check_room(fd, offset, settings.capacity)?;
+        Self::init_image(settings, dup(fd)?, offset, true)
+    }
+}
+
+/// Bytes a ring image of `capacity` data bytes takes in a file holding several rings
+/// (control block and data area), a multiple of the page size: where the next image
+/// can start ([`Builder::init_at`], [`RingBuf::open_at`]).
+#[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
+pub(crate) fn image_len(capacity: u64) -> u64 {
+    file::image_len(capacity)
+}
+
+/// A duplicate of `fd` (close-on-exec) for a mapping to own.
+fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Error> {
+    rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(Error::io("duplicating the ring file's descriptor"))
 }
 
 impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
@@ -111,10 +137,26 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// Attaches to the ring in `fd` (a ring file or a memfd made by
     /// [`Builder::build_shared`]).
     pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Self, Error> {
-        let meta = file::check_file(fd.as_fd())?;
+        Self::attach(fd, 0, access)
+    }
+
+    /// Attaches to the ring image at `offset` of `fd` (a file holding several rings,
+    /// made with [`Builder::init_at`]) with all of [`from_fd`](Self::from_fd)'s checks,
+    /// of the whole file (seals, permissions) and of the image (header, kind and mode,
+    /// size, positions). `offset` must be page-aligned and the image inside the file;
+    /// other bytes may follow it. The ring's mapping holds its own duplicate of `fd`.
+    #[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
+    pub(crate) fn open_at(fd: BorrowedFd<'_>, offset: u64, access: Access) -> Result<Self, Error> {
+        Self::attach(dup(fd)?, offset, access)
+    }
+
+    /// [`open_at`](Self::open_at) with a descriptor of its own, which the mapping keeps.
+    fn attach(fd: OwnedFd, offset: u64, access: Access) -> Result<Self, Error> {
+        let meta = file::check_file_at(fd.as_fd(), offset)?;
         if meta.kind.code() != K::CODE || meta.mode.code() != M::CODE {
+            let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
             return Err(Error::invalid(format!(
-                "the file holds an {} {} ring, not the {} {} ring asked for",
+                "the file holds{at} an {} {} ring, not the {} {} ring asked for",
                 meta.kind,
                 meta.mode,
                 K::NAME,
@@ -123,7 +165,13 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         }
         // The consumer of a multi-producer discard ring zeroes what it consumes.
         let data_writable = access == Access::Full || (K::MULTI && !M::OVERWRITE);
-        let mapping = Mapping { capacity: meta.capacity, data_offset: meta.data_offset, data_writable, futex: true };
+        let mapping = Mapping {
+            file_offset: offset,
+            capacity: meta.capacity,
+            data_offset: meta.data_offset,
+            data_writable,
+            futex: true,
+        };
         let region = MmapRegion::map(fd, mapping)?;
         let core = if M::OVERWRITE {
             Core::new_overwrite(region.view(), meta.watermark, meta.retire_ahead)
@@ -236,3 +284,7 @@ fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Err
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "ringfile_tests.rs"]
+mod tests;

@@ -28,6 +28,9 @@
 //! # Ok::<(), ringtrace::inspect::InspectError>(())
 //! ```
 //!
+//! A ring image inside a larger file (one of several rings in one file, at some
+//! offset) is read through [`At`]: [`RingFile::open_at`], [`RingFile::from_source_at`].
+//!
 //! Reading a live ring: [`RingFile::records`] reads the positions, then the records,
 //! then the positions again, and drops (and counts in
 //! [`Records::gone_during_read`]) the records that the consumer or overwriting
@@ -48,7 +51,7 @@ use std::io;
 use std::path::Path;
 
 pub use records::{Corrupt, Record, Records, RecordsIter, Unfinished, MAX_LISTED_UNFINISHED};
-pub use source::Source;
+pub use source::{At, Source};
 pub use state::{SlotInfo, State};
 
 use crate::layout::{CONTROL_SIZE, FLAG_FUTEX, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC};
@@ -80,6 +83,14 @@ pub enum InspectError {
         path: String,
         /// What it is.
         kind: &'static str,
+    },
+    /// A ring image's offset ([`RingFile::open_at`]) is at or past the end of the file.
+    #[error("ring image offset {offset} is at or past the end of the file ({len} bytes)")]
+    OffsetPastEnd {
+        /// The offset asked for.
+        offset: u64,
+        /// The file's length.
+        len: u64,
     },
     /// The file is shorter than the control block.
     #[error("ring file is {len} bytes, the header alone needs {need}")]
@@ -336,20 +347,33 @@ impl RingFile<File> {
     /// # Ok::<(), ringtrace::inspect::InspectError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<RingFile<File>, InspectError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = path.as_ref();
-        let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(InspectError::io(format!("cannot open {shown}")))?;
-        check_regular(&meta, &shown)?;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(path)
-            .map_err(InspectError::io(format!("cannot open {shown}")))?;
-        let meta = file.metadata().map_err(InspectError::io(format!("cannot stat {shown}")))?;
-        check_regular(&meta, &shown)?;
-        RingFile::from_source(file)
+        RingFile::from_source(open_regular(path.as_ref())?)
     }
+}
+
+impl RingFile<At<File>> {
+    /// Opens the ring image at `offset` in the file at `path` (one of several rings in
+    /// one file), with [`open`](RingFile::open)'s checks of the file and
+    /// [`from_source_at`](RingFile::from_source_at)'s of the offset.
+    pub fn open_at(path: impl AsRef<Path>, offset: u64) -> Result<RingFile<At<File>>, InspectError> {
+        RingFile::from_source_at(open_regular(path.as_ref())?, offset)
+    }
+}
+
+/// Opens `path` read-only and nonblocking, refusing anything but a regular file.
+fn open_regular(path: &Path) -> Result<File, InspectError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(InspectError::io(format!("cannot open {shown}")))?;
+    check_regular(&meta, &shown)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(InspectError::io(format!("cannot open {shown}")))?;
+    let meta = file.metadata().map_err(InspectError::io(format!("cannot stat {shown}")))?;
+    check_regular(&meta, &shown)?;
+    Ok(file)
 }
 
 fn check_regular(meta: &std::fs::Metadata, path: &str) -> Result<(), InspectError> {
@@ -385,6 +409,31 @@ impl<S: Source> RingFile<S> {
         source.read_at(0, &mut meta).map_err(InspectError::io("cannot read the ring header"))?;
         let header = Header::parse(&meta, len)?;
         Ok(RingFile { source, header, meta })
+    }
+
+    /// Reads and checks the header of the ring image at `offset` in `source` (one of
+    /// several rings in one file): the ring is read through [`At`], so every offset and
+    /// length the reader checks is relative to the image. An offset at or past the end
+    /// of the source is [`InspectError::OffsetPastEnd`]; the image may be followed by
+    /// other bytes.
+    ///
+    /// ```
+    /// use ringtrace::inspect::{image::ImageBuilder, InspectError, RingFile, RingMode};
+    ///
+    /// let mut file = vec![0u8; 4096]; // a header page of the file's own
+    /// file.extend(ImageBuilder::new(4096, RingMode::Overwrite).record(b"x").build());
+    /// let ring = RingFile::from_source_at(&file, 4096)?;
+    /// assert_eq!(ring.state()?.committed, 1);
+    /// let past = RingFile::from_source_at(&file, 1 << 20).unwrap_err();
+    /// assert!(matches!(past, InspectError::OffsetPastEnd { .. }));
+    /// # Ok::<(), InspectError>(())
+    /// ```
+    pub fn from_source_at(source: S, offset: u64) -> Result<RingFile<At<S>>, InspectError> {
+        let len = source.size().map_err(InspectError::io("cannot get the ring file's size"))?;
+        if offset >= len {
+            return Err(InspectError::OffsetPastEnd { offset, len });
+        }
+        RingFile::from_source(At::new(source, offset))
     }
 
     /// The header, as checked when the file was opened.

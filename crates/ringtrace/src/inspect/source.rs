@@ -79,3 +79,56 @@ impl<S: Source + ?Sized> Source for &S {
         (**self).read_at(offset, buf)
     }
 }
+
+/// A ring image at an offset inside a larger source (one of several rings in one
+/// file): every read is shifted by `base`, and the length is what follows `base`, so
+/// every check of the reader (the header, the file's size, the data area's bounds)
+/// applies to the image as if it were a file of its own.
+/// [`RingFile::from_source_at`](super::RingFile::from_source_at) and
+/// [`RingFile::open_at`](super::RingFile::open_at) wrap their source in one.
+///
+/// A `base` past the end leaves an empty window (its reads fail), and a read whose
+/// offset plus `base` overflows fails: neither panics.
+///
+/// ```
+/// use ringtrace::inspect::{image::ImageBuilder, At, RingFile, RingMode, Source};
+///
+/// let image = ImageBuilder::new(4096, RingMode::Discard).record(b"second ring").build();
+/// let mut file = vec![0xa5u8; 8192]; // whatever comes before the ring image
+/// file.extend_from_slice(&image);
+///
+/// let window = At::new(&file, 8192);
+/// assert_eq!(window.size()?, image.len() as u64);
+/// let ring = RingFile::from_source(window).expect("a ring image at 8192");
+/// let records = ring.records().expect("its records");
+/// assert_eq!(records.iter().next().unwrap().payload, b"second ring");
+///
+/// assert_eq!(At::new(&file, 1 << 40).size()?, 0); // past the end: empty
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct At<S> {
+    /// The whole source (the file holding the ring image).
+    pub source: S,
+    /// Where the ring image starts in `source`.
+    pub base: u64,
+}
+
+impl<S> At<S> {
+    /// The ring image at `base` in `source`.
+    pub fn new(source: S, base: u64) -> Self {
+        At { source, base }
+    }
+}
+
+impl<S: Source> Source for At<S> {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.source.size()?.saturating_sub(self.base))
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let at = self.base.checked_add(offset).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the source (offset overflows)")
+        })?;
+        self.source.read_at(at, buf)
+    }
+}

@@ -239,3 +239,79 @@ fn byte_sources_refuse_reads_past_the_end() {
     assert!(v.read_at(u64::MAX, &mut buf).is_err());
     assert!(v.read_at(6, &mut buf).is_ok());
 }
+
+/// `img` at `offset` in a file of garbage, followed by `trailer` bytes of garbage.
+fn embedded(img: &[u8], offset: usize, trailer: usize) -> Vec<u8> {
+    let garbage = |n: usize| (0..n).map(|i| (i * 7 + 3) as u8).collect::<Vec<u8>>();
+    let mut file = garbage(offset);
+    file.extend_from_slice(img);
+    file.extend(garbage(trailer));
+    file
+}
+
+#[test]
+fn an_image_at_an_offset_reads_as_at_offset_zero() {
+    for mode in [RingMode::Discard, RingMode::Overwrite] {
+        let img = ImageBuilder::new(4096, mode)
+            .start(3 * 4096 - 16)
+            .record(b"12345678")
+            .record(b"wrapped around!")
+            .discarded(b"gone")
+            .record(&[9; 300])
+            .build();
+        let alone = open(img.clone()).unwrap();
+        for trailer in [0, 5000] {
+            let file = embedded(&img, 8192, trailer);
+            for ring in
+                [RingFile::from_source_at(&file, 8192).unwrap(), RingFile::from_source(At::new(&file, 8192)).unwrap()]
+            {
+                assert_eq!(ring.header(), alone.header());
+                assert_eq!(ring.state().unwrap(), alone.state().unwrap());
+                let (a, b) = (ring.records().unwrap(), alone.records().unwrap());
+                assert_eq!(payloads(&a), payloads(&b));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"));
+                assert_eq!(payloads(&a)[1], b"wrapped around!");
+            }
+        }
+    }
+}
+
+#[test]
+fn offsets_outside_the_file_are_errors() {
+    let img = ImageBuilder::new(4096, RingMode::Discard).record(b"x").build();
+    let file = embedded(&img, 4096, 0);
+    let len = file.len() as u64;
+    for offset in [len, len + 1, 1 << 40, u64::MAX] {
+        match RingFile::from_source_at(&file, offset) {
+            Err(e @ InspectError::OffsetPastEnd { .. }) => assert!(e.to_string().contains("past the end")),
+            other => panic!("offset {offset}: expected OffsetPastEnd, got {other:?}"),
+        }
+        // The bare window: empty, its reads fail.
+        let at = At::new(&file, offset);
+        assert_eq!(at.size().unwrap(), 0);
+        assert!(at.read_at(0, &mut [0u8; 8]).is_err());
+        assert!(matches!(RingFile::from_source(at), Err(InspectError::TooSmall { len: 0, .. })));
+    }
+    // Inside the file but not a ring: garbage, or the image cut short.
+    assert!(matches!(RingFile::from_source_at(&file, 0), Err(InspectError::BadMagic { .. })));
+    assert!(matches!(RingFile::from_source_at(&file, len - 100), Err(InspectError::TooSmall { len: 100, .. })));
+    let cut = &file[..file.len() - 8];
+    assert!(matches!(RingFile::from_source_at(cut, 4096), Err(InspectError::Truncated { .. })));
+    // A read whose offset overflows past the base fails.
+    let at = At::new(&file, 4096);
+    assert!(at.read_at(u64::MAX - 10, &mut [0u8; 4]).is_err());
+    assert!(at.read_at(len - 4096 - 4, &mut [0u8; 4]).is_ok());
+    assert!(at.read_at(len - 4096 - 3, &mut [0u8; 4]).is_err());
+}
+
+#[test]
+fn open_at_reads_a_ring_image_in_a_file() {
+    let img = ImageBuilder::new(8192, RingMode::Overwrite).record(b"in a file").build();
+    let path = std::env::temp_dir().join(format!("inspect-open-at-{}.bin", std::process::id()));
+    std::fs::write(&path, embedded(&img, 12288, 4096)).unwrap();
+    let ring = RingFile::open_at(&path, 12288);
+    let past = RingFile::open_at(&path, 1 << 30);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(payloads(&ring.unwrap().records().unwrap()), [b"in a file".to_vec()]);
+    assert!(matches!(past, Err(InspectError::OffsetPastEnd { .. })));
+}

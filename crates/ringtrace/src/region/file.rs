@@ -22,7 +22,7 @@ use rustix::net::{
 };
 
 use crate::error::Error;
-use crate::inspect::{Header, RingFile, Source};
+use crate::inspect::{At, Header, RingFile, Source};
 use crate::layout::CONTROL_SIZE;
 
 /// Where a new ring lives.
@@ -50,16 +50,25 @@ pub(crate) fn data_offset() -> u64 {
     CONTROL_SIZE.next_multiple_of(rustix::param::page_size()) as u64
 }
 
+/// Bytes a ring image of `capacity` data bytes takes in a file (its control block
+/// rounded up to a page, then its data area), rounded up to the page size: where the
+/// next image can start. Saturates for capacities no ring has.
+pub(crate) fn image_len(capacity: u64) -> u64 {
+    let page = rustix::param::page_size() as u64;
+    let len = data_offset().saturating_add(capacity);
+    len.checked_next_multiple_of(page).unwrap_or(len & !(page - 1))
+}
+
 /// Creates the file of a ring of `capacity` data bytes.
 pub(crate) fn create(capacity: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
-    let len = data_offset() + capacity;
+    let len = image_len(capacity);
     let path = match backing {
         Backing::Private | Backing::Memfd => {
             let fd = memfd_create("ringtrace", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
                 .map_err(Error::io("memfd_create"))?;
             ftruncate(&fd, len).map_err(Error::io("ftruncate of the ring's memfd"))?;
             // No process that gets this memfd can shrink it under a mapping (SIGBUS) or
-            // grow it; receivers check these seals (`check_file`).
+            // grow it; receivers check these seals (`check_file_at`).
             fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
                 .map_err(Error::io("sealing the ring's memfd"))?;
             return Ok(NewFile { fd, link: None });
@@ -138,12 +147,57 @@ impl Source for FdSource<'_> {
     }
 }
 
-/// Checks what `fd` holds before it is mapped: a regular file (or memfd) sealed
-/// against shrinking if it is a memfd, and only its owner can write if it is a named
-/// file; a header of this layout version ([`inspect`](crate::inspect) parses and
-/// checks it, as for any untrusted file), describing a ring this machine can map and
-/// no longer than the file. The kind and mode are checked by the caller.
-pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<Header, Error> {
+/// Checks that a ring image may start at `offset` of a file of `len` bytes: a multiple
+/// of the page size (it is mapped from there), before the end of the file (at offset 0,
+/// the header check says how much too short the file is).
+fn check_offset(offset: u64, len: u64) -> Result<(), Error> {
+    let page = rustix::param::page_size() as u64;
+    if offset % page != 0 {
+        return Err(Error::invalid(format!("ring image offset {offset} is not a multiple of the page size ({page})")));
+    }
+    if offset != 0 && offset >= len {
+        return Err(Error::invalid(format!(
+            "ring image offset {offset} is at or past the end of the file ({len} bytes)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks, before a fresh ring image of `capacity` bytes is initialized at `offset` of
+/// `fd`: a regular file, a page-aligned offset, room for the whole image before the end
+/// of the file, and a control block of zeroes there (not a ring already, nor anything
+/// else: the image is initialized in place, over the zeroes a new file is made of).
+pub(crate) fn check_room(fd: BorrowedFd<'_>, offset: u64, capacity: u64) -> Result<(), Error> {
+    let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(Error::invalid("not a regular file"));
+    }
+    let len = u64::try_from(st.st_size).unwrap_or(0);
+    check_offset(offset, len)?;
+    let need = image_len(capacity);
+    if offset.checked_add(need).is_none_or(|end| end > len) {
+        return Err(Error::invalid(format!(
+            "a ring image of {need} bytes at offset {offset} does not fit in the file ({len} bytes)"
+        )));
+    }
+    let mut block = vec![0u8; CONTROL_SIZE];
+    FdSource(fd).read_at(offset, &mut block).map_err(|e| Error::Io { what: "reading the ring file", source: e })?;
+    if block.iter().any(|&b| b != 0) {
+        return Err(Error::invalid(format!(
+            "the file is not zero-filled at offset {offset}: a ring image is only initialized over zeroes"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks what `fd` holds before the ring image at `offset` is mapped: a regular file
+/// (or memfd) sealed against shrinking if it is a memfd, and only its owner can write
+/// if it is a named file (checks of the whole file); a page-aligned offset inside the
+/// file; at that offset, a header of this layout version ([`inspect`](crate::inspect)
+/// parses and checks it, as for any untrusted file, through an [`At`] window, so its
+/// size checks cover `offset` too), describing a ring this machine can map and no
+/// longer than the rest of the file. The kind and mode are checked by the caller.
+pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64) -> Result<Header, Error> {
     let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Error::invalid("not a regular file"));
@@ -163,7 +217,8 @@ pub(crate) fn check_file(fd: BorrowedFd<'_>) -> Result<Header, Error> {
             st.st_mode & 0o7777
         )));
     }
-    let file = RingFile::from_source(FdSource(fd)).map_err(|e| Error::invalid(e.to_string()))?;
+    check_offset(offset, u64::try_from(st.st_size).unwrap_or(0))?;
+    let file = RingFile::from_source(At::new(FdSource(fd), offset)).map_err(|e| Error::invalid(e.to_string()))?;
     let h = file.header();
     if h.data_offset != data_offset() {
         return Err(Error::invalid(format!(

@@ -8,6 +8,9 @@
 //!                        ^ offset data_offset   mapped again right after copy 1
 //! ```
 //!
+//! The ring image need not start the file: [`Mapping::file_offset`] (page-aligned)
+//! says where its control block is, for files holding several rings.
+//!
 //! So a record that starts near the end of the data area continues, in virtual memory,
 //! into the second copy, which is the same physical memory as the start: every record
 //! is one contiguous slice, and producers and the consumer use it in place. All
@@ -36,6 +39,7 @@ use std::ptr::{self, NonNull};
 use std::time::Duration;
 
 use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
+use rustix::fs::fstat;
 use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 use rustix::thread::futex;
 
@@ -49,7 +53,8 @@ use crate::sync::Ordering::{Acquire, Release};
 /// the descriptors. Handles use it through [`MmapView`]s.
 pub(crate) struct MmapRegion {
     view: MmapView,
-    /// Bytes mapped from the view's `base`: `data_offset + 2 * capacity`.
+    /// Bytes mapped from the view's `base`: `data_offset + 2 * capacity` (whatever the
+    /// image's offset in the file).
     map_len: usize,
     /// The memfd or ring file (shared with other processes through it).
     fd: OwnedFd,
@@ -90,6 +95,9 @@ unsafe impl Sync for MmapView {}
 /// How to map a ring file.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Mapping {
+    /// Where the ring image (its control block) starts in the file: a multiple of the
+    /// page size; 0 for a ring file of its own.
+    pub(crate) file_offset: u64,
     pub(crate) capacity: u64,
     /// Offset of the data area in the file: a multiple of the page size.
     pub(crate) data_offset: u64,
@@ -101,16 +109,34 @@ pub(crate) struct Mapping {
 }
 
 impl MmapRegion {
-    /// Maps `fd`, a file of at least `data_offset + capacity` bytes (the caller checked:
-    /// the file is sealed against shrinking, or its size was checked just before),
-    /// and makes its eventfd.
+    /// Maps the ring image at `m.file_offset` of `fd` (the caller checked its header:
+    /// the file is sealed against shrinking, or its size was checked just before), and
+    /// makes its eventfd. A file too short for the image (`file_offset + data_offset +
+    /// capacity` bytes) or an unaligned offset is [`Error::InvalidRing`], never a
+    /// mapping past the end of the file.
     pub(crate) fn map(fd: OwnedFd, m: Mapping) -> Result<Self, Error> {
         let too_big = || Error::io("mapping the ring")(rustix::io::Errno::NOMEM);
         let cap = usize::try_from(m.capacity).map_err(|_| too_big())?;
         let data_offset = usize::try_from(m.data_offset).map_err(|_| too_big())?;
-        debug_assert!(data_offset >= CONTROL_SIZE && data_offset % rustix::param::page_size() == 0);
-        let file_len = data_offset.checked_add(cap).ok_or_else(too_big)?;
-        let map_len = file_len.checked_add(cap).ok_or_else(too_big)?;
+        let page = rustix::param::page_size();
+        debug_assert!(data_offset >= CONTROL_SIZE && data_offset % page == 0);
+        if m.file_offset % page as u64 != 0 {
+            return Err(Error::invalid(format!("ring image offset {} is not page-aligned", m.file_offset)));
+        }
+        let file_end = m.file_offset.checked_add(m.data_offset).and_then(|o| o.checked_add(m.capacity));
+        let file_len = u64::try_from(fstat(&fd).map_err(Error::io("fstat of the ring file"))?.st_size).unwrap_or(0);
+        if file_end.is_none_or(|end| file_len < end) {
+            return Err(Error::invalid(format!(
+                "the file is {file_len} bytes, too short for a ring image of {} bytes at offset {}",
+                m.data_offset.saturating_add(m.capacity),
+                m.file_offset
+            )));
+        }
+        // Virtual offsets from `base`: the second copy of the data area, the end.
+        let second = data_offset.checked_add(cap).ok_or_else(too_big)?;
+        let map_len = second.checked_add(cap).ok_or_else(too_big)?;
+        // Within the file (checked above), so no overflow.
+        let data_at = m.file_offset + m.data_offset;
         let eventfd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(Error::io("eventfd"))?;
         let rw = ProtFlags::READ | ProtFlags::WRITE;
         let data_prot = if m.data_writable { rw } else { ProtFlags::READ };
@@ -127,22 +153,17 @@ impl MmapRegion {
             e
         };
         // SAFETY: MAP_FIXED inside our own reservation (`base` is page-aligned, the
-        // length fits in it), replacing only pages we reserved above.
-        unsafe { mmap(base, data_offset, rw, MapFlags::SHARED | MapFlags::FIXED, &fd, 0) }
+        // length fits in it), replacing only pages we reserved above; `file_offset` is
+        // page-aligned (checked above), as mmap requires.
+        unsafe { mmap(base, data_offset, rw, MapFlags::SHARED | MapFlags::FIXED, &fd, m.file_offset) }
             .map_err(Error::io("mapping the ring's control block"))
             .map_err(unmap_on_err)?;
-        for (at, what) in [(data_offset, "mapping the ring's data area"), (file_len, "mapping the data area again")] {
+        for (at, what) in [(data_offset, "mapping the ring's data area"), (second, "mapping the data area again")] {
             // SAFETY: as above: both copies of the data area lie inside the reservation
-            // (`at + cap <= map_len`), and `data_offset` is page-aligned.
+            // (`at + cap <= map_len`), and `data_at` (`file_offset + data_offset`) is
+            // page-aligned.
             unsafe {
-                mmap(
-                    base.cast::<u8>().add(at).cast(),
-                    cap,
-                    data_prot,
-                    MapFlags::SHARED | MapFlags::FIXED,
-                    &fd,
-                    data_offset as u64,
-                )
+                mmap(base.cast::<u8>().add(at).cast(), cap, data_prot, MapFlags::SHARED | MapFlags::FIXED, &fd, data_at)
             }
             .map_err(Error::io(what))
             .map_err(unmap_on_err)?;
