@@ -86,6 +86,21 @@ pub enum Error {
         /// What was asked.
         what: &'static str,
     },
+    /// A channel's write through its thread-local producer was refused
+    /// ([`Channel::output`](crate::Channel::output)); counted like any refused reserve.
+    #[error(transparent)]
+    Reserve(#[from] ReserveError),
+    /// The channel's clock cannot be used here ([`Tsc`](crate::Tsc) on a CPU without an
+    /// invariant TSC, or a shared channel's calibration this machine cannot use).
+    #[error(transparent)]
+    Clock(#[from] crate::clock::ClockError),
+    /// A shared channel's file has a ring for at most this many producers, all taken by
+    /// live processes.
+    #[error("the channel file has rings for {max} producers and all are in use by live processes")]
+    ChannelFull {
+        /// Rings in the file.
+        max: u32,
+    },
     /// A system call failed.
     #[error("{what}: {source}")]
     Io {

@@ -109,6 +109,9 @@
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
 mod barrier;
+#[cfg(not(loom))]
+pub mod channel;
+pub mod clock;
 mod config;
 mod core;
 mod error;
@@ -135,6 +138,12 @@ mod core_tests;
 mod loom_tests;
 
 pub use barrier::uses_membarrier;
+#[cfg(not(loom))]
+pub use channel::{
+    Channel, ChannelMode, ChannelProducer, ChannelReader, ChannelRecord, ChannelReservation, ChannelSnapshot,
+    ChannelStats, LaneStats,
+};
+pub use clock::{BestClock, Clock, ClockError, Monotonic, NoClock, Tsc};
 pub use config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc, Wakeup, WakeupPolicy};
 pub use error::{ConsumeError, Error, OutOfBounds, PauseError, ReserveError, SnapshotError};
 pub use layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, MAX_RECORD_LEN};

@@ -204,9 +204,13 @@ impl<K: ProducerKind> Producer<K, Overwrite> {
         Ok(())
     }
 
-    /// Claims space between the claim marks (see `repair`).
+    /// Claims space: between the claim marks (see `repair`) in a multi-producer ring,
+    /// with plain stores in a single-producer one (`K::MULTI` is a constant).
     #[inline(always)]
     fn claim_overwrite(&mut self, len: usize) -> Result<u64, Refused> {
+        if !K::MULTI {
+            return self.core.reserve_overwrite_single(len, &mut self.cursor);
+        }
         let (word, shared) = (&self.slot.counters().claiming, self.slot.is_shared());
         repair::mark_claim(word, shared);
         let claimed = self.core.reserve_overwrite(len, &mut self.cursor);

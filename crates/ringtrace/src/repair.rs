@@ -116,9 +116,10 @@ impl<R: Region> Core<R> {
         Some(end - pos)
     }
 
-    /// [`Self::dead_claim_in`] for a multi-producer or overwrite ring.
+    /// [`Self::dead_claim_in`] for an overwrite ring (single- or multi-producer, as its
+    /// header says) or a multi-producer one.
     pub(crate) fn dead_claim(&self, pos: u64, own_slot: usize) -> Option<u64> {
-        self.dead_claim_in(pos, own_slot, false)
+        self.dead_claim_in(pos, own_slot, self.single_producer())
     }
 
     /// Whether a live process (other than the caller's own slot) is between its claim

@@ -27,6 +27,37 @@ fn ring() -> Ring {
     Arc::new(core)
 }
 
+/// [`ring`], made a single-producer ring (its header says so: pauses and repair read
+/// the kind there).
+fn ring_single() -> Ring {
+    let r = ring();
+    let spsc = <crate::config::Spsc as crate::config::ProducerKind>::CODE;
+    r.control().meta.0.kind.store(spsc, Relaxed);
+    r
+}
+
+/// [`produce`] with the single-producer claim (plain stores, no CAS).
+fn produce_single(r: &Ring, cur: &mut ProducerCursor, v: u64) -> bool {
+    match r.reserve_overwrite_single(8, cur) {
+        Ok(pos) => {
+            r.write_payload(pos, 0, &(v << 16 | pos).to_ne_bytes());
+            r.commit(pos, 8, false, Wakeup::NoWakeup);
+            true
+        }
+        Err(Refused::Pending | Refused::Paused) => false,
+        Err(other) => unreachable!("{other:?}"),
+    }
+}
+
+/// The single producer's thread: commits `values` in order; joins to how many went in.
+fn single_producer(r: &Ring, values: &'static [u64]) -> thread::JoinHandle<u64> {
+    let r = r.clone();
+    thread::spawn(move || {
+        let mut cur = r.producer_cursor();
+        values.iter().map(|&v| produce_single(&r, &mut cur, v) as u64).sum()
+    })
+}
+
 /// Reserves, writes `v` tagged with the record's position (`v << 16 | pos`, so a payload
 /// found under another record's header is caught), commits; `false` if refused (a
 /// record being written was in the way, or the ring is paused).
@@ -241,6 +272,70 @@ fn loom_overwrite_pause_races_a_producer() {
         }
         let mut cur = r.producer_cursor();
         assert!(produce(&r, &mut cur, 21), "reserves succeed after resume");
+        check_idle(&r);
+    });
+}
+
+/// SP1: the single-producer claim (a plain store of `P`, no CAS) against a snapshot
+/// copying in 8-byte chunks while the producer writes 11 then 12, which overwrites it:
+/// the snapshot holds only intact records, and nothing is refused (the producer
+/// retires its own records; nothing else holds the lock).
+#[test]
+fn loom_single_producer_overwrite_snapshot() {
+    model(|| {
+        let r = ring_single();
+        let a = single_producer(&r, &[11, 12]);
+        let s = snapshot_thread(&r, 8);
+        if let Some(seen) = s.join().unwrap() {
+            check_views(&seen);
+        }
+        let committed = a.join().unwrap();
+        assert_eq!(committed, 2, "a single producer is refused only by a pause");
+        check_idle(&r);
+        let mut cap = Capture::default();
+        r.capture_newest(8, &mut cap).expect("idle ring");
+        let (_, retired) = r.over_state().unwrap();
+        assert_eq!(payloads(&cap), [12], "the newest record");
+        assert_eq!(retired + 1, committed);
+    });
+}
+
+/// SP2: a pause races the single producer writing 11 then 12. A single-producer pause
+/// sets no flag in `P` (the producer's plain store would erase it): it freezes the
+/// view `[O, P)` it read under the retire lock. While paused, every record in that view
+/// stays finished and intact however the producer goes on (it may write into zeroed
+/// space past the view, and is refused once it must retire); after resume, reserves
+/// succeed and the ring is consistent.
+#[test]
+fn loom_single_producer_pause_races_the_producer() {
+    model(|| {
+        let r = ring_single();
+        let a = single_producer(&r, &[11, 12]);
+        let r2 = r.clone();
+        let pauser = thread::spawn(move || {
+            let token = r2.pause(true).ok()?;
+            let check = |r: &Ring| {
+                let mut x = token.over_pos;
+                while x < token.prod {
+                    let h = r.region.header(x).load(Relaxed);
+                    assert!(h != 0 && crate::layout::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
+                    let v = r.region.header(x + HDR_SIZE).load(Relaxed);
+                    assert!(v == 11 << 16 | x || v == 12 << 16 | x, "torn record {v:#x} at {x} in a paused ring");
+                    x += footprint(8);
+                }
+            };
+            check(&r2);
+            thread::yield_now();
+            check(&r2); // still intact after the producer ran on
+            Some(token)
+        });
+        let token = pauser.join().unwrap();
+        a.join().unwrap();
+        if let Some(token) = token {
+            r.resume(token);
+        }
+        let mut cur = r.producer_cursor();
+        assert!(produce_single(&r, &mut cur, 13), "reserves succeed after resume");
         check_idle(&r);
     });
 }

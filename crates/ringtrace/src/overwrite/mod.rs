@@ -153,6 +153,51 @@ impl<R: Region> Core<R> {
         self.claim_overwrite(len, cur)
     }
 
+    /// [`Self::reserve_overwrite`] for the one producer of a single-producer ring: it
+    /// owns `P`, so it claims with a plain store, no read-modify-write.
+    ///
+    /// What the multi-producer claim's CAS gives that this needs otherwise: a pause
+    /// cannot freeze `P` with a flag (our store would erase it), so a pause of a
+    /// single-producer ring freezes only the view `[O, P)` it read under the retire
+    /// lock: this producer may go on writing into the zeroed space `[P, Z)`, which no
+    /// pause reads, and is refused once it needs to retire (the pauser holds the lock).
+    /// A dead producer's zero-header claim is recognized by the producer line's owner
+    /// pid, not by claim marks ([`crate::repair`], `single`).
+    #[inline(always)]
+    pub(crate) fn reserve_overwrite_single(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
+        if len > self.max_len() as usize {
+            return Err(Refused::TooLarge);
+        }
+        let fp = footprint(len as u32);
+        let prod = &self.control().producer.0.pos;
+        // Relaxed: only this producer writes `P` (a pause never sets its flag in a
+        // single-producer ring).
+        let p = prod.load(Relaxed);
+        let need = p + fp + HDR_SIZE;
+        if need > cur.zeroed {
+            self.make_room(need, cur)?;
+        }
+        // Relaxed: `P` bounds what readers copy and pauses wait for; the record's bytes
+        // are published by the commit's Release header store, and what lay in the space
+        // was ordered by `make_room`'s Acquire load of `Z`.
+        prod.store(p + fp, Relaxed);
+        // Release fence: as in `claim_overwrite` (pairs with the readers' Acquire copy
+        // loads: a reader that copies one of our stores below sees the `O` that gave
+        // this space up).
+        fence(Release);
+        let busy = pack(len as u32 | BUSY_BIT, 0) | self.aux_bits();
+        // Relaxed: BUSY means "wait" to readers, as the zero it replaces does.
+        self.word(p).store(busy, Relaxed);
+        Ok(p)
+    }
+
+    /// Whether this is a single-producer ring (read from the header, which attaching
+    /// checked against the handle's type): cold paths only.
+    pub(crate) fn single_producer(&self) -> bool {
+        // Relaxed: written once before the ring was shared.
+        self.control().meta.0.kind.load(Relaxed) == <crate::config::Spsc as crate::config::ProducerKind>::CODE
+    }
+
     /// [`Self::reserve_overwrite`] once the length is known to fit.
     #[inline(always)]
     fn claim_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
@@ -415,9 +460,11 @@ impl<R: Region> Core<R> {
         self.control().producer.0.pos.load(Relaxed) & !PAUSED
     }
 
-    /// Whether the ring is paused.
+    /// Whether the ring is paused: `P`'s flag, or (single-producer rings, whose pause
+    /// sets no flag) a pauser holding the retire lock.
     pub(crate) fn is_paused(&self) -> bool {
-        self.control().producer.0.pos.load(Relaxed) & PAUSED != 0
+        // Relaxed: a report; a reserve refused meanwhile is counted either way.
+        self.control().producer.0.pos.load(Relaxed) & PAUSED != 0 || self.ow_line().lock_pid.load(Relaxed) & PAUSER != 0
     }
 
     /// Pauses the ring: from now on every reserve fails (counted); waits (bounded) for
@@ -455,11 +502,19 @@ impl<R: Region> Core<R> {
         let zeroed = line.zeroed.load(Relaxed);
         // Relaxed RMW: the hint, as in `make_room`.
         line.zeroed.fetch_or(LOCK, Relaxed);
-        // Relaxed: the flag's place in `P`'s modification order is what matters: every
-        // claim CAS ordered before it succeeded with a smaller `P`; every later one
-        // fails and then sees the flag.
-        let prev = prod.fetch_or(PAUSED, Relaxed);
-        debug_assert_eq!(prev & PAUSED, 0, "only the lock holder pauses");
+        let prev = if self.single_producer() {
+            // Relaxed: the one producer may still claim past this `P`, in zeroed space
+            // this pause does not read (see `reserve_overwrite_single`); the records
+            // below it are waited for with Acquire header loads.
+            prod.load(Relaxed) & !PAUSED
+        } else {
+            // Relaxed: the flag's place in `P`'s modification order is what matters:
+            // every claim CAS ordered before it succeeded with a smaller `P`; every
+            // later one fails and then sees the flag.
+            let prev = prod.fetch_or(PAUSED, Relaxed);
+            debug_assert_eq!(prev & PAUSED, 0, "only the lock holder pauses");
+            prev
+        };
         // Relaxed: we hold the retire lock (acquired above).
         let over_pos = line.over_pos.load(Relaxed);
         let retired = line.retired.load(Relaxed);
@@ -500,8 +555,10 @@ impl<R: Region> Core<R> {
     pub(crate) fn resume(&self, token: PauseToken) {
         // Release: clears the hint (the space below `Z` is as it was).
         self.ow_line().zeroed.store(token.zeroed, Release);
-        // Relaxed: producers claim only zeroed space past `P`, which nobody read.
-        self.control().producer.0.pos.fetch_and(!PAUSED, Relaxed);
+        if !self.single_producer() {
+            // Relaxed: producers claim only zeroed space past `P`, which nobody read.
+            self.control().producer.0.pos.fetch_and(!PAUSED, Relaxed);
+        }
         // Release (in `unlock`): pairs with the next retirer's Acquire lock CAS: our
         // in-place reads of the records happen-before it zeroes them.
         self.unlock();

@@ -1,0 +1,317 @@
+//! The live channel reader: drains every producer's ring and delivers records merged
+//! by timestamp, up to the horizon no producer can still undercut (module docs of
+//! [`crate::channel`]).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::lane::{ChannelMode, Lane};
+use super::writer::stamp_len;
+use super::Inner;
+use crate::clock::Clock;
+use crate::error::{ConsumeError, Error};
+
+/// Records taken from one ring per pass at most, so that a fast producer cannot keep a
+/// pass going forever (and its staging memory stays bounded).
+const DRAIN_BATCH: usize = 4096;
+/// A ring whose staged records reach this many bytes is not drained further until
+/// they are delivered (its producer then finds its ring full: counted, never silent).
+const STAGE_LIMIT: usize = 4 << 20;
+
+/// One record of a channel, as readers deliver it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelRecord<'a> {
+    /// The producer's number in its channel ([`ChannelProducer::id`](crate::ChannelProducer::id)).
+    pub producer: u32,
+    /// Nanoseconds, `CLOCK_MONOTONIC` time base (0 with [`NoClock`](crate::NoClock)).
+    pub timestamp: u64,
+    /// The payload, without the timestamp.
+    pub data: &'a [u8],
+}
+
+/// A ring's records copied out and not yet delivered.
+struct Staged<M: ChannelMode> {
+    lane: Arc<Lane<M>>,
+    reader: M::Reader,
+    /// `(timestamp, start in bytes, length)`, oldest first.
+    recs: VecDeque<(u64, usize, usize)>,
+    bytes: Vec<u8>,
+    /// The producer exited and its ring was found empty after that: nothing more comes.
+    done: bool,
+    /// Of `recs`' records, those delivered since the lane's counter was last updated.
+    delivered: u64,
+}
+
+/// Reads a whole [`Channel`](crate::Channel) live, merged in timestamp order. Made by
+/// [`Channel::reader`](crate::Channel::reader); one at a time per channel.
+pub struct ChannelReader<M: ChannelMode, C: Clock> {
+    inner: Arc<Inner<M, C>>,
+    lanes: Vec<Staged<M>>,
+    version: u64,
+    /// The newest timestamp delivered: a record older than it is late.
+    last: u64,
+    late: u64,
+}
+
+impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelReader<M, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChannelReader").field("producers", &self.lanes.len()).field("late", &self.late).finish()
+    }
+}
+
+impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
+    pub(crate) fn new(inner: Arc<Inner<M, C>>) -> Result<Self, Error> {
+        // Acquire: pairs with the Release store in `drop`: the last reader's updates of
+        // the lanes' counters happen-before ours.
+        if inner.reader_attached.swap(true, Ordering::Acquire) {
+            return Err(Error::ConsumerAttached { pid: crate::owner::my_pid() });
+        }
+        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0 };
+        if let Err(e) = reader.refresh() {
+            drop(reader);
+            return Err(e);
+        }
+        Ok(reader)
+    }
+
+    /// Attaches to rings made since the last look; frees drained rings of exited
+    /// producers (discard mode).
+    fn refresh(&mut self) -> Result<(), Error> {
+        // Acquire: pairs with the Release bump in `Inner::bump_version`.
+        let version = self.inner.version.load(Ordering::Acquire);
+        if version == self.version && !self.lanes.iter().any(|l| l.done) {
+            return Ok(());
+        }
+        let mut reg = self.inner.registry();
+        // Free what is done: its producer exited and everything it wrote was delivered.
+        let mut freed = false;
+        for l in self.lanes.iter_mut().filter(|l| l.done && l.recs.is_empty()) {
+            l.lane.add_read(std::mem::take(&mut l.delivered));
+            if !M::KEEP_EXITED {
+                if let Some(i) = reg.lanes.iter().position(|x| Arc::ptr_eq(x, &l.lane)) {
+                    let lane = reg.lanes.remove(i);
+                    reg.freed.add(&lane.stats());
+                    freed = true;
+                }
+            }
+        }
+        self.lanes.retain(|l| !(l.done && l.recs.is_empty()) || M::KEEP_EXITED);
+        // Overwrite mode keeps exited rings: forget those the registry freed.
+        self.lanes.retain(|l| reg.lanes.iter().any(|x| Arc::ptr_eq(x, &l.lane)));
+        for lane in reg.lanes.iter() {
+            if !self.lanes.iter().any(|l| Arc::ptr_eq(&l.lane, lane)) {
+                let reader = M::attach(&lane.ring)?;
+                self.lanes.push(Staged {
+                    lane: lane.clone(),
+                    reader,
+                    recs: VecDeque::new(),
+                    bytes: Vec::new(),
+                    done: false,
+                    delivered: 0,
+                });
+            }
+        }
+        drop(reg);
+        if freed {
+            self.inner.bump_version();
+        }
+        // The version read before the registry: a lane added since bumps it again, and
+        // the next pass looks.
+        self.version = version;
+        Ok(())
+    }
+
+    /// Copies up to a batch of each ring's records into its staging, then delivers, in
+    /// timestamp order, every staged record no producer can still undercut. Returns how
+    /// many records `f` saw; stops at the first error of `f`.
+    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        self.refresh().map_err(|e| ConsumeError::Io(std::io::Error::other(e)))?;
+        // The time of the pass, before anything is drained: an idle producer's next
+        // record is stamped after it, less the slack (module docs).
+        let now = self.inner.clock.now();
+        let floor = now.saturating_sub(self.inner.slack_ns);
+        for l in &mut self.lanes {
+            if l.done {
+                continue;
+            }
+            let exited = l.lane.is_exited();
+            let got = if l.bytes.len() < STAGE_LIMIT { stage::<M, C>(l).map_err(widen)? } else { 1 };
+            // After the producer's exit (Acquire), a drain that finds nothing means
+            // nothing more is coming.
+            l.done = exited && got == 0;
+        }
+        let mut n = 0;
+        loop {
+            // The lane with the oldest staged record, and the horizon: the smallest
+            // bound any lane puts on records still to come.
+            let mut best: Option<(usize, u64)> = None;
+            let mut horizon = u64::MAX;
+            for (i, l) in self.lanes.iter().enumerate() {
+                match l.recs.front() {
+                    Some(&(ts, _, _)) => {
+                        horizon = horizon.min(ts);
+                        if best.is_none_or(|(_, b)| ts < b) {
+                            best = Some((i, ts));
+                        }
+                    }
+                    None if l.done => {}
+                    None => horizon = horizon.min(floor),
+                }
+            }
+            let Some((i, ts)) = best else { break };
+            if ts > horizon {
+                break;
+            }
+            let l = &mut self.lanes[i];
+            let (_, at, len) = l.recs.pop_front().expect("the front was just seen");
+            l.delivered += 1;
+            if ts < self.last {
+                self.late += 1;
+            }
+            self.last = self.last.max(ts);
+            let rec = ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] };
+            n += 1;
+            let r = f(rec);
+            if l.recs.is_empty() {
+                l.bytes.clear();
+            }
+            r.map_err(ConsumeError::Callback)?;
+        }
+        self.publish_counts();
+        Ok(n)
+    }
+
+    /// Consumes until a pass delivers nothing and every ring is empty: for a channel
+    /// whose producers are done (or paused), everything in time order, the horizon
+    /// notwithstanding (records still staged are delivered oldest first).
+    pub fn drain<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        let mut total = 0;
+        loop {
+            let n = self.consume(&mut f)?;
+            total += n;
+            if n == 0 {
+                break;
+            }
+        }
+        // What is left is staged behind the horizon of idle producers: deliver it as if
+        // they had exited.
+        total += self.flush(&mut f)?;
+        Ok(total)
+    }
+
+    /// Delivers every staged record in timestamp order, ignoring idle producers.
+    fn flush<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        let mut n = 0;
+        loop {
+            let best = self
+                .lanes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.recs.front().map(|&(ts, _, _)| (i, ts)))
+                .min_by_key(|&(_, ts)| ts);
+            let Some((i, ts)) = best else { break };
+            let l = &mut self.lanes[i];
+            let (_, at, len) = l.recs.pop_front().expect("the front was just seen");
+            l.delivered += 1;
+            if ts < self.last {
+                self.late += 1;
+            }
+            self.last = self.last.max(ts);
+            n += 1;
+            let r = f(ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] });
+            if l.recs.is_empty() {
+                l.bytes.clear();
+            }
+            r.map_err(ConsumeError::Callback)?;
+        }
+        self.publish_counts();
+        Ok(n)
+    }
+
+    /// Waits up to `timeout` (or forever with `None`) for records to deliver, polling
+    /// every millisecond, and delivers them. A channel has no single doorbell: its
+    /// reader polls, as LTTng's consumer daemon does on a timer.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let n = self.consume(&mut f)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            let nap = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(1)),
+                    _ => return Ok(0),
+                },
+                None => Duration::from_millis(1),
+            };
+            std::thread::sleep(nap);
+        }
+    }
+
+    /// Records delivered out of timestamp order so far (see the module docs).
+    pub fn late(&self) -> u64 {
+        self.late
+    }
+
+    fn publish_counts(&mut self) {
+        for l in &mut self.lanes {
+            l.lane.add_read(std::mem::take(&mut l.delivered));
+        }
+        if self.late != 0 {
+            let mut reg = self.inner.registry();
+            reg.freed.late += self.late;
+            self.late = 0;
+        }
+    }
+}
+
+/// A ring's error, in the caller's error type (a drain's callback never fails).
+fn widen<E>(e: ConsumeError<Infallible>) -> ConsumeError<E> {
+    match e {
+        ConsumeError::Callback(never) => match never {},
+        ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
+        ConsumeError::Busy => ConsumeError::Busy,
+        ConsumeError::Io(e) => ConsumeError::Io(e),
+    }
+}
+
+/// Copies up to a batch of `l`'s records into its staging; how many.
+fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>) -> Result<usize, ConsumeError<Infallible>> {
+    let d = stamp_len::<C>();
+    let (recs, bytes) = (&mut l.recs, &mut l.bytes);
+    M::drain(&mut l.reader, DRAIN_BATCH, |rec| {
+        // A record shorter than its stamp was not written by a channel producer (a
+        // hostile or foreign writer): delivered with timestamp 0 rather than dropped.
+        let (ts, body) = match rec.split_first_chunk::<8>() {
+            Some((ts, body)) if d == 8 => (u64::from_ne_bytes(*ts), body),
+            _ => (0, rec),
+        };
+        recs.push_back((ts, bytes.len(), body.len()));
+        bytes.extend_from_slice(body);
+    })
+}
+
+impl<M: ChannelMode, C: Clock> Drop for ChannelReader<M, C> {
+    fn drop(&mut self) {
+        self.publish_counts();
+        // Release: pairs with the Acquire swap in `new`.
+        self.inner.reader_attached.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,192 @@
+//! A channel's producer: its own single-producer ring and the channel's clock.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use super::lane::{ChannelMode, Lane};
+use crate::clock::Clock;
+use crate::config::{Discard, Overwrite, Spsc, Wakeup};
+use crate::error::{OutOfBounds, ReserveError};
+use crate::producer::{Producer, Reservation};
+
+/// Bytes of timestamp at the start of every record of a channel with clock `C`.
+#[inline(always)]
+pub(crate) const fn stamp_len<C: Clock>() -> usize {
+    if C::STAMPED {
+        8
+    } else {
+        0
+    }
+}
+
+/// Writes records into one ring of a channel. `Send`, not `Clone`: one per thread.
+/// Dropping it marks its ring exited (see the channel's lifecycle).
+///
+/// ```
+/// use ringtrace::{Channel, Discard, NoClock, Wakeup};
+///
+/// let channel = Channel::<Discard, NoClock>::builder(4096).build(NoClock)?;
+/// let mut producer = channel.producer()?;
+/// let mut rec = producer.reserve(3)?;
+/// rec.copy_from_slice(b"abc");
+/// rec.commit();
+/// producer.output(b"de", Wakeup::Default)?;
+/// let mut seen = Vec::new();
+/// channel.reader()?.drain(|r| {
+///     seen.push(r.data.to_vec());
+///     Ok::<_, std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(seen, [b"abc".to_vec(), b"de".to_vec()]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ChannelProducer<M: ChannelMode, C: Clock> {
+    producer: Producer<Spsc, M>,
+    clock: C,
+    lane: Arc<Lane<M>>,
+}
+
+impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelProducer<M, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChannelProducer").field("id", &self.lane.id).field("name", &self.lane.name).finish()
+    }
+}
+
+impl<M: ChannelMode, C: Clock> ChannelProducer<M, C> {
+    pub(crate) fn new(producer: Producer<Spsc, M>, clock: C, lane: Arc<Lane<M>>) -> Self {
+        ChannelProducer { producer, clock, lane }
+    }
+
+    /// This producer's number in its channel.
+    pub fn id(&self) -> u32 {
+        self.lane.id
+    }
+
+    /// Reports the timestamp failures map to: the length asked for, not the stamp.
+    #[cold]
+    fn unstamped(e: ReserveError) -> ReserveError {
+        let d = stamp_len::<C>();
+        match e {
+            ReserveError::Full { len } => ReserveError::Full { len: len - d },
+            ReserveError::Pending { len } => ReserveError::Pending { len: len - d },
+            ReserveError::Paused { len } => ReserveError::Paused { len: len - d },
+            ReserveError::TooLarge { len, max } => ReserveError::TooLarge { len: len - d, max: max - d },
+        }
+    }
+}
+
+impl<C: Clock> ChannelProducer<Discard, C> {
+    /// Reserves `len` bytes in this producer's ring, stamped with the clock's time now;
+    /// the same contract as [`Producer::reserve`].
+    #[inline(always)]
+    pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Discard, C>, ReserveError> {
+        let ts = self.clock.now();
+        let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
+        if C::STAMPED {
+            inner[..8].copy_from_slice(&ts.to_ne_bytes());
+        }
+        Ok(ChannelReservation { inner, _clock: std::marker::PhantomData })
+    }
+
+    /// Reserves, stamps, copies `data` and commits: one call.
+    #[inline(always)]
+    pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
+        let mut rec = self.reserve(data.len())?;
+        rec.copy_from_slice(data);
+        rec.commit_with(wakeup);
+        Ok(())
+    }
+}
+
+impl<C: Clock> ChannelProducer<Overwrite, C> {
+    /// Reserves `len` bytes in this producer's overwrite ring, stamped with the clock's
+    /// time now; the same contract as the overwrite [`Producer::reserve`].
+    #[inline(always)]
+    pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Overwrite, C>, ReserveError> {
+        let ts = self.clock.now();
+        let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
+        if C::STAMPED {
+            // The reservation is at least 8 bytes long: no error.
+            let _ = inner.write(0, &ts.to_ne_bytes());
+        }
+        Ok(ChannelReservation { inner, _clock: std::marker::PhantomData })
+    }
+
+    /// Reserves, stamps, copies `data` and commits: one call.
+    #[inline(always)]
+    pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
+        let mut rec = self.reserve(data.len())?;
+        // In bounds: the reservation is `data.len()` bytes.
+        let _ = rec.write(0, data);
+        rec.commit_with(wakeup);
+        Ok(())
+    }
+}
+
+impl<M: ChannelMode, C: Clock> Drop for ChannelProducer<M, C> {
+    fn drop(&mut self) {
+        self.lane.exit();
+    }
+}
+
+/// Space reserved for one channel record, past its timestamp: a `&mut [u8]` in
+/// discard mode, written with [`write`](ChannelReservation::write) in overwrite mode.
+/// Commit it, discard it, or drop it (which discards it).
+pub struct ChannelReservation<'a, M: ChannelMode, C: Clock> {
+    inner: Reservation<'a, Spsc, M>,
+    _clock: std::marker::PhantomData<C>,
+}
+
+impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelReservation<'_, M, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChannelReservation").field("pos", &self.inner.position()).finish()
+    }
+}
+
+impl<M: ChannelMode, C: Clock> ChannelReservation<'_, M, C> {
+    /// Publishes the record.
+    #[inline(always)]
+    pub fn commit(self) {
+        self.inner.commit()
+    }
+
+    /// Publishes the record with an explicit wakeup flag.
+    #[inline(always)]
+    pub fn commit_with(self, wakeup: Wakeup) {
+        self.inner.commit_with(wakeup)
+    }
+
+    /// Gives the space up: readers skip the record.
+    #[inline(always)]
+    pub fn discard(self) {
+        self.inner.discard()
+    }
+}
+
+impl<C: Clock> ChannelReservation<'_, Overwrite, C> {
+    /// Writes `data` at byte `offset` of the record (past its timestamp).
+    #[inline]
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+        let d = stamp_len::<C>();
+        self.inner.write(offset.saturating_add(d), data).map_err(|e| OutOfBounds {
+            offset,
+            len: data.len(),
+            record_len: e.record_len - d,
+        })
+    }
+}
+
+impl<C: Clock> Deref for ChannelReservation<'_, Discard, C> {
+    type Target = [u8];
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        &self.inner[stamp_len::<C>()..]
+    }
+}
+
+impl<C: Clock> DerefMut for ChannelReservation<'_, Discard, C> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.inner[stamp_len::<C>()..]
+    }
+}
