@@ -10,8 +10,14 @@
 //! snapshots, next to a discard ring with a consumer and to crossbeam's `force_push`; its
 //! rows count records committed, as no reader there consumes), `snapshot` (snapshots of
 //! a full flight recorder of 64 KiB, 1 MiB and 16 MiB with no producer running; `ns/rec`
-//! is a snapshot's time divided by the records it captured).
+//! is a snapshot's time divided by the records it captured), `shm` (producers as threads
+//! or as child processes of one ring file), `channel-scaling` (1, 2, 4, 8 writer threads,
+//! each with its own ring of a flight-recorder channel, with no timestamp, TSC or
+//! `CLOCK_MONOTONIC` timestamps, next to one shared flight recorder and to rtrb; LTTng's
+//! metric: `ns/rec` there is writer-thread CPU time per record, summed over writers,
+//! while `Mrec/s` stays wall-clock; see `channel.rs`).
 
+mod channel;
 pub mod harness;
 mod ours;
 pub mod peers;
@@ -89,7 +95,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 8] = [
+const ORDER: [&str; 9] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -98,6 +104,7 @@ const ORDER: [&str; 8] = [
     "overwrite-contention",
     "snapshot",
     "shm",
+    "channel-scaling",
 ];
 
 /// Median of each row over rounds: rows are matched by bench, impl, variant and
@@ -145,6 +152,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
             rows.extend(ours::rows(&cfg, &one, &mut progress));
             rows.extend(peers::rows(&cfg, &one, &mut progress));
             rows.extend(shm::rows(&cfg, &one, &mut progress));
+            rows.extend(channel::rows(&cfg, &one, &mut progress));
         }
         all.push(rows);
     }

@@ -10,7 +10,7 @@ use crate::harness::Measured;
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {
     /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`,
-    /// `overwrite-contention`, `snapshot`.
+    /// `overwrite-contention`, `snapshot`, `shm`, `channel-scaling`.
     ///
     /// `overwrite-contention`: producers into ringtrace's flight recorder with no reader
     /// (`overwrite/no-reader`) or with a thread taking snapshots back to back
@@ -29,12 +29,20 @@ pub struct Row {
     /// `shm`: one ring file, producers as threads of the bench process
     /// (`mpsc/in-process`) or as child processes (`mpsc/shm`), the consumer in the bench
     /// process (the target: `shm` within 10% of `in-process`).
+    ///
+    /// `channel-scaling`: 1, 2, 4, 8 writer threads into a flight-recorder channel (one
+    /// ring each; `ringtrace-channel`, `ts=none`, `ts=tsc`, `ts=mono`), into one shared
+    /// flight recorder (`ringtrace-mpsc`) and, one writer, into rtrb; `ns_per_rec` there
+    /// is CPU time, not wall time (see `ns_per_rec`).
     pub bench: String,
-    /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`.
+    /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
+    /// `ringtrace-channel` and `ringtrace-mpsc` in `channel-scaling`.
     #[serde(rename = "impl")]
     pub imp: String,
     /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in
-    /// `overwrite-contention` and its size in `snapshot`; free text for peers.
+    /// `overwrite-contention` and its size in `snapshot`; the clock (`ts=none`, `ts=tsc`,
+    /// `ts=mono`, and `/pop-inline` for one thread pushing and popping) in
+    /// `channel-scaling`; free text for peers.
     pub variant: String,
     /// Producer threads.
     pub producers: usize,
@@ -43,7 +51,10 @@ pub struct Row {
     /// Millions of records delivered to the consumer per second (committed, for a row with no
     /// consumer or whose reader counts none: `overwrite-contention`; captured, in `snapshot`).
     pub mrec_per_s: f64,
-    /// Wall-clock nanoseconds per record counted in `mrec_per_s`.
+    /// Wall-clock nanoseconds per record counted in `mrec_per_s`; but in
+    /// `channel-scaling`, CPU nanoseconds per record: the writer threads' CPU time
+    /// (`CLOCK_THREAD_CPUTIME_ID`) summed over writers, divided by the records they
+    /// wrote (LTTng's "ns CPU time/record"; `pop-inline` rows: the push loops' CPU time).
     pub ns_per_rec: f64,
     /// Failed pushes per second.
     pub drops_per_s: f64,
@@ -73,10 +84,12 @@ pub fn print_table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
     for r in rows {
         if r.bench != last {
             writeln!(out, "\n{}", r.bench)?;
+            // `channel-scaling` reports CPU time per record (legend below the table).
+            let ns = if r.bench == CPU_TIME_BENCH { "CPUns/rec" } else { "ns/rec" };
             writeln!(
                 out,
                 "  {:<22} {:<24} {:>4} {:>10} {:>9} {:>12}",
-                "impl", "variant", "prod", "Mrec/s", "ns/rec", "drops/s"
+                "impl", "variant", "prod", "Mrec/s", ns, "drops/s"
             )?;
             last = &r.bench;
         }
@@ -86,8 +99,19 @@ pub fn print_table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
             r.imp, r.variant, r.producers, r.mrec_per_s, r.ns_per_rec, r.drops_per_s
         )?;
     }
-    writeln!(out, "\n(2 cores: contention rows with 2+ producers run more threads than cores on purpose)")
+    writeln!(out, "\n(2 cores: contention rows with 2+ producers run more threads than cores on purpose)")?;
+    if rows.iter().any(|r| r.bench == CPU_TIME_BENCH) {
+        writeln!(
+            out,
+            "({CPU_TIME_BENCH}: CPUns/rec is the writer threads' CPU time summed over writers per record written \
+             (LTTng's metric); Mrec/s is wall-clock records/s of all writers)"
+        )?;
+    }
+    Ok(())
 }
+
+/// The bench whose `ns_per_rec` is CPU time per record, not wall time.
+const CPU_TIME_BENCH: &str = "channel-scaling";
 
 /// One JSON object per line.
 pub fn write_json(path: &Path, rows: &[Row]) -> io::Result<()> {

@@ -32,7 +32,8 @@ enum Command {
         /// Short windows: the whole matrix in under a minute.
         #[arg(long)]
         quick: bool,
-        /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention).
+        /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
+        /// overwrite-contention, snapshot, shm, channel-scaling).
         #[arg(long, value_name = "NAME")]
         filter: Option<String>,
         /// Also write one JSON object per row to this file.
