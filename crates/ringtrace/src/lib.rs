@@ -111,6 +111,7 @@
 mod barrier;
 #[cfg(not(loom))]
 pub mod channel;
+#[cfg(not(loom))]
 pub mod clock;
 mod config;
 mod core;
@@ -143,6 +144,7 @@ pub use channel::{
     Channel, ChannelMode, ChannelProducer, ChannelReader, ChannelRecord, ChannelReservation, ChannelSnapshot,
     ChannelStats, LaneStats,
 };
+#[cfg(not(loom))]
 pub use clock::{BestClock, Clock, ClockError, Monotonic, NoClock, Tsc};
 pub use config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc, Wakeup, WakeupPolicy};
 pub use error::{ConsumeError, Error, OutOfBounds, PauseError, ReserveError, SnapshotError};

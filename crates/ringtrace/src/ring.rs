@@ -127,6 +127,14 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         Producer::attach(self.shared.clone())
     }
 
+    /// The process holding a single-producer ring's producer role, if it is alive
+    /// (channels' slots).
+    pub(crate) fn producer_pid(&self) -> Option<u32> {
+        // Acquire: pairs with the Release in `owner::take`/`give_back`.
+        let pid = self.shared.core.control().producer.0.attached.load(crate::sync::Ordering::Acquire);
+        (pid != 0 && crate::owner::alive(pid)).then_some(pid)
+    }
+
     /// The ring's counters and positions, read without stopping anyone.
     ///
     /// Each counter is exact once the producers and the consumer are idle; while they

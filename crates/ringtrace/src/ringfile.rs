@@ -100,7 +100,6 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     /// image_len(capacity)` bytes long and zeroes there (as a new file is); else
     /// [`Error::InvalidRing`]. The ring's mapping holds its own duplicate of `fd`.
     /// Other processes attach with [`RingBuf::open_at`].
-    #[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
     pub(crate) fn init_at(self, fd: BorrowedFd<'_>, offset: u64) -> Result<RingBuf<K, M>, Error> {
         let settings = self.settings()?;
         file::check_room(fd, offset, settings.capacity)?;
@@ -111,7 +110,6 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
 /// Bytes a ring image of `capacity` data bytes takes in a file holding several rings
 /// (control block and data area), a multiple of the page size: where the next image
 /// can start ([`Builder::init_at`], [`RingBuf::open_at`]).
-#[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
 pub(crate) fn image_len(capacity: u64) -> u64 {
     file::image_len(capacity)
 }
@@ -145,7 +143,6 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// of the whole file (seals, permissions) and of the image (header, kind and mode,
     /// size, positions). `offset` must be page-aligned and the image inside the file;
     /// other bytes may follow it. The ring's mapping holds its own duplicate of `fd`.
-    #[allow(dead_code, reason = "for files holding several rings; tested in ringfile_tests")]
     pub(crate) fn open_at(fd: BorrowedFd<'_>, offset: u64, access: Access) -> Result<Self, Error> {
         Self::attach(dup(fd)?, offset, access)
     }

@@ -95,13 +95,28 @@ pub(crate) struct Lane<M: ChannelMode> {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) ring: RingBuf<Spsc, M>,
+    /// A shared channel's slot: never freed; its producer is whichever process holds
+    /// the ring's producer role.
+    pub(crate) slot: bool,
     exited: AtomicBool,
     read: AtomicU64,
 }
 
 impl<M: ChannelMode> Lane<M> {
     pub(crate) fn new(id: u32, name: String, ring: RingBuf<Spsc, M>) -> Self {
-        Lane { id, name, ring, exited: AtomicBool::new(false), read: AtomicU64::new(0) }
+        Lane { id, name, ring, slot: false, exited: AtomicBool::new(false), read: AtomicU64::new(0) }
+    }
+
+    /// Slot `id` of a shared channel.
+    pub(crate) fn slot(id: u32, ring: RingBuf<Spsc, M>) -> Self {
+        Lane { slot: true, ..Lane::new(id, String::new(), ring) }
+    }
+
+    /// A shared channel's slot taken by a new producer of this process.
+    pub(crate) fn reopen(&self) {
+        // Relaxed: the flag is only read for slots through `is_exited`, which asks the
+        // ring's producer role instead.
+        self.exited.store(false, Ordering::Relaxed);
     }
 
     /// Called by the producer's handle when dropped, after its last commit.
@@ -111,7 +126,12 @@ impl<M: ChannelMode> Lane<M> {
         self.exited.store(true, Ordering::Release);
     }
 
+    /// Whether the producer is gone: its handle dropped (a private channel's ring), or
+    /// no live process holds the slot's producer role (a shared channel's).
     pub(crate) fn is_exited(&self) -> bool {
+        if self.slot {
+            return self.ring.producer_pid().is_none();
+        }
         // Acquire: pairs with the Release store in `exit`.
         self.exited.load(Ordering::Acquire)
     }

@@ -62,6 +62,7 @@
 //! snapshots, up to [`Builder::retain_exited`] exited rings, after which the oldest is
 //! freed and its unread records counted ([`ChannelStats::freed_unread`]).
 
+mod file;
 mod lane;
 mod local;
 mod reader;
@@ -73,6 +74,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use file::DEFAULT_MAX_PRODUCERS;
 pub use lane::{ChannelMode, LaneStats};
 pub use reader::{ChannelReader, ChannelRecord};
 pub use snapshot::{ChannelSnapshot, ChannelSnapshotIter};
@@ -117,7 +119,9 @@ pub struct Builder<M: ChannelMode, C: Clock> {
     capacity: u64,
     slack_ns: u64,
     retain_exited: usize,
-    retire_ahead: u64,
+    /// `None`: the ring's default.
+    retire_ahead: Option<u64>,
+    max_producers: u32,
     _static: PhantomData<fn() -> (M, C)>,
 }
 
@@ -126,9 +130,12 @@ pub(crate) struct Inner<M: ChannelMode, C: Clock> {
     pub(crate) id: u64,
     pub(crate) clock: C,
     pub(crate) capacity: u64,
-    retire_ahead: u64,
+    retire_ahead: Option<u64>,
     pub(crate) slack_ns: u64,
     retain_exited: usize,
+    /// A channel file's: its rings are fixed slots, shared with other processes.
+    pub(crate) shared: bool,
+    pub(crate) max_producers: u32,
     lanes: Mutex<Registry<M>>,
     /// Bumped (Release) whenever `lanes` changes, so readers refresh their list only
     /// then (Acquire load in `ChannelReader`).
@@ -176,7 +183,8 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
             capacity,
             slack_ns: DEFAULT_SLACK_NS,
             retain_exited: DEFAULT_RETAIN_EXITED,
-            retire_ahead: 0,
+            retire_ahead: None,
+            max_producers: file::DEFAULT_MAX_PRODUCERS,
             _static: PhantomData,
         }
     }
@@ -201,7 +209,11 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
     /// `Clone`); [`output`](Self::output) and [`with_producer`](Self::with_producer)
     /// keep one per thread for you.
     pub fn producer(&self) -> Result<ChannelProducer<M, C>, Error> {
-        let ring = RingBuf::<Spsc, M>::builder(self.inner.capacity).retire_ahead(self.inner.retire_ahead).build()?;
+        if self.inner.shared {
+            let (producer, lane) = self.inner.claim_slot()?;
+            return Ok(ChannelProducer::new(producer, self.inner.clock, lane));
+        }
+        let ring = ring_builder::<M>(self.inner.capacity, self.inner.retire_ahead).build()?;
         let producer = ring.producer()?;
         let name = std::thread::current().name().unwrap_or("").to_owned();
         let lane = {
@@ -254,9 +266,10 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
         self
     }
 
-    /// Overwrite mode: each ring's retire look-ahead ([`crate::Builder::retire_ahead`]).
+    /// Overwrite mode: each ring's retire look-ahead ([`crate::Builder::retire_ahead`];
+    /// the same default: 1 KiB or a sixteenth of the capacity).
     pub fn retire_ahead(mut self, bytes: u64) -> Self {
-        self.retire_ahead = bytes;
+        self.retire_ahead = Some(bytes);
         self
     }
 
@@ -264,8 +277,15 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
     /// [`Tsc::shared()?`](crate::Tsc::shared), [`Monotonic`](crate::Monotonic)).
     /// Checks the configuration by making (and dropping) one ring.
     pub fn build(self, clock: C) -> Result<Channel<M, C>, Error> {
-        RingBuf::<Spsc, M>::builder(self.capacity).retire_ahead(self.retire_ahead).build()?;
+        ring_builder::<M>(self.capacity, self.retire_ahead).build()?;
+        Ok(self.finish(clock, Vec::new()))
+    }
+
+    /// The channel over `lanes`: a shared channel's slots, or none yet.
+    fn finish(self, clock: C, lanes: Vec<Arc<Lane<M>>>) -> Channel<M, C> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let shared = !lanes.is_empty();
+        let next_id = lanes.len() as u32;
         let inner = Inner {
             // Relaxed: a unique number, nothing else.
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -274,11 +294,22 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
             retire_ahead: self.retire_ahead,
             slack_ns: self.slack_ns,
             retain_exited: self.retain_exited,
-            lanes: Mutex::new(Registry { lanes: Vec::new(), next_id: 0, freed: ChannelStats::default() }),
+            shared,
+            max_producers: self.max_producers,
+            lanes: Mutex::new(Registry { lanes, next_id, freed: ChannelStats::default() }),
             version: AtomicU64::new(0),
             reader_attached: AtomicBool::new(false),
         };
-        Ok(Channel { inner: Arc::new(inner) })
+        Channel { inner: Arc::new(inner) }
+    }
+}
+
+/// The builder of one producer's ring.
+pub(crate) fn ring_builder<M: ChannelMode>(capacity: u64, ahead: Option<u64>) -> crate::Builder<Spsc, M> {
+    let b = RingBuf::<Spsc, M>::builder(capacity);
+    match ahead {
+        Some(a) => b.retire_ahead(a),
+        None => b,
     }
 }
 
@@ -298,7 +329,7 @@ impl<M: ChannelMode, C: Clock> Inner<M, C> {
 
     /// Overwrite mode: frees the oldest exited rings beyond `retain_exited`.
     fn trim_exited(&self, reg: &mut Registry<M>) {
-        if !M::KEEP_EXITED {
+        if !M::KEEP_EXITED || self.shared {
             return;
         }
         let exited = reg.lanes.iter().filter(|l| l.is_exited()).count();

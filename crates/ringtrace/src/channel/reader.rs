@@ -55,6 +55,8 @@ pub struct ChannelReader<M: ChannelMode, C: Clock> {
     /// The newest timestamp delivered: a record older than it is late.
     last: u64,
     late: u64,
+    /// Records the last pass copied out of the rings.
+    pulled: usize,
 }
 
 impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelReader<M, C> {
@@ -70,7 +72,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         if inner.reader_attached.swap(true, Ordering::Acquire) {
             return Err(Error::ConsumerAttached { pid: crate::owner::my_pid() });
         }
-        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0 };
+        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0, pulled: 0 };
         if let Err(e) = reader.refresh() {
             drop(reader);
             return Err(e);
@@ -137,15 +139,18 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         // record is stamped after it, less the slack (module docs).
         let now = self.inner.clock.now();
         let floor = now.saturating_sub(self.inner.slack_ns);
+        self.pulled = 0;
         for l in &mut self.lanes {
             if l.done {
                 continue;
             }
-            let exited = l.lane.is_exited();
+            let exited = !l.lane.slot && l.lane.is_exited();
             let got = if l.bytes.len() < STAGE_LIMIT { stage::<M, C>(l).map_err(widen)? } else { 1 };
+            self.pulled += got;
             // After the producer's exit (Acquire), a drain that finds nothing means
-            // nothing more is coming.
-            l.done = exited && got == 0;
+            // nothing more is coming (a shared channel's slot can get a new producer at
+            // any time: it is never done).
+            l.done = exited && got == 0 && !l.lane.slot;
         }
         let mut n = 0;
         loop {
@@ -199,7 +204,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         loop {
             let n = self.consume(&mut f)?;
             total += n;
-            if n == 0 {
+            if n == 0 && self.pulled == 0 {
                 break;
             }
         }

@@ -39,6 +39,7 @@
 #![cfg(not(loom))]
 #![forbid(unsafe_code)]
 
+pub mod channel;
 mod fields;
 pub mod image;
 mod records;

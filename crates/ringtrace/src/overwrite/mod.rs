@@ -258,7 +258,7 @@ impl<R: Region> Core<R> {
                 return Ok(());
             }
             if z & LOCK == 0 {
-                if self.try_lock(owner::my_pid()) {
+                if self.try_lock(self.pid()) {
                     // Relaxed: the lock's Acquire ordered the last holder's store of `Z`
                     // (before it unlocked) before this load.
                     let z = line.zeroed.load(Relaxed);

@@ -61,7 +61,12 @@ pub(crate) fn image_len(capacity: u64) -> u64 {
 
 /// Creates the file of a ring of `capacity` data bytes.
 pub(crate) fn create(capacity: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
-    let len = image_len(capacity);
+    create_len(image_len(capacity), backing)
+}
+
+/// Creates a file of `len` bytes (a ring file, or a channel file holding several ring
+/// images), zero-filled, the way [`create`] describes.
+pub(crate) fn create_len(len: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
     let path = match backing {
         Backing::Private | Backing::Memfd => {
             let fd = memfd_create("ringtrace", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)

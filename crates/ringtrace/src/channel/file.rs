@@ -1,0 +1,171 @@
+//! Channels in shared memory: a channel file holds a header page and one ring image per
+//! producer slot ([`crate::inspect::channel`] has the layout and its one parser). Every
+//! slot's ring is made when the file is; a producer, in any process, takes the first
+//! slot whose ring has no live producer (the ring's own producer ownership, by pid, so a
+//! slot of a process that died is taken over, its unfinished record stepped over).
+
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::lane::{ChannelMode, Lane};
+use super::{Builder, Channel, Inner};
+use crate::clock::Clock;
+use crate::config::Spsc;
+use crate::error::Error;
+use crate::inspect::channel::{ChannelFile, ChannelHeader};
+use crate::inspect::RingMode;
+use crate::region::file::{self, Backing};
+use crate::ring::RingBuf;
+use crate::ringfile::{image_len, Access};
+
+/// Producer slots of a channel file by default.
+pub const DEFAULT_MAX_PRODUCERS: u32 = 16;
+
+impl<M: ChannelMode, C: Clock> Builder<M, C> {
+    /// Shared channels: how many producers (slots, each a ring of the channel's
+    /// capacity) the file holds, from 1 to 4096. Default [`DEFAULT_MAX_PRODUCERS`].
+    pub fn max_producers(mut self, n: u32) -> Self {
+        self.max_producers = n;
+        self
+    }
+
+    /// Creates the channel in a new file at `path` (mode 0600; never replacing a file
+    /// that exists), for producers and readers in any process
+    /// ([`Channel::open`]). The file takes a page plus
+    /// [`max_producers`](Self::max_producers) rings; `ringtrace stat|tail|snapshot`
+    /// read it.
+    ///
+    /// ```
+    /// use ringtrace::{Channel, Discard, Monotonic, Wakeup};
+    ///
+    /// let path = std::env::temp_dir().join(format!("chan-doc-{}.chan", std::process::id()));
+    /// let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(4).create(&path, Monotonic)?;
+    /// channel.output(b"made here", Wakeup::Default)?;
+    ///
+    /// // In another process:
+    /// let theirs = Channel::<Discard, Monotonic>::open(&path)?;
+    /// let mut seen = Vec::new();
+    /// theirs.reader()?.drain(|r| {
+    ///     seen.push(r.data.to_vec());
+    ///     Ok::<_, std::convert::Infallible>(())
+    /// })?;
+    /// assert_eq!(seen, [b"made here".to_vec()]);
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(self, path: impl AsRef<Path>, clock: C) -> Result<Channel<M, C>, Error> {
+        let path = path.as_ref();
+        let slots = self.max_producers;
+        if slots == 0 || slots > crate::inspect::channel::MAX_SLOTS {
+            return Err(Error::invalid(format!("a channel file holds 1 to 4096 producers, not {slots}")));
+        }
+        let ring = || super::ring_builder::<M>(self.capacity, self.retire_ahead);
+        ring().settings()?;
+        let page = rustix::param::page_size() as u64;
+        let image = image_len(self.capacity);
+        let header = ChannelHeader {
+            mode: if M::OVERWRITE { RingMode::Overwrite } else { RingMode::Discard },
+            clock: C::CODE,
+            slots,
+            capacity: self.capacity,
+            image_len: image,
+            first: page,
+            calibration: clock.calibration(),
+            creator_pid: crate::owner::my_pid(),
+            created_ns: realtime_ns(),
+        };
+        let new = file::create_len(header.file_len(), Backing::Path(path))?;
+        let mut lanes = Vec::with_capacity(slots as usize);
+        for i in 0..slots {
+            let r = ring().init_at(new.fd.as_fd(), header.ring_offset(i))?;
+            lanes.push(Arc::new(Lane::slot(i, r)));
+        }
+        // The header last: where the file already has its name (no O_TMPFILE), its
+        // magic tells attachers it is ready.
+        let bytes = header.encode();
+        let n = rustix::io::pwrite(&new.fd, &bytes, 0).map_err(Error::file("writing the channel header", path))?;
+        if n != bytes.len() {
+            return Err(Error::File { what: "writing the channel header", path: path.into(), source: short() });
+        }
+        if let Some(p) = &new.link {
+            file::link(new.fd.as_fd(), p)?;
+        }
+        Ok(self.finish(clock, lanes))
+    }
+}
+
+fn realtime_ns() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn short() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::WriteZero, "short write")
+}
+
+impl<M: ChannelMode, C: Clock> Channel<M, C> {
+    /// Attaches to the channel file at `path` made by [`Builder::create`] (in this or
+    /// another process). The file is checked as untrusted input first: its header with
+    /// [`inspect`](crate::inspect::channel)'s parser, then every slot's ring as
+    /// [`RingBuf::open`] checks a ring file. Its mode and clock must be `M` and `C`, and
+    /// a TSC clock's calibration usable here (else [`Error::Clock`]): every process
+    /// stamps with the creator's calibration, so their timestamps compare exactly.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let fd: OwnedFd = file::open_path(path)?;
+        let file = File::from(fd);
+        let header =
+            *ChannelFile::from_source(&file).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?.header();
+        let mode = if M::OVERWRITE { RingMode::Overwrite } else { RingMode::Discard };
+        if header.mode != mode || header.clock != C::CODE {
+            return Err(Error::invalid(format!(
+                "{} holds a {} channel stamped by the {} clock, not the {} {} channel asked for",
+                path.display(),
+                header.mode,
+                header.clock_name(),
+                M::NAME,
+                C::NAME
+            )));
+        }
+        let clock = C::from_calibration(header.calibration).ok_or(crate::clock::ClockError::NoInvariantTsc)?;
+        let mut lanes = Vec::with_capacity(header.slots as usize);
+        for i in 0..header.slots {
+            let r = RingBuf::<Spsc, M>::open_at(file.as_fd(), header.ring_offset(i), Access::Full)?;
+            if r.capacity() != header.capacity {
+                return Err(Error::invalid(format!("slot {i}'s ring is not of the channel's capacity")));
+            }
+            lanes.push(Arc::new(Lane::slot(i, r)));
+        }
+        let b = Channel::<M, C>::builder(header.capacity).max_producers(header.slots);
+        Ok(b.finish(clock, lanes))
+    }
+
+    /// Whether the channel lives in a file shared with other processes.
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared
+    }
+}
+
+/// A slot's ring producer role, and the slot.
+pub(crate) type Claimed<M> = (crate::producer::Producer<Spsc, M>, Arc<Lane<M>>);
+
+impl<M: ChannelMode, C: Clock> Inner<M, C> {
+    /// A shared channel's new producer: the first slot whose ring has no live
+    /// producer.
+    pub(crate) fn claim_slot(&self) -> Result<Claimed<M>, Error> {
+        let lanes = self.registry().lanes.clone();
+        for lane in lanes {
+            match lane.ring.producer() {
+                Ok(p) => {
+                    lane.reopen();
+                    return Ok((p, lane));
+                }
+                Err(Error::ProducerAttached { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::ChannelFull { max: self.max_producers })
+    }
+}

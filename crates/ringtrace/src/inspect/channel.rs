@@ -1,0 +1,244 @@
+//! Channel files: a header page, then one ring image per producer slot. The one
+//! parser of the channel header (the library checks files with it before mapping
+//! anything, and `ringtrace stat/tail/snapshot` read channels with it).
+//!
+//! ```text
+//!   0      header page: magic "RTCHAN\0\x01", version, mode, clock, slots, capacity,
+//!          image length, first ring offset, TSC calibration, creator pid, created_ns
+//!   page   ring image of slot 0 (a whole ring file's bytes: control block, data area)
+//!   page + image_len       slot 1
+//!   ...
+//! ```
+//!
+//! Every field is native-endian, like a ring file's header. The header is written once,
+//! before the file gets its name (or, where `O_TMPFILE` is missing, last: its magic is
+//! 0 until then), and never changes; each slot's ring says itself which process
+//! produces into it.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::{fields::u32_at, fields::u64_at, At, InspectError, RingFile, RingMode, Source, MIN_CAPACITY};
+
+/// The first 8 bytes of a channel file.
+pub const CHANNEL_MAGIC: u64 = u64::from_le_bytes(*b"RTCHAN\0\x01");
+/// The channel header's layout version.
+pub const CHANNEL_VERSION: u32 = 1;
+/// Most producer slots a channel file may have.
+pub const MAX_SLOTS: u32 = 4096;
+
+const MAGIC: usize = 0;
+const VERSION: usize = 8;
+const MODE: usize = 12;
+const CLOCK: usize = 16;
+const SLOTS: usize = 20;
+const CAPACITY: usize = 24;
+const IMAGE_LEN: usize = 32;
+const FIRST: usize = 40;
+const CALIBRATION: usize = 48;
+const CREATOR_PID: usize = 72;
+const CREATED_NS: usize = 80;
+/// Bytes of the header that mean something (the rest of the page is zero).
+pub(crate) const HEADER_LEN: usize = 88;
+
+/// The clock codes of [`ChannelHeader::clock`].
+pub mod clock_code {
+    /// No timestamps.
+    pub const NONE: u32 = 0;
+    /// `CLOCK_MONOTONIC`.
+    pub const MONOTONIC: u32 = 1;
+    /// The invariant TSC, converted with the header's calibration.
+    pub const TSC: u32 = 2;
+    /// The TSC where invariant, else `CLOCK_MONOTONIC` (calibration all zero).
+    pub const BEST: u32 = 3;
+}
+
+/// A channel file's header, checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelHeader {
+    /// Discard or overwrite.
+    pub mode: RingMode,
+    /// How records are stamped ([`clock_code`]); every clock but `NONE` puts an 8-byte
+    /// timestamp (nanoseconds, `CLOCK_MONOTONIC` time base) first in each record.
+    pub clock: u32,
+    /// Producer slots, each a ring.
+    pub slots: u32,
+    /// Each ring's data area in bytes.
+    pub capacity: u64,
+    /// Bytes between two rings' images.
+    pub image_len: u64,
+    /// Offset of slot 0's ring image.
+    pub first: u64,
+    /// The TSC calibration `[tsc0, ns0, mult]` of the creator (zeros for other clocks).
+    pub calibration: [u64; 3],
+    /// The process that created the channel.
+    pub creator_pid: u32,
+    /// When, in `CLOCK_REALTIME` nanoseconds.
+    pub created_ns: u64,
+}
+
+impl ChannelHeader {
+    /// Whether records start with a timestamp.
+    pub fn stamped(&self) -> bool {
+        self.clock != clock_code::NONE
+    }
+
+    /// The name of the clock.
+    pub fn clock_name(&self) -> &'static str {
+        match self.clock {
+            clock_code::NONE => "none",
+            clock_code::MONOTONIC => "mono",
+            clock_code::TSC => "tsc",
+            _ => "best",
+        }
+    }
+
+    /// Offset of slot `i`'s ring image (`i < slots`).
+    pub fn ring_offset(&self, i: u32) -> u64 {
+        self.first + u64::from(i) * self.image_len
+    }
+
+    /// Bytes of the whole file.
+    pub fn file_len(&self) -> u64 {
+        self.first + u64::from(self.slots) * self.image_len
+    }
+
+    /// The header's bytes (a page's first [`HEADER_LEN`] bytes).
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+        put(MAGIC, &CHANNEL_MAGIC.to_ne_bytes());
+        put(VERSION, &CHANNEL_VERSION.to_ne_bytes());
+        put(MODE, &self.mode.code().to_ne_bytes());
+        put(CLOCK, &self.clock.to_ne_bytes());
+        put(SLOTS, &self.slots.to_ne_bytes());
+        put(CAPACITY, &self.capacity.to_ne_bytes());
+        put(IMAGE_LEN, &self.image_len.to_ne_bytes());
+        put(FIRST, &self.first.to_ne_bytes());
+        for (i, c) in self.calibration.iter().enumerate() {
+            put(CALIBRATION + 8 * i, &c.to_ne_bytes());
+        }
+        put(CREATOR_PID, &self.creator_pid.to_ne_bytes());
+        put(CREATED_NS, &self.created_ns.to_ne_bytes());
+        b
+    }
+
+    /// Checks a header read from a file of `len` bytes. Each ring image is checked
+    /// again when it is opened ([`ChannelFile::ring`]).
+    pub fn parse(b: &[u8], len: u64) -> Result<ChannelHeader, InspectError> {
+        if b.len() < HEADER_LEN {
+            return Err(InspectError::TooSmall { len, need: HEADER_LEN as u64 });
+        }
+        let bad = |field, value: u64, expected| InspectError::BadField { field, value, expected };
+        match u64_at(b, MAGIC) {
+            0 => return Err(InspectError::Uninitialized),
+            CHANNEL_MAGIC => {}
+            found => return Err(InspectError::BadMagic { found }),
+        }
+        let version = u32_at(b, VERSION);
+        if version != CHANNEL_VERSION {
+            return Err(bad("channel version", version.into(), "1"));
+        }
+        let mode = match u32_at(b, MODE) {
+            1 => RingMode::Discard,
+            2 => RingMode::Overwrite,
+            m => return Err(bad("mode", m.into(), "1 (discard) or 2 (overwrite)")),
+        };
+        let clock = u32_at(b, CLOCK);
+        if clock > clock_code::BEST {
+            return Err(bad("clock", clock.into(), "0 to 3"));
+        }
+        let slots = u32_at(b, SLOTS);
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(bad("slots", slots.into(), "1 to 4096"));
+        }
+        let capacity = u64_at(b, CAPACITY);
+        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=1 << 32).contains(&capacity) {
+            return Err(bad("capacity", capacity, "a power of two from 4096 to 2^32"));
+        }
+        let image_len = u64_at(b, IMAGE_LEN);
+        if image_len < capacity + MIN_CAPACITY || image_len > capacity + (1 << 21) || image_len % MIN_CAPACITY != 0 {
+            return Err(bad("image length", image_len, "the capacity plus a page-aligned control block"));
+        }
+        let first = u64_at(b, FIRST);
+        if !(MIN_CAPACITY..=1 << 20).contains(&first) || first % MIN_CAPACITY != 0 {
+            return Err(bad("first ring offset", first, "a page from 4096 to 1 MiB"));
+        }
+        let cal = [u64_at(b, CALIBRATION), u64_at(b, CALIBRATION + 8), u64_at(b, CALIBRATION + 16)];
+        let h = ChannelHeader {
+            mode,
+            clock,
+            slots,
+            capacity,
+            image_len,
+            first,
+            calibration: cal,
+            creator_pid: u32_at(b, CREATOR_PID),
+            created_ns: u64_at(b, CREATED_NS),
+        };
+        // At most 2^20 + 4096 * (2^32 + 2^21): no overflow.
+        if len < h.file_len() {
+            return Err(InspectError::Truncated { len, capacity, need: h.file_len() });
+        }
+        Ok(h)
+    }
+}
+
+/// A channel file (or a byte image of one) opened for reading, its header checked.
+#[derive(Debug)]
+pub struct ChannelFile<S> {
+    source: S,
+    header: ChannelHeader,
+}
+
+impl ChannelFile<File> {
+    /// Opens the channel file at `path` read-only (regular files only, as
+    /// [`RingFile::open`]) and checks its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<ChannelFile<File>, InspectError> {
+        ChannelFile::from_source(super::open_regular(path.as_ref())?)
+    }
+}
+
+impl<S: Source> ChannelFile<S> {
+    /// Reads and checks the header of the channel held by `source`.
+    pub fn from_source(source: S) -> Result<ChannelFile<S>, InspectError> {
+        let len = source.size().map_err(InspectError::io("cannot get the channel file's size"))?;
+        if len < HEADER_LEN as u64 {
+            return Err(InspectError::TooSmall { len, need: HEADER_LEN as u64 });
+        }
+        let mut b = [0u8; HEADER_LEN];
+        source.read_at(0, &mut b).map_err(InspectError::io("cannot read the channel header"))?;
+        let header = ChannelHeader::parse(&b, len)?;
+        Ok(ChannelFile { source, header })
+    }
+
+    /// The checked header.
+    pub fn header(&self) -> &ChannelHeader {
+        &self.header
+    }
+
+    /// Slot `i`'s ring, its own header checked (and required to be a single-producer
+    /// ring of the channel's mode and capacity).
+    pub fn ring(&self, i: u32) -> Result<RingFile<At<&S>>, InspectError> {
+        if i >= self.header.slots {
+            return Err(InspectError::BadField { field: "slot", value: i.into(), expected: "below the slot count" });
+        }
+        let ring = RingFile::from_source(At::new(&self.source, self.header.ring_offset(i)))?;
+        let h = ring.header();
+        if h.mode != self.header.mode || h.capacity != self.header.capacity || h.kind != super::RingKind::Spsc {
+            return Err(InspectError::Positions(format!(
+                "slot {i} holds an {} {} ring of {} bytes, not the channel's spsc {} ring of {}",
+                h.kind, h.mode, h.capacity, self.header.mode, self.header.capacity
+            )));
+        }
+        Ok(ring)
+    }
+}
+
+/// Whether the file at `path` starts with the channel magic (for tools that take ring
+/// and channel files alike). Errors only if it cannot be read at all.
+pub fn is_channel_file(path: impl AsRef<Path>) -> Result<bool, InspectError> {
+    let file = super::open_regular(path.as_ref())?;
+    let mut b = [0u8; 8];
+    Ok(file.read_at(0, &mut b).is_ok() && u64::from_ne_bytes(b) == CHANNEL_MAGIC)
+}

@@ -1,0 +1,285 @@
+//! Channels in shared memory: a channel file with producers in child processes and a
+//! merged reader in the parent; slots taken over from killed processes; channel files
+//! that are foreign, truncated or corrupt.
+//!
+//! Children are this test binary run again with `RINGTRACE_CHILD` set (as in
+//! `tests/shm.rs`).
+#![cfg(not(loom))]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ringtrace::inspect::channel::ChannelFile;
+use ringtrace::{
+    BestClock, Channel, ChannelRecord, Discard, Error, Monotonic, MpscRing, Overwrite, ReserveError, Wakeup,
+};
+
+const PER_CHILD: u64 = 100_000;
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let p = dir.join(format!("ringtrace-chan-{}-{name}.chan", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Record: tag, seq, checksum (24 bytes).
+fn record(tag: u64, seq: u64) -> [u8; 24] {
+    let mut r = [0u8; 24];
+    r[..8].copy_from_slice(&tag.to_le_bytes());
+    r[8..16].copy_from_slice(&seq.to_le_bytes());
+    r[16..].copy_from_slice(&(tag ^ seq.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+    r
+}
+
+fn parse(rec: &ChannelRecord<'_>) -> (u64, u64) {
+    assert_eq!(rec.data.len(), 24);
+    let w = |i: usize| u64::from_le_bytes(rec.data[i * 8..i * 8 + 8].try_into().unwrap());
+    assert_eq!(w(2), (w(0) ^ w(1).rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15), "torn record");
+    (w(0), w(1))
+}
+
+fn spawn(role: &str, args: &[&str]) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+        .env("RINGTRACE_CHILD", role)
+        .env("RINGTRACE_CHILD_ARGS", args.join("\u{1f}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// A child killed when dropped (the test failed while it runs forever).
+struct Kid(Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for a child and returns the numbers of its `RESULT` line.
+fn finish(kid: Child) -> Vec<u64> {
+    let out = kid.wait_with_output().unwrap();
+    assert!(out.status.success(), "child failed: {:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.starts_with("RESULT")).unwrap_or_else(|| panic!("no result in {text}"));
+    line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect()
+}
+
+/// The child side. Does nothing in a normal test run.
+#[test]
+fn child() {
+    let Ok(role) = std::env::var("RINGTRACE_CHILD") else { return };
+    let args: Vec<String> = std::env::var("RINGTRACE_CHILD_ARGS").unwrap().split('\u{1f}').map(str::to_owned).collect();
+    let tag: u64 = args[1].parse().unwrap();
+    let refused = match role.as_str() {
+        "write-discard" => {
+            let c = Channel::<Discard, BestClock>::open(&args[0]).unwrap();
+            let mut p = c.producer().unwrap();
+            let mut refused = 0;
+            for i in 0..PER_CHILD {
+                match p.output(&record(tag, i), Wakeup::NoWakeup) {
+                    Ok(()) => {}
+                    Err(ReserveError::Full { .. }) => {
+                        refused += 1;
+                        std::thread::yield_now();
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            refused
+        }
+        "write-overwrite" => {
+            let c = Channel::<Overwrite, BestClock>::open(&args[0]).unwrap();
+            let mut p = c.producer().unwrap();
+            (0..PER_CHILD).filter(|&i| p.output(&record(tag, i), Wakeup::NoWakeup).is_err()).count() as u64
+        }
+        "write-forever" => {
+            let c = Channel::<Discard, Monotonic>::open(&args[0]).unwrap();
+            let mut p = c.producer().unwrap();
+            println!("READY");
+            let mut i = 0;
+            loop {
+                let _ = p.output(&record(tag, i), Wakeup::NoWakeup);
+                i += 1;
+            }
+        }
+        other => panic!("unknown role {other}"),
+    };
+    println!("RESULT {refused}");
+}
+
+#[test]
+fn producers_in_two_processes_are_read_merged_in_time_order_by_a_third() {
+    let path = temp_path("discard");
+    let channel =
+        Channel::<Discard, BestClock>::builder(1 << 16).max_producers(4).create(&path, BestClock::new()).unwrap();
+    let mut reader = channel.reader().unwrap();
+    let p = path.to_str().unwrap();
+    let kids = [spawn("write-discard", &[p, "1"]), spawn("write-discard", &[p, "2"])];
+    let mut seen: HashMap<u64, Vec<u64>> = HashMap::new();
+    let (mut last, mut inversions) = (0, 0);
+    let mut take = |r: ChannelRecord<'_>| {
+        inversions += u64::from(r.timestamp < last);
+        last = last.max(r.timestamp);
+        let (tag, seq) = parse(&r);
+        seen.entry(tag).or_default().push(seq);
+        Ok::<_, Infallible>(())
+    };
+    let kids: Vec<_> = kids.into_iter().collect();
+    let mut waiting: Vec<_> = kids.into_iter().map(Some).collect();
+    let mut refused = [0u64; 3];
+    while waiting.iter().any(Option::is_some) {
+        reader.consume(&mut take).unwrap();
+        for (i, k) in waiting.iter_mut().enumerate() {
+            if k.as_mut().is_some_and(|c| c.try_wait().unwrap().is_some()) {
+                refused[i + 1] = finish(k.take().unwrap())[0];
+            }
+        }
+    }
+    reader.drain(&mut take).unwrap();
+    drop(reader);
+    let stats = channel.stats();
+    assert!(inversions <= stats.late, "{inversions} out of order, {} counted late", stats.late);
+    for tag in [1u64, 2] {
+        let got = &seen[&tag];
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "producer {tag}: in order");
+        assert_eq!(got.len() as u64 + refused[tag as usize], PER_CHILD, "producer {tag}: every record read or refused");
+    }
+    assert_eq!(stats.written, stats.read);
+    assert_eq!(stats.lost, refused[1] + refused[2]);
+    assert_eq!(stats.exited, 4, "no live producer holds a slot now");
+    eprintln!("{stats:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn an_overwrite_channel_file_keeps_the_newest_records_of_every_process() {
+    let path = temp_path("overwrite");
+    let channel =
+        Channel::<Overwrite, BestClock>::builder(1 << 14).max_producers(2).create(&path, BestClock::new()).unwrap();
+    let p = path.to_str().unwrap();
+    let kids = [spawn("write-overwrite", &[p, "1"]), spawn("write-overwrite", &[p, "2"])];
+    let refused: Vec<u64> = kids.into_iter().map(|k| finish(k)[0]).collect();
+    let snap = Channel::<Overwrite, BestClock>::open(&path).unwrap().snapshot().unwrap();
+    // A child that finished before the other started gave its slot back, and the other
+    // took it: each slot holds the newest records of the last process that wrote there.
+    let mut last_ts = 0;
+    let mut per_slot: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for r in snap.iter() {
+        assert!(r.timestamp >= last_ts, "time order");
+        last_ts = r.timestamp;
+        per_slot.entry(r.producer).or_default().push(parse(&r));
+    }
+    assert!(!per_slot.is_empty());
+    for (slot, recs) in &per_slot {
+        let (tag, newest) = *recs.last().unwrap();
+        assert_eq!(newest, PER_CHILD - 1, "slot {slot}: the newest record of producer {tag} is held");
+        let mine: Vec<u64> = recs.iter().filter(|r| r.0 == tag).map(|r| r.1).collect();
+        assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "slot {slot}: consecutive");
+    }
+    assert_eq!(refused, [0, 0]);
+    let stats = channel.stats();
+    assert_eq!(stats.written, 2 * PER_CHILD);
+    assert_eq!(stats.written, snap.len() as u64 + stats.overwritten, "{stats:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_full_channel_file_refuses_a_producer_and_a_killed_producers_slot_is_taken_over() {
+    let path = temp_path("slots");
+    let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(1).create(&path, Monotonic).unwrap();
+    let mut kid = Kid(spawn("write-forever", &[path.to_str().unwrap(), "9"]));
+    // Wait for the child to hold the slot.
+    let mut out = std::io::BufReader::new(kid.0.stdout.take().unwrap());
+    let ready = std::io::BufRead::lines(&mut out).take(10).any(|l| l.unwrap().trim() == "READY");
+    assert!(ready, "the child holds the slot");
+    match channel.producer() {
+        Err(e @ Error::ChannelFull { max: 1 }) => assert!(e.to_string().contains("1 producers")),
+        other => panic!("expected ChannelFull, got {other:?}"),
+    }
+    kid.0.kill().unwrap();
+    kid.0.wait().unwrap();
+    // The dead process's slot is taken over; what it left is read, its unfinished
+    // record (if any) stepped over.
+    let mut p = channel.producer().unwrap();
+    let mut reader = channel.reader().unwrap();
+    let mut n = 0;
+    reader
+        .drain(|r| {
+            let (tag, _) = parse(&r);
+            assert_eq!(tag, 9);
+            n += 1;
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    p.output(&record(10, 0), Wakeup::Default).unwrap();
+    let mut after = Vec::new();
+    std::thread::sleep(Duration::from_millis(30)); // past the slack: nothing else is coming
+    reader
+        .drain(|r| {
+            after.push(parse(&r));
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(after, [(10, 0)]);
+    assert!(n > 0, "the killed producer's records are read");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn foreign_truncated_and_corrupt_channel_files_are_refused_with_a_reason() {
+    // A ring file is not a channel file.
+    let ring_path = temp_path("a-ring");
+    MpscRing::builder(4096).create(&ring_path).unwrap();
+    let e = Channel::<Discard, Monotonic>::open(&ring_path).unwrap_err();
+    assert!(e.to_string().contains("magic"), "{e}");
+    std::fs::remove_file(&ring_path).unwrap();
+
+    // The wrong mode or clock.
+    let path = temp_path("corrupt");
+    Channel::<Discard, Monotonic>::builder(4096).max_producers(2).create(&path, Monotonic).unwrap();
+    let e = Channel::<Overwrite, Monotonic>::open(&path).unwrap_err();
+    assert!(e.to_string().contains("discard channel stamped by the mono clock"), "{e}");
+    let e = Channel::<Discard, BestClock>::open(&path).unwrap_err();
+    assert!(e.to_string().contains("mono"), "{e}");
+
+    // Every byte of the header page flipped in turn, and the file cut short: each an
+    // error or a channel that works, never a panic.
+    let good = std::fs::read(&path).unwrap();
+    let bad = temp_path("mutated");
+    for at in (0..96).chain([4096, 4100, 4104, 4096 + 64]) {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bytes = good.clone();
+            bytes[at] ^= flip;
+            write_private(&bad, &bytes);
+            if let Ok(c) = Channel::<Discard, Monotonic>::open(&bad) {
+                let _ = c.output(b"x", Wakeup::Default);
+                let _ = c.reader().map(|mut r| r.drain(|_| Ok::<_, Infallible>(())));
+            }
+            if let Ok(f) = ChannelFile::open(&bad) {
+                for i in 0..f.header().slots.min(8) {
+                    let _ = f.ring(i).map(|r| r.records().map(|rs| rs.len()));
+                }
+            }
+        }
+    }
+    write_private(&bad, &good[..good.len() - 4096]);
+    let e = Channel::<Discard, Monotonic>::open(&bad).unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+    std::fs::remove_file(&bad).unwrap();
+    std::fs::remove_file(&path).unwrap();
+}
+
+fn write_private(path: &Path, bytes: &[u8]) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
