@@ -47,20 +47,54 @@ pub enum Format {
     #[default]
     Text,
     /// The payload as lowercase hex digits (one line per record; `xxd -r -p` reads it).
+    /// Channel files: text and hex lines start with the slot and the timestamp.
     Hex,
     /// One JSON object per line: {"pos":..,"pid":..,"len":..,"data":"<UTF-8 text>"},
     /// or "hex":"<hex digits>" instead of "data" when the payload is not UTF-8.
+    /// Channel files: "slot" and "ts" first.
     Json,
+}
+
+/// Where a channel's record comes from: its slot, and its timestamp if the channel
+/// stamps records (`r.payload` is then the payload past the stamp).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub slot: u32,
+    pub ts: Option<u64>,
 }
 
 /// Writes one record in `format`, newline included.
 pub fn write_record(w: &mut impl Write, format: Format, r: &Record<'_>) -> io::Result<()> {
+    write_line(w, format, r, None)
+}
+
+/// Writes one channel record in `format`, newline included: text and hex lines start
+/// with the slot and the timestamp (`-` without one), JSON objects with `slot` and `ts`
+/// (`null` without one).
+pub fn write_channel_record(w: &mut impl Write, format: Format, r: &Record<'_>, o: Origin) -> io::Result<()> {
+    write_line(w, format, r, Some(o))
+}
+
+fn write_line(w: &mut impl Write, format: Format, r: &Record<'_>, origin: Option<Origin>) -> io::Result<()> {
     let mut line = String::with_capacity(r.payload.len() + 64);
+    if let (Some(o), Format::Text | Format::Hex) = (origin, format) {
+        match o.ts {
+            Some(ts) => _ = write!(line, "{} {ts} ", o.slot),
+            None => _ = write!(line, "{} - ", o.slot),
+        }
+    }
     match format {
         Format::Text => escape_text(&mut line, r.payload),
         Format::Hex => hex(&mut line, r.payload),
         Format::Json => {
-            let _ = write!(line, "{{\"pos\":{},\"pid\":{},\"len\":{},", r.pos, r.pid, r.payload.len());
+            line.push('{');
+            if let Some(o) = origin {
+                match o.ts {
+                    Some(ts) => _ = write!(line, "\"slot\":{},\"ts\":{ts},", o.slot),
+                    None => _ = write!(line, "\"slot\":{},\"ts\":null,", o.slot),
+                }
+            }
+            let _ = write!(line, "\"pos\":{},\"pid\":{},\"len\":{},", r.pos, r.pid, r.payload.len());
             match std::str::from_utf8(r.payload) {
                 Ok(s) => {
                     line.push_str("\"data\":");
@@ -137,6 +171,20 @@ mod tests {
             write_record(&mut v, f, &r).unwrap();
         }
         String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn channel_formats() {
+        let mut v = Vec::new();
+        let r = Record { pos: 8, pid: 3, payload: b"hi" };
+        for (f, ts) in [(Format::Text, Some(5)), (Format::Hex, None), (Format::Json, Some(5)), (Format::Json, None)] {
+            write_channel_record(&mut v, f, &r, Origin { slot: 2, ts }).unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(v).unwrap(),
+            "2 5 hi\n2 - 6869\n{\"slot\":2,\"ts\":5,\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n\
+             {\"slot\":2,\"ts\":null,\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n"
+        );
     }
 
     #[test]

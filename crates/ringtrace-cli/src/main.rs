@@ -3,6 +3,7 @@
 //! Exit status: 0 on success (and when the reader of stdout goes away, `| head`); 1 with
 //! one line `ringtrace: error: <message>` on stderr for any error; 2 for usage errors.
 
+mod channel;
 mod demo;
 mod format;
 mod snapshot;
@@ -43,19 +44,24 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
-    /// Show a ring file's header, positions, counters and attached processes.
+    /// Show a ring file's header, positions, counters and attached processes; or a
+    /// channel file's header and, per producer slot, its producer and counters.
     Stat {
-        /// The ring file (for example /dev/shm/app.ring).
+        /// A ring file or a channel file (for example /dev/shm/app.ring).
         source: PathBuf,
         /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Print the newest records of a ring file, oldest first, one per line.
+    /// Print the newest records of a ring file or a channel file, oldest first, one per
+    /// line.
     ///
     /// Discard mode: the records not consumed yet. Overwrite mode: the records held.
+    /// Channel files: the newest across all slots, merged by timestamp, each line with
+    /// its slot and timestamp (channels without timestamps: slot by slot); with
+    /// --follow, each poll's new records sorted by timestamp (exact within a poll).
     Tail {
-        /// The ring file.
+        /// A ring file or a channel file.
         source: PathBuf,
         /// How many of the newest records to print.
         #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
@@ -65,13 +71,18 @@ enum Command {
         #[arg(short, long)]
         follow: bool,
         /// text: the payload with escapes; hex: the payload in hex; json: one object per
-        /// line with pos, pid, len and data (UTF-8) or hex.
+        /// line with pos, pid, len and data (UTF-8) or hex. Channel files: text and hex
+        /// lines start with "SLOT TS " (TS "-" without timestamps), json objects with slot
+        /// and ts; the payload is shown without its timestamp.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Print every record a ring file holds, oldest first.
+    /// Print every record a ring file or a channel file holds, oldest first.
+    ///
+    /// Channel files: every slot's records merged by timestamp (ties in slot order);
+    /// channels without timestamps are listed slot by slot.
     Snapshot {
-        /// The ring file.
+        /// A ring file or a channel file.
         source: PathBuf,
         /// Newest first.
         #[arg(short, long)]

@@ -5,15 +5,16 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use ringtrace::inspect::RingFile;
-
 use crate::format::{stdout_err, write_record, Failure, Format};
 use crate::tail::warn_corrupt;
 
 pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) -> Result<(), Failure> {
-    let ring = RingFile::open(path)?;
+    if crate::channel::is_channel(path)? {
+        return crate::channel::snapshot(path, reverse, format, output);
+    }
+    let ring = crate::channel::open_ring(path)?;
     let records = ring.records()?;
-    warn_corrupt(&records);
+    warn_corrupt(&records, "");
     let write = |w: &mut dyn Write| -> io::Result<()> {
         let mut w = BufWriter::new(w);
         if reverse {
@@ -23,6 +24,11 @@ pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) ->
         }
         w.flush()
     };
+    write_output(output, write)
+}
+
+/// Runs `write` on stdout, or on `output` (created, synced).
+pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
     match output {
         None => write(&mut io::stdout().lock()).map_err(stdout_err),
         Some(file) => {

@@ -4,12 +4,15 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use ringtrace::inspect::{Header, RingFile, RingMode, State};
+use ringtrace::inspect::{Header, RingMode, State};
 
 use crate::format::{json_string, stdout_err, Failure};
 
 pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
-    let ring = RingFile::open(path)?;
+    if crate::channel::is_channel(path)? {
+        return crate::channel::stat(path, json);
+    }
+    let ring = crate::channel::open_ring(path)?;
     let state = ring.state()?;
     let h = ring.header();
     let text = if json { to_json(path, h, &state) } else { to_text(path, h, &state) };
@@ -147,7 +150,7 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
 }
 
 /// `2024-05-01 12:34:56 UTC` for nanoseconds since the Unix epoch.
-fn utc(ns: u64) -> String {
+pub fn utc(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's civil_from_days, for days since 1970-01-01 (non-negative).

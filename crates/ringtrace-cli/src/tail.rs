@@ -1,27 +1,29 @@
 //! `ringtrace tail`: the newest records, and with `--follow` new ones as they are
 //! committed.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use ringtrace::inspect::{Records, RingFile, RingMode};
+use ringtrace::inspect::{Records, RingFile, RingMode, Source};
 
 use crate::format::{eprint_line, stdout_err, write_record, Failure, Format};
 
 /// How often `--follow` reads the positions again.
-const POLL: Duration = Duration::from_millis(50);
+pub const POLL: Duration = Duration::from_millis(50);
 /// Polls `--follow` waits at a record still being written (1 s) before it steps over it
 /// (its producer may have died).
 const PATIENCE: u32 = 20;
 
 pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
-    let ring = RingFile::open(path)?;
+    if crate::channel::is_channel(path)? {
+        return crate::channel::tail(path, count, follow, format);
+    }
+    let ring = crate::channel::open_ring(path)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if !follow {
         let records = ring.records()?;
-        warn_corrupt(&records);
+        warn_corrupt(&records, "");
         let skip = records.len().saturating_sub(count);
         for r in records.iter().skip(skip) {
             write_record(&mut out, format, &r).map_err(stdout_err)?;
@@ -35,7 +37,7 @@ pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<()
         write_record(&mut out, format, &r).map_err(stdout_err)?;
     }
     out.flush().map_err(stdout_err)?;
-    let mut follower = Follower::new(&ring, &records);
+    let mut follower = Follower::new(&ring, &records, String::new());
     loop {
         std::thread::sleep(POLL);
         let records = follower.poll(&ring)?;
@@ -46,8 +48,10 @@ pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<()
     }
 }
 
-/// What `--follow` knows between polls.
-struct Follower {
+/// What `--follow` knows between polls (of one ring).
+pub struct Follower {
+    /// Put before the messages on stderr (`slot 3: ` for a channel's ring).
+    label: String,
     /// The next record boundary to read.
     from: u64,
     /// Overwrite mode: committed records known before `from` (overwritten, or seen).
@@ -58,15 +62,15 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(ring: &RingFile<File>, first: &Records) -> Follower {
+    pub fn new<S: Source>(ring: &RingFile<S>, first: &Records, label: String) -> Follower {
         let overwrite = ring.header().mode == RingMode::Overwrite;
         let known = first.retired_before().map(|r| r + first.len() as u64);
-        Follower { from: first.resume_at(), known, waited: 0, overwrite }
+        Follower { label, from: first.resume_at(), known, waited: 0, overwrite }
     }
 
     /// Reads the records committed since the last poll, reporting on stderr those that
     /// were overwritten or consumed before they could be read.
-    fn poll(&mut self, ring: &RingFile<File>) -> Result<Records, Failure> {
+    pub fn poll<S: Source>(&mut self, ring: &RingFile<S>) -> Result<Records, Failure> {
         let mut records = ring.records_from(self.from, true)?;
         if records.resume_at() == self.from && records.resume_at() < records.window().1 {
             // Stuck at an unfinished record.
@@ -74,7 +78,8 @@ impl Follower {
             if self.waited >= PATIENCE {
                 records = ring.records_from(self.from, false)?;
                 eprint_line(format_args!(
-                    "ringtrace: stepped over {} record(s) still unfinished after {} ms, from position {}",
+                    "ringtrace: {}stepped over {} record(s) still unfinished after {} ms, from position {}",
+                    self.label,
                     records.unfinished_count(),
                     PATIENCE as u64 * POLL.as_millis() as u64,
                     self.from
@@ -84,17 +89,19 @@ impl Follower {
         if records.resume_at() != self.from {
             self.waited = 0;
         }
-        warn_corrupt(&records);
+        warn_corrupt(&records, &self.label);
         if records.missed_bytes() > 0 {
             match (self.overwrite, records.retired_before(), self.known) {
                 (true, Some(retired), Some(known)) => {
                     let lost = retired.saturating_sub(known);
                     eprint_line(format_args!(
-                        "ringtrace: {lost} record(s) were overwritten before they could be printed"
+                        "ringtrace: {}{lost} record(s) were overwritten before they could be printed",
+                        self.label
                     ));
                 }
                 _ => eprint_line(format_args!(
-                    "ringtrace: {} bytes of records were consumed or overwritten before they could be printed",
+                    "ringtrace: {}{} bytes of records were consumed or overwritten before they could be printed",
+                    self.label,
                     records.missed_bytes()
                 )),
             }
@@ -108,10 +115,11 @@ impl Follower {
 }
 
 /// A corrupt record header is reported, not fatal: the records before it are good.
-pub fn warn_corrupt(records: &Records) {
+/// `label` goes before the message (`slot 3: ` for a channel's ring).
+pub fn warn_corrupt(records: &Records, label: &str) {
     if let Some(c) = records.corrupt() {
         eprint_line(format_args!(
-            "ringtrace: warning: corrupt record header {:#018x} at position {}: the records after it are not shown",
+            "ringtrace: warning: {label}corrupt record header {:#018x} at position {}: the records after it are not shown",
             c.header, c.pos
         ));
     }

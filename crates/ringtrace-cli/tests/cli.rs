@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use ringtrace::inspect::image::{self, ImageBuilder};
-use ringtrace::inspect::RingMode;
+use ringtrace::inspect::{RingKind, RingMode};
+use ringtrace::{Channel, ChannelProducer, Discard, Monotonic, NoClock, Overwrite, Wakeup};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ringtrace");
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -226,4 +227,215 @@ fn follow_prints_new_records_and_losses() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     // The image builder says 100 records were retired before 6400; 2 were seen.
     assert_eq!(err, "ringtrace: 98 record(s) were overwritten before they could be printed\n");
+}
+
+/// A channel file written by two producers (slots 0 and 1 of 3), 6 records each,
+/// interleaved ("a0" b"b0" "a1" ...); the producers stay attached.
+fn discard_channel() -> (String, Channel<Discard, Monotonic>, Vec<ChannelProducer<Discard, Monotonic>>) {
+    let path = temp("d.chan");
+    let ch = Channel::<Discard, Monotonic>::builder(4096).max_producers(3).create(&path, Monotonic).unwrap();
+    let mut producers = vec![ch.producer().unwrap(), ch.producer().unwrap()];
+    for i in 0..6 {
+        for (p, name) in producers.iter_mut().zip(["a", "b"]) {
+            p.output(format!("{name}{i}").as_bytes(), Wakeup::Default).unwrap();
+        }
+    }
+    (path.to_str().unwrap().to_owned(), ch, producers)
+}
+
+/// Parses a channel text line: slot, timestamp, payload.
+fn channel_line(line: &str) -> (u32, u64, String) {
+    let mut parts = line.splitn(3, ' ');
+    let slot = parts.next().unwrap().parse().unwrap();
+    let ts = parts.next().unwrap().parse().unwrap();
+    (slot, ts, parts.next().unwrap().to_owned())
+}
+
+#[test]
+fn channel_stat_snapshot_and_tail() {
+    let (path, _ch, _producers) = discard_channel();
+    let me = std::process::id().to_string();
+    let o = run(&["stat", &path]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    for want in ["channel file  ", "mode          discard", "clock         mono", "slots         3 single-producer"] {
+        assert!(o.stdout.contains(want), "{want}: {}", o.stdout);
+    }
+    let slot_line = |i: &str| o.stdout.lines().find(|l| l.split_whitespace().next() == Some(i)).unwrap().to_owned();
+    let cols = |l: String| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(cols(slot_line("0"))[1..], [&*me, "6", "0", "0", "0", "6"]);
+    assert_eq!(cols(slot_line("1"))[1..], [&*me, "6", "0", "0", "0", "6"]);
+    assert_eq!(cols(slot_line("2"))[1..], ["none", "0", "0", "0", "0", "0"]);
+    assert_eq!(cols(slot_line("totals"))[1..], ["2", "live", "12", "0", "0", "0", "12"]);
+
+    let o = run(&["stat", "--json", &path]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let j = &o.stdout;
+    assert!(j.starts_with("{\"path\":") && j.ends_with("}\n") && j.lines().count() == 1, "{j}");
+    for want in [
+        "\"mode\":\"discard\",\"clock\":\"mono\"".to_owned(),
+        "\"slot_count\":3,\"capacity\":4096".to_owned(),
+        format!("{{\"slot\":0,\"producer_pid\":{me},\"producer_alive\":true,"),
+        format!("{{\"slot\":1,\"producer_pid\":{me},\"producer_alive\":true,"),
+        "{\"slot\":2,\"producer_pid\":0,\"producer_alive\":false,".to_owned(),
+        "\"totals\":{\"committed\":12,\"lost\":0,\"overwritten\":0,\"dead\":0,\"held\":12,".to_owned(),
+    ] {
+        assert!(j.contains(&want), "{want}: {j}");
+    }
+
+    let o = run(&["snapshot", &path]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let lines: Vec<_> = o.stdout.lines().map(channel_line).collect();
+    assert_eq!(lines.len(), 12, "{}", o.stdout);
+    assert!(lines.windows(2).all(|w| w[0].1 <= w[1].1), "not in ts order: {}", o.stdout);
+    for (slot, ts, payload) in &lines {
+        assert!(*ts > 0);
+        assert_eq!(*slot, if payload.starts_with('a') { 0 } else { 1 }, "{}", o.stdout);
+    }
+    for name in ["a", "b"] {
+        let of: Vec<_> = lines.iter().filter(|l| l.2.starts_with(name)).map(|l| l.2.clone()).collect();
+        assert_eq!(of, (0..6).map(|i| format!("{name}{i}")).collect::<Vec<_>>());
+    }
+    let o_rev = run(&["snapshot", "--reverse", &path]);
+    assert_eq!(o_rev.stdout.lines().rev().collect::<Vec<_>>(), o.stdout.lines().collect::<Vec<_>>());
+    let t = run(&["tail", "-n", "3", &path]);
+    assert_eq!((t.code, t.stderr.as_str()), (0, ""));
+    assert_eq!(t.stdout.lines().collect::<Vec<_>>(), o.stdout.lines().skip(9).collect::<Vec<_>>());
+
+    let j = run(&["snapshot", "--format", "json", &path]);
+    let first = j.stdout.lines().next().unwrap();
+    let (slot, ts, payload) = &lines[0];
+    let want = format!("{{\"slot\":{slot},\"ts\":{ts},\"pos\":0,\"pid\":{me},\"len\":2,\"data\":\"{payload}\"}}");
+    assert_eq!(first, want);
+    let h = run(&["tail", "-n", "1", "--format", "hex", &path]);
+    let (slot, ts, payload) = &lines[11];
+    let hex: String = payload.bytes().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(h.stdout, format!("{slot} {ts} {hex}\n"));
+}
+
+#[test]
+fn overwrite_channel_holds_the_newest() {
+    let path = temp("o.chan");
+    let ch = Channel::<Overwrite, Monotonic>::builder(4096).max_producers(2).create(&path, Monotonic).unwrap();
+    let mut p = ch.producer().unwrap();
+    for i in 0..500 {
+        p.output(format!("record {i:03} of the flight recorder").as_bytes(), Wakeup::Default).unwrap();
+    }
+    drop(p);
+    let path = path.to_str().unwrap();
+    let o = run(&["stat", "--json", path]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let totals = &o.stdout[o.stdout.find("\"totals\":").unwrap()..];
+    assert!(totals.starts_with("\"totals\":{\"committed\":500,\"lost\":0,\"overwritten\":"), "{totals}");
+    let field = |name: &str| -> usize {
+        let v = totals.split(&format!("\"{name}\":")).nth(1).unwrap();
+        v.split([',', '}']).next().unwrap().parse().unwrap()
+    };
+    let (held, overwritten) = (field("held"), field("overwritten"));
+    assert!(held > 10 && held < 500 && held + overwritten == 500, "{totals}");
+    assert!(o.stdout.contains("{\"slot\":0,\"producer_pid\":0,\"producer_alive\":false,"), "{}", o.stdout);
+    let o = run(&["stat", path]);
+    assert!(o.stdout.contains("mode          overwrite") && o.stdout.contains(" held\n"), "{}", o.stdout);
+
+    let o = run(&["snapshot", path]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let lines: Vec<_> = o.stdout.lines().map(channel_line).collect();
+    assert_eq!(lines.len(), held);
+    assert!(lines.windows(2).all(|w| w[0].1 <= w[1].1));
+    assert!(lines.iter().all(|l| l.0 == 0));
+    assert_eq!(lines.last().unwrap().2, "record 499 of the flight recorder");
+    let t = run(&["tail", "-n", "3", path]);
+    let tail: Vec<_> = t.stdout.lines().map(|l| channel_line(l).2).collect();
+    assert_eq!(tail, (497..500).map(|i| format!("record {i} of the flight recorder")).collect::<Vec<_>>());
+}
+
+#[test]
+fn unstamped_channel_lists_slot_by_slot() {
+    let path = temp("n.chan");
+    let ch = Channel::<Discard, NoClock>::builder(4096).max_producers(2).create(&path, NoClock).unwrap();
+    let mut a = ch.producer().unwrap();
+    let mut b = ch.producer().unwrap();
+    b.output(b"b0", Wakeup::Default).unwrap();
+    a.output(b"a0", Wakeup::Default).unwrap();
+    b.output(b"", Wakeup::Default).unwrap();
+    let o = run(&["snapshot", path.to_str().unwrap()]);
+    assert_eq!((o.code, o.stderr.as_str(), o.stdout.as_str()), (0, "", "0 - a0\n1 - b0\n1 - \n"));
+    let o = run(&["tail", "-n", "1", "--format", "json", path.to_str().unwrap()]);
+    assert!(o.stdout.starts_with("{\"slot\":1,\"ts\":null,\"pos\":16,"), "{}", o.stdout);
+}
+
+#[test]
+fn bad_channel_files_fail_with_one_line() {
+    let (path, _ch, _producers) = discard_channel();
+    let good = std::fs::read(&path).unwrap();
+    // The channel header's first ring offset and image length (native-endian u64s).
+    let word = |at: usize| u64::from_ne_bytes(good[at..at + 8].try_into().unwrap()) as usize;
+    let ring_at = |slot: usize| word(40) + slot * word(32);
+    let write = |name: &str, img: &[u8]| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = write_image(name, img);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p
+    };
+    let mut img = good.clone();
+    img[7] ^= 3;
+    fails(&write("magic.chan", &img), "channel file format 2 is not supported");
+    let mut img = good.clone();
+    img[20..24].copy_from_slice(&0u32.to_ne_bytes());
+    fails(&write("slots.chan", &img), "invalid channel header: slots is 0, expected 1 to 4096");
+    let mut img = good.clone();
+    img.truncate(good.len() - 8);
+    fails(&write("short.chan", &img), "(truncated?)");
+    // Records too short for a timestamp (slot 2's ring replaced): ts 0, counted.
+    let mut img = good.clone();
+    let mut stamped = 7u64.to_ne_bytes().to_vec();
+    stamped.extend(b"seven");
+    let ring = ImageBuilder::new(4096, RingMode::Discard).kind(RingKind::Spsc).record(b"abc").record(&stamped).build();
+    let at = ring_at(2);
+    img[at..at + ring.len()].copy_from_slice(&ring);
+    let short = write("short-records.chan", &img);
+    let o = run(&["snapshot", &short]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("2 0 abc\n2 7 seven\n0 "), "{}", o.stdout);
+    assert_eq!(o.stdout.lines().count(), 14);
+    assert_eq!(o.stderr, "ringtrace: warning: 1 record(s) too short to hold a timestamp (shown with ts 0, whole)\n");
+    // A slot's ring that is not one: reported, not fatal.
+    let mut img = good.clone();
+    img[ring_at(0)..ring_at(0) + 8].copy_from_slice(b"NOTARING");
+    let bad = write("slot.chan", &img);
+    let o = run(&["stat", &bad]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("     0  error: not a ringtrace ring file: magic is"), "{}", o.stdout);
+    assert!(o.stdout.contains("unreadable    1 slot(s)"), "{}", o.stdout);
+    let o = run(&["snapshot", &bad]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout.lines().count(), 6);
+    assert!(o.stderr.starts_with("ringtrace: warning: slot 0 is not shown: not a ringtrace ring file"), "{}", o.stderr);
+}
+
+#[test]
+fn channel_follow_prints_new_records_of_every_slot() {
+    let (path, _ch, mut producers) = discard_channel();
+    let mut child = Command::new(BIN)
+        .args(["tail", "--follow", "-n", "2", &path])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || channel_line(&lines.next().unwrap().unwrap());
+    let (a, b) = (next(), next());
+    assert_eq!((a.0, a.2.as_str(), b.0, b.2.as_str()), (0, "a5", 1, "b5"));
+    producers[1].output(b"new in 1", Wakeup::Default).unwrap();
+    let n = next();
+    assert_eq!((n.0, n.2.as_str()), (1, "new in 1"));
+    assert!(n.1 >= b.1);
+    producers[0].output(b"new in 0", Wakeup::Default).unwrap();
+    producers[1].output(b"newer in 1", Wakeup::Default).unwrap();
+    let (x, y) = (next(), next());
+    assert_eq!((x.0, x.2.as_str(), y.0, y.2.as_str()), (0, "new in 0", 1, "newer in 1"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(err, "");
 }
