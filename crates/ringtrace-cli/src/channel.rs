@@ -132,11 +132,10 @@ fn merge<'a>(h: &ChannelHeader, slots: &'a [(u32, Records)]) -> Vec<Entry<'a>> {
     out
 }
 
-/// Nanoseconds of a record's stamp: the stamp itself, as the library of this commit
-/// writes nanoseconds for every clock. (If TSC channels come to store raw ticks, this is
-/// where they are converted with the header's calibration: the order is the same.)
-fn stamp_ns(_h: &ChannelHeader, stamp: u64) -> u64 {
-    stamp
+/// Nanoseconds of a record's stamp: TSC channels' records carry raw ticks, converted
+/// with the header's calibration (the order is the same); others carry nanoseconds.
+fn stamp_ns(h: &ChannelHeader, stamp: u64) -> u64 {
+    h.to_ns(stamp)
 }
 
 fn write_entry(w: &mut impl Write, format: Format, e: &Entry<'_>) -> std::io::Result<()> {

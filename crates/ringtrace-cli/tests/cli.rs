@@ -439,3 +439,22 @@ fn channel_follow_prints_new_records_of_every_slot() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert_eq!(err, "");
 }
+
+/// A TSC channel's records carry raw ticks; the command prints them converted with the
+/// file's calibration: nanoseconds in CLOCK_MONOTONIC's time base, near "now".
+#[test]
+fn tsc_channel_stamps_are_printed_in_nanoseconds() {
+    let Ok(tsc) = ringtrace::Tsc::shared() else {
+        eprintln!("skipped: no invariant TSC on this CPU");
+        return;
+    };
+    let path = temp("tsc.chan");
+    let channel = Channel::<Discard, ringtrace::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
+    channel.output(b"tick", Wakeup::Default).unwrap();
+    let now = ringtrace::clock::monotonic_ns();
+    let out = run(&["snapshot", path.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (slot, ts, data) = channel_line(out.stdout.lines().next().unwrap());
+    assert_eq!((slot, data.as_str()), (0, "tick"));
+    assert!(ts.abs_diff(now) < 1_000_000_000, "printed {ts}, monotonic now {now}");
+}

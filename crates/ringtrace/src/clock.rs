@@ -38,7 +38,16 @@ pub trait Clock: sealed::Sealed + Copy + fmt::Debug + Send + Sync + 'static {
     #[doc(hidden)]
     const CODE: u32;
     /// Nanoseconds in `CLOCK_MONOTONIC`'s time base (0 for [`NoClock`]).
-    fn now(&self) -> u64;
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        self.raw_to_ns(self.raw())
+    }
+    /// The cheapest reading that orders like [`now`](Clock::now): TSC ticks for [`Tsc`]
+    /// (and [`BestClock`] on the TSC), nanoseconds for the others. Channel records carry
+    /// it, so a writer does not pay the conversion; readers convert.
+    fn raw(&self) -> u64;
+    /// Nanoseconds of a [`raw`](Clock::raw) reading.
+    fn raw_to_ns(&self, raw: u64) -> u64;
     /// The calibration a shared channel stores so that other processes read the same
     /// time base (`[tsc0, ns0, mult]`; zeros for clocks without one).
     #[doc(hidden)]
@@ -69,8 +78,12 @@ impl Clock for Monotonic {
     const NAME: &'static str = "mono";
     const CODE: u32 = crate::inspect::channel::clock_code::MONOTONIC;
     #[inline(always)]
-    fn now(&self) -> u64 {
+    fn raw(&self) -> u64 {
         monotonic_ns()
+    }
+    #[inline(always)]
+    fn raw_to_ns(&self, raw: u64) -> u64 {
+        raw
     }
     fn from_calibration(_: [u64; 3]) -> Option<Self> {
         Some(Monotonic)
@@ -87,7 +100,11 @@ impl Clock for NoClock {
     const NAME: &'static str = "none";
     const CODE: u32 = crate::inspect::channel::clock_code::NONE;
     #[inline(always)]
-    fn now(&self) -> u64 {
+    fn raw(&self) -> u64 {
+        0
+    }
+    #[inline(always)]
+    fn raw_to_ns(&self, _: u64) -> u64 {
         0
     }
     fn from_calibration(_: [u64; 3]) -> Option<Self> {
@@ -228,8 +245,12 @@ impl Clock for Tsc {
     const NAME: &'static str = "tsc";
     const CODE: u32 = crate::inspect::channel::clock_code::TSC;
     #[inline(always)]
-    fn now(&self) -> u64 {
-        self.to_ns(rdtsc())
+    fn raw(&self) -> u64 {
+        rdtsc()
+    }
+    #[inline(always)]
+    fn raw_to_ns(&self, raw: u64) -> u64 {
+        self.to_ns(raw)
     }
     fn calibration(&self) -> [u64; 3] {
         [self.tsc0, self.ns0, self.mult]
@@ -268,10 +289,17 @@ impl Clock for BestClock {
     const NAME: &'static str = "best";
     const CODE: u32 = crate::inspect::channel::clock_code::BEST;
     #[inline(always)]
-    fn now(&self) -> u64 {
+    fn raw(&self) -> u64 {
         match &self.0 {
-            Some(t) => t.now(),
+            Some(_) => rdtsc(),
             None => monotonic_ns(),
+        }
+    }
+    #[inline(always)]
+    fn raw_to_ns(&self, raw: u64) -> u64 {
+        match &self.0 {
+            Some(t) => t.to_ns(raw),
+            None => raw,
         }
     }
     fn calibration(&self) -> [u64; 3] {

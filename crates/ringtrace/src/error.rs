@@ -92,6 +92,7 @@ pub enum Error {
     Reserve(#[from] ReserveError),
     /// The channel's clock cannot be used here ([`Tsc`](crate::Tsc) on a CPU without an
     /// invariant TSC, or a shared channel's calibration this machine cannot use).
+    #[cfg(not(loom))]
     #[error(transparent)]
     Clock(#[from] crate::clock::ClockError),
     /// A shared channel's file has a ring for at most this many producers, all taken by

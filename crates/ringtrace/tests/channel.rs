@@ -347,3 +347,25 @@ fn check_snapshot(snap: &ringtrace::ChannelSnapshot) {
     back.reverse();
     assert_eq!(fwd, back);
 }
+
+/// The README's channel example, as written there.
+#[test]
+fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
+    let channel = Channel::<Overwrite, BestClock>::builder(1 << 16).build(BestClock::new())?;
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let channel = &channel;
+            s.spawn(move || {
+                for i in 0..10_000u32 {
+                    channel.output(&[&[t][..], &i.to_le_bytes()].concat(), Wakeup::NoWakeup).unwrap();
+                }
+            });
+        }
+    });
+    let snap = channel.snapshot()?;
+    let newest: Vec<_> = snap.iter().rev().take(3).collect();
+    assert!(newest.windows(2).all(|w| w[0].timestamp >= w[1].timestamp));
+    assert!(newest.iter().any(|r| r.data[1..] == 9_999u32.to_le_bytes()), "some thread's last record is newest");
+    assert_eq!(snap.len() as u64 + snap.overwritten(), 40_000);
+    Ok(())
+}

@@ -103,8 +103,9 @@ fn child() {
         "write-forever" => {
             let c = Channel::<Discard, Monotonic>::open(&args[0]).unwrap();
             let mut p = c.producer().unwrap();
+            p.output(&record(tag, 0), Wakeup::NoWakeup).unwrap();
             println!("READY");
-            let mut i = 0;
+            let mut i = 1;
             loop {
                 let _ = p.output(&record(tag, i), Wakeup::NoWakeup);
                 i += 1;
@@ -282,4 +283,36 @@ fn write_private(path: &Path, bytes: &[u8]) {
     let _ = std::fs::remove_file(path);
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).unwrap();
     std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
+#[test]
+fn tools_convert_a_tsc_channels_stamps_with_the_files_calibration() {
+    let Ok(tsc) = ringtrace::Tsc::shared() else {
+        eprintln!("skipped: no invariant TSC on this CPU");
+        return;
+    };
+    let path = temp_path("tsc");
+    let channel = Channel::<Discard, ringtrace::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
+    channel.output(b"stamped", Wakeup::Default).unwrap();
+    // What a tool sees: the raw stamp, converted with the header's calibration ...
+    let file = ChannelFile::open(&path).unwrap();
+    let records = file.ring(0).unwrap().records().unwrap();
+    let rec = records.iter().next().unwrap();
+    let raw = u64::from_ne_bytes(rec.payload[..8].try_into().unwrap());
+    let tool_ns = file.header().to_ns(raw);
+    // ... is what the library's reader delivers.
+    let mut lib_ns = 0;
+    channel
+        .reader()
+        .unwrap()
+        .drain(|r| {
+            assert_eq!(r.data, b"stamped");
+            lib_ns = r.timestamp;
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(tool_ns, lib_ns);
+    let now = ringtrace::clock::monotonic_ns();
+    assert!(lib_ns <= now + 1_000_000 && lib_ns + 1_000_000_000 > now, "{lib_ns} vs now {now}");
+    std::fs::remove_file(&path).unwrap();
 }

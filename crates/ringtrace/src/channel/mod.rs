@@ -33,11 +33,15 @@
 //!
 //! # Records
 //!
-//! A channel record is a ring record whose payload starts with the 8-byte timestamp
-//! (native byte order, nanoseconds in `CLOCK_MONOTONIC`'s time base) when the clock
-//! stamps records ([`Clock::STAMPED`]); readers hand the caller the timestamp and the
-//! rest. The timestamp is taken at reserve, before the claim, so each producer's
-//! records are in timestamp order in its ring.
+//! A channel record is a ring record whose payload starts with an 8-byte stamp (native
+//! byte order) when the clock stamps records ([`Clock::STAMPED`]): the clock's
+//! [`raw`](Clock::raw) reading, TSC ticks for [`Tsc`](crate::Tsc) (the writer pays one
+//! `rdtsc`, no conversion) and nanoseconds for the others. Readers hand the caller the
+//! timestamp converted to nanoseconds in `CLOCK_MONOTONIC`'s time base
+//! ([`Clock::raw_to_ns`]; a channel file stores the calibration, and
+//! [`ChannelHeader::to_ns`](crate::inspect::channel::ChannelHeader::to_ns) converts
+//! for tools), and the rest. The stamp is taken at reserve, before the claim, so each
+//! producer's records are in timestamp order in its ring.
 //!
 //! # Reading in time order
 //!

@@ -145,7 +145,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                 continue;
             }
             let exited = !l.lane.slot && l.lane.is_exited();
-            let got = if l.bytes.len() < STAGE_LIMIT { stage::<M, C>(l).map_err(widen)? } else { 1 };
+            let got = if l.bytes.len() < STAGE_LIMIT { stage(l, &self.inner.clock).map_err(widen)? } else { 1 };
             self.pulled += got;
             // After the producer's exit (Acquire), a drain that finds nothing means
             // nothing more is coming (a shared channel's slot can get a new producer at
@@ -298,14 +298,14 @@ fn widen<E>(e: ConsumeError<Infallible>) -> ConsumeError<E> {
 }
 
 /// Copies up to a batch of `l`'s records into its staging; how many.
-fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>) -> Result<usize, ConsumeError<Infallible>> {
+fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {
     let d = stamp_len::<C>();
     let (recs, bytes) = (&mut l.recs, &mut l.bytes);
     M::drain(&mut l.reader, DRAIN_BATCH, |rec| {
         // A record shorter than its stamp was not written by a channel producer (a
         // hostile or foreign writer): delivered with timestamp 0 rather than dropped.
         let (ts, body) = match rec.split_first_chunk::<8>() {
-            Some((ts, body)) if d == 8 => (u64::from_ne_bytes(*ts), body),
+            Some((ts, body)) if d == 8 => (clock.raw_to_ns(u64::from_ne_bytes(*ts)), body),
             _ => (0, rec),
         };
         recs.push_back((ts, bytes.len(), body.len()));

@@ -62,7 +62,7 @@ impl<C: Clock> Channel<Overwrite, C> {
             snap.overwritten += s.overwritten_before();
             for rec in s.iter() {
                 let (ts, body) = match rec.split_first_chunk::<8>() {
-                    Some((ts, body)) if d == 8 => (u64::from_ne_bytes(*ts), body),
+                    Some((ts, body)) if d == 8 => (self.inner.clock.raw_to_ns(u64::from_ne_bytes(*ts)), body),
                     _ => (0, rec),
                 };
                 snap.index.push((ts, lane.id, snap.bytes.len(), body.len()));

@@ -80,7 +80,7 @@ impl<C: Clock> ChannelProducer<Discard, C> {
     /// the same contract as [`Producer::reserve`].
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Discard, C>, ReserveError> {
-        let ts = self.clock.now();
+        let ts = self.clock.raw();
         let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
         if C::STAMPED {
             inner[..8].copy_from_slice(&ts.to_ne_bytes());
@@ -103,7 +103,7 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
     /// time now; the same contract as the overwrite [`Producer::reserve`].
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Overwrite, C>, ReserveError> {
-        let ts = self.clock.now();
+        let ts = self.clock.raw();
         let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
         if C::STAMPED {
             // The reservation is at least 8 bytes long: no error.

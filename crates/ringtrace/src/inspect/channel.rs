@@ -41,7 +41,8 @@ const CREATED_NS: usize = 80;
 /// Bytes of the header that mean something (the rest of the page is zero).
 pub(crate) const HEADER_LEN: usize = 88;
 
-/// The clock codes of [`ChannelHeader::clock`].
+/// The clock codes of [`ChannelHeader::clock`]. Records of TSC channels carry raw TSC
+/// ticks: convert them with [`ChannelHeader::to_ns`].
 pub mod clock_code {
     /// No timestamps.
     pub const NONE: u32 = 0;
@@ -91,6 +92,21 @@ impl ChannelHeader {
             clock_code::TSC => "tsc",
             _ => "best",
         }
+    }
+
+    /// Nanoseconds (`CLOCK_MONOTONIC` time base) of a record's stamp: TSC ticks
+    /// converted with the header's calibration (`ns0 + ((stamp - tsc0) * mult) >> 32`,
+    /// saturating) for TSC channels, the stamp itself otherwise.
+    pub fn to_ns(&self, stamp: u64) -> u64 {
+        let [tsc0, ns0, mult] = self.calibration;
+        let tsc = self.clock == clock_code::TSC || (self.clock == clock_code::BEST && mult != 0);
+        if !tsc {
+            return stamp;
+        }
+        let d = i128::from(stamp.wrapping_sub(tsc0) as i64);
+        let scaled = (d * i128::from(mult)) >> 32;
+        let scaled = i64::try_from(scaled).unwrap_or(if scaled < 0 { i64::MIN } else { i64::MAX });
+        ns0.saturating_add_signed(scaled)
     }
 
     /// Offset of slot `i`'s ring image (`i < slots`).
