@@ -17,8 +17,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-i
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
 cargo test --workspace --release
 
-echo "== hostile ring files and the untrusted reader's fuzz target, in a debug build (overflow checks on)"
-cargo test -p ringtrace --test hostile --test inspect_fuzz
+echo "== hostile ring and channel files and the untrusted reader's fuzz target, in a debug build (overflow checks on)"
+cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm
 
 echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
 RINGTRACE_BARRIER=fence cargo test --release -p ringtrace --test stress sleeping_consumer
