@@ -378,12 +378,9 @@ impl<R: Region> Core<R> {
         // (pairs with their Acquire copy loads, before they reload `O`; module docs).
         fence(Release);
         let new_z = x + cap;
-        let mut at = z;
-        while at < new_z {
-            // Relaxed: published by the Release store of `zeroed` below.
-            self.word(at).store(0, Relaxed);
-            at += 8;
-        }
+        // Relaxed stores, published by the Release store of `zeroed` below. At most a
+        // capacity: `[z, new_z)` lies within `[O, new O + capacity)`.
+        self.region.zero_atomic(z, new_z.saturating_sub(z).min(cap));
         // Release: pairs with the Acquire loads of `zeroed` in `make_room` and the
         // readers': the zeroes happen-before any write of the new space.
         line.zeroed.store(new_z, Release);

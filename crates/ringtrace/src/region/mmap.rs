@@ -303,6 +303,21 @@ unsafe impl Region for MmapView {
         unsafe { ptr::write_bytes(self.data_ptr(pos), 0, len as usize) };
     }
 
+    #[inline]
+    fn zero_atomic(&self, pos: u64, len: u64) {
+        debug_assert!(len <= self.capacity() && len % 8 == 0 && pos % 8 == 0);
+        let len = len.min(self.capacity());
+        // SAFETY: `[pos, pos + len)` with `len <= capacity` lies in the two copies of
+        // the data area, contiguous (the double mapping), 8-aligned, valid for the
+        // region's life; it is accessed as `AtomicU64`s only, as every overwrite-mode
+        // access to ring bytes is, so sharing it with concurrent readers is sound.
+        let words = unsafe { std::slice::from_raw_parts(self.data_ptr(pos).cast::<AtomicU64>(), len as usize / 8) };
+        for w in words {
+            // Relaxed: as in the trait's default.
+            w.store(0, crate::sync::Ordering::Relaxed);
+        }
+    }
+
     fn cross_process(&self) -> bool {
         self.futex
     }

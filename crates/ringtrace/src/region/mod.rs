@@ -46,6 +46,18 @@ pub(crate) unsafe trait Region: Send + Sync {
     /// * No reference into that range is alive.
     /// * `len <= capacity()` and `pos` and `len` are multiples of 8.
     unsafe fn zero(&self, pos: u64, len: u64);
+    /// Zeroes `len` bytes from `pos` with relaxed atomic word stores: overwrite mode
+    /// gives space up while readers may copy it (they detect the rewrite). `len` is at
+    /// most the capacity and a multiple of 8, `pos` too.
+    fn zero_atomic(&self, pos: u64, len: u64) {
+        let mut at = pos;
+        while at < pos + len {
+            // Relaxed: the caller publishes the zeroes (overwrite: the Release store of
+            // the zeroed frontier).
+            self.header(at).store(0, crate::sync::Ordering::Relaxed);
+            at += 8;
+        }
+    }
     /// Wakes the consumer (eventfd write, or the model's condition variable).
     fn notify(&self);
     /// Whether processes other than this one may produce into the ring: then the
