@@ -218,7 +218,8 @@ impl Tsc {
         let d = tsc.wrapping_sub(self.tsc0) as i64;
         // Reads from before the calibration's anchor (other processes' early reads)
         // convert backwards, saturating at 0.
-        let scaled = ((i128::from(d) * i128::from(self.mult)) >> 32) as i64;
+        let scaled = (i128::from(d) * i128::from(self.mult)) >> 32;
+        let scaled = i64::try_from(scaled).unwrap_or(if scaled < 0 { i64::MIN } else { i64::MAX });
         self.ns0.saturating_add_signed(scaled)
     }
 }

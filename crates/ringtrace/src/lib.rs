@@ -84,6 +84,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Channels
+//!
+//! A [`Channel`] gives each producer thread its own single-producer ring (no shared
+//! cache line, no atomic read-modify-write on the write path), stamps records with a
+//! static [`Clock`] ([`Tsc`], [`Monotonic`], [`BestClock`], [`NoClock`]), and reads them
+//! merged in timestamp order: exactly in a [`ChannelSnapshot`], live (with a documented
+//! bound) in a [`ChannelReader`]. A channel file holds one ring per producer slot for
+//! producers in several processes. See [`channel`].
+//!
 //! ## Guarantees
 //!
 //! * Records reach the consumer in reservation order, each exactly once.

@@ -369,3 +369,35 @@ fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(snap.len() as u64 + snap.overwritten(), 40_000);
     Ok(())
 }
+
+/// Exited rings a live reader has not delivered yet are not freed under it: it
+/// delivers them all, and only then are they freed, with nothing counted unread.
+#[test]
+fn exited_rings_are_freed_only_once_the_reader_has_them() {
+    let channel = Channel::<Overwrite, Monotonic>::builder(4096).retain_exited(0).build(Monotonic).unwrap();
+    let mut reader = channel.reader().unwrap();
+    for t in 0..3u64 {
+        let c = channel.clone();
+        std::thread::spawn(move || {
+            for i in 0..50 {
+                c.output(&record(t, i), Wakeup::NoWakeup).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    let _p = channel.producer().unwrap(); // would free every exited ring but for the reader
+    let mut n = 0;
+    reader
+        .drain(|r| {
+            parse(&r);
+            n += 1;
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(n, 150);
+    let _q = channel.producer().unwrap(); // now they go
+    let s = channel.stats();
+    assert_eq!((s.written, s.read, s.freed_unread), (150, 150, 0), "{s:?}");
+    assert_eq!(channel.producer_stats().len(), 2, "only the two live producers' rings are left");
+}

@@ -271,6 +271,14 @@ fn foreign_truncated_and_corrupt_channel_files_are_refused_with_a_reason() {
             }
         }
     }
+    // Ring images shorter than a ring (the next slot's control block inside this slot's
+    // data area): refused.
+    let mut bytes = good.clone();
+    let cap = u64::from_ne_bytes(bytes[24..32].try_into().unwrap());
+    bytes[32..40].copy_from_slice(&(cap + 4096).to_ne_bytes());
+    write_private(&bad, &bytes);
+    let e = Channel::<Discard, Monotonic>::open(&bad).unwrap_err();
+    assert!(e.to_string().contains("image length"), "{e}");
     write_private(&bad, &good[..good.len() - 4096]);
     let e = Channel::<Discard, Monotonic>::open(&bad).unwrap_err();
     assert!(e.to_string().contains("truncated"), "{e}");

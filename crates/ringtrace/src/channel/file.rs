@@ -129,6 +129,16 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
                 C::NAME
             )));
         }
+        if header.image_len != image_len(header.capacity) || header.first % rustix::param::page_size() as u64 != 0 {
+            return Err(Error::invalid(format!(
+                "{}: ring images of {} bytes from offset {} do not fit this machine's rings of {} bytes (image {})",
+                path.display(),
+                header.image_len,
+                header.first,
+                header.capacity,
+                image_len(header.capacity)
+            )));
+        }
         let clock = C::from_calibration(header.calibration).ok_or(crate::clock::ClockError::NoInvariantTsc)?;
         let mut lanes = Vec::with_capacity(header.slots as usize);
         for i in 0..header.slots {

@@ -67,8 +67,10 @@ impl ChannelMode for Overwrite {
         ring.stats().overwritten
     }
     fn unread(ring: &RingBuf<Spsc, Self>, _read: u64) -> u64 {
-        // Exact for an exited producer: a snapshot holds every record still readable.
-        ring.snapshot().map_or(0, |s| s.len() as u64)
+        // Exact for an exited producer: a snapshot holds every record still readable;
+        // those before the consumer's position were read.
+        let from = ring.stats().consumer_pos;
+        ring.snapshot().map_or(0, |s| s.entries().filter(|&(pos, _)| pos >= from).count() as u64)
     }
 }
 
@@ -99,12 +101,22 @@ pub(crate) struct Lane<M: ChannelMode> {
     /// the ring's producer role.
     pub(crate) slot: bool,
     exited: AtomicBool,
+    /// The live reader delivered everything the exited producer wrote (it may be freed).
+    finished: AtomicBool,
     read: AtomicU64,
 }
 
 impl<M: ChannelMode> Lane<M> {
     pub(crate) fn new(id: u32, name: String, ring: RingBuf<Spsc, M>) -> Self {
-        Lane { id, name, ring, slot: false, exited: AtomicBool::new(false), read: AtomicU64::new(0) }
+        Lane {
+            id,
+            name,
+            ring,
+            slot: false,
+            exited: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            read: AtomicU64::new(0),
+        }
     }
 
     /// Slot `id` of a shared channel.
@@ -134,6 +146,18 @@ impl<M: ChannelMode> Lane<M> {
         }
         // Acquire: pairs with the Release store in `exit`.
         self.exited.load(Ordering::Acquire)
+    }
+
+    /// Called by the live reader once it delivered all the exited producer wrote.
+    pub(crate) fn finish(&self) {
+        // Release: pairs with the Acquire load in `is_finished`: the reader's count of
+        // what it read comes before.
+        self.finished.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        // Acquire: pairs with the Release store in `finish`.
+        self.finished.load(Ordering::Acquire)
     }
 
     /// Records delivered by the live reader (its one writer).

@@ -28,7 +28,7 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
     /// in use).
     pub fn with_producer<R>(&self, f: impl FnOnce(&mut ChannelProducer<M, C>) -> R) -> Result<R, Error> {
         let id = self.inner.id;
-        LOCAL.with(|local| {
+        let run = LOCAL.try_with(|local| {
             let Ok(mut table) = local.try_borrow_mut() else {
                 return Err(Error::ProducerAttached { pid: crate::owner::my_pid() });
             };
@@ -49,6 +49,14 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
                 // Channel ids are unique to a channel, whose type is fixed.
                 None => unreachable!("a channel id with another producer type"),
             }
+        });
+        // The thread is exiting and its table is gone: a producer made now would be
+        // dropped at once; use `producer()` from thread-local destructors.
+        run.unwrap_or_else(|_| {
+            Err(Error::Io {
+                what: "writing through this thread's channel producer",
+                source: std::io::Error::other("the thread is exiting: its thread-local producers are gone"),
+            })
         })
     }
 }

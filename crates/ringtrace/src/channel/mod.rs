@@ -159,9 +159,10 @@ pub(crate) struct Registry<M: ChannelMode> {
 /// still held and those freed), plus the reader's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelStats {
-    /// Producers ever attached.
+    /// Producers ever attached (a shared channel: its slots).
     pub producers: u64,
-    /// Of them, those whose handle was dropped (threads exited).
+    /// Of them, those whose handle was dropped, threads exited (a shared channel: the
+    /// slots no live process produces into).
     pub exited: u64,
     /// Records committed.
     pub written: u64,
@@ -336,10 +337,15 @@ impl<M: ChannelMode, C: Clock> Inner<M, C> {
         if !M::KEEP_EXITED || self.shared {
             return;
         }
+        // A ring whose records a live reader may still be delivering is not freed until
+        // that reader has them all (`Lane::finish`).
+        // Acquire: pairs with the Release store of `ChannelReader::drop`.
+        let reader = self.reader_attached.load(Ordering::Acquire);
+        let freeable = |l: &Arc<Lane<M>>| l.is_exited() && (!reader || l.is_finished());
         let exited = reg.lanes.iter().filter(|l| l.is_exited()).count();
         let mut extra = exited.saturating_sub(self.retain_exited);
         while extra > 0 {
-            let Some(i) = reg.lanes.iter().position(|l| l.is_exited()) else { break };
+            let Some(i) = reg.lanes.iter().position(freeable) else { break };
             let lane = reg.lanes.remove(i);
             reg.freed.freed_unread += lane.unread();
             reg.freed.add(&lane.stats());

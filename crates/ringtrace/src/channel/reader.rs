@@ -18,8 +18,9 @@ use crate::error::{ConsumeError, Error};
 /// Records taken from one ring per pass at most, so that a fast producer cannot keep a
 /// pass going forever (and its staging memory stays bounded).
 const DRAIN_BATCH: usize = 4096;
-/// A ring whose staged records reach this many bytes is not drained further until
-/// they are delivered (its producer then finds its ring full: counted, never silent).
+/// A ring whose undelivered staged records reach this many bytes is not drained further
+/// until they are delivered (its producer then finds its ring full: counted, never
+/// silent).
 const STAGE_LIMIT: usize = 4 << 20;
 
 /// One record of a channel, as readers deliver it.
@@ -44,6 +45,33 @@ struct Staged<M: ChannelMode> {
     done: bool,
     /// Of `recs`' records, those delivered since the lane's counter was last updated.
     delivered: u64,
+    /// Done and fully delivered: counted, and (discard mode) freed.
+    settled: bool,
+    /// The ring gave an error (a corrupt header written by another process): it is
+    /// not read again.
+    broken: bool,
+}
+
+impl<M: ChannelMode> Staged<M> {
+    /// Bytes of records not delivered yet.
+    fn pending_bytes(&self) -> usize {
+        self.recs.front().map_or(0, |&(_, at, _)| self.bytes.len() - at)
+    }
+
+    /// Drops the bytes of delivered records (kept until now so that a pass can hand
+    /// out slices without copying), so staging holds only what is pending.
+    fn compact(&mut self) {
+        match self.recs.front() {
+            None => self.bytes.clear(),
+            Some(&(_, at, _)) if at > 0 => {
+                self.bytes.drain(..at);
+                for r in self.recs.iter_mut() {
+                    r.1 -= at;
+                }
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 /// Reads a whole [`Channel`](crate::Channel) live, merged in timestamp order. Made by
@@ -80,19 +108,21 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         Ok(reader)
     }
 
-    /// Attaches to rings made since the last look; frees drained rings of exited
-    /// producers (discard mode).
+    /// Attaches to rings made since the last look; settles rings of exited producers
+    /// that are drained and delivered (counts them; frees them in discard mode).
     fn refresh(&mut self) -> Result<(), Error> {
         // Acquire: pairs with the Release bump in `Inner::bump_version`.
         let version = self.inner.version.load(Ordering::Acquire);
-        if version == self.version && !self.lanes.iter().any(|l| l.done) {
+        let settle = |l: &Staged<M>| l.done && l.recs.is_empty() && !l.settled;
+        if version == self.version && !self.lanes.iter().any(settle) {
             return Ok(());
         }
         let mut reg = self.inner.registry();
-        // Free what is done: its producer exited and everything it wrote was delivered.
         let mut freed = false;
-        for l in self.lanes.iter_mut().filter(|l| l.done && l.recs.is_empty()) {
+        for l in self.lanes.iter_mut().filter(|l| settle(l)) {
             l.lane.add_read(std::mem::take(&mut l.delivered));
+            l.lane.finish();
+            l.settled = true;
             if !M::KEEP_EXITED {
                 if let Some(i) = reg.lanes.iter().position(|x| Arc::ptr_eq(x, &l.lane)) {
                     let lane = reg.lanes.remove(i);
@@ -101,8 +131,8 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                 }
             }
         }
-        self.lanes.retain(|l| !(l.done && l.recs.is_empty()) || M::KEEP_EXITED);
-        // Overwrite mode keeps exited rings: forget those the registry freed.
+        // Forget the rings the registry freed: settled ones (by us above, or in overwrite
+        // mode by `trim_exited`, which frees only rings a reader has settled).
         self.lanes.retain(|l| reg.lanes.iter().any(|x| Arc::ptr_eq(x, &l.lane)));
         for lane in reg.lanes.iter() {
             if !self.lanes.iter().any(|l| Arc::ptr_eq(&l.lane, lane)) {
@@ -114,6 +144,8 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                     bytes: Vec::new(),
                     done: false,
                     delivered: 0,
+                    settled: false,
+                    broken: false,
                 });
             }
         }
@@ -140,17 +172,34 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         let now = self.inner.clock.now();
         let floor = now.saturating_sub(self.inner.slack_ns);
         self.pulled = 0;
+        let mut failed = None;
         for l in &mut self.lanes {
-            if l.done {
+            if l.done || l.broken {
                 continue;
             }
             let exited = !l.lane.slot && l.lane.is_exited();
-            let got = if l.bytes.len() < STAGE_LIMIT { stage(l, &self.inner.clock).map_err(widen)? } else { 1 };
+            l.compact();
+            if l.pending_bytes() >= STAGE_LIMIT {
+                continue; // delivered first; its producer may find its ring full (counted)
+            }
+            let got = match stage(l, &self.inner.clock) {
+                Ok(got) => got,
+                Err(e) => {
+                    // One corrupt ring does not stop the others: it is reported once
+                    // and not read again.
+                    l.broken = true;
+                    failed.get_or_insert(e);
+                    continue;
+                }
+            };
             self.pulled += got;
             // After the producer's exit (Acquire), a drain that finds nothing means
             // nothing more is coming (a shared channel's slot can get a new producer at
             // any time: it is never done).
             l.done = exited && got == 0 && !l.lane.slot;
+        }
+        if let Some(e) = failed {
+            return Err(widen(e));
         }
         let mut n = 0;
         loop {
@@ -166,7 +215,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                             best = Some((i, ts));
                         }
                     }
-                    None if l.done => {}
+                    None if l.done || l.broken => {}
                     None => horizon = horizon.min(floor),
                 }
             }
@@ -205,12 +254,16 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             let n = self.consume(&mut f)?;
             total += n;
             if n == 0 && self.pulled == 0 {
-                break;
+                // What is left is staged behind the horizon of idle producers (or a ring
+                // at its staging limit): deliver it as if they had exited, then look
+                // again until the rings are empty.
+                let flushed = self.flush(&mut f)?;
+                if flushed == 0 {
+                    break;
+                }
+                total += flushed;
             }
         }
-        // What is left is staged behind the horizon of idle producers: deliver it as if
-        // they had exited.
-        total += self.flush(&mut f)?;
         Ok(total)
     }
 
@@ -316,6 +369,9 @@ fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize
 impl<M: ChannelMode, C: Clock> Drop for ChannelReader<M, C> {
     fn drop(&mut self) {
         self.publish_counts();
+        // The rings' consumers go first, so that a reader made once the flag is clear
+        // can attach to them.
+        self.lanes.clear();
         // Release: pairs with the Acquire swap in `new`.
         self.inner.reader_attached.store(false, Ordering::Release);
     }

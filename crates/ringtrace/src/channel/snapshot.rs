@@ -37,6 +37,8 @@ pub struct ChannelSnapshot {
     bytes: Vec<u8>,
     overwritten: u64,
     producers: usize,
+    /// Rings that could not be captured, and why.
+    failed: Vec<(u32, SnapshotError)>,
 }
 
 impl fmt::Debug for ChannelSnapshot {
@@ -50,7 +52,8 @@ impl fmt::Debug for ChannelSnapshot {
 
 impl<C: Clock> Channel<Overwrite, C> {
     /// Snapshots every producer's ring (exited ones kept for snapshots included) and
-    /// merges them by timestamp. Producers go on writing meanwhile; each ring's
+    /// merges them by timestamp. A ring that cannot be captured is left out and listed
+    /// in [`ChannelSnapshot::failed`]; the call itself does not fail. Producers go on writing meanwhile; each ring's
     /// capture is consistent ([`RingBuf::snapshot`](crate::RingBuf::snapshot)), and the
     /// rings are captured one after the other.
     pub fn snapshot(&self) -> Result<ChannelSnapshot, SnapshotError> {
@@ -58,7 +61,15 @@ impl<C: Clock> Channel<Overwrite, C> {
         let d = stamp_len::<C>();
         let mut snap = ChannelSnapshot { producers: lanes.len(), ..Default::default() };
         for lane in &lanes {
-            let s = lane.ring.snapshot()?;
+            let s = match lane.ring.snapshot() {
+                Ok(s) => s,
+                // One ring that cannot be captured (a writer stuck mid-update, or a
+                // corrupt ring in a shared channel) does not hide the others.
+                Err(e) => {
+                    snap.failed.push((lane.id, e));
+                    continue;
+                }
+            };
             snap.overwritten += s.overwritten_before();
             for rec in s.iter() {
                 let (ts, body) = match rec.split_first_chunk::<8>() {
@@ -94,9 +105,15 @@ impl ChannelSnapshot {
         self.overwritten
     }
 
-    /// Producers' rings captured.
+    /// Producers' rings looked at (captured or failed).
     pub fn producers(&self) -> usize {
         self.producers
+    }
+
+    /// The producers whose rings could not be captured, and why (their records are not
+    /// in the snapshot).
+    pub fn failed(&self) -> &[(u32, SnapshotError)] {
+        &self.failed
     }
 
     /// The records, oldest first (`.rev()` for newest first).

@@ -64,13 +64,12 @@ impl<M: ChannelMode, C: Clock> ChannelProducer<M, C> {
 
     /// Reports the timestamp failures map to: the length asked for, not the stamp.
     #[cold]
-    fn unstamped(e: ReserveError) -> ReserveError {
-        let d = stamp_len::<C>();
+    fn unstamped(e: ReserveError, len: usize) -> ReserveError {
         match e {
-            ReserveError::Full { len } => ReserveError::Full { len: len - d },
-            ReserveError::Pending { len } => ReserveError::Pending { len: len - d },
-            ReserveError::Paused { len } => ReserveError::Paused { len: len - d },
-            ReserveError::TooLarge { len, max } => ReserveError::TooLarge { len: len - d, max: max - d },
+            ReserveError::Full { .. } => ReserveError::Full { len },
+            ReserveError::Pending { .. } => ReserveError::Pending { len },
+            ReserveError::Paused { .. } => ReserveError::Paused { len },
+            ReserveError::TooLarge { max, .. } => ReserveError::TooLarge { len, max: max - stamp_len::<C>() },
         }
     }
 }
@@ -81,7 +80,8 @@ impl<C: Clock> ChannelProducer<Discard, C> {
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Discard, C>, ReserveError> {
         let ts = self.clock.raw();
-        let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
+        let mut inner =
+            self.producer.reserve(len.saturating_add(stamp_len::<C>())).map_err(|e| Self::unstamped(e, len))?;
         if C::STAMPED {
             inner[..8].copy_from_slice(&ts.to_ne_bytes());
         }
@@ -104,7 +104,8 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Overwrite, C>, ReserveError> {
         let ts = self.clock.raw();
-        let mut inner = self.producer.reserve(len + stamp_len::<C>()).map_err(Self::unstamped)?;
+        let mut inner =
+            self.producer.reserve(len.saturating_add(stamp_len::<C>())).map_err(|e| Self::unstamped(e, len))?;
         if C::STAMPED {
             // The reservation is at least 8 bytes long: no error.
             let _ = inner.write(0, &ts.to_ne_bytes());

@@ -173,7 +173,10 @@ impl ChannelHeader {
             return Err(bad("capacity", capacity, "a power of two from 4096 to 2^32"));
         }
         let image_len = u64_at(b, IMAGE_LEN);
-        if image_len < capacity + MIN_CAPACITY || image_len > capacity + (1 << 21) || image_len % MIN_CAPACITY != 0 {
+        // At least the control block and the data area: a shorter image would put the
+        // next slot's control block inside this slot's data area.
+        let least = capacity + crate::layout::CONTROL_SIZE as u64;
+        if image_len < least || image_len > capacity + (1 << 21) || image_len % MIN_CAPACITY != 0 {
             return Err(bad("image length", image_len, "the capacity plus a page-aligned control block"));
         }
         let first = u64_at(b, FIRST);

@@ -271,6 +271,10 @@ impl<R: Region> Core<R> {
                 }
             } else if need <= known {
                 return Ok(()); // another producer is working ahead; this record fits
+            } else if line.lock_pid.load(Relaxed) & PAUSER != 0 {
+                // Relaxed: a hint. A pause holds the lock (a single-producer ring's pause
+                // sets no flag in `P`): refuse now rather than spin.
+                return Err(self.refuse_paused(cur));
             }
             std::hint::spin_loop();
             if cfg!(loom) {
@@ -464,7 +468,8 @@ impl<R: Region> Core<R> {
         self.control().producer.0.pos.load(Relaxed) & PAUSED != 0 || self.ow_line().lock_pid.load(Relaxed) & PAUSER != 0
     }
 
-    /// Pauses the ring: from now on every reserve fails (counted); waits (bounded) for
+    /// Pauses the ring: from now on every reserve fails (counted; a single producer's
+    /// only once it needs to retire, see `reserve_overwrite_single`); waits (bounded) for
     /// the retire lock and for every record already claimed to be committed or
     /// discarded. On `Ok` nothing writes `[over_pos, prod)` until [`Self::resume`].
     /// `may_write`: the caller maps the data area writable (see `recover_lock`).

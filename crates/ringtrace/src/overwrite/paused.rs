@@ -78,8 +78,10 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
         self.index.iter().map(move |f| {
             // SAFETY: a committed record of the paused ring, contiguous in the double
             // mapping (which lives as long as `self.ring`). Nothing writes it while
-            // `self` lives: producers cannot claim (the pause flag), no producer can
-            // give up space (we hold the retire lock), every record claimed before the
+            // `self` lives: producers cannot claim it (a multi-producer ring's pause flag
+            // stops every claim; a single producer claims only past the frozen `P`, in
+            // free space below `Z`), no producer can give up space (we hold the retire
+            // lock), every record claimed before the
             // pause finished (`Core::pause` waited with Acquire loads, so its bytes are
             // final and visible), and readers only read. The slice borrows `self`,
             // which resumes only when dropped or consumed.

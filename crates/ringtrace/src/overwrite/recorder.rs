@@ -62,7 +62,10 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
 
     /// Pauses the ring, as perf's `PERF_EVENT_IOC_PAUSE_OUTPUT`: until the returned
     /// guard is dropped, every reserve fails at once (counted as lost and as paused),
-    /// and the guard reads the records in place. Pausing waits (bounded) for records
+    /// and the guard reads the records in place. (A single-producer ring's producer may
+    /// go on writing into the free space past the paused records until it would have
+    /// to overwrite one, then fails: those records are not in the guard's view and are
+    /// not lost.) Pausing waits (bounded) for records
     /// already reserved to be committed or discarded.
     ///
     /// Errors: [`PauseError::AlreadyPaused`]; [`PauseError::Busy`] if a producer did

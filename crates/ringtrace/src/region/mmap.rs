@@ -306,7 +306,9 @@ unsafe impl Region for MmapView {
     #[inline]
     fn zero_atomic(&self, pos: u64, len: u64) {
         debug_assert!(len <= self.capacity() && len % 8 == 0 && pos % 8 == 0);
-        let len = len.min(self.capacity());
+        // Aligned and bounded whatever the caller passes (a hostile process may have
+        // written the positions it comes from): never a misaligned atomic.
+        let (pos, len) = (pos & !7, len.min(self.capacity()) & !7);
         // SAFETY: `[pos, pos + len)` with `len <= capacity` lies in the two copies of
         // the data area, contiguous (the double mapping), 8-aligned, valid for the
         // region's life; it is accessed as `AtomicU64`s only, as every overwrite-mode
