@@ -44,6 +44,7 @@ fn threads_write_through_their_own_rings_and_the_reader_merges_them_in_time_orde
             });
         }
     });
+    wait_exited(&|| channel.stats(), 3);
     let (mut last, mut next) = (0, HashMap::new());
     let n = reader
         .drain(|rec| {
@@ -185,6 +186,7 @@ fn exited_producers_rings_are_kept_for_snapshots_then_freed_and_counted() {
         })
         .join()
         .unwrap();
+        wait_exited(&|| channel.stats(), t + 1);
     }
     // The newest exited ring is made and freed only when the next producer comes.
     let _next = channel.producer().unwrap();
@@ -385,6 +387,7 @@ fn exited_rings_are_freed_only_once_the_reader_has_them() {
         })
         .join()
         .unwrap();
+        wait_exited(&|| channel.stats(), t + 1);
     }
     let _p = channel.producer().unwrap(); // would free every exited ring but for the reader
     let mut n = 0;
@@ -400,4 +403,14 @@ fn exited_rings_are_freed_only_once_the_reader_has_them() {
     let s = channel.stats();
     assert_eq!((s.written, s.read, s.freed_unread), (150, 150, 0), "{s:?}");
     assert_eq!(channel.producer_stats().len(), 2, "only the two live producers' rings are left");
+}
+
+/// A thread's thread-local producer is dropped when the thread exits, which may come
+/// just after `join` returns: waits (bounded) until `n` producers have exited.
+fn wait_exited(stats: &dyn Fn() -> ringtrace::ChannelStats, n: u64) {
+    let start = Instant::now();
+    while stats().exited < n && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(stats().exited, n, "producers exited");
 }

@@ -61,7 +61,8 @@
 //! # Lifecycle
 //!
 //! A thread's ring lives as long as its producer handle (the thread-local one made by
-//! [`Channel::output`] lives until the thread exits), then stays readable: in discard
+//! [`Channel::output`] lives until the thread exits: its thread-local destructors
+//! run, which may be just after a `join` of the thread returns), then stays readable: in discard
 //! mode the reader frees it once it has drained it; in overwrite mode it is kept for
 //! snapshots, up to [`Builder::retain_exited`] exited rings, after which the oldest is
 //! freed and its unread records counted ([`ChannelStats::freed_unread`]).

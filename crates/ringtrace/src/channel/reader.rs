@@ -264,6 +264,8 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                 total += flushed;
             }
         }
+        // Settle (and in discard mode free) the rings found done on the last pass.
+        self.refresh().map_err(|e| ConsumeError::Io(std::io::Error::other(e)))?;
         Ok(total)
     }
 
