@@ -31,7 +31,7 @@
 //!   so the writer's CPU time includes its waits for the consumer.
 //! * `rtrb` and `ringtrace-channel` `ts=none/pop-inline`, 1 writer: one thread pushes a
 //!   batch of 512 and then pops them back (the channel: a `Channel<Discard, NoClock>`
-//!   and its reader); only the push loops are timed, with the same thread CPU clock read
+//!   and its reader; `ts=tsc/pop-inline` the same with TSC stamps); only the push loops are timed, with the same thread CPU clock read
 //!   around each batch's loop. The clean "ns per push" figure. A pair of clock reads
 //!   costs more than a few pushes (a system call: the vDSO has no thread CPU clock), so
 //!   the median cost of an empty pair, measured before the window, is taken off each
@@ -284,8 +284,8 @@ fn rtrb_pop_inline(cfg: &RunCfg) -> CpuMeasured {
     pop_inline(cfg, push, pop)
 }
 
-fn channel_pop_inline(cfg: &RunCfg) -> CpuMeasured {
-    let channel = Channel::<Discard, NoClock>::builder(RING).build(NoClock).expect("valid channel");
+fn channel_pop_inline<C: Clock>(cfg: &RunCfg, clock: C) -> CpuMeasured {
+    let channel = Channel::<Discard, C>::builder(RING).build(clock).expect("valid channel");
     let mut reader = channel.reader().expect("the channel's one reader");
     let mut p = channel.producer().expect("channel producer");
     let push = || {
@@ -345,7 +345,10 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
     out.push(rtrb_parallel(cfg).row("rtrb", "ts=none", 1));
     out.push(rtrb_pop_inline(cfg).row("rtrb", "ts=none/pop-inline", 1));
     progress.step(&format!("{BENCH} ringtrace-channel pop-inline"));
-    out.push(channel_pop_inline(cfg).row("ringtrace-channel", "ts=none/pop-inline", 1));
+    out.push(channel_pop_inline(cfg, NoClock).row("ringtrace-channel", "ts=none/pop-inline", 1));
+    if let Ok(t) = tsc {
+        out.push(channel_pop_inline(cfg, t).row("ringtrace-channel", "ts=tsc/pop-inline", 1));
+    }
     out
 }
 
@@ -374,6 +377,9 @@ mod tests {
             ("rtrb", "ts=none/pop-inline", 1),
             ("ringtrace-channel", "ts=none/pop-inline", 1),
         ]);
+        if Tsc::shared().is_ok() {
+            want.push(("ringtrace-channel", "ts=tsc/pop-inline", 1));
+        }
         assert_eq!(rows.len(), want.len(), "{rows:#?}");
         for (imp, variant, producers) in want {
             let r = rows
