@@ -1,4 +1,5 @@
 //! Channels: per-producer rings merged by timestamp.
+#![cfg(not(loom))]
 
 use std::collections::HashMap;
 use std::convert::Infallible;

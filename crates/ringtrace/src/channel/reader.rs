@@ -223,20 +223,8 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             if ts > horizon {
                 break;
             }
-            let l = &mut self.lanes[i];
-            let (_, at, len) = l.recs.pop_front().expect("the front was just seen");
-            l.delivered += 1;
-            if ts < self.last {
-                self.late += 1;
-            }
-            self.last = self.last.max(ts);
-            let rec = ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] };
             n += 1;
-            let r = f(rec);
-            if l.recs.is_empty() {
-                l.bytes.clear();
-            }
-            r.map_err(ConsumeError::Callback)?;
+            self.deliver(i, ts, &mut f)?;
         }
         self.publish_counts();
         Ok(n)
@@ -269,6 +257,25 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         Ok(total)
     }
 
+    /// Hands lane `i`'s oldest staged record (timestamp `ts`) to `f`, counting it.
+    fn deliver<F, E>(&mut self, i: usize, ts: u64, f: &mut F) -> Result<(), ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        let l = &mut self.lanes[i];
+        let Some((_, at, len)) = l.recs.pop_front() else { return Ok(()) };
+        l.delivered += 1;
+        if ts < self.last {
+            self.late += 1;
+        }
+        self.last = self.last.max(ts);
+        let r = f(ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] });
+        if l.recs.is_empty() {
+            l.bytes.clear();
+        }
+        r.map_err(ConsumeError::Callback)
+    }
+
     /// Delivers every staged record in timestamp order, ignoring idle producers.
     fn flush<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
@@ -283,19 +290,8 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                 .filter_map(|(i, l)| l.recs.front().map(|&(ts, _, _)| (i, ts)))
                 .min_by_key(|&(_, ts)| ts);
             let Some((i, ts)) = best else { break };
-            let l = &mut self.lanes[i];
-            let (_, at, len) = l.recs.pop_front().expect("the front was just seen");
-            l.delivered += 1;
-            if ts < self.last {
-                self.late += 1;
-            }
-            self.last = self.last.max(ts);
             n += 1;
-            let r = f(ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] });
-            if l.recs.is_empty() {
-                l.bytes.clear();
-            }
-            r.map_err(ConsumeError::Callback)?;
+            self.deliver(i, ts, f)?;
         }
         self.publish_counts();
         Ok(n)

@@ -38,7 +38,13 @@ fn ring_single() -> Ring {
 
 /// [`produce`] with the single-producer claim (plain stores, no CAS).
 fn produce_single(r: &Ring, cur: &mut ProducerCursor, v: u64) -> bool {
-    match r.reserve_overwrite_single(8, cur) {
+    write_claimed(r, r.reserve_overwrite_single(8, cur), v)
+}
+
+/// Writes `v` tagged with its position into a claimed record and commits it; `false`
+/// if the claim was refused (a record being written was in the way, or a pause).
+fn write_claimed(r: &Ring, claim: Result<u64, Refused>, v: u64) -> bool {
+    match claim {
         Ok(pos) => {
             r.write_payload(pos, 0, &(v << 16 | pos).to_ne_bytes());
             r.commit(pos, 8, false, Wakeup::NoWakeup);
@@ -51,30 +57,27 @@ fn produce_single(r: &Ring, cur: &mut ProducerCursor, v: u64) -> bool {
 
 /// The single producer's thread: commits `values` in order; joins to how many went in.
 fn single_producer(r: &Ring, values: &'static [u64]) -> thread::JoinHandle<u64> {
-    let r = r.clone();
-    thread::spawn(move || {
-        let mut cur = r.producer_cursor();
-        values.iter().map(|&v| produce_single(&r, &mut cur, v) as u64).sum()
-    })
+    producer_with(r, values, produce_single)
 }
 
 /// Reserves, writes `v` tagged with the record's position (`v << 16 | pos`, so a payload
 /// found under another record's header is caught), commits; `false` if refused (a
 /// record being written was in the way, or the ring is paused).
 fn produce(r: &Ring, cur: &mut ProducerCursor, v: u64) -> bool {
-    match r.reserve_overwrite(8, cur) {
-        Ok(pos) => {
-            r.write_payload(pos, 0, &(v << 16 | pos).to_ne_bytes());
-            r.commit(pos, 8, false, Wakeup::NoWakeup);
-            true
-        }
-        Err(Refused::Pending | Refused::Paused) => false,
-        Err(other) => unreachable!("{other:?}"),
-    }
+    write_claimed(r, r.reserve_overwrite(8, cur), v)
 }
 
 /// A producer thread committing `values` in order; joins to how many went in.
 fn producer(r: &Ring, values: &'static [u64]) -> thread::JoinHandle<u64> {
+    producer_with(r, values, produce)
+}
+
+/// A thread committing `values` in order with `produce`; joins to how many went in.
+fn producer_with(
+    r: &Ring,
+    values: &'static [u64],
+    produce: fn(&Ring, &mut ProducerCursor, u64) -> bool,
+) -> thread::JoinHandle<u64> {
     let r = r.clone();
     thread::spawn(move || {
         let mut cur = r.producer_cursor();
