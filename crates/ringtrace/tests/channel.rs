@@ -415,3 +415,37 @@ fn wait_exited(stats: &dyn Fn() -> ringtrace::ChannelStats, n: u64) {
     }
     assert_eq!(stats().exited, n, "producers exited");
 }
+
+/// A discard channel with no reader does not keep every exited thread's ring: beyond
+/// `retain_exited`, the oldest are freed and their records counted as never read.
+#[test]
+fn a_discard_channel_without_a_reader_frees_old_exited_rings_and_counts_them() {
+    let channel = Channel::<Discard, Monotonic>::builder(4096).retain_exited(1).build(Monotonic).unwrap();
+    for t in 0..3u64 {
+        let c = channel.clone();
+        std::thread::spawn(move || {
+            for i in 0..10 {
+                c.output(&record(t, i), Wakeup::NoWakeup).unwrap();
+            }
+        })
+        .join()
+        .unwrap();
+        wait_exited(&|| channel.stats(), t + 1);
+    }
+    let _p = channel.producer().unwrap();
+    let s = channel.stats();
+    assert_eq!((s.producers, s.exited, s.written, s.freed_unread), (4, 3, 30, 20), "{s:?}");
+    assert_eq!(channel.producer_stats().len(), 2, "the newest exited ring and the live one");
+    // The kept one is still read.
+    let mut n = 0;
+    channel
+        .reader()
+        .unwrap()
+        .drain(|r| {
+            assert_eq!(parse(&r).0, 2);
+            n += 1;
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(n, 10);
+}

@@ -63,9 +63,12 @@
 //! A thread's ring lives as long as its producer handle (the thread-local one made by
 //! [`Channel::output`] lives until the thread exits: its thread-local destructors
 //! run, which may be just after a `join` of the thread returns), then stays readable: in discard
-//! mode the reader frees it once it has drained it; in overwrite mode it is kept for
-//! snapshots, up to [`Builder::retain_exited`] exited rings, after which the oldest is
-//! freed and its unread records counted ([`ChannelStats::freed_unread`]).
+//! mode the live reader frees it once it has drained it; in overwrite mode it is kept
+//! for snapshots. Either way at most [`Builder::retain_exited`] exited rings are kept
+//! that no live reader is still delivering (in discard mode: while no reader is
+//! attached); past that, the oldest is freed and its unread records counted
+//! ([`ChannelStats::freed_unread`]), so a program that starts threads without end
+//! does not grow without end.
 
 mod file;
 mod lane;
@@ -176,8 +179,8 @@ pub struct ChannelStats {
     /// Records the live reader delivered out of timestamp order: their producer took
     /// longer than the slack to commit them (see the module docs). Included in `read`.
     pub late: u64,
-    /// Overwrite mode: records still held in exited producers' rings freed to keep at
-    /// most [`Builder::retain_exited`] of them; never read.
+    /// Records still held in exited producers' rings freed to keep at most
+    /// [`Builder::retain_exited`] of them; never read.
     pub freed_unread: u64,
 }
 
@@ -265,8 +268,9 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
         self
     }
 
-    /// Overwrite mode: how many exited producers' rings are kept for snapshots
-    /// (default [`DEFAULT_RETAIN_EXITED`]); the oldest beyond it are freed.
+    /// How many exited producers' rings are kept (default [`DEFAULT_RETAIN_EXITED`]):
+    /// for snapshots in overwrite mode, for a reader still to come in discard mode. The
+    /// oldest beyond it are freed when a producer is made, their unread records counted.
     pub fn retain_exited(mut self, rings: usize) -> Self {
         self.retain_exited = rings;
         self
@@ -333,9 +337,10 @@ impl<M: ChannelMode, C: Clock> Inner<M, C> {
         self.version.fetch_add(1, Ordering::Release);
     }
 
-    /// Overwrite mode: frees the oldest exited rings beyond `retain_exited`.
+    /// Frees the oldest exited rings beyond `retain_exited` (not a shared channel's
+    /// slots, nor rings a live reader has not delivered).
     fn trim_exited(&self, reg: &mut Registry<M>) {
-        if !M::KEEP_EXITED || self.shared {
+        if self.shared {
             return;
         }
         // A ring whose records a live reader may still be delivering is not freed until
