@@ -196,9 +196,6 @@ pub(crate) struct Core<R> {
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
     aux_bits: u64,
-    /// This process's id, read once (`getpid` is a system call; the retire lock takes
-    /// it on every retire).
-    pid: u32,
     /// 0 for `CaughtUp`, [`NEVER_WAKE`], [`HALF_RING`], else the watermark in bytes.
     watermark: u64,
     /// Whether this process uses the asymmetric barrier pair ([`barrier::init`]).
@@ -217,12 +214,13 @@ impl<R: Region> Core<R> {
         debug_assert!(cap.is_power_of_two() && cap >= 32);
         let reserved = if multi { HDR_SIZE } else { 2 * HDR_SIZE };
         let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
-        let pid = std::process::id().max(1);
-        let aux_bits = pack(0, pid);
+        // Read once (`getpid` is a system call; the retire lock takes the pid on every
+        // retire: `Self::pid` reads it back from here).
+        let aux_bits = pack(0, std::process::id().max(1));
         // The consumer's membarrier reaches only its own process's threads: producers
         // in other processes pair a full fence with its fence instead.
         let asymmetric = barrier::init() && !region.cross_process();
-        Core { region, cap, max_len, watermark, aux_bits, pid, asymmetric, ahead: 0 }
+        Core { region, cap, max_len, watermark, aux_bits, asymmetric, ahead: 0 }
     }
 
     /// A core for an overwrite ring: its producers keep the word after the newest
@@ -235,7 +233,7 @@ impl<R: Region> Core<R> {
     /// This process's id, as read when the handle was made.
     #[inline(always)]
     pub(crate) fn pid(&self) -> u32 {
-        self.pid
+        crate::repair::aux(self.aux_bits)
     }
 
     /// The aux bits every header of this process carries.

@@ -141,7 +141,8 @@ impl<R: Region> Core<R> {
 }
 
 /// The aux word of a header: the producer's pid in ringtrace rings.
-fn aux(header: u64) -> u32 {
+#[inline(always)]
+pub(crate) fn aux(header: u64) -> u32 {
     if cfg!(target_endian = "little") {
         (header >> 32) as u32
     } else {

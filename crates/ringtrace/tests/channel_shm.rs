@@ -6,10 +6,12 @@
 //! `tests/shm.rs`).
 #![cfg(not(loom))]
 
+mod common;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use ringtrace::inspect::channel::ChannelFile;
@@ -42,16 +44,7 @@ fn parse(rec: &ChannelRecord<'_>) -> (u64, u64) {
     (w(0), w(1))
 }
 
-fn spawn(role: &str, args: &[&str]) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
-        .env("RINGTRACE_CHILD", role)
-        .env("RINGTRACE_CHILD_ARGS", args.join("\u{1f}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
+use common::{result_of as finish, spawn_child as spawn};
 
 /// A child killed when dropped (the test failed while it runs forever).
 struct Kid(Child);
@@ -61,15 +54,6 @@ impl Drop for Kid {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// Waits for a child and returns the numbers of its `RESULT` line.
-fn finish(kid: Child) -> Vec<u64> {
-    let out = kid.wait_with_output().unwrap();
-    assert!(out.status.success(), "child failed: {:?}", out.status);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.starts_with("RESULT")).unwrap_or_else(|| panic!("no result in {text}"));
-    line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect()
 }
 
 /// The child side. Does nothing in a normal test run.

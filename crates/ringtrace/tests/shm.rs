@@ -8,13 +8,17 @@
 //! test below runs the role it names and exits.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::convert::Infallible;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
+
+use common::{result_of, spawn_child};
 use std::time::{Duration, Instant};
 
 use ringtrace::{
@@ -88,24 +92,9 @@ fn spawn(role: &str, args: &[&str]) -> Kid {
     Kid(Some(spawn_child(role, args)))
 }
 
-fn spawn_child(role: &str, args: &[&str]) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
-        .env("RINGTRACE_CHILD", role)
-        .env("RINGTRACE_CHILD_ARGS", args.join("\u{1f}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
-
 /// Waits for a child and returns its `RESULT ...` line's words.
 fn finish(mut kid: Kid) -> Vec<u64> {
-    let out = kid.0.take().unwrap().wait_with_output().unwrap();
-    assert!(out.status.success(), "child failed: {:?}", out.status);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.starts_with("RESULT")).unwrap_or_else(|| panic!("no result in {text}"));
-    line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect()
+    result_of(kid.0.take().unwrap())
 }
 
 /// The child side. Does nothing in a normal test run.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::lane::{ChannelMode, Lane};
-use super::writer::stamp_len;
+use super::writer::split_stamp;
 use super::Inner;
 use crate::clock::Clock;
 use crate::error::{ConsumeError, Error};
@@ -201,33 +201,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         if let Some(e) = failed {
             return Err(widen(e));
         }
-        let mut n = 0;
-        loop {
-            // The lane with the oldest staged record, and the horizon: the smallest
-            // bound any lane puts on records still to come.
-            let mut best: Option<(usize, u64)> = None;
-            let mut horizon = u64::MAX;
-            for (i, l) in self.lanes.iter().enumerate() {
-                match l.recs.front() {
-                    Some(&(ts, _, _)) => {
-                        horizon = horizon.min(ts);
-                        if best.is_none_or(|(_, b)| ts < b) {
-                            best = Some((i, ts));
-                        }
-                    }
-                    None if l.done || l.broken => {}
-                    None => horizon = horizon.min(floor),
-                }
-            }
-            let Some((i, ts)) = best else { break };
-            if ts > horizon {
-                break;
-            }
-            n += 1;
-            self.deliver(i, ts, &mut f)?;
-        }
-        self.publish_counts();
-        Ok(n)
+        self.merge(Some(floor), &mut f)
     }
 
     /// Consumes until a pass delivers nothing and every ring is empty: for a channel
@@ -245,7 +219,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
                 // What is left is staged behind the horizon of idle producers (or a ring
                 // at its staging limit): deliver it as if they had exited, then look
                 // again until the rings are empty.
-                let flushed = self.flush(&mut f)?;
+                let flushed = self.merge(None, &mut f)?;
                 if flushed == 0 {
                     break;
                 }
@@ -269,27 +243,39 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             self.late += 1;
         }
         self.last = self.last.max(ts);
-        let r = f(ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] });
-        if l.recs.is_empty() {
-            l.bytes.clear();
-        }
-        r.map_err(ConsumeError::Callback)
+        // The bytes stay until the next pass's `compact`.
+        f(ChannelRecord { producer: l.lane.id, timestamp: ts, data: &l.bytes[at..at + len] })
+            .map_err(ConsumeError::Callback)
     }
 
-    /// Delivers every staged record in timestamp order, ignoring idle producers.
-    fn flush<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    /// Delivers staged records, oldest first, while the oldest is at most the horizon:
+    /// the smallest bound any lane puts on records still to come (its oldest staged
+    /// record, or for an idle lane `floor`). `floor` `None`: idle lanes bound nothing
+    /// (`drain`'s flush of what is staged).
+    fn merge<F, E>(&mut self, floor: Option<u64>, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
     {
         let mut n = 0;
         loop {
-            let best = self
-                .lanes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, l)| l.recs.front().map(|&(ts, _, _)| (i, ts)))
-                .min_by_key(|&(_, ts)| ts);
+            let mut best: Option<(usize, u64)> = None;
+            let mut horizon = u64::MAX;
+            for (i, l) in self.lanes.iter().enumerate() {
+                match (l.recs.front(), floor) {
+                    (Some(&(ts, _, _)), _) => {
+                        horizon = horizon.min(ts);
+                        if best.is_none_or(|(_, b)| ts < b) {
+                            best = Some((i, ts));
+                        }
+                    }
+                    (None, Some(floor)) if !l.done && !l.broken => horizon = horizon.min(floor),
+                    (None, _) => {}
+                }
+            }
             let Some((i, ts)) = best else { break };
+            if ts > horizon {
+                break;
+            }
             n += 1;
             self.deliver(i, ts, f)?;
         }
@@ -350,15 +336,9 @@ fn widen<E>(e: ConsumeError<Infallible>) -> ConsumeError<E> {
 
 /// Copies up to a batch of `l`'s records into its staging; how many.
 fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {
-    let d = stamp_len::<C>();
     let (recs, bytes) = (&mut l.recs, &mut l.bytes);
     M::drain(&mut l.reader, DRAIN_BATCH, |rec| {
-        // A record shorter than its stamp was not written by a channel producer (a
-        // hostile or foreign writer): delivered with timestamp 0 rather than dropped.
-        let (ts, body) = match rec.split_first_chunk::<8>() {
-            Some((ts, body)) if d == 8 => (clock.raw_to_ns(u64::from_ne_bytes(*ts)), body),
-            _ => (0, rec),
-        };
+        let (ts, body) = split_stamp(clock, rec);
         recs.push_back((ts, bytes.len(), body.len()));
         bytes.extend_from_slice(body);
     })

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::writer::stamp_len;
+use super::writer::split_stamp;
 use super::{Channel, ChannelRecord};
 use crate::clock::Clock;
 use crate::config::Overwrite;
@@ -58,7 +58,6 @@ impl<C: Clock> Channel<Overwrite, C> {
     /// rings are captured one after the other.
     pub fn snapshot(&self) -> Result<ChannelSnapshot, SnapshotError> {
         let lanes: Vec<_> = self.inner.registry().lanes.clone();
-        let d = stamp_len::<C>();
         let mut snap = ChannelSnapshot { producers: lanes.len(), ..Default::default() };
         for lane in &lanes {
             let s = match lane.ring.snapshot() {
@@ -72,10 +71,7 @@ impl<C: Clock> Channel<Overwrite, C> {
             };
             snap.overwritten += s.overwritten_before();
             for rec in s.iter() {
-                let (ts, body) = match rec.split_first_chunk::<8>() {
-                    Some((ts, body)) if d == 8 => (self.inner.clock.raw_to_ns(u64::from_ne_bytes(*ts)), body),
-                    _ => (0, rec),
-                };
+                let (ts, body) = split_stamp(&self.inner.clock, rec);
                 snap.index.push((ts, lane.id, snap.bytes.len(), body.len()));
                 snap.bytes.extend_from_slice(body);
             }

@@ -20,6 +20,17 @@ pub(crate) const fn stamp_len<C: Clock>() -> usize {
     }
 }
 
+/// A channel record's timestamp (nanoseconds) and payload. A record shorter than its
+/// stamp was not written by a channel producer (a hostile or foreign writer): it is
+/// given whole, with timestamp 0, rather than dropped.
+#[inline]
+pub(crate) fn split_stamp<'a, C: Clock>(clock: &C, rec: &'a [u8]) -> (u64, &'a [u8]) {
+    match rec.split_first_chunk::<8>() {
+        Some((ts, body)) if C::STAMPED => (clock.raw_to_ns(u64::from_ne_bytes(*ts)), body),
+        _ => (0, rec),
+    }
+}
+
 /// Writes records into one ring of a channel. `Send`, not `Clone`: one per thread.
 /// Dropping it marks its ring exited (see the channel's lifecycle).
 ///

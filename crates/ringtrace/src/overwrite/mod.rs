@@ -181,14 +181,7 @@ impl<R: Region> Core<R> {
         // are published by the commit's Release header store, and what lay in the space
         // was ordered by `make_room`'s Acquire load of `Z`.
         prod.store(p + fp, Relaxed);
-        // Release fence: as in `claim_overwrite` (pairs with the readers' Acquire copy
-        // loads: a reader that copies one of our stores below sees the `O` that gave
-        // this space up).
-        fence(Release);
-        let busy = pack(len as u32 | BUSY_BIT, 0) | self.aux_bits();
-        // Relaxed: BUSY means "wait" to readers, as the zero it replaces does.
-        self.word(p).store(busy, Relaxed);
-        Ok(p)
+        Ok(self.mark_busy(p, len))
     }
 
     /// Whether this is a single-producer ring (read from the header, which attaching
@@ -229,14 +222,21 @@ impl<R: Region> Core<R> {
                 }
             }
         }
-        // Release fence: pairs with the Acquire loads readers copy with (see `read`). The `Z` this claim relied on was published after the retirer stored
-        // the `O` that gave this space up; a reader that copies any of our stores below
-        // then sees that `O` and drops its copy.
+        Ok(self.mark_busy(p, len))
+    }
+
+    /// Both claims' last step: marks the record just claimed at `p` BUSY; returns `p`.
+    #[inline(always)]
+    fn mark_busy(&self, p: u64, len: usize) -> u64 {
+        // Release fence: pairs with the Acquire loads readers copy with (see `read`).
+        // The `Z` this claim relied on was published after the retirer stored the `O`
+        // that gave this space up; a reader that copies any of our stores below (this
+        // header, the payload) then sees that `O` and drops its copy.
         fence(Release);
         let busy = pack(len as u32 | BUSY_BIT, 0) | self.aux_bits();
         // Relaxed: BUSY means "wait" to readers, as the zero it replaces does.
         self.word(p).store(busy, Relaxed);
-        Ok(p)
+        p
     }
 
     /// Makes `[.., need)` zeroed free space, or says why not: loads `Z`, and if that is
