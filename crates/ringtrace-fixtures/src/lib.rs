@@ -1,0 +1,60 @@
+//! Fixtures for ringtrace's kernel-ring tests and benches: BPF ring buffer maps
+//! ([`RingMap`]), a private bpffs to pin them in ([`BpfFs`]), and a hand-assembled BPF
+//! program ([`SeqProgram`]) that writes numbered records with known payloads
+//! ([`expected_payload`]) into a ring buffer map each time it is run with
+//! `BPF_PROG_TEST_RUN`: a kernel producer without clang, libbpf or a BPF object file.
+//!
+//! Everything needs a kernel that lets this process create BPF maps; tests call
+//! [`bpf_skip_reason`] first and skip with its reason where it cannot.
+//!
+//! ```no_run
+//! use std::os::fd::AsFd;
+//! use ringtrace_fixtures::{bpf_skip_reason, Method, ProgSpec, RingMap, SeqProgram};
+//!
+//! if let Some(reason) = bpf_skip_reason() {
+//!     eprintln!("skipped: {reason}");
+//!     return Ok(());
+//! }
+//! let ring = RingMap::create(1 << 20)?;
+//! let prog = SeqProgram::load(ring.as_fd(), ProgSpec { payload: 64, method: Method::ReserveSubmit, ..Default::default() })?;
+//! prog.run(1000)?; // records seq 0..1000, payload expected_payload(seq, 64)
+//! assert_eq!(prog.counters()?.attempts, 1000);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod asm;
+mod bpffs;
+mod map;
+mod prog;
+mod sys;
+
+use std::sync::OnceLock;
+
+pub use bpffs::BpfFs;
+pub use map::{create_array_map, RingMap, BPF_F_RB_OVERWRITE};
+pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
+
+/// `None` when BPF ring buffer maps can be created here; else a one-line reason for a test
+/// to print when it skips, e.g. "BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map
+/// failed: Operation not permitted (os error 1) (needs CAP_BPF or root)".
+///
+/// Probes once per process (a one-page ring buffer map, closed again).
+pub fn bpf_skip_reason() -> Option<String> {
+    static REASON: OnceLock<Option<String>> = OnceLock::new();
+    REASON
+        .get_or_init(|| {
+            let page = sys::page_size() as u32;
+            let err = RingMap::create(page).err()?;
+            let hint = match err.raw_os_error() {
+                Some(libc::EPERM) => " (needs CAP_BPF or root)",
+                Some(libc::ENOSYS) => " (kernel built without CONFIG_BPF_SYSCALL)",
+                Some(libc::EINVAL) => " (kernel older than 5.8, without ring buffer maps?)",
+                _ => "",
+            };
+            Some(format!("BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map failed: {err}{hint}"))
+        })
+        .clone()
+}

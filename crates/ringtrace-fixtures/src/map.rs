@@ -1,0 +1,76 @@
+//! BPF maps: the ring buffer map under test, and an ARRAY map for "not a ring buffer" tests.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::sys;
+
+/// `BPF_F_RB_OVERWRITE` (`1 << 19`, Linux 6.19+): a ring buffer map whose producers
+/// overwrite the oldest records instead of failing when the ring is full. For
+/// [`RingMap::create_with_flags`]; older kernels reject it with `EINVAL`.
+pub const BPF_F_RB_OVERWRITE: u32 = 1 << 19;
+
+/// A `BPF_MAP_TYPE_RINGBUF` map (type 27).
+#[derive(Debug)]
+pub struct RingMap {
+    fd: OwnedFd,
+}
+
+impl RingMap {
+    /// Creates a ring buffer map of `size` data bytes (`max_entries`; the kernel requires a
+    /// power of 2 and a multiple of the page size, else `EINVAL`).
+    pub fn create(size: u32) -> io::Result<RingMap> {
+        RingMap::create_with_flags(size, 0)
+    }
+
+    /// [`RingMap::create`] with `map_flags` (e.g. [`BPF_F_RB_OVERWRITE`]).
+    pub fn create_with_flags(size: u32, map_flags: u32) -> io::Result<RingMap> {
+        let fd = sys::map_create(sys::MapCreateAttr {
+            map_type: sys::BPF_MAP_TYPE_RINGBUF,
+            key_size: 0,
+            value_size: 0,
+            max_entries: size,
+            map_flags,
+        })?;
+        Ok(RingMap { fd })
+    }
+
+    /// The map's kernel-wide id (`bpf_map_info.id`, from `BPF_OBJ_GET_INFO_BY_FD`).
+    pub fn id(&self) -> io::Result<u32> {
+        Ok(sys::map_info(self.fd.as_fd())?.id)
+    }
+
+    /// Pins the map at `path`, which must be in a bpffs (see [`crate::BpfFs`]).
+    pub fn pin(&self, path: &Path) -> io::Result<()> {
+        let path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pin path contains a NUL byte"))?;
+        sys::obj_pin(self.fd.as_fd(), &path)
+    }
+}
+
+impl AsFd for RingMap {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl From<RingMap> for OwnedFd {
+    fn from(map: RingMap) -> OwnedFd {
+        map.fd
+    }
+}
+
+/// Creates a `BPF_MAP_TYPE_ARRAY` map with 4-byte keys, `value_size`-byte values and
+/// `entries` entries: any map that is not a ring buffer, for tests that a reader rejects it.
+pub fn create_array_map(value_size: u32, entries: u32) -> io::Result<OwnedFd> {
+    sys::map_create(sys::MapCreateAttr {
+        map_type: sys::BPF_MAP_TYPE_ARRAY,
+        key_size: 4,
+        value_size,
+        max_entries: entries,
+        map_flags: 0,
+    })
+}
