@@ -16,6 +16,15 @@ pub enum Failure {
     BrokenPipe,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Message(m) => f.write_str(m),
+            Failure::BrokenPipe => f.write_str("the reader of stdout went away"),
+        }
+    }
+}
+
 impl From<InspectError> for Failure {
     fn from(e: InspectError) -> Self {
         Failure::Message(e.to_string())

@@ -6,6 +6,7 @@
 mod channel;
 mod demo;
 mod format;
+mod kernel;
 mod snapshot;
 mod stat;
 mod tail;
@@ -45,9 +46,11 @@ enum Command {
         svg: Option<PathBuf>,
     },
     /// Show a ring file's header, positions, counters and attached processes; or a
-    /// channel file's header and, per producer slot, its producer and counters.
+    /// channel file's header and, per producer slot, its producer and counters; or a
+    /// kernel BPF ring buffer map's size, mode, positions and records held.
     Stat {
-        /// A ring file or a channel file (for example /dev/shm/app.ring).
+        /// A ring file or a channel file (for example /dev/shm/app.ring), or a BPF ring
+        /// buffer map: bpf-pin:PATH (pinned in a bpffs) or bpf-id:N (a map id).
         source: PathBuf,
         /// One JSON object instead of text.
         #[arg(long)]
@@ -60,8 +63,12 @@ enum Command {
     /// Channel files: the newest across all slots, merged by timestamp, each line with
     /// its slot and timestamp (channels without timestamps: slot by slot); with
     /// --follow, each poll's new records sorted by timestamp (exact within a poll).
+    ///
+    /// BPF ring buffer maps (bpf-pin:PATH, bpf-id:N): consumes and prints the next N
+    /// records in order, waiting for them (with --follow, every record from then on),
+    /// handing their space back to the kernel as the map's reader would.
     Tail {
-        /// A ring file or a channel file.
+        /// A ring file, a channel file, or a BPF ring buffer map (bpf-pin:PATH, bpf-id:N).
         source: PathBuf,
         /// How many of the newest records to print.
         #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
@@ -80,9 +87,11 @@ enum Command {
     /// Print every record a ring file or a channel file holds, oldest first.
     ///
     /// Channel files: every slot's records merged by timestamp (ties in slot order);
-    /// channels without timestamps are listed slot by slot.
+    /// channels without timestamps are listed slot by slot. BPF ring buffer maps: the
+    /// records not consumed yet (overwrite maps: those not overwritten), without
+    /// consuming them.
     Snapshot {
-        /// A ring file or a channel file.
+        /// A ring file, a channel file, or a BPF ring buffer map (bpf-pin:PATH, bpf-id:N).
         source: PathBuf,
         /// Newest first.
         #[arg(short, long)]

@@ -9,6 +9,9 @@ use crate::format::{stdout_err, write_record, Failure, Format};
 use crate::tail::warn_corrupt;
 
 pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) -> Result<(), Failure> {
+    if let Some(k) = crate::kernel::parse(path)? {
+        return crate::kernel::snapshot(&k, reverse, format, output);
+    }
     if crate::channel::is_channel(path)? {
         return crate::channel::snapshot(path, reverse, format, output);
     }

@@ -9,6 +9,9 @@ use ringtrace::inspect::{Header, RingMode, State};
 use crate::format::{json_string, stdout_err, Failure};
 
 pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
+    if let Some(k) = crate::kernel::parse(path)? {
+        return crate::kernel::stat(&k, json);
+    }
     if crate::channel::is_channel(path)? {
         return crate::channel::stat(path, json);
     }

@@ -16,6 +16,9 @@ pub const POLL: Duration = Duration::from_millis(50);
 const PATIENCE: u32 = 20;
 
 pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    if let Some(k) = crate::kernel::parse(path)? {
+        return crate::kernel::tail(&k, count, follow, format);
+    }
     if crate::channel::is_channel(path)? {
         return crate::channel::tail(path, count, follow, format);
     }

@@ -126,6 +126,8 @@ mod config;
 mod core;
 mod error;
 pub mod inspect;
+#[cfg(not(loom))]
+pub mod kernel;
 mod layout;
 mod overwrite;
 mod owner;

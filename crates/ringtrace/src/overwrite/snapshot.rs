@@ -87,6 +87,12 @@ impl Snapshot {
         Self::default()
     }
 
+    /// A snapshot of records copied and parsed by another reader (a kernel ring's),
+    /// which knows no counts of overwritten records.
+    pub(crate) fn from_capture(cap: Capture, capacity: u64) -> Snapshot {
+        Snapshot { cap, capacity, retired_before: 0, overwritten: 0 }
+    }
+
     /// Committed records held.
     pub fn len(&self) -> usize {
         self.cap.found.len()

@@ -1,0 +1,164 @@
+//! A BPF ring buffer map's memory, mapped as the kernel allows, and [`RingMem`]: what
+//! the reading algorithm needs of a ring's memory, so that the same algorithm reads the
+//! kernel's mapping and, in tests, a simulated kernel ring (`RingMem` for a heap image).
+//!
+//! The kernel's `struct bpf_ringbuf` as user space sees it (`kernel/bpf/ringbuf.c`):
+//!
+//! ```text
+//! offset 0          consumer page: consumer_pos            (mapped read-write)
+//! offset P          producer page: producer_pos, then      (mapped read-only)
+//!                   overwrite_pos, pending_pos (Linux 6.19; pending_pos alone before)
+//! offset 2P         data, size bytes, then the same pages again (the kernel maps them
+//!                   twice, so a record that wraps is contiguous here too)
+//! ```
+//!
+//! The kernel refuses a writable mapping of anything but the consumer page (`EPERM`),
+//! so the two parts are two mappings. This module holds the `unsafe` of the mapping.
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+
+/// What reading a BPF ring buffer needs of its memory.
+///
+/// Positions are byte counts since the ring was created, as the kernel keeps them; the
+/// data area's size is a power of two.
+pub(crate) trait RingMem {
+    /// Bytes in the data area.
+    fn size(&self) -> u64;
+    /// The consumer position (the reader publishes it).
+    fn consumer_pos(&self) -> &AtomicU64;
+    /// The producer position: the end of the last reservation.
+    fn producer_pos(&self) -> &AtomicU64;
+    /// Overwrite mode only: the oldest record not overwritten.
+    fn overwrite_pos(&self) -> &AtomicU64;
+    /// The length word of the record header at `pos` (8-aligned).
+    fn header(&self, pos: u64) -> &AtomicU32;
+    /// `len` bytes at `pos` (`len <= size`), contiguous even where they wrap. Only for
+    /// bytes the kernel does not write while they are borrowed: committed records short
+    /// of a discard-mode ring's producer position, which waits for the consumer.
+    fn bytes(&self, pos: u64, len: usize) -> &[u8];
+    /// Copies the bytes of `[pos, pos + out.len())` (8-aligned, at most `size` bytes)
+    /// with word-sized atomic loads: for memory the kernel may be rewriting
+    /// (overwrite mode), whose copy the caller checks afterwards.
+    fn copy(&self, pos: u64, out: &mut [u8]);
+}
+
+/// The kernel's mapping of one ring buffer map. Unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct KernelMap {
+    /// The consumer page (read-write).
+    consumer: NonNull<u8>,
+    /// The producer page and the doubled data area (read-only), `page + 2 * size` bytes.
+    producer: NonNull<u8>,
+    page: usize,
+    size: u64,
+}
+
+// SAFETY: the mapping is plain shared memory that every thread may read (and whose
+// consumer page any may write through atomics); nothing in it is tied to a thread.
+unsafe impl Send for KernelMap {}
+// SAFETY: as above: shared access goes through atomics, or reads of committed record
+// bytes that the kernel does not write while the consumer position is short of them.
+unsafe impl Sync for KernelMap {}
+
+impl KernelMap {
+    /// Maps the ring buffer map `fd` whose data area is `size` bytes (its
+    /// `max_entries`: a power of two and a multiple of the page size, which the caller
+    /// checked).
+    pub(crate) fn new(fd: BorrowedFd<'_>, size: u64) -> io::Result<KernelMap> {
+        let page = rustix::param::page_size();
+        let rest_len = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_mul(2))
+            .and_then(|s| s.checked_add(page))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large to map"))?;
+        // SAFETY: a new shared mapping at an address the kernel chooses; no existing
+        // memory is affected. The kernel allows exactly this writable mapping: one page
+        // at offset 0 (`ringbuf_map_mmap_kern`).
+        let consumer =
+            unsafe { mmap(std::ptr::null_mut(), page, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, fd, 0) }?;
+        // SAFETY: as above, read-only, from the producer page on.
+        let producer =
+            match unsafe { mmap(std::ptr::null_mut(), rest_len, ProtFlags::READ, MapFlags::SHARED, fd, page as u64) } {
+                Ok(p) => p,
+                Err(e) => {
+                    // SAFETY: the mapping just made above, used by nothing else.
+                    let _ = unsafe { munmap(consumer, page) };
+                    return Err(e.into());
+                }
+            };
+        Ok(KernelMap {
+            // mmap never returns null on success.
+            consumer: NonNull::new(consumer.cast()).expect("mmap returned null"),
+            producer: NonNull::new(producer.cast()).expect("mmap returned null"),
+            page,
+            size,
+        })
+    }
+
+    fn word64(&self, base: NonNull<u8>, at: usize) -> &AtomicU64 {
+        // SAFETY: callers pass offsets of 8-aligned words inside the first page of a live
+        // mapping (page-aligned), which lives as long as `self`; the kernel writes these
+        // words only with atomic (word) stores.
+        unsafe { &*base.as_ptr().add(at).cast::<AtomicU64>() }
+    }
+}
+
+impl RingMem for KernelMap {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn consumer_pos(&self) -> &AtomicU64 {
+        self.word64(self.consumer, 0)
+    }
+    fn producer_pos(&self) -> &AtomicU64 {
+        self.word64(self.producer, 0)
+    }
+    fn overwrite_pos(&self) -> &AtomicU64 {
+        self.word64(self.producer, 8)
+    }
+    fn header(&self, pos: u64) -> &AtomicU32 {
+        let at = self.page + (pos & (self.size - 1) & !7) as usize;
+        // SAFETY: `at` is 8-aligned and below `page + size`, inside the live read-only
+        // mapping; the kernel writes the length word with atomic stores (`xchg`).
+        unsafe { &*self.producer.as_ptr().add(at).cast::<AtomicU32>() }
+    }
+    fn bytes(&self, pos: u64, len: usize) -> &[u8] {
+        let len = len.min(self.size as usize);
+        let at = self.page + (pos & (self.size - 1)) as usize;
+        // SAFETY: `at + len <= page + 2 * size`, inside the mapping (the data area mapped
+        // twice). The bytes of a committed record are not written by the kernel until
+        // the consumer position passes them (discard mode); in overwrite mode the caller
+        // checks `overwrite_pos` after copying and discards whatever may have been
+        // rewritten (see `super::overwrite`).
+        unsafe { std::slice::from_raw_parts(self.producer.as_ptr().add(at), len) }
+    }
+    fn copy(&self, pos: u64, out: &mut [u8]) {
+        debug_assert!(pos % 8 == 0 && out.len() % 8 == 0 && out.len() as u64 <= self.size);
+        let start = self.page + (pos & (self.size - 1)) as usize;
+        for (i, dst) in out.chunks_exact_mut(8).enumerate() {
+            // SAFETY: `start + 8 * i + 8 <= page + 2 * size` (`out` is at most `size`
+            // bytes), 8-aligned, inside the live mapping; the kernel writes this memory
+            // with plain stores, which a word-sized atomic load may race with but never
+            // tears into anything but some mix of old and new bytes, which the caller's
+            // check after the copy throws away.
+            let w = unsafe { &*self.producer.as_ptr().add(start + 8 * i).cast::<AtomicU64>() };
+            dst.copy_from_slice(&w.load(std::sync::atomic::Ordering::Relaxed).to_ne_bytes());
+        }
+    }
+}
+
+impl Drop for KernelMap {
+    fn drop(&mut self) {
+        // SAFETY: the two mappings made in `new`, with their lengths; no reference into
+        // them outlives `self` (every accessor borrows `self`).
+        unsafe {
+            let _ = munmap(self.consumer.as_ptr().cast(), self.page);
+            let _ = munmap(self.producer.as_ptr().cast(), self.page + 2 * self.size as usize);
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! BPF ring buffer maps (`BPF_MAP_TYPE_RINGBUF`), read from user space: [`BpfRingBuf`]
+//! for one map, [`RingSet`] for several polled together (libbpf's `ring_buffer__add`).
+//!
+//! A map is attached by descriptor ([`BpfRingBuf::from_fd`]), by the path it is pinned
+//! at in a bpffs ([`BpfRingBuf::open_pinned`]) or by its id
+//! ([`BpfRingBuf::open_id`]). Its consumer page is mapped writable and everything else
+//! read-only, as the kernel requires. Records are handed to the callback in place
+//! (zero-copy) in the order the kernel reserved them, discarded ones skipped, as with
+//! the user-space rings' [`Consumer`](crate::Consumer): the same `consume`,
+//! `consume_n`, `poll`, `wait` and `arm`, and the same [`ConsumeError`].
+//!
+//! What differs from libbpf's consumer, and why, is in the docs of `reader.rs`: the
+//! consumer position is published in batches, and waiting is safe with edge-triggered
+//! epoll (libbpf's release-only store loses wakeups there).
+//!
+//! A map created with `BPF_F_RB_OVERWRITE` (Linux 6.19 and later) is read as a flight
+//! recorder: records are copied and checked before they are delivered (the kernel does
+//! not wait for the reader), and what the kernel overwrote first is counted in
+//! [`BpfStats::overwritten_bytes`]. [`BpfRingBuf::snapshot`] copies what a map holds
+//! without consuming it, in either mode.
+
+mod map;
+mod reader;
+mod set;
+mod sys;
+#[cfg(test)]
+mod tests;
+
+use std::convert::Infallible;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rustix::event::epoll;
+
+use crate::error::ConsumeError;
+use crate::overwrite::snapshot::Snapshot;
+
+use map::KernelMap;
+pub use reader::BpfStats;
+use reader::Reader;
+pub use set::RingSet;
+pub use sys::BPF_F_RB_OVERWRITE;
+
+/// Why a BPF ring buffer map could not be attached.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BpfError {
+    /// The descriptor is not a BPF map at all.
+    #[error("file descriptor {fd} is not a BPF map (it is {what})")]
+    NotAMap {
+        /// The descriptor.
+        fd: i32,
+        /// What it is, as `/proc/self/fd` names it.
+        what: String,
+    },
+    /// The map is not a `BPF_MAP_TYPE_RINGBUF`.
+    #[error(
+        "BPF map {name:?} (id {id}) is a {kind} map (type {map_type}), not a ring buffer \
+         (BPF_MAP_TYPE_RINGBUF){hint}"
+    )]
+    NotRingBuf {
+        /// The map's name.
+        name: String,
+        /// The map's id.
+        id: u32,
+        /// Its `bpf_map_type`.
+        map_type: u32,
+        /// The type's name.
+        kind: &'static str,
+        /// What to use instead, if anything.
+        hint: &'static str,
+    },
+    /// No map has this id (it never existed, or was freed when its last user closed it).
+    #[error("no BPF map has id {id} (list them with `bpftool map`)")]
+    NoSuchMap {
+        /// The id asked for.
+        id: u32,
+    },
+    /// Nothing is pinned at the path, or what is there is not a bpffs object.
+    #[error("nothing is pinned at {path} (is it a path in a mounted bpffs?): {source}")]
+    NotPinned {
+        /// The path.
+        path: PathBuf,
+        /// The kernel's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The kernel refused for lack of privileges.
+    #[error("{what}: permission denied (reading BPF maps needs CAP_BPF, or root): {source}")]
+    Permission {
+        /// What was refused.
+        what: String,
+        /// The kernel's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The map's size is not one a ring buffer map can have.
+    #[error("BPF ring buffer map has a data size of {size} bytes, not a power of two and a multiple of the page size")]
+    BadSize {
+        /// Its `max_entries`.
+        size: u32,
+    },
+    /// The positions in the map's memory are not a ring's (another reader moved the
+    /// consumer position to somewhere invalid).
+    #[error("BPF ring buffer positions are inconsistent: consumer {consumer}, producer {producer}")]
+    BadPositions {
+        /// `consumer_pos`.
+        consumer: u64,
+        /// `producer_pos`.
+        producer: u64,
+    },
+    /// Another system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What ringtrace was doing.
+        what: &'static str,
+        /// The kernel's error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn is_permission(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+}
+
+/// Names of the map types a descriptor may turn out to be (`enum bpf_map_type`).
+fn map_type_name(t: u32) -> &'static str {
+    const NAMES: [&str; 34] = [
+        "unspec",
+        "hash",
+        "array",
+        "prog_array",
+        "perf_event_array",
+        "percpu_hash",
+        "percpu_array",
+        "stack_trace",
+        "cgroup_array",
+        "lru_hash",
+        "lru_percpu_hash",
+        "lpm_trie",
+        "array_of_maps",
+        "hash_of_maps",
+        "devmap",
+        "sockmap",
+        "cpumap",
+        "xskmap",
+        "sockhash",
+        "cgroup_storage",
+        "reuseport_sockarray",
+        "percpu_cgroup_storage",
+        "queue",
+        "stack",
+        "sk_storage",
+        "devmap_hash",
+        "struct_ops",
+        "ringbuf",
+        "inode_storage",
+        "task_storage",
+        "bloom_filter",
+        "user_ringbuf",
+        "cgrp_storage",
+        "arena",
+    ];
+    NAMES.get(t as usize).copied().unwrap_or("unknown")
+}
+
+/// One BPF ring buffer map, attached for reading. One reader per map at a time: the
+/// consumer position is the map's, shared with any other process that reads it.
+///
+/// ```
+/// use ringtrace::kernel::bpf::BpfRingBuf;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let Some(map) = ringtrace_fixtures::RingMap::create(1 << 16).ok() else { return Ok(()) };
+/// # let prog = ringtrace_fixtures::SeqProgram::load(std::os::fd::AsFd::as_fd(&map), Default::default())?;
+/// # prog.run(3)?;
+/// # let map_fd: std::os::fd::OwnedFd = map.into();
+/// // `map_fd`: a ring buffer map's descriptor, from the program's loader.
+/// let mut ring = BpfRingBuf::from_fd(map_fd)?;
+/// let mut seqs = Vec::new();
+/// ring.consume(|rec: &[u8]| {
+///     seqs.push(u64::from_ne_bytes(rec[..8].try_into().unwrap()));
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(seqs, [0, 1, 2]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct BpfRingBuf {
+    reader: Reader<KernelMap>,
+    fd: OwnedFd,
+    id: u32,
+    name: String,
+    /// An epoll instance watching `fd` edge-triggered, made on the first wait.
+    epoll: Option<OwnedFd>,
+}
+
+impl BpfRingBuf {
+    /// Attaches to the ring buffer map `fd` (which the reader keeps).
+    pub fn from_fd(fd: OwnedFd) -> Result<BpfRingBuf, BpfError> {
+        let raw = fd.as_raw_fd();
+        let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).map(|p| p.display().to_string());
+        match &link {
+            Ok(l) if l == "anon_inode:bpf-map" => {}
+            Ok(l) => return Err(BpfError::NotAMap { fd: raw, what: l.clone() }),
+            // No /proc: let the kernel tell.
+            Err(_) => {}
+        }
+        let info = sys::map_info(fd.as_fd()).map_err(|source| match source.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::EBADF) => {
+                BpfError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
+            }
+            _ if is_permission(&source) => BpfError::Permission { what: "reading the map's info".into(), source },
+            _ => BpfError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
+        })?;
+        if info.map_type != sys::MAP_TYPE_RINGBUF {
+            let hint = if info.map_type == sys::MAP_TYPE_USER_RINGBUF {
+                ": user space produces into a user ring buffer and the kernel consumes it"
+            } else if info.map_type == 4 {
+                ": read a perf event array through its perf events (ringtrace::kernel::perf)"
+            } else {
+                ""
+            };
+            return Err(BpfError::NotRingBuf {
+                name: info.name,
+                id: info.id,
+                map_type: info.map_type,
+                kind: map_type_name(info.map_type),
+                hint,
+            });
+        }
+        let page = rustix::param::page_size() as u64;
+        let size = info.max_entries;
+        if !size.is_power_of_two() || (size as u64) % page != 0 {
+            return Err(BpfError::BadSize { size });
+        }
+        let mem = KernelMap::new(fd.as_fd(), size as u64).map_err(|source| {
+            if is_permission(&source) {
+                BpfError::Permission { what: "mapping the ring buffer".into(), source }
+            } else {
+                BpfError::Io { what: "mapping the ring buffer (mmap)", source }
+            }
+        })?;
+        let overwrite = info.map_flags & BPF_F_RB_OVERWRITE != 0;
+        let reader = Reader::new(mem, overwrite)
+            .map_err(|(consumer, producer)| BpfError::BadPositions { consumer, producer })?;
+        Ok(BpfRingBuf { reader, fd, id: info.id, name: info.name, epoll: None })
+    }
+
+    /// Attaches to the ring buffer map pinned at `path` in a bpffs.
+    pub fn open_pinned(path: impl AsRef<Path>) -> Result<BpfRingBuf, BpfError> {
+        let path = path.as_ref();
+        let fd = sys::obj_get(path).map_err(|source| {
+            if is_permission(&source) {
+                BpfError::Permission { what: format!("opening pinned map {}", path.display()), source }
+            } else {
+                BpfError::NotPinned { path: path.to_path_buf(), source }
+            }
+        })?;
+        Self::from_fd(fd)
+    }
+
+    /// Attaches to the ring buffer map with id `id` (as `bpftool map` lists them).
+    pub fn open_id(id: u32) -> Result<BpfRingBuf, BpfError> {
+        let fd = sys::map_get_fd_by_id(id).map_err(|source| match source.raw_os_error() {
+            Some(libc::ENOENT) => BpfError::NoSuchMap { id },
+            _ if is_permission(&source) => BpfError::Permission { what: format!("opening map id {id}"), source },
+            _ => BpfError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
+        })?;
+        Self::from_fd(fd)
+    }
+
+    /// Calls `f` with every record available now, in order, then hands the space back.
+    /// Returns how many records `f` saw. Stops at the first error of `f` (that record
+    /// counts as consumed, as in libbpf) and returns it.
+    #[inline]
+    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(usize::MAX, |_, d| f(d))
+    }
+
+    /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
+    /// `ring__consume_n`). The rest stay ready: call again before waiting.
+    #[inline]
+    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(max, |_, d| f(d))
+    }
+
+    /// Like [`consume_n`](Self::consume_n), with each record's position (of its
+    /// header, in bytes since the map was created) before its payload.
+    #[inline]
+    pub fn consume_at<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(max, f)
+    }
+
+    /// Consumes what is available; if nothing is, sleeps until the kernel wakes the
+    /// map's waiters or `timeout` passes (`None`: no timeout), then consumes. Returns
+    /// the records seen. libbpf's `ring_buffer__poll` for one map.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        let n = self.consume(&mut f)?;
+        if n > 0 || !self.wait(timeout)? {
+            return Ok(n);
+        }
+        self.consume(f)
+    }
+
+    /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    ///
+    /// The kernel wakes waiters when it commits a record the reader has caught up with
+    /// (flags 0), on every commit (`BPF_RB_FORCE_WAKEUP`) or never
+    /// (`BPF_RB_NO_WAKEUP`: the program then wakes the reader some other way, or the
+    /// reader polls with a timeout).
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        if !self.reader.arm() {
+            return Ok(true);
+        }
+        let ep = match &self.epoll {
+            Some(ep) => ep,
+            None => {
+                let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+                epoll::add(&ep, &self.fd, epoll::EventData::new_u64(0), epoll::EventFlags::IN | epoll::EventFlags::ET)?;
+                self.epoll.insert(ep)
+            }
+        };
+        wait_epoll(ep.as_fd(), timeout)?;
+        Ok(self.reader.ready())
+    }
+
+    /// For an event loop waiting on [`as_fd`](AsFd::as_fd) (edge-triggered `EPOLLET`
+    /// is fine): publishes what was read and says whether it is safe to wait now.
+    /// `true`: nothing is ready, and the kernel will wake the descriptor when a record
+    /// is. `false`: records are ready; consume again first.
+    pub fn arm(&mut self) -> bool {
+        self.reader.arm()
+    }
+
+    /// Whether a record (or a discarded one to step over) is ready to read.
+    pub fn ready(&self) -> bool {
+        self.reader.ready()
+    }
+
+    /// Bytes of records (headers included) between the read position and the kernel's
+    /// producer position, at most the map's size. A momentary figure, as the kernel's
+    /// `BPF_RB_AVAIL_DATA`.
+    pub fn available(&self) -> u64 {
+        self.reader.available()
+    }
+
+    /// The read position (bytes since the map was created).
+    pub fn position(&self) -> u64 {
+        self.reader.pos
+    }
+
+    /// The kernel's producer position now.
+    pub fn producer_position(&self) -> u64 {
+        // Relaxed: a figure for display, ordering nothing.
+        use crate::kernel::bpf::map::RingMem;
+        self.reader.mem.producer_pos().load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The map's data size in bytes (its `max_entries`).
+    pub fn capacity(&self) -> u64 {
+        use crate::kernel::bpf::map::RingMem;
+        self.reader.mem.size()
+    }
+
+    /// The map's id.
+    pub fn map_id(&self) -> u32 {
+        self.id
+    }
+
+    /// The map's name (at most 15 bytes, as the kernel keeps it).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the map overwrites its oldest records when full (`BPF_F_RB_OVERWRITE`).
+    pub fn is_overwrite(&self) -> bool {
+        self.reader.overwrite
+    }
+
+    /// The reader's counters.
+    pub fn stats(&self) -> BpfStats {
+        self.reader.stats
+    }
+
+    /// Publishes the consumer position once this many bytes were read (and at the end
+    /// of every call). Default: a quarter of the map. A smaller batch hands space back
+    /// to the kernel sooner, for programs that fill the map in bursts; `8` publishes
+    /// after every record, as libbpf does. Clamped to `[8, size]`.
+    pub fn set_batch(&mut self, bytes: u64) {
+        self.reader.batch = bytes.clamp(8, self.capacity());
+    }
+
+    /// The records the map holds now, from the read position (or, in overwrite mode,
+    /// from the oldest record not overwritten) to the newest, copied and checked,
+    /// without consuming them. Records still being written are skipped and counted in
+    /// [`Snapshot::unfinished`]. Read it oldest to newest or, with `.rev()`, newest to
+    /// oldest. The kernel does not count what it overwrote, so the snapshot's
+    /// `overwritten` counts are zero; see [`BpfStats::overwritten_bytes`].
+    pub fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<Infallible>> {
+        self.reader.snapshot()
+    }
+}
+
+impl AsFd for BpfRingBuf {
+    /// The map's descriptor: readable (`EPOLLIN`) while records are available. See
+    /// [`arm`](BpfRingBuf::arm).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Drop for BpfRingBuf {
+    fn drop(&mut self) {
+        self.reader.publish();
+    }
+}
+
+/// One `epoll_wait` on `ep` (interrupted waits are retried with the time left).
+pub(super) fn wait_epoll(ep: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<Vec<u64>> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    let mut events = Vec::with_capacity(16);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+        let ts = left.map(|l| rustix::time::Timespec {
+            tv_sec: l.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: l.subsec_nanos() as i64,
+        });
+        events.clear();
+        match epoll::wait(ep, rustix::buffer::spare_capacity(&mut events), ts.as_ref()) {
+            Ok(_) => return Ok(events.iter().map(|e| e.data.u64()).collect()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

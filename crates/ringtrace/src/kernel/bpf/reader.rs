@@ -1,0 +1,301 @@
+//! The reading algorithm, generic over the ring's memory ([`RingMem`]): the kernel's
+//! mapping in use, a simulated kernel ring in tests.
+//!
+//! # Discard mode (the kernel's default)
+//!
+//! As libbpf's `ringbuf_process_ring`, with two differences:
+//!
+//! - The consumer position is published once per batch of bytes and at the end of a
+//!   call, not after every record. The kernel reads `consumer_pos` on every reserve (to
+//!   check for space) and every commit (to decide on a wakeup): a store per record moves
+//!   that cache line to the consumer and back on every record.
+//! - Before sleeping, [`Reader::arm`] publishes the position and then issues a full
+//!   fence before it looks at the ring again. libbpf's release store alone does not
+//!   order its later loads (store buffering against the kernel's `xchg` then load of
+//!   `consumer_pos`), and only its level-triggered poll hides the lost wakeup (seed 004).
+//!   Edge-triggered epoll is safe here.
+//!
+//! # Overwrite mode (`BPF_F_RB_OVERWRITE`, Linux 6.19)
+//!
+//! The kernel does not wait for the consumer: a record may be rewritten while it is
+//! read. The reader copies `[max(consumer, overwrite_pos), producer_pos)` with atomic
+//! loads, fences, reloads `overwrite_pos` and keeps only records at or after it (the
+//! kernel moves `overwrite_pos` past a record before it rewrites a byte of it), as the
+//! kernel review asked: copy, verify, retry a bounded number of times.
+
+use std::sync::atomic::{fence, Ordering};
+
+use crate::error::ConsumeError;
+use crate::layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::overwrite::read::{parse, Capture, Parse, Walk, MAX_ATTEMPTS};
+use crate::overwrite::snapshot::Snapshot;
+
+use super::map::RingMem;
+
+/// Counters of one reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BpfStats {
+    /// Records delivered.
+    pub consumed: u64,
+    /// Discarded records stepped over.
+    pub discarded: u64,
+    /// Overwrite mode: bytes of records the kernel overwrote before this reader got to
+    /// them (the kernel counts neither records nor bytes it overwrites; positions give
+    /// the bytes).
+    pub overwritten_bytes: u64,
+}
+
+/// The reader's cursor and counters.
+#[derive(Debug)]
+pub(crate) struct Reader<M: RingMem> {
+    pub(crate) mem: M,
+    /// Next record to read.
+    pub(crate) pos: u64,
+    /// Last position stored to `consumer_pos`.
+    pub(crate) published: u64,
+    /// Publish once this many bytes were read.
+    pub(crate) batch: u64,
+    pub(crate) overwrite: bool,
+    pub(crate) stats: BpfStats,
+    /// Overwrite mode: the copy records are delivered from (reused).
+    cap: Capture,
+}
+
+impl<M: RingMem> Reader<M> {
+    /// A reader starting at the ring's consumer position. Fails (with the positions) if
+    /// they are not a ring's: misaligned, or more than a ring apart.
+    pub(crate) fn new(mem: M, overwrite: bool) -> Result<Self, (u64, u64)> {
+        // Acquire: pairs with the release store of the previous consumer (another
+        // process, or an earlier reader here), so its records are not read again.
+        let cons = mem.consumer_pos().load(Ordering::Acquire);
+        // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos).
+        let prod = mem.producer_pos().load(Ordering::Acquire);
+        if cons % 8 != 0 || prod < cons || (!overwrite && prod - cons > mem.size()) {
+            return Err((cons, prod));
+        }
+        let batch = (mem.size() / 4).max(8);
+        Ok(Reader {
+            mem,
+            pos: cons,
+            published: cons,
+            batch,
+            overwrite,
+            stats: BpfStats::default(),
+            cap: Capture::default(),
+        })
+    }
+
+    /// Stores the read position to `consumer_pos`, handing the space back.
+    #[inline]
+    pub(crate) fn publish(&mut self) {
+        if self.published != self.pos {
+            // Release: pairs with the kernel's smp_load_acquire(&rb->consumer_pos) in
+            // reserve: the kernel rewrites the space only after this reader's loads of
+            // the records in it.
+            self.mem.consumer_pos().store(self.pos, Ordering::Release);
+            self.published = self.pos;
+        }
+    }
+
+    /// Whether a record (or a discarded one) is committed at the read position.
+    pub(crate) fn ready(&self) -> bool {
+        // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos).
+        let prod = self.mem.producer_pos().load(Ordering::Acquire);
+        if prod == self.pos {
+            return false;
+        }
+        if self.overwrite {
+            return true;
+        }
+        // Acquire: pairs with the kernel's xchg(&hdr->len) in bpf_ringbuf_commit.
+        self.mem.header(self.pos).load(Ordering::Acquire) & BUSY_BIT == 0
+    }
+
+    /// Bytes between the read position and the producer position.
+    pub(crate) fn available(&self) -> u64 {
+        // Relaxed: a momentary figure, as the kernel's `BPF_RB_AVAIL_DATA`.
+        let prod = self.mem.producer_pos().load(Ordering::Relaxed);
+        prod.saturating_sub(self.pos).min(self.mem.size())
+    }
+
+    /// Publishes everything read, then says whether it is safe to sleep: true if no
+    /// record is ready, so the kernel will wake the map's waiters when it commits the
+    /// next one.
+    pub(crate) fn arm(&mut self) -> bool {
+        self.publish();
+        // SeqCst fence between the store of consumer_pos above and the loads of
+        // producer_pos and the header in `ready`. Pairs with the full barrier of the
+        // kernel's commit (`xchg(&hdr->len)`, then `smp_load_acquire(&rb->consumer_pos)`
+        // to decide on a wakeup): either this reader sees the record committed, or the
+        // kernel sees the consumer caught up with it and wakes the waiters. A release
+        // store alone does not order the loads after it (libbpf's lost wakeup, seed 004).
+        fence(Ordering::SeqCst);
+        !self.ready()
+    }
+
+    /// Calls `f` with the position and payload of up to `max` records in order
+    /// (`max` = `usize::MAX`: all there are).
+    #[inline]
+    pub(crate) fn consume<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
+    {
+        if self.overwrite {
+            return self.consume_overwrite(max, f);
+        }
+        let r = self.consume_discard(max, f);
+        self.publish();
+        r
+    }
+
+    /// Discard mode: records in place, zero-copy.
+    #[inline]
+    fn consume_discard<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
+    {
+        let size = self.mem.size();
+        let mut n = 0usize;
+        let mut pos = self.pos;
+        let mut batch_end = self.published + self.batch;
+        let result = 'outer: loop {
+            // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos) at
+            // the end of a reserve (the header written as BUSY before it).
+            let prod = self.mem.producer_pos().load(Ordering::Acquire);
+            if prod.wrapping_sub(pos) > size || prod % 8 != 0 {
+                // Another consumer moved the position, or the map was replaced.
+                break Err(ConsumeError::Corrupt { pos, header: prod });
+            }
+            if prod == pos {
+                break Ok(n);
+            }
+            // Bounded: `pos` grows by at least 8 per record up to `prod`.
+            while pos < prod {
+                if n >= max {
+                    break 'outer Ok(n);
+                }
+                // Acquire: pairs with the kernel's xchg(&hdr->len) in bpf_ringbuf_commit
+                // (a full barrier after the record's bytes were written).
+                let len = self.mem.header(pos).load(Ordering::Acquire);
+                if len & BUSY_BIT != 0 {
+                    break 'outer Ok(n);
+                }
+                let fp = footprint(len & LEN_MASK);
+                if fp > prod - pos {
+                    break 'outer Err(ConsumeError::Corrupt { pos, header: len as u64 });
+                }
+                let at = pos;
+                pos += fp;
+                if len & DISCARD_BIT != 0 {
+                    self.stats.discarded += 1;
+                } else {
+                    n += 1;
+                    self.stats.consumed += 1;
+                    let data = self.mem.bytes(at + HDR_SIZE, (len & LEN_MASK) as usize);
+                    if let Err(e) = f(at, data) {
+                        self.pos = pos;
+                        break 'outer Err(ConsumeError::Callback(e));
+                    }
+                }
+                if pos >= batch_end {
+                    self.pos = pos;
+                    self.publish();
+                    batch_end = pos + self.batch;
+                }
+            }
+        };
+        if !matches!(result, Err(ConsumeError::Callback(_))) {
+            self.pos = pos;
+        }
+        result
+    }
+
+    /// Copies the ring's records from the read position on (or from `overwrite_pos`, if
+    /// the kernel overwrote past it) into `self.cap` and checks the copy; `cap.first` is
+    /// where the checked records start.
+    fn capture(&mut self, walk: Walk) -> Result<(), ConsumeError<std::convert::Infallible>> {
+        let size = self.mem.size();
+        for _ in 0..MAX_ATTEMPTS {
+            // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos),
+            // which it issues after its WRITE_ONCE(rb->overwrite_pos): the overwrite
+            // position loaded next is at least the one that goes with `prod`.
+            let prod = self.mem.producer_pos().load(Ordering::Acquire);
+            // Discard mode: the kernel rewrites nothing past the published consumer
+            // position, and the word after producer_pos is pending_pos there.
+            let over =
+                if self.overwrite { self.mem.overwrite_pos().load(Ordering::Relaxed) } else { self.pos.min(prod) };
+            if prod % 8 != 0 || over % 8 != 0 || over > prod || prod - over > size {
+                return Err(ConsumeError::Corrupt { pos: over, header: prod });
+            }
+            let start = self.pos.max(over).min(prod);
+            let len = (prod - start) as usize;
+            self.cap.bytes.clear();
+            self.cap.bytes.resize(len, 0);
+            self.mem.copy(start, &mut self.cap.bytes);
+            // Acquire fence: the loads of the copy above are ordered before the reload
+            // of the positions below, so a rewrite that reached the copy (a later
+            // reserve, published with its own producer_pos release after its
+            // overwrite_pos store) shows in the overwrite position loaded next.
+            fence(Ordering::Acquire);
+            // Acquire: as above, pairs with the kernel's producer_pos release.
+            let _ = self.mem.producer_pos().load(Ordering::Acquire);
+            let over2 = if self.overwrite { self.mem.overwrite_pos().load(Ordering::Relaxed) } else { over };
+            if over2 > prod {
+                continue; // everything copied may have been rewritten: copy again
+            }
+            self.cap.start = start;
+            self.cap.first = start.max(over2);
+            self.cap.retired_at_first = None;
+            parse(walk, size, prod, false, &mut self.cap);
+            if let Parse::Corrupt { pos, header } = self.cap.stop {
+                return Err(ConsumeError::Corrupt { pos, header });
+            }
+            return Ok(());
+        }
+        Err(ConsumeError::Busy)
+    }
+
+    /// Overwrite mode: copy, check, deliver from the copy.
+    fn consume_overwrite<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
+    {
+        self.capture(Walk::Consumer).map_err(|e| match e {
+            ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
+            _ => ConsumeError::Busy,
+        })?;
+        if self.cap.first > self.pos {
+            self.stats.overwritten_bytes += self.cap.first - self.pos;
+            self.pos = self.cap.first;
+        }
+        let mut n = 0;
+        let mut result = Ok(0);
+        for i in 0..self.cap.found.len() {
+            if n >= max {
+                break;
+            }
+            let rec = self.cap.found[i];
+            self.pos = rec.end();
+            if rec.discarded() {
+                self.stats.discarded += 1;
+                continue;
+            }
+            n += 1;
+            self.stats.consumed += 1;
+            if let Err(e) = f(rec.pos, self.cap.payload(rec)) {
+                result = Err(ConsumeError::Callback(e));
+                break;
+            }
+        }
+        self.publish();
+        result.map(|_: usize| n)
+    }
+
+    /// The records from the read position (or the oldest not overwritten) to the
+    /// producer position, copied and checked, without consuming them.
+    pub(crate) fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<std::convert::Infallible>> {
+        self.capture(Walk::Snapshot)?;
+        Ok(Snapshot::from_capture(self.cap.clone(), self.mem.size()))
+    }
+}

@@ -1,0 +1,153 @@
+//! [`RingSet`]: several BPF ring buffer maps behind one epoll instance, consuming only
+//! the maps that are ready (libbpf's `ring_buffer__add` and `ring_buffer__poll`, with
+//! edge-triggered epoll).
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use rustix::event::epoll;
+
+use super::{wait_epoll, BpfError, BpfRingBuf};
+use crate::error::ConsumeError;
+
+/// Several BPF ring buffer maps polled together. The callback is told which map each
+/// record came from (its index, in the order the maps were added).
+///
+/// Every map is registered edge-triggered. The set keeps the invariant that makes that
+/// safe: a map is either on the set's ready list, or was drained and
+/// [armed](BpfRingBuf::arm) (position published, then a full fence, then found empty),
+/// so the kernel's next commit into it wakes the epoll instance.
+///
+/// ```
+/// use ringtrace::kernel::bpf::{BpfRingBuf, RingSet};
+/// use std::time::Duration;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (Ok(a), Ok(b)) = (ringtrace_fixtures::RingMap::create(1 << 16), ringtrace_fixtures::RingMap::create(1 << 16)) else { return Ok(()) };
+/// # let pb = ringtrace_fixtures::SeqProgram::load(std::os::fd::AsFd::as_fd(&b), Default::default())?;
+/// # pb.run(2)?;
+/// # let (a, b): (std::os::fd::OwnedFd, std::os::fd::OwnedFd) = (a.into(), b.into());
+/// let mut set = RingSet::new()?;
+/// set.add(BpfRingBuf::from_fd(a)?)?;
+/// set.add(BpfRingBuf::from_fd(b)?)?;
+/// let mut from = Vec::new();
+/// set.poll(Some(Duration::from_secs(1)), |ring, _rec: &[u8]| {
+///     from.push(ring);
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(from, [1, 1]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct RingSet {
+    rings: Vec<BpfRingBuf>,
+    /// Indices of maps that may hold records: reported by epoll, or not drained.
+    ready: Vec<usize>,
+    epoll: OwnedFd,
+}
+
+impl RingSet {
+    /// An empty set.
+    pub fn new() -> Result<RingSet, BpfError> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)
+            .map_err(|e| BpfError::Io { what: "creating an epoll instance", source: e.into() })?;
+        Ok(RingSet { rings: Vec::new(), ready: Vec::new(), epoll })
+    }
+
+    /// Adds a map; returns its index.
+    pub fn add(&mut self, ring: BpfRingBuf) -> Result<usize, BpfError> {
+        let i = self.rings.len();
+        epoll::add(
+            &self.epoll,
+            ring.as_fd(),
+            epoll::EventData::new_u64(i as u64),
+            epoll::EventFlags::IN | epoll::EventFlags::ET,
+        )
+        .map_err(|e| BpfError::Io { what: "adding a map to the epoll instance", source: e.into() })?;
+        self.rings.push(ring);
+        // Records written before it was added raise no edge: read it on the next call.
+        self.ready.push(i);
+        Ok(i)
+    }
+
+    /// The maps in the set.
+    pub fn len(&self) -> usize {
+        self.rings.len()
+    }
+
+    /// Whether the set has no map.
+    pub fn is_empty(&self) -> bool {
+        self.rings.is_empty()
+    }
+
+    /// The map at `index`, to read its counters or consume it alone.
+    pub fn ring(&mut self, index: usize) -> Option<&mut BpfRingBuf> {
+        self.rings.get_mut(index)
+    }
+
+    /// Consumes every map on the ready list, each fully; a map found empty and armed
+    /// leaves the list. Returns the records seen. libbpf's `ring_buffer__consume`, but
+    /// only over the maps that may hold records.
+    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(usize, &[u8]) -> Result<(), E>,
+    {
+        let mut n = 0;
+        let mut k = 0;
+        // Bounded: each step either removes an entry or moves past it.
+        while k < self.ready.len() {
+            let i = self.ready[k];
+            let ring = &mut self.rings[i];
+            match ring.consume(|rec| f(i, rec)) {
+                Ok(got) => n += got,
+                Err(e) => return Err(e), // stays on the list
+            }
+            if ring.arm() {
+                self.ready.swap_remove(k);
+            } else {
+                k += 1; // more arrived: read again on the next call, without waiting
+            }
+        }
+        Ok(n)
+    }
+
+    /// Consumes the maps that are ready; if none is, sleeps until one is or `timeout`
+    /// passes (`None`: no timeout), then consumes those. Returns the records seen.
+    /// libbpf's `ring_buffer__poll`.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(usize, &[u8]) -> Result<(), E>,
+    {
+        if !self.ready.is_empty() {
+            let n = self.consume(&mut f)?;
+            if n > 0 || !self.ready.is_empty() {
+                return Ok(n);
+            }
+        }
+        self.wait(timeout)?;
+        self.consume(f)
+    }
+
+    /// Sleeps until a map is ready or `timeout` passes (at once if one is on the ready
+    /// list); puts the maps epoll reported on the ready list. True if any is.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        if !self.ready.is_empty() {
+            return Ok(true);
+        }
+        for i in wait_epoll(self.epoll.as_fd(), timeout)? {
+            let i = i as usize;
+            if i < self.rings.len() && !self.ready.contains(&i) {
+                self.ready.push(i);
+            }
+        }
+        Ok(!self.ready.is_empty())
+    }
+}
+
+impl AsFd for RingSet {
+    /// The epoll instance: readable when a map in the set is (nest it in an event loop;
+    /// call [`poll`](RingSet::poll) with a zero timeout when it is).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
+    }
+}
