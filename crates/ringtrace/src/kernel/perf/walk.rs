@@ -1,0 +1,204 @@
+//! The decoding core: walks over a perf data area given as bytes and 64-bit ring
+//! positions. Nothing here touches a mapping, so tests and fuzzing feed it crafted
+//! images, and a copied data area decodes the same way as a live one.
+//!
+//! The bytes are untrusted: every header is checked before its record is lent out, every
+//! record lies inside the data area (a record that wraps around its end is copied into
+//! `scratch`), and every walk covers at most one data area's size, advancing by at least
+//! 8 bytes a step, so it ends after at most `data.len() / 8` records.
+
+use super::{CorruptReason, PerfError, PerfReadError, PerfRecord};
+
+/// Size of `struct perf_event_header` (`type` u32, `misc` u16, `size` u16).
+pub const HEADER_SIZE: usize = 8;
+
+/// Checks the data area's length; returns it as the ring's size.
+fn area_size(data: &[u8]) -> Result<u64, PerfError> {
+    if data.len() < HEADER_SIZE || !data.len().is_power_of_two() {
+        return Err(PerfError::InvalidDataArea { len: data.len() });
+    }
+    Ok(data.len() as u64)
+}
+
+/// `(type, misc, size)` of the header at ring position `pos`, which may wrap around the
+/// end of the area (only a misaligned position makes it wrap).
+#[inline(always)]
+fn header_at(data: &[u8], pos: u64) -> (u32, u16, u16) {
+    let off = (pos & (data.len() as u64 - 1)) as usize;
+    let mut h = [0u8; HEADER_SIZE];
+    match data.get(off..off + HEADER_SIZE) {
+        Some(s) => h.copy_from_slice(s),
+        None => {
+            let first = data.len() - off;
+            h[..first].copy_from_slice(&data[off..]);
+            h[first..].copy_from_slice(&data[..HEADER_SIZE - first]);
+        }
+    }
+    (u32::from_ne_bytes([h[0], h[1], h[2], h[3]]), u16::from_ne_bytes([h[4], h[5]]), u16::from_ne_bytes([h[6], h[7]]))
+}
+
+/// The `len` bytes at ring position `pos` (`len <= data.len()`): in place, or copied into
+/// `scratch` when they wrap around the end of the area.
+#[inline(always)]
+fn bytes_at<'a>(data: &'a [u8], pos: u64, len: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    let off = (pos & (data.len() as u64 - 1)) as usize;
+    match data.get(off..off + len) {
+        Some(s) => s,
+        None => {
+            let first = data.len() - off;
+            scratch.clear();
+            scratch.extend_from_slice(&data[off..]);
+            scratch.extend_from_slice(&data[..len - first]);
+            scratch
+        }
+    }
+}
+
+/// Checks a header's size against what kernel records can be; `available` is how many
+/// bytes from the header's start may belong to records.
+#[inline(always)]
+fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), PerfError> {
+    let reason = if size == 0 {
+        CorruptReason::Zero
+    } else if (size as usize) < HEADER_SIZE {
+        CorruptReason::TooSmall
+    } else if size % 8 != 0 {
+        CorruptReason::Unaligned
+    } else if size as u64 > available {
+        CorruptReason::PastEnd { available }
+    } else {
+        return Ok(());
+    };
+    Err(PerfError::Corrupt { offset: pos & (data.len() as u64 - 1), pos, size: size as u64, reason })
+}
+
+/// Delivers the records of a forward ring from `*tail` up to `head`, oldest first.
+///
+/// `data` is the data area (a power of two of at least 8 bytes); `tail` and `head` are
+/// the 64-bit positions `data_tail` and `data_head`. Returns the number of records
+/// delivered. On return, `*tail` is the position after the last record delivered (a
+/// record whose callback failed counts as delivered), whether the walk succeeded or not;
+/// it is `head` after a complete walk.
+///
+/// Errors: [`PerfError::Overrun`] if `head - tail` is larger than the area (nothing is
+/// walked); [`PerfError::Corrupt`] for a header of size 0, smaller than 8 bytes, not a
+/// multiple of 8, or running past `head`; [`PerfReadError::Callback`] when `f` fails.
+///
+/// ```
+/// use ringtrace::kernel::perf::walk_forward;
+/// use std::convert::Infallible;
+///
+/// // Two records: a 16-byte one of type 9 and an 8-byte one of type 2.
+/// let mut data = vec![0u8; 64];
+/// data[0..4].copy_from_slice(&9u32.to_ne_bytes());
+/// data[6..8].copy_from_slice(&16u16.to_ne_bytes());
+/// data[16..20].copy_from_slice(&2u32.to_ne_bytes());
+/// data[22..24].copy_from_slice(&8u16.to_ne_bytes());
+/// let (mut tail, mut kinds) = (0, Vec::new());
+/// let n = walk_forward(&data, &mut tail, 24, &mut Vec::new(), |rec| {
+///     kinds.push((rec.kind, rec.bytes.len()));
+///     Ok::<(), Infallible>(())
+/// })?;
+/// assert_eq!((n, tail), (2, 24));
+/// assert_eq!(kinds, [(9, 16), (2, 8)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn walk_forward<E, F>(
+    data: &[u8],
+    tail: &mut u64,
+    head: u64,
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, PerfReadError<E>>
+where
+    F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+{
+    let size = area_size(data)?;
+    if head.wrapping_sub(*tail) > size {
+        return Err(PerfError::Overrun { head, tail: *tail, size }.into());
+    }
+    let mut n = 0;
+    // Each step moves `*tail` at least 8 bytes closer to `head`, which is at most `size`
+    // bytes away: at most size / 8 steps.
+    while *tail != head {
+        let pos = *tail;
+        let (kind, misc, len) = header_at(data, pos);
+        check_size(data, pos, len, head.wrapping_sub(pos))?;
+        let bytes = bytes_at(data, pos, len as usize, scratch);
+        *tail = pos.wrapping_add(len as u64);
+        n += 1;
+        f(PerfRecord { kind, misc, pos, bytes }).map_err(PerfReadError::Callback)?;
+    }
+    Ok(n)
+}
+
+/// Delivers the records of a backward ring (`write_backward`) from the newest, at `head`,
+/// toward older ones, over at most `limit` bytes (clamped to the area's size).
+///
+/// `head` is `data_head`, the position of the newest record's first byte (the kernel
+/// counts it down from 0, so it reads as a large number: `-head` bytes were written).
+/// Older records follow the newest at higher positions. The walk stops at:
+/// * a header of size 0: space the kernel never wrote (its pages start zeroed);
+/// * a record that would run past `limit` bytes from `head`: with `limit` the area's
+///   size, that is the oldest record, partly overwritten by the newest ones;
+/// * `limit` itself.
+///
+/// Returns the number of records delivered, newest first. Errors:
+/// [`PerfError::Corrupt`] for a header smaller than 8 bytes or not a multiple of 8;
+/// [`PerfReadError::Callback`] when `f` fails (after it, nothing more is delivered).
+///
+/// ```
+/// use ringtrace::kernel::perf::walk_backward;
+/// use std::convert::Infallible;
+///
+/// // A 32-byte area: the kernel wrote a 16-byte record (type 1), then an 8-byte one
+/// // (type 2), each below the previous: data_head = -24.
+/// let mut data = vec![0u8; 32];
+/// data[16..20].copy_from_slice(&1u32.to_ne_bytes());
+/// data[22..24].copy_from_slice(&16u16.to_ne_bytes());
+/// data[8..12].copy_from_slice(&2u32.to_ne_bytes());
+/// data[14..16].copy_from_slice(&8u16.to_ne_bytes());
+/// let mut kinds = Vec::new();
+/// let n = walk_backward(&data, 0u64.wrapping_sub(24), 32, &mut Vec::new(), |rec| {
+///     kinds.push(rec.kind);
+///     Ok::<(), Infallible>(())
+/// })?;
+/// assert_eq!((n, kinds), (2, vec![2, 1])); // newest first; then zeroes: never written
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn walk_backward<E, F>(
+    data: &[u8],
+    head: u64,
+    limit: u64,
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, PerfReadError<E>>
+where
+    F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+{
+    let limit = limit.min(area_size(data)?);
+    let mut walked = 0u64;
+    let mut n = 0;
+    // Each step adds at least 8 to `walked`, which stays at most `limit`: at most
+    // limit / 8 steps.
+    while limit - walked >= HEADER_SIZE as u64 {
+        let pos = head.wrapping_add(walked);
+        let (kind, misc, len) = header_at(data, pos);
+        if len == 0 {
+            break; // never written
+        }
+        let left = limit - walked;
+        match check_size(data, pos, len, left) {
+            Ok(()) => {}
+            // The oldest record, partly overwritten by the newest: it ends past the
+            // newest record's start.
+            Err(PerfError::Corrupt { reason: CorruptReason::PastEnd { .. }, .. }) => break,
+            Err(e) => return Err(e.into()),
+        }
+        let bytes = bytes_at(data, pos, len as usize, scratch);
+        walked += len as u64;
+        n += 1;
+        f(PerfRecord { kind, misc, pos, bytes }).map_err(PerfReadError::Callback)?;
+    }
+    Ok(n)
+}
