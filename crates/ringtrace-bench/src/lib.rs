@@ -19,8 +19,11 @@
 
 mod channel;
 pub mod harness;
+mod kernel;
+pub mod libbpf;
 mod ours;
 pub mod peers;
+mod perf;
 pub mod report;
 pub mod shm;
 
@@ -95,7 +98,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 9] = [
+const ORDER: [&str; 11] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -105,6 +108,8 @@ const ORDER: [&str; 9] = [
     "snapshot",
     "shm",
     "channel-scaling",
+    "kernel-bpf",
+    "perf-backward",
 ];
 
 /// Median of each row over rounds: rows are matched by bench, impl, variant and
@@ -153,6 +158,8 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
             rows.extend(peers::rows(&cfg, &one, &mut progress));
             rows.extend(shm::rows(&cfg, &one, &mut progress));
             rows.extend(channel::rows(&cfg, &one, &mut progress));
+            rows.extend(kernel::rows(&cfg, &one, &mut progress));
+            rows.extend(perf::rows(&cfg, &one, &mut progress));
         }
         all.push(rows);
     }

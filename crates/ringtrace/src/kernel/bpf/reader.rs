@@ -54,6 +54,9 @@ pub(crate) struct Reader<M: RingMem> {
     pub(crate) pos: u64,
     /// Last position stored to `consumer_pos`.
     pub(crate) published: u64,
+    /// Start of the last record read (a record boundary, `<= pos`): where a consume
+    /// call leaves the published position (see [`Reader::consume`]).
+    last: u64,
     /// Publish once this many bytes were read.
     pub(crate) batch: u64,
     pub(crate) overwrite: bool,
@@ -79,6 +82,7 @@ impl<M: RingMem> Reader<M> {
             mem,
             pos: cons,
             published: cons,
+            last: cons,
             batch,
             overwrite,
             stats: BpfStats::default(),
@@ -86,15 +90,22 @@ impl<M: RingMem> Reader<M> {
         })
     }
 
-    /// Stores the read position to `consumer_pos`, handing the space back.
+    /// Stores the read position to `consumer_pos`, handing all the space read back.
     #[inline]
     pub(crate) fn publish(&mut self) {
-        if self.published != self.pos {
+        self.publish_to(self.pos);
+    }
+
+    /// Stores `to` (a record boundary, `<= pos`) to `consumer_pos` if it is past what
+    /// was stored.
+    #[inline]
+    fn publish_to(&mut self, to: u64) {
+        if to > self.published {
             // Release: pairs with the kernel's smp_load_acquire(&rb->consumer_pos) in
             // reserve: the kernel rewrites the space only after this reader's loads of
             // the records in it.
-            self.mem.consumer_pos().store(self.pos, Ordering::Release);
-            self.published = self.pos;
+            self.mem.consumer_pos().store(to, Ordering::Release);
+            self.published = to;
         }
     }
 
@@ -136,6 +147,13 @@ impl<M: RingMem> Reader<M> {
 
     /// Calls `f` with the position and payload of up to `max` records in order
     /// (`max` = `usize::MAX`: all there are).
+    ///
+    /// Hands back the space of every record read but the last: the published position
+    /// stays at the start of the last record. The kernel wakes the map's waiters when
+    /// it commits a record at the published position (flags 0), so a position equal to
+    /// the producer's would make the next commit queue a wakeup (an `irq_work`, and an
+    /// IPI to the reader's CPU) while the reader is not waiting but about to read
+    /// again. [`arm`](Self::arm), before a wait, publishes the rest.
     #[inline]
     pub(crate) fn consume<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
     where
@@ -145,7 +163,7 @@ impl<M: RingMem> Reader<M> {
             return self.consume_overwrite(max, f);
         }
         let r = self.consume_discard(max, f);
-        self.publish();
+        self.publish_to(self.last);
         r
     }
 
@@ -186,6 +204,7 @@ impl<M: RingMem> Reader<M> {
                     break 'outer Err(ConsumeError::Corrupt { pos, header: len as u64 });
                 }
                 let at = pos;
+                self.last = at;
                 pos += fp;
                 if len & DISCARD_BIT != 0 {
                     self.stats.discarded += 1;
@@ -200,7 +219,7 @@ impl<M: RingMem> Reader<M> {
                 }
                 if pos >= batch_end {
                     self.pos = pos;
-                    self.publish();
+                    self.publish_to(at);
                     batch_end = pos + self.batch;
                 }
             }
@@ -276,6 +295,7 @@ impl<M: RingMem> Reader<M> {
                 break;
             }
             let rec = self.cap.found[i];
+            self.last = rec.pos;
             self.pos = rec.end();
             if rec.discarded() {
                 self.stats.discarded += 1;
@@ -288,7 +308,7 @@ impl<M: RingMem> Reader<M> {
                 break;
             }
         }
-        self.publish();
+        self.publish_to(self.last);
         result.map(|_: usize| n)
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rustix::event::epoll;
 
-use super::{wait_epoll, BpfError, BpfRingBuf};
+use super::{wait_epoll, BpfError, BpfRingBuf, DEFAULT_LINGER};
 use crate::error::ConsumeError;
 
 /// Several BPF ring buffer maps polled together. The callback is told which map each
@@ -44,6 +44,7 @@ pub struct RingSet {
     /// Indices of maps that may hold records: reported by epoll, or not drained.
     ready: Vec<usize>,
     epoll: OwnedFd,
+    linger: Duration,
 }
 
 impl RingSet {
@@ -51,7 +52,7 @@ impl RingSet {
     pub fn new() -> Result<RingSet, BpfError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)
             .map_err(|e| BpfError::Io { what: "creating an epoll instance", source: e.into() })?;
-        Ok(RingSet { rings: Vec::new(), ready: Vec::new(), epoll })
+        Ok(RingSet { rings: Vec::new(), ready: Vec::new(), epoll, linger: DEFAULT_LINGER })
     }
 
     /// Adds a map; returns its index.
@@ -87,8 +88,20 @@ impl RingSet {
 
     /// Consumes every map on the ready list, each fully; a map found empty and armed
     /// leaves the list. Returns the records seen. libbpf's `ring_buffer__consume`, but
-    /// only over the maps that may hold records.
-    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    /// only over the maps that may hold records. Safe to follow with a wait on
+    /// [`as_fd`](AsFd::as_fd) when it leaves the ready list empty.
+    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(usize, &[u8]) -> Result<(), E>,
+    {
+        self.pass(true, f)
+    }
+
+    /// One pass over the ready list. With `arm`, every map is armed after it is read,
+    /// and leaves the list if that finds it empty; without, maps stay on the list
+    /// unarmed, so that the kernel is not asked for wakeups while the set keeps
+    /// reading them.
+    fn pass<F, E>(&mut self, arm: bool, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(usize, &[u8]) -> Result<(), E>,
     {
@@ -98,14 +111,12 @@ impl RingSet {
         while k < self.ready.len() {
             let i = self.ready[k];
             let ring = &mut self.rings[i];
-            match ring.consume(|rec| f(i, rec)) {
-                Ok(got) => n += got,
-                Err(e) => return Err(e), // stays on the list
-            }
-            if ring.arm() {
+            let got = ring.consume(|rec| f(i, rec))?; // on error the map stays on the list
+            n += got;
+            if arm && ring.arm() {
                 self.ready.swap_remove(k);
             } else {
-                k += 1; // more arrived: read again on the next call, without waiting
+                k += 1; // read again on the next pass, without waiting
             }
         }
         Ok(n)
@@ -114,18 +125,41 @@ impl RingSet {
     /// Consumes the maps that are ready; if none is, sleeps until one is or `timeout`
     /// passes (`None`: no timeout), then consumes those. Returns the records seen.
     /// libbpf's `ring_buffer__poll`.
+    ///
+    /// As [`BpfRingBuf::poll`], having caught up it first sleeps for the linger time
+    /// of the set ([`set_linger`](Self::set_linger)) without asking for wakeups.
     pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(usize, &[u8]) -> Result<(), E>,
     {
-        if !self.ready.is_empty() {
-            let n = self.consume(&mut f)?;
-            if n > 0 || !self.ready.is_empty() {
+        let n = self.pass(false, &mut f)?;
+        if n > 0 {
+            return Ok(n);
+        }
+        let mut timeout = timeout;
+        if !self.linger.is_zero() && !self.ready.is_empty() {
+            let nap = timeout.map_or(self.linger, |t| t.min(self.linger));
+            std::thread::sleep(nap);
+            timeout = timeout.map(|t| t - nap);
+            let n = self.pass(false, &mut f)?;
+            if n > 0 {
                 return Ok(n);
             }
         }
+        // Caught up: arm every map read (the ones found empty leave the list).
+        let n = self.pass(true, &mut f)?;
+        if n > 0 || !self.ready.is_empty() {
+            return Ok(n);
+        }
         self.wait(timeout)?;
-        self.consume(f)
+        self.pass(false, f)
+    }
+
+    /// How long [`poll`](Self::poll) sleeps without asking for wakeups once the maps
+    /// it was reading have nothing more (default [`DEFAULT_LINGER`]); see
+    /// [`BpfRingBuf::set_linger`].
+    pub fn set_linger(&mut self, linger: Duration) {
+        self.linger = linger;
     }
 
     /// Sleeps until a map is ready or `timeout` passes (at once if one is on the ready

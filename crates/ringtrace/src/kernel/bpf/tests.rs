@@ -192,11 +192,10 @@ fn discard_mode_delivers_in_order_skips_discards_and_hands_space_back() {
         .unwrap();
         assert_eq!(got, want, "round {round}");
         want.clear();
-        assert_eq!(
-            sim.cons.load(Ordering::Relaxed),
-            sim.prod.load(Ordering::Relaxed),
-            "space handed back at the end of the call"
-        );
+        let (cons, prod) = (sim.cons.load(Ordering::Relaxed), sim.prod.load(Ordering::Relaxed));
+        assert!(prod - cons <= footprint(97), "all but the last record handed back");
+        assert!(r.arm());
+        assert_eq!(sim.cons.load(Ordering::Relaxed), prod, "arm hands back the rest");
     }
     assert_eq!(r.stats.discarded, next / 3);
 }
@@ -276,6 +275,8 @@ fn batched_publication_lags_by_at_most_the_batch() {
     })
     .unwrap();
     assert!(publications < 40, "{publications} publications for 32000 bytes in batches of 1024");
+    assert_eq!(sim.cons.load(Ordering::Relaxed), 999 * 32, "all but the last record");
+    assert!(r.arm());
     assert_eq!(sim.cons.load(Ordering::Relaxed), 1000 * 32);
 }
 
@@ -363,7 +364,11 @@ fn overwrite_reader_racing_the_producer_delivers_only_intact_records() {
     let mut last: Option<u64> = None;
     let mut delivered = 0u64;
     let mut busy = 0;
-    for _ in 0..20_000 {
+    let mut calls = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Until 100k records arrived (the producer thread may start late), bounded in time.
+    while delivered < 100_000 && std::time::Instant::now() < deadline {
+        calls += 1;
         match r.consume(usize::MAX, |_, rec| {
             let s = check(rec);
             assert!(last.is_none_or(|l| s > l), "in order: {s} after {last:?}");
@@ -378,6 +383,6 @@ fn overwrite_reader_racing_the_producer_delivers_only_intact_records() {
     }
     stop.store(true, Ordering::Relaxed);
     let written = producer.join().unwrap();
-    assert!(delivered > 0 && delivered <= written);
-    assert!(busy < 20_000);
+    assert!(delivered >= 100_000 && delivered <= written, "{delivered} of {written}");
+    assert!(busy < calls, "{busy} of {calls} reads found everything overwritten");
 }
