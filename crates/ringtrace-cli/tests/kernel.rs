@@ -1,0 +1,332 @@
+//! Runs the `ringtrace` binary on real kernel BPF ring buffer maps (`bpf-pin:PATH`,
+//! `bpf-id:N`), written by a BPF program run with `BPF_PROG_TEST_RUN`
+//! (`ringtrace-fixtures`). Every test skips, with a one-line reason, where BPF maps
+//! cannot be created or a bpffs cannot be mounted.
+
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use ringtrace_fixtures::{bpf_skip_reason, create_array_map, expected_payload, BpfFs, ProgSpec, RingMap, SeqProgram};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringtrace");
+const DEADLINE: Duration = Duration::from_secs(20);
+/// Data bytes of the maps under test.
+const SIZE: u32 = 1 << 16;
+
+/// A private bpffs, or `None` (with the reason printed) if the test must skip.
+fn setup(test: &str) -> Option<BpfFs> {
+    if let Some(reason) = bpf_skip_reason() {
+        eprintln!("{test}: skipped: {reason}");
+        return None;
+    }
+    match BpfFs::mount() {
+        Ok(fs) => Some(fs),
+        Err(e) => {
+            eprintln!("{test}: skipped: cannot mount a bpffs: {e}");
+            None
+        }
+    }
+}
+
+/// A ring buffer map of `SIZE` bytes and a program writing `payload`-byte records to it.
+fn ring(payload: u32) -> (RingMap, SeqProgram) {
+    let map = RingMap::create(SIZE).unwrap();
+    let prog = SeqProgram::load(map.as_fd(), ProgSpec { payload, ..Default::default() }).unwrap();
+    (map, prog)
+}
+
+/// A fresh path in the test's temporary directory.
+fn temp(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "kernel-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `--format hex` lines of the records with these sequence numbers.
+fn hex_lines(seqs: impl IntoIterator<Item = u64>, payload: u32) -> String {
+    seqs.into_iter().map(|s| hex(&expected_payload(s, payload)) + "\n").collect()
+}
+
+/// A child process killed (and reaped) on drop: a failing test leaves none behind.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl Guard {
+    /// Waits at most `limit` for the child (the guard kills it if the test fails here).
+    fn wait(&mut self, limit: Duration, what: &str) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < limit, "`ringtrace {what}` did not finish within {limit:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn code(status: ExitStatus, what: &str) -> i32 {
+    assert!(status.signal().is_none(), "`ringtrace {what}` died of signal {:?}", status.signal());
+    status.code().unwrap()
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Starts the binary with stdout and stderr going to files.
+fn spawn(args: &[&str]) -> (Guard, PathBuf, PathBuf) {
+    let out = temp("stdout");
+    let err = temp("stderr");
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    (Guard(child), out, err)
+}
+
+/// Runs the binary to completion (at most `DEADLINE`).
+fn run(args: &[&str]) -> Output {
+    let (mut child, out, err) = spawn(args);
+    let what = args.join(" ");
+    let code = code(child.wait(DEADLINE, &what), &what);
+    Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
+}
+
+/// Runs the binary, asserts exit 0 and an empty stderr, returns stdout.
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{args:?}");
+    o.stdout
+}
+
+/// Asserts exit status 1, no output and one stderr line `ringtrace: error: <...msg...>`
+/// on every reading command.
+fn fails(source: &str, msg: &str) {
+    for cmd in [&["stat"][..], &["stat", "--json"], &["tail"], &["tail", "--follow"], &["snapshot"]] {
+        let mut args = cmd.to_vec();
+        args.push(source);
+        let o = run(&args);
+        assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
+        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains(msg), "{args:?}: {}", o.stderr);
+    }
+}
+
+/// `stat --json` of a discard-mode map with no name, as it must print it.
+fn stat_json(id: u32, consumer: u64, producer: u64, records: usize) -> String {
+    format!(
+        "{{\"kind\":\"bpf-ringbuf\",\"name\":\"\",\"id\":{id},\"mode\":\"discard\",\"size\":{SIZE},\
+         \"consumer_pos\":{consumer},\"producer_pos\":{producer},\"available\":{},\"records\":{records},\
+         \"unfinished\":0}}\n",
+        producer - consumer
+    )
+}
+
+/// Pins any BPF object `fd` at `path` (`BPF_OBJ_PIN`): the fixtures pin only ring
+/// buffer maps.
+fn pin_fd(fd: BorrowedFd<'_>, path: &Path) {
+    #[repr(C)]
+    struct ObjPinAttr {
+        pathname: u64,
+        bpf_fd: u32,
+        file_flags: u32,
+    }
+    const BPF_OBJ_PIN: libc::c_long = 6;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let attr = ObjPinAttr { pathname: path.as_ptr() as u64, bpf_fd: fd.as_raw_fd() as u32, file_flags: 0 };
+    // SAFETY: `attr` is a valid `union bpf_attr` prefix for BPF_OBJ_PIN of the size
+    // passed, and `pathname` is a NUL-terminated string that outlives the call.
+    let r = unsafe {
+        libc::syscall(libc::SYS_bpf, BPF_OBJ_PIN, &attr as *const ObjPinAttr, std::mem::size_of::<ObjPinAttr>())
+    };
+    assert_eq!(r, 0, "BPF_OBJ_PIN at {}: {}", path.to_string_lossy(), std::io::Error::last_os_error());
+}
+
+#[test]
+fn tail_consumes_in_order() {
+    let Some(fs) = setup("tail_consumes_in_order") else { return };
+    let (map, prog) = ring(8);
+    let pin = fs.path("events");
+    map.pin(&pin).unwrap();
+    let src = format!("bpf-pin:{}", pin.display());
+    prog.run(8).unwrap();
+
+    let first = ok(&["tail", &src, "--count", "5", "--format", "hex"]);
+    assert_eq!(first, hex_lines(0..5, 8));
+    #[cfg(target_endian = "little")]
+    assert_eq!(first.lines().nth(1), Some("0100000000000000"));
+    // Consumed: the next tail starts at seq 5.
+    assert_eq!(ok(&["tail", &src, "--count", "3", "--format", "hex"]), hex_lines(5..8, 8));
+    // 8 records of 8 header + 8 payload bytes, all consumed.
+    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(map.id().unwrap(), 128, 128, 0));
+}
+
+#[test]
+fn tail_waits_for_records() {
+    let Some(_fs) = setup("tail_waits_for_records") else { return };
+    let (map, prog) = ring(8);
+    let src = format!("bpf-id:{}", map.id().unwrap());
+    let args = ["tail", &src, "--count", "3", "--format", "json"];
+    let (mut child, out, err) = spawn(&args);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "tail exited before any record: {:?}",
+        std::fs::read_to_string(&err)
+    );
+    let start = Instant::now();
+    prog.run(3).unwrap();
+    let status = child.wait(Duration::from_secs(5), "tail bpf-id --count 3");
+    assert_eq!(code(status, "tail"), 0, "{:?}", std::fs::read_to_string(&err));
+    eprintln!("tail_waits_for_records: exited {:?} after the records", start.elapsed());
+    // Seqs 0..3 as 8 native-endian bytes: valid UTF-8, every byte a control character.
+    let expected: String = (0..3u64)
+        .map(|s| {
+            let data: String = expected_payload(s, 8).iter().map(|b| format!("\\u{b:04x}")).collect();
+            format!("{{\"pos\":{},\"pid\":0,\"len\":8,\"data\":\"{data}\"}}\n", s * 16)
+        })
+        .collect();
+    assert_eq!(std::fs::read_to_string(out).unwrap(), expected);
+    assert_eq!(std::fs::read_to_string(err).unwrap(), "");
+}
+
+#[test]
+fn tail_follow_prints_records_as_they_come() {
+    let Some(_fs) = setup("tail_follow_prints_records_as_they_come") else { return };
+    let (map, prog) = ring(16);
+    prog.run(2).unwrap();
+    let src = format!("bpf-id:{}", map.id().unwrap());
+    let child = Command::new(BIN)
+        .args(["tail", &src, "--follow", "--format", "hex"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Guard(child);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(5)).expect("tail --follow printed no line within 5 s");
+    for seq in 0..2 {
+        assert_eq!(next() + "\n", hex_lines([seq], 16));
+    }
+    for round in 0..3u64 {
+        std::thread::sleep(Duration::from_millis(100));
+        prog.run(3).unwrap();
+        for seq in 2 + round * 3..5 + round * 3 {
+            assert_eq!(next() + "\n", hex_lines([seq], 16));
+        }
+    }
+    assert!(child.0.try_wait().unwrap().is_none(), "tail --follow exited");
+}
+
+#[test]
+fn snapshot_lists_without_consuming() {
+    let Some(fs) = setup("snapshot_lists_without_consuming") else { return };
+    let (map, prog) = ring(16);
+    let pin = fs.path("snap");
+    map.pin(&pin).unwrap();
+    let src = format!("bpf-pin:{}", pin.display());
+    let id = map.id().unwrap();
+    prog.run(6).unwrap();
+    // Consume seqs 0 and 1: the snapshot starts at the read position.
+    assert_eq!(ok(&["tail", &src, "--count", "2", "--format", "hex"]), hex_lines(0..2, 16));
+
+    // Records of 8 header + 16 payload bytes.
+    let stat = stat_json(id, 2 * 24, 6 * 24, 4);
+    assert_eq!(ok(&["stat", &src, "--json"]), stat);
+    for _ in 0..2 {
+        assert_eq!(ok(&["snapshot", &src, "--format", "hex"]), hex_lines(2..6, 16));
+        assert_eq!(ok(&["snapshot", &src, "--reverse", "--format", "hex"]), hex_lines((2..6).rev(), 16));
+        assert_eq!(ok(&["stat", &src, "--json"]), stat);
+    }
+    let file = temp("snapshot.hex");
+    assert_eq!(ok(&["snapshot", &src, "-r", "--format", "hex", "-o", file.to_str().unwrap()]), "");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), hex_lines((2..6).rev(), 16));
+    assert_eq!(ok(&["stat", &src, "--json"]), stat);
+    // Still there for a consumer.
+    assert_eq!(ok(&["tail", &src, "--count", "4", "--format", "hex"]), hex_lines(2..6, 16));
+    assert_eq!(ok(&["snapshot", &src]), "");
+    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(id, 6 * 24, 6 * 24, 0));
+}
+
+#[test]
+fn stat_shows_the_map() {
+    let Some(fs) = setup("stat_shows_the_map") else { return };
+    let (map, prog) = ring(8);
+    let pin = fs.path("stat");
+    map.pin(&pin).unwrap();
+    let src = format!("bpf-pin:{}", pin.display());
+    let id = map.id().unwrap();
+    let text = |consumer: u64, producer: u64, records: usize| {
+        format!(
+            "BPF ring buffer map \"\" (id {id})\nmode          discard\nsize          {SIZE} bytes\n\
+             consumer      {consumer}\nproducer      {producer}\navailable     {} bytes\n\
+             records       {records} committed, 0 being written\n",
+            producer - consumer
+        )
+    };
+    assert_eq!(ok(&["stat", &src]), text(0, 0, 0));
+    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(id, 0, 0, 0));
+    prog.run(3).unwrap();
+    let t = ok(&["stat", &src]);
+    assert_eq!(t, text(0, 48, 3));
+    assert!(t.contains(&format!("(id {id})")) && t.contains("discard") && t.contains(&format!("{SIZE} bytes")), "{t}");
+    let j = ok(&["stat", &src, "--json"]);
+    assert!(j.starts_with("{\"kind\":\"bpf-ringbuf\"") && j.contains(&format!("\"size\":{SIZE}")), "{j}");
+    assert_eq!(j, stat_json(id, 0, 48, 3));
+    // The same map by id.
+    assert_eq!(ok(&["stat", &format!("bpf-id:{id}"), "--json"]), j);
+}
+
+#[test]
+fn bad_sources_fail_with_one_line() {
+    let Some(fs) = setup("bad_sources_fail_with_one_line") else { return };
+    fails("bpf-id:4294967295", "no BPF map has id 4294967295");
+    fails("bpf-pin:/nonexistent/x", "nothing is pinned at /nonexistent/x");
+    let array = create_array_map(8, 4).unwrap();
+    let pin = fs.path("array");
+    pin_fd(array.as_fd(), &pin);
+    fails(&format!("bpf-pin:{}", pin.display()), "not a ring buffer");
+    fails("bpf-id:abc", "bpf-id:abc: a map id is a number");
+    fails("bpf-id:-1", "a map id is a number");
+    fails("bpf-pin:", "bpf-pin: needs a path");
+}
