@@ -9,6 +9,12 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# libbpf's own consumer, loaded at run time by the kernel-bpf bench rows and their test.
+if ! ldconfig -p 2>/dev/null | grep -q 'libbpf.so.1 '; then
+  echo "== installing libbpf1 (libbpf's consumer, compared in the kernel-bpf bench)"
+  (apt-get update -qq && apt-get install -y -qq libbpf1) >/dev/null 2>&1 || echo "warning: could not install libbpf1; the libbpf rows and test will be skipped" >&2
+fi
+
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -17,8 +23,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-i
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
 cargo test --workspace --release
 
-echo "== hostile ring and channel files and the untrusted reader's fuzz target, in a debug build (overflow checks on)"
-cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm
+echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
+cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_perf
+cargo test -p ringtrace --lib kernel::
 
 echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
 RINGTRACE_BARRIER=fence cargo test --release -p ringtrace --test stress sleeping_consumer

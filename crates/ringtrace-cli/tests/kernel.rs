@@ -4,10 +4,9 @@
 //! cannot be created or a bpffs cannot be mounted.
 
 use std::io::{BufRead, BufReader};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
@@ -151,26 +150,6 @@ fn stat_json(id: u32, consumer: u64, producer: u64, records: usize) -> String {
          \"unfinished\":0}}\n",
         producer - consumer
     )
-}
-
-/// Pins any BPF object `fd` at `path` (`BPF_OBJ_PIN`): the fixtures pin only ring
-/// buffer maps.
-fn pin_fd(fd: BorrowedFd<'_>, path: &Path) {
-    #[repr(C)]
-    struct ObjPinAttr {
-        pathname: u64,
-        bpf_fd: u32,
-        file_flags: u32,
-    }
-    const BPF_OBJ_PIN: libc::c_long = 6;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    let attr = ObjPinAttr { pathname: path.as_ptr() as u64, bpf_fd: fd.as_raw_fd() as u32, file_flags: 0 };
-    // SAFETY: `attr` is a valid `union bpf_attr` prefix for BPF_OBJ_PIN of the size
-    // passed, and `pathname` is a NUL-terminated string that outlives the call.
-    let r = unsafe {
-        libc::syscall(libc::SYS_bpf, BPF_OBJ_PIN, &attr as *const ObjPinAttr, std::mem::size_of::<ObjPinAttr>())
-    };
-    assert_eq!(r, 0, "BPF_OBJ_PIN at {}: {}", path.to_string_lossy(), std::io::Error::last_os_error());
 }
 
 #[test]
@@ -324,7 +303,7 @@ fn bad_sources_fail_with_one_line() {
     fails("bpf-pin:/nonexistent/x", "nothing is pinned at /nonexistent/x");
     let array = create_array_map(8, 4).unwrap();
     let pin = fs.path("array");
-    pin_fd(array.as_fd(), &pin);
+    ringtrace_fixtures::pin_fd(array.as_fd(), &pin).unwrap();
     fails(&format!("bpf-pin:{}", pin.display()), "not a ring buffer");
     fails("bpf-id:abc", "bpf-id:abc: a map id is a number");
     fails("bpf-id:-1", "a map id is a number");

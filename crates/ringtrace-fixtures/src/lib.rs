@@ -34,7 +34,7 @@ mod sys;
 use std::sync::OnceLock;
 
 pub use bpffs::BpfFs;
-pub use map::{create_array_map, RingMap, BPF_F_RB_OVERWRITE};
+pub use map::{create_array_map, pin_fd, RingMap, BPF_F_RB_OVERWRITE};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
 
 /// `None` when BPF ring buffer maps can be created here; else a one-line reason for a test

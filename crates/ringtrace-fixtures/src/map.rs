@@ -45,10 +45,16 @@ impl RingMap {
 
     /// Pins the map at `path`, which must be in a bpffs (see [`crate::BpfFs`]).
     pub fn pin(&self, path: &Path) -> io::Result<()> {
-        let path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pin path contains a NUL byte"))?;
-        sys::obj_pin(self.fd.as_fd(), &path)
+        pin_fd(self.fd.as_fd(), path)
     }
+}
+
+/// Pins any BPF object (a map of any type, a program) at `path` in a bpffs
+/// (`BPF_OBJ_PIN`).
+pub fn pin_fd(fd: BorrowedFd<'_>, path: &Path) -> io::Result<()> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pin path contains a NUL byte"))?;
+    sys::obj_pin(fd, &path)
 }
 
 impl AsFd for RingMap {

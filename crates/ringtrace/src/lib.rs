@@ -126,7 +126,6 @@ mod config;
 mod core;
 mod error;
 pub mod inspect;
-#[cfg(not(loom))]
 pub mod kernel;
 mod layout;
 mod overwrite;

@@ -381,7 +381,7 @@ fn bad_input_gives_errors_that_say_which() {
     let array = create_array_map(8, 4).unwrap();
     let e = BpfRingBuf::from_fd(array).unwrap_err();
     assert!(matches!(e, BpfError::NotRingBuf { map_type: 2, .. }), "{e}");
-    assert!(e.to_string().contains("array map"), "{e}");
+    assert!(e.to_string().contains("of type array (2), not a ring buffer"), "{e}");
     // Not a BPF map at all.
     let file: OwnedFd = std::fs::File::open("/proc/self/stat").unwrap().into();
     let e = BpfRingBuf::from_fd(file).unwrap_err();

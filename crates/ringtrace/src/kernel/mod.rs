@@ -5,5 +5,15 @@
 //! trusts it: every length is checked against the positions and the buffer before a
 //! byte is read, and every loop is bounded by the buffer's size.
 
+#[cfg(not(loom))]
 pub mod bpf;
+#[cfg(not(loom))]
 pub mod perf;
+
+#[cfg(all(test, loom))]
+#[path = "bpf/loom_tests.rs"]
+mod bpf_loom_tests;
+/// The BPF reader's algorithm alone, with loom's atomics, for its models.
+#[cfg(loom)]
+#[path = "bpf/reader.rs"]
+pub(crate) mod bpf_reader;

@@ -1,6 +1,6 @@
-//! A BPF ring buffer map's memory, mapped as the kernel allows, and [`RingMem`]: what
-//! the reading algorithm needs of a ring's memory, so that the same algorithm reads the
-//! kernel's mapping and, in tests, a simulated kernel ring (`RingMem` for a heap image).
+//! A BPF ring buffer map's memory, mapped as the kernel allows: the [`RingMem`] the
+//! reader uses in production (tests and the loom models give it a simulated kernel
+//! ring instead).
 //!
 //! The kernel's `struct bpf_ringbuf` as user space sees it (`kernel/bpf/ringbuf.c`):
 //!
@@ -22,30 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-/// What reading a BPF ring buffer needs of its memory.
-///
-/// Positions are byte counts since the ring was created, as the kernel keeps them; the
-/// data area's size is a power of two.
-pub(crate) trait RingMem {
-    /// Bytes in the data area.
-    fn size(&self) -> u64;
-    /// The consumer position (the reader publishes it).
-    fn consumer_pos(&self) -> &AtomicU64;
-    /// The producer position: the end of the last reservation.
-    fn producer_pos(&self) -> &AtomicU64;
-    /// Overwrite mode only: the oldest record not overwritten.
-    fn overwrite_pos(&self) -> &AtomicU64;
-    /// The length word of the record header at `pos` (8-aligned).
-    fn header(&self, pos: u64) -> &AtomicU32;
-    /// `len` bytes at `pos` (`len <= size`), contiguous even where they wrap. Only for
-    /// bytes the kernel does not write while they are borrowed: committed records short
-    /// of a discard-mode ring's producer position, which waits for the consumer.
-    fn bytes(&self, pos: u64, len: usize) -> &[u8];
-    /// Copies the bytes of `[pos, pos + out.len())` (8-aligned, at most `size` bytes)
-    /// with word-sized atomic loads: for memory the kernel may be rewriting
-    /// (overwrite mode), whose copy the caller checks afterwards.
-    fn copy(&self, pos: u64, out: &mut [u8]);
-}
+use super::reader::RingMem;
 
 /// The kernel's mapping of one ring buffer map. Unmapped on drop.
 #[derive(Debug)]

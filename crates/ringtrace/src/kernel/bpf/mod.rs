@@ -57,7 +57,7 @@ pub enum BpfError {
     },
     /// The map is not a `BPF_MAP_TYPE_RINGBUF`.
     #[error(
-        "BPF map {name:?} (id {id}) is a {kind} map (type {map_type}), not a ring buffer \
+        "BPF map {name:?} (id {id}) is of type {kind} ({map_type}), not a ring buffer \
          (BPF_MAP_TYPE_RINGBUF){hint}"
     )]
     NotRingBuf {
@@ -390,13 +390,13 @@ impl BpfRingBuf {
     /// The kernel's producer position now.
     pub fn producer_position(&self) -> u64 {
         // Relaxed: a figure for display, ordering nothing.
-        use crate::kernel::bpf::map::RingMem;
+        use crate::kernel::bpf::reader::RingMem;
         self.reader.mem.producer_pos().load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The map's data size in bytes (its `max_entries`).
     pub fn capacity(&self) -> u64 {
-        use crate::kernel::bpf::map::RingMem;
+        use crate::kernel::bpf::reader::RingMem;
         self.reader.mem.size()
     }
 

@@ -23,14 +23,37 @@
 //! kernel moves `overwrite_pos` past a record before it rewrites a byte of it), as the
 //! kernel review asked: copy, verify, retry a bounded number of times.
 
-use std::sync::atomic::{fence, Ordering};
-
 use crate::error::ConsumeError;
 use crate::layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::overwrite::read::{parse, Capture, Parse, Walk, MAX_ATTEMPTS};
+#[cfg(not(loom))]
 use crate::overwrite::snapshot::Snapshot;
+use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 
-use super::map::RingMem;
+/// What reading a BPF ring buffer needs of its memory.
+///
+/// Positions are byte counts since the ring was created, as the kernel keeps them; the
+/// data area's size is a power of two.
+pub(crate) trait RingMem {
+    /// Bytes in the data area.
+    fn size(&self) -> u64;
+    /// The consumer position (the reader publishes it).
+    fn consumer_pos(&self) -> &AtomicU64;
+    /// The producer position: the end of the last reservation.
+    fn producer_pos(&self) -> &AtomicU64;
+    /// Overwrite mode only: the oldest record not overwritten.
+    fn overwrite_pos(&self) -> &AtomicU64;
+    /// The length word of the record header at `pos` (8-aligned).
+    fn header(&self, pos: u64) -> &AtomicU32;
+    /// `len` bytes at `pos` (`len <= size`), contiguous even where they wrap. Only for
+    /// bytes the kernel does not write while they are borrowed: committed records short
+    /// of a discard-mode ring's producer position, which waits for the consumer.
+    fn bytes(&self, pos: u64, len: usize) -> &[u8];
+    /// Copies the bytes of `[pos, pos + out.len())` (8-aligned, at most `size` bytes)
+    /// with word-sized atomic loads: for memory the kernel may be rewriting
+    /// (overwrite mode), whose copy the caller checks afterwards.
+    fn copy(&self, pos: u64, out: &mut [u8]);
+}
 
 /// Counters of one reader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -314,6 +337,7 @@ impl<M: RingMem> Reader<M> {
 
     /// The records from the read position (or the oldest not overwritten) to the
     /// producer position, copied and checked, without consuming them.
+    #[cfg(not(loom))]
     pub(crate) fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<std::convert::Infallible>> {
         self.capture(Walk::Snapshot)?;
         Ok(Snapshot::from_capture(self.cap.clone(), self.mem.size()))
