@@ -15,7 +15,10 @@
 //! each with its own ring of a flight-recorder channel, with no timestamp, TSC or
 //! `CLOCK_MONOTONIC` timestamps, next to one shared flight recorder and to rtrb; LTTng's
 //! metric: `ns/rec` there is writer-thread CPU time per record, summed over writers,
-//! while `Mrec/s` stays wall-clock; see `channel.rs`).
+//! while `Mrec/s` stays wall-clock; see `channel.rs`), `kernel-bpf` (a BPF program
+//! writing 8-byte records into a ring buffer map, consumed by ringtrace's `BpfRingBuf`
+//! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `perf-backward` (full reads
+//! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`).
 
 mod channel;
 pub mod harness;

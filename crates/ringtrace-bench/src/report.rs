@@ -34,9 +34,15 @@ pub struct Row {
     /// ring each; `ringtrace-channel`, `ts=none`, `ts=tsc`, `ts=mono`), into one shared
     /// flight recorder (`ringtrace-mpsc`) and, one writer, into rtrb; `ns_per_rec` there
     /// is CPU time, not wall time (see `ns_per_rec`).
+    ///
+    /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
+    /// consumed by ringtrace (`ringtrace`) or libbpf's `ring_buffer` (`libbpf`),
+    /// `parallel`, `parallel/linger=0` or `back-to-back`. `perf-backward`: full reads of
+    /// a 1 MiB backward perf ring; `buf=1MiB/per-read` counts one whole read as a record.
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
-    /// `ringtrace-channel` and `ringtrace-mpsc` in `channel-scaling`.
+    /// `ringtrace-channel` and `ringtrace-mpsc` in `channel-scaling`; `libbpf` in
+    /// `kernel-bpf`.
     #[serde(rename = "impl")]
     pub imp: String,
     /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in
