@@ -2,84 +2,15 @@
 //! (one line `ringtrace: error: ...` on stderr) or 2 (usage), never a signal or a hang.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use ringtrace::inspect::image::{self, ImageBuilder};
 use ringtrace::inspect::{RingKind, RingMode};
 use ringtrace::{Channel, ChannelProducer, Discard, Monotonic, NoClock, Overwrite, Wakeup};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ringtrace");
-const DEADLINE: Duration = Duration::from_secs(20);
+mod common;
 
-/// A fresh path in the test's temporary directory.
-fn temp(name: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "cli-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Waits for `child` at most `DEADLINE`; kills it and fails the test past that. Fails on
-/// death by a signal. Returns the exit code.
-fn wait(mut child: Child, what: &str) -> i32 {
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > DEADLINE {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("`ringtrace {what}` did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(status.signal().is_none(), "`ringtrace {what}` died of signal {:?}", status.signal());
-    status.code().unwrap()
-}
-
-/// Runs the binary (stdout and stderr to files so that a large output cannot block it).
-fn run(args: &[&str]) -> Output {
-    let out = temp("stdout");
-    let err = temp("stderr");
-    let child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let code = wait(child, &args.join(" "));
-    Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
-}
-
-/// Asserts exit status 1 and a single stderr line `ringtrace: error: <...msg...>`, on
-/// every reading command.
-fn fails(path: &str, msg: &str) {
-    for cmd in [&["stat"][..], &["tail"], &["snapshot"], &["tail", "--follow"], &["stat", "--json"]] {
-        let mut args = cmd.to_vec();
-        args.push(path);
-        let o = run(&args);
-        assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
-        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
-        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
-        assert!(o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains(msg), "{args:?}: {}", o.stderr);
-    }
-}
+use common::{code, fails, run, temp, Guard, BIN, DEADLINE};
 
 fn write_image(name: &str, img: &[u8]) -> String {
     let path = temp(name);
@@ -190,7 +121,7 @@ fn broken_pipe_exits_quietly() {
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap(); // closes the pipe
     assert_eq!(line.len(), 201);
     let mut stderr = child.stderr.take().unwrap();
-    assert_eq!(wait(child, "snapshot | head -1"), 0);
+    assert_eq!(code(Guard(child).wait(DEADLINE, "snapshot | head -1"), "snapshot | head -1"), 0);
     let mut err = String::new();
     stderr.read_to_string(&mut err).unwrap();
     assert_eq!(err, "");

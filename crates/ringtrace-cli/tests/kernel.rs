@@ -5,17 +5,16 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ringtrace_fixtures::{bpf_skip_reason, create_array_map, expected_payload, BpfFs, ProgSpec, RingMap, SeqProgram};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ringtrace");
-const DEADLINE: Duration = Duration::from_secs(20);
+mod common;
+
+use common::{code, fails, run, spawn, temp, Guard, BIN};
+
 /// Data bytes of the maps under test.
 const SIZE: u32 = 1 << 16;
 
@@ -41,18 +40,6 @@ fn ring(payload: u32) -> (RingMap, SeqProgram) {
     (map, prog)
 }
 
-/// A fresh path in the test's temporary directory.
-fn temp(name: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "kernel-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -62,84 +49,11 @@ fn hex_lines(seqs: impl IntoIterator<Item = u64>, payload: u32) -> String {
     seqs.into_iter().map(|s| hex(&expected_payload(s, payload)) + "\n").collect()
 }
 
-/// A child process killed (and reaped) on drop: a failing test leaves none behind.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-impl Guard {
-    /// Waits at most `limit` for the child (the guard kills it if the test fails here).
-    fn wait(&mut self, limit: Duration, what: &str) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.0.try_wait().unwrap() {
-                return status;
-            }
-            assert!(start.elapsed() < limit, "`ringtrace {what}` did not finish within {limit:?}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-fn code(status: ExitStatus, what: &str) -> i32 {
-    assert!(status.signal().is_none(), "`ringtrace {what}` died of signal {:?}", status.signal());
-    status.code().unwrap()
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Starts the binary with stdout and stderr going to files.
-fn spawn(args: &[&str]) -> (Guard, PathBuf, PathBuf) {
-    let out = temp("stdout");
-    let err = temp("stderr");
-    let child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    (Guard(child), out, err)
-}
-
-/// Runs the binary to completion (at most `DEADLINE`).
-fn run(args: &[&str]) -> Output {
-    let (mut child, out, err) = spawn(args);
-    let what = args.join(" ");
-    let code = code(child.wait(DEADLINE, &what), &what);
-    Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
-}
-
 /// Runs the binary, asserts exit 0 and an empty stderr, returns stdout.
 fn ok(args: &[&str]) -> String {
     let o = run(args);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{args:?}");
     o.stdout
-}
-
-/// Asserts exit status 1, no output and one stderr line `ringtrace: error: <...msg...>`
-/// on every reading command.
-fn fails(source: &str, msg: &str) {
-    for cmd in [&["stat"][..], &["stat", "--json"], &["tail"], &["tail", "--follow"], &["snapshot"]] {
-        let mut args = cmd.to_vec();
-        args.push(source);
-        let o = run(&args);
-        assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
-        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
-        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
-        assert!(o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains(msg), "{args:?}: {}", o.stderr);
-    }
 }
 
 /// `stat --json` of a discard-mode map with no name, as it must print it.
