@@ -267,7 +267,12 @@ impl<M: RingMem> Reader<M> {
             // position, and the word after producer_pos is pending_pos there.
             let over =
                 if self.overwrite { self.mem.overwrite_pos().load(Ordering::Relaxed) } else { self.pos.min(prod) };
-            if prod % 8 != 0 || over % 8 != 0 || over > prod || prod - over > size {
+            if over > prod {
+                // A later reservation moved overwrite_pos after the producer_pos loaded
+                // above (it is loaded second): load both again.
+                continue;
+            }
+            if prod % 8 != 0 || over % 8 != 0 || prod - over > size {
                 return Err(ConsumeError::Corrupt { pos: over, header: prod });
             }
             let start = self.pos.max(over).min(prod);
