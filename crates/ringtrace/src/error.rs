@@ -233,6 +233,19 @@ pub enum ConsumeError<E> {
         /// Its raw value.
         header: u64,
     },
+    /// The ring's positions are not a ring's: the producer position is behind the
+    /// reader's, more than the ring's size ahead of it, or misaligned (another process
+    /// moved a shared position, or the memory is corrupt). Nothing is read past them.
+    #[error(
+        "ring positions are inconsistent: reader at {reader}, producer at {producer} (another reader \
+         moved the consumer position, or the ring's memory is corrupt)"
+    )]
+    Positions {
+        /// The position reading starts from.
+        reader: u64,
+        /// The producer position.
+        producer: u64,
+    },
     /// Overwrite mode: producers overwrote what the consumer copied, 16 times in a row,
     /// before it could check a copy. Nothing was lost silently: the next call resumes at
     /// the oldest record and counts what was overwritten.

@@ -330,6 +330,7 @@ fn widen<E>(e: ConsumeError<Infallible>) -> ConsumeError<E> {
         ConsumeError::Callback(never) => match never {},
         ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
         ConsumeError::Busy => ConsumeError::Busy,
+        ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
         ConsumeError::Io(e) => ConsumeError::Io(e),
     }
 }

@@ -7,7 +7,10 @@
 //! ```text
 //! offset 0          consumer page: consumer_pos            (mapped read-write)
 //! offset P          producer page: producer_pos, then      (mapped read-only)
-//!                   overwrite_pos, pending_pos (Linux 6.19; pending_pos alone before)
+//!                   pending_pos, then overwrite_pos (Linux 6.19: added after
+//!                   pending_pos when the patch was applied, "didn't want to
+//!                   unnecessarily shift pending_pos"; v1 of the series, seed 001,
+//!                   had it before)
 //! offset 2P         data, size bytes, then the same pages again (the kernel maps them
 //!                   twice, so a record that wraps is contiguous here too)
 //! ```
@@ -23,6 +26,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
 use super::reader::RingMem;
+
+/// Offset of `overwrite_pos` in the producer page (after `producer_pos` and
+/// `pending_pos`).
+const OVERWRITE_POS: usize = 16;
 
 /// The kernel's mapping of one ring buffer map. Unmapped on drop.
 #[derive(Debug)]
@@ -96,7 +103,7 @@ impl RingMem for KernelMap {
         self.word64(self.producer, 0)
     }
     fn overwrite_pos(&self) -> &AtomicU64 {
-        self.word64(self.producer, 8)
+        self.word64(self.producer, OVERWRITE_POS)
     }
     fn header(&self, pos: u64) -> &AtomicU32 {
         let at = self.page + (pos & (self.size - 1) & !7) as usize;

@@ -7,7 +7,8 @@
 //! read-only, as the kernel requires. Records are handed to the callback in place
 //! (zero-copy) in the order the kernel reserved them, discarded ones skipped, as with
 //! the user-space rings' [`Consumer`](crate::Consumer): the same `consume`,
-//! `consume_n`, `poll`, `wait` and `arm`, and the same [`ConsumeError`].
+//! `consume_n`, `poll`, `wait`, `release` and `arm` (which cannot fail here, so it
+//! returns a plain `bool`), and the same [`ConsumeError`].
 //!
 //! What differs from libbpf's consumer, and why, is in the docs of `reader.rs`: the
 //! consumer position is published in batches, and waiting is safe with edge-triggered
@@ -88,10 +89,12 @@ pub enum BpfError {
         source: io::Error,
     },
     /// The kernel refused for lack of privileges.
-    #[error("{what}: permission denied (reading BPF maps needs CAP_BPF, or root): {source}")]
+    #[error("{what}: permission denied (this needs {needs}, or root): {source}")]
     Permission {
         /// What was refused.
         what: String,
+        /// The capability the kernel asks for here.
+        needs: &'static str,
         /// The kernel's error.
         #[source]
         source: io::Error,
@@ -218,7 +221,9 @@ impl BpfRingBuf {
             Some(libc::EINVAL) | Some(libc::EBADF) => {
                 BpfError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
             }
-            _ if is_permission(&source) => BpfError::Permission { what: "reading the map's info".into(), source },
+            _ if is_permission(&source) => {
+                BpfError::Permission { what: "reading the map's info".into(), needs: "CAP_BPF", source }
+            }
             _ => BpfError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
         })?;
         if info.map_type != sys::MAP_TYPE_RINGBUF {
@@ -244,7 +249,7 @@ impl BpfRingBuf {
         }
         let mem = KernelMap::new(fd.as_fd(), size as u64).map_err(|source| {
             if is_permission(&source) {
-                BpfError::Permission { what: "mapping the ring buffer".into(), source }
+                BpfError::Permission { what: "mapping the ring buffer".into(), needs: "CAP_BPF", source }
             } else {
                 BpfError::Io { what: "mapping the ring buffer (mmap)", source }
             }
@@ -260,7 +265,11 @@ impl BpfRingBuf {
         let path = path.as_ref();
         let fd = sys::obj_get(path).map_err(|source| {
             if is_permission(&source) {
-                BpfError::Permission { what: format!("opening pinned map {}", path.display()), source }
+                BpfError::Permission {
+                    what: format!("opening pinned map {}", path.display()),
+                    needs: "CAP_BPF and access to the bpffs path",
+                    source,
+                }
             } else {
                 BpfError::NotPinned { path: path.to_path_buf(), source }
             }
@@ -272,15 +281,22 @@ impl BpfRingBuf {
     pub fn open_id(id: u32) -> Result<BpfRingBuf, BpfError> {
         let fd = sys::map_get_fd_by_id(id).map_err(|source| match source.raw_os_error() {
             Some(libc::ENOENT) => BpfError::NoSuchMap { id },
-            _ if is_permission(&source) => BpfError::Permission { what: format!("opening map id {id}"), source },
+            _ if is_permission(&source) => BpfError::Permission {
+                what: format!("opening map id {id}"),
+                // BPF_MAP_GET_FD_BY_ID checks CAP_SYS_ADMIN, not CAP_BPF.
+                needs: "CAP_SYS_ADMIN (opening a map by id)",
+                source,
+            },
             _ => BpfError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
         })?;
         Self::from_fd(fd)
     }
 
-    /// Calls `f` with every record available now, in order, then hands the space back.
-    /// Returns how many records `f` saw. Stops at the first error of `f` (that record
-    /// counts as consumed, as in libbpf) and returns it.
+    /// Calls `f` with every record available now, in order, then hands the space back,
+    /// all but the last record's if that one is small (at most a sixteenth of the map;
+    /// see [`release`](Self::release)). Returns how many records `f` saw. Stops at the
+    /// first error of `f` (that record counts as consumed, as in libbpf) and returns
+    /// it.
     #[inline]
     pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
     where
@@ -368,6 +384,15 @@ impl BpfRingBuf {
     /// is. `false`: records are ready; consume again first.
     pub fn arm(&mut self) -> bool {
         self.reader.arm()
+    }
+
+    /// Hands back the space of every record read. A consume call keeps the last
+    /// record's space if it is small, so that the kernel does not queue a wakeup for a
+    /// reader that is about to read again ([`arm`](Self::arm), [`wait`](Self::wait),
+    /// [`poll`](Self::poll) and drop hand it back). A reader that busy-polls
+    /// `consume` and never waits may call this to hand it back too.
+    pub fn release(&mut self) {
+        self.reader.publish();
     }
 
     /// Whether a record (or a discarded one to step over) is ready to read.

@@ -55,6 +55,10 @@ pub(crate) trait RingMem {
     fn copy(&self, pos: u64, out: &mut [u8]);
 }
 
+/// Overwrite mode: bytes a consume call copies at most (the records past them are read
+/// by the next call), so that `consume_n(1)` does not copy the whole map every time.
+const COPY_LIMIT: u64 = 64 * 1024;
+
 /// Counters of one reader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -132,18 +136,34 @@ impl<M: RingMem> Reader<M> {
         }
     }
 
-    /// Whether a record (or a discarded one) is committed at the read position.
+    /// Whether a record (or a discarded one) is committed at the read position (in
+    /// overwrite mode: at the oldest record not overwritten, if that is past it).
     pub(crate) fn ready(&self) -> bool {
         // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos).
         let prod = self.mem.producer_pos().load(Ordering::Acquire);
-        if prod == self.pos {
+        let at = if self.overwrite { self.pos.max(self.floor()) } else { self.pos };
+        if at >= prod {
             return false;
         }
-        if self.overwrite {
-            return true;
-        }
         // Acquire: pairs with the kernel's xchg(&hdr->len) in bpf_ringbuf_commit.
-        self.mem.header(self.pos).load(Ordering::Acquire) & BUSY_BIT == 0
+        self.mem.header(at).load(Ordering::Acquire) & BUSY_BIT == 0
+    }
+
+    /// The oldest position whose bytes the kernel has not started to rewrite. Overwrite
+    /// mode: `overwrite_pos` (the kernel moves it past a record before it rewrites any
+    /// of it). Discard mode: the map's `consumer_pos`, which is this reader's published
+    /// position, or another process's if this handle only copies (`ringtrace snapshot`
+    /// beside the map's own reader).
+    fn floor(&self) -> u64 {
+        if self.overwrite {
+            // Relaxed: loaded after an Acquire load of producer_pos, which the kernel
+            // stores with release after its WRITE_ONCE of overwrite_pos (see `capture`).
+            self.mem.overwrite_pos().load(Ordering::Relaxed)
+        } else {
+            // Acquire: pairs with the release store of the consumer that published it:
+            // its loads of the records below it happened before.
+            self.mem.consumer_pos().load(Ordering::Acquire)
+        }
     }
 
     /// Bytes between the read position and the producer position.
@@ -171,12 +191,13 @@ impl<M: RingMem> Reader<M> {
     /// Calls `f` with the position and payload of up to `max` records in order
     /// (`max` = `usize::MAX`: all there are).
     ///
-    /// Hands back the space of every record read but the last: the published position
-    /// stays at the start of the last record. The kernel wakes the map's waiters when
-    /// it commits a record at the published position (flags 0), so a position equal to
-    /// the producer's would make the next commit queue a wakeup (an `irq_work`, and an
-    /// IPI to the reader's CPU) while the reader is not waiting but about to read
-    /// again. [`arm`](Self::arm), before a wait, publishes the rest.
+    /// Hands back the space of every record read but the last, if that one is small
+    /// (at most a sixteenth of the map): the published position stays at its start.
+    /// The kernel wakes the map's waiters when it commits a record at the published
+    /// position (flags 0), so a position equal to the producer's would make the next
+    /// commit queue a wakeup (an `irq_work`, and an IPI to the reader's CPU) while the
+    /// reader is not waiting but about to read again. [`arm`](Self::arm), before a
+    /// wait, publishes the rest, as do [`publish`](Self::publish) and drop.
     #[inline]
     pub(crate) fn consume<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
     where
@@ -186,8 +207,19 @@ impl<M: RingMem> Reader<M> {
             return self.consume_overwrite(max, f);
         }
         let r = self.consume_discard(max, f);
-        self.publish_to(self.last);
+        self.publish_to(self.held_back(self.last, self.pos));
         r
+    }
+
+    /// Where a call that read a record at `at` ending at `end` leaves the published
+    /// position: `at` (hold the record back) if it is small, else `end`.
+    #[inline]
+    fn held_back(&self, at: u64, end: u64) -> u64 {
+        if end - at <= self.mem.size() / 16 {
+            at
+        } else {
+            end
+        }
     }
 
     /// Discard mode: records in place, zero-copy.
@@ -205,8 +237,8 @@ impl<M: RingMem> Reader<M> {
             // the end of a reserve (the header written as BUSY before it).
             let prod = self.mem.producer_pos().load(Ordering::Acquire);
             if prod.wrapping_sub(pos) > size || prod % 8 != 0 {
-                // Another consumer moved the position, or the map was replaced.
-                break Err(ConsumeError::Corrupt { pos, header: prod });
+                // Another consumer moved the position, or the memory is corrupt.
+                break Err(ConsumeError::Positions { reader: pos, producer: prod });
             }
             if prod == pos {
                 break Ok(n);
@@ -242,7 +274,7 @@ impl<M: RingMem> Reader<M> {
                 }
                 if pos >= batch_end {
                     self.pos = pos;
-                    self.publish_to(at);
+                    self.publish_to(self.held_back(at, pos));
                     batch_end = pos + self.batch;
                 }
             }
@@ -253,48 +285,53 @@ impl<M: RingMem> Reader<M> {
         result
     }
 
-    /// Copies the ring's records from the read position on (or from `overwrite_pos`, if
-    /// the kernel overwrote past it) into `self.cap` and checks the copy; `cap.first` is
-    /// where the checked records start.
-    fn capture(&mut self, walk: Walk) -> Result<(), ConsumeError<std::convert::Infallible>> {
+    /// Copies the ring's records from the read position on (or from the oldest the
+    /// kernel has not started to rewrite, if that is past it), at most `limit` bytes,
+    /// into `self.cap` and checks the copy; `cap.first` is where the checked records
+    /// start.
+    ///
+    /// The argument, in overwrite mode: the kernel stores `overwrite_pos` past a record
+    /// before it rewrites any byte of it, and publishes both with its release store of
+    /// `producer_pos`. A byte copied from a position at or after the `overwrite_pos`
+    /// loaded *after* the copy (and an Acquire fence) is the byte of the record that was
+    /// there. That holds where the kernel's stores become visible in order (x86); on
+    /// weakly ordered CPUs the kernel issues no barrier between its `overwrite_pos`
+    /// store and its rewriting stores (which follow the release), so a torn record is
+    /// possible there, as with the kernel's own proposed reader. Discard mode: the same
+    /// with `consumer_pos`, below which the kernel may rewrite.
+    fn capture(&mut self, walk: Walk, limit: u64) -> Result<(), ConsumeError<std::convert::Infallible>> {
         let size = self.mem.size();
         for _ in 0..MAX_ATTEMPTS {
             // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos),
-            // which it issues after its WRITE_ONCE(rb->overwrite_pos): the overwrite
-            // position loaded next is at least the one that goes with `prod`.
+            // which it issues after its WRITE_ONCE(rb->overwrite_pos): the floor loaded
+            // next is at least the one that goes with `prod`.
             let prod = self.mem.producer_pos().load(Ordering::Acquire);
-            // Discard mode: the kernel rewrites nothing past the published consumer
-            // position, and the word after producer_pos is pending_pos there.
-            let over =
-                if self.overwrite { self.mem.overwrite_pos().load(Ordering::Relaxed) } else { self.pos.min(prod) };
-            if over > prod {
-                // A later reservation moved overwrite_pos after the producer_pos loaded
-                // above (it is loaded second): load both again.
+            let floor = self.floor();
+            if floor > prod {
+                // A later reservation (or consumer) moved the floor after the
+                // producer_pos loaded above: load both again.
                 continue;
             }
-            if prod % 8 != 0 || over % 8 != 0 || prod - over > size {
-                return Err(ConsumeError::Corrupt { pos: over, header: prod });
+            if prod % 8 != 0 || floor % 8 != 0 || prod - floor > size {
+                return Err(ConsumeError::Positions { reader: floor, producer: prod });
             }
-            let start = self.pos.max(over).min(prod);
-            let len = (prod - start) as usize;
+            let start = self.pos.max(floor).min(prod);
+            let end = prod.min(start + limit);
             self.cap.bytes.clear();
-            self.cap.bytes.resize(len, 0);
+            self.cap.bytes.resize((end - start) as usize, 0);
             self.mem.copy(start, &mut self.cap.bytes);
             // Acquire fence: the loads of the copy above are ordered before the reload
-            // of the positions below, so a rewrite that reached the copy (a later
-            // reserve, published with its own producer_pos release after its
-            // overwrite_pos store) shows in the overwrite position loaded next.
+            // of the floor below, so a rewrite that reached the copy shows in it (see
+            // above for what the kernel's side guarantees).
             fence(Ordering::Acquire);
-            // Acquire: as above, pairs with the kernel's producer_pos release.
-            let _ = self.mem.producer_pos().load(Ordering::Acquire);
-            let over2 = if self.overwrite { self.mem.overwrite_pos().load(Ordering::Relaxed) } else { over };
-            if over2 > prod {
+            let floor2 = self.floor();
+            if floor2 > end {
                 continue; // everything copied may have been rewritten: copy again
             }
             self.cap.start = start;
-            self.cap.first = start.max(over2);
+            self.cap.first = start.max(floor2);
             self.cap.retired_at_first = None;
-            parse(walk, size, prod, false, &mut self.cap);
+            parse(walk, size, end, end < prod, &mut self.cap);
             if let Parse::Corrupt { pos, header } = self.cap.stop {
                 return Err(ConsumeError::Corrupt { pos, header });
             }
@@ -308,8 +345,9 @@ impl<M: RingMem> Reader<M> {
     where
         F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
-        self.capture(Walk::Consumer).map_err(|e| match e {
+        self.capture(Walk::Consumer, COPY_LIMIT).map_err(|e| match e {
             ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
+            ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
             _ => ConsumeError::Busy,
         })?;
         if self.cap.first > self.pos {
@@ -336,7 +374,7 @@ impl<M: RingMem> Reader<M> {
                 break;
             }
         }
-        self.publish_to(self.last);
+        self.publish_to(self.held_back(self.last, self.pos));
         result.map(|_: usize| n)
     }
 
@@ -344,7 +382,7 @@ impl<M: RingMem> Reader<M> {
     /// producer position, copied and checked, without consuming them.
     #[cfg(not(loom))]
     pub(crate) fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<std::convert::Infallible>> {
-        self.capture(Walk::Snapshot)?;
+        self.capture(Walk::Snapshot, self.mem.size())?;
         Ok(Snapshot::from_capture(self.cap.clone(), self.mem.size()))
     }
 }

@@ -1,6 +1,6 @@
-//! The four bpf(2) commands the reader needs: `BPF_OBJ_GET` (a pinned path),
-//! `BPF_MAP_GET_FD_BY_ID`, `BPF_OBJ_GET_INFO_BY_FD` (what kind of map a descriptor is)
-//! and nothing else: the map's memory comes from mmap(2) on its descriptor ([`super::map`]).
+//! The three bpf(2) commands the reader needs: `BPF_OBJ_GET` (a pinned path),
+//! `BPF_MAP_GET_FD_BY_ID` and `BPF_OBJ_GET_INFO_BY_FD` (what kind of map a descriptor
+//! is). The map's memory comes from mmap(2) on its descriptor ([`super::map`]).
 //!
 //! This module holds the `unsafe` of the bpf(2) system call. Each command fills a
 //! zeroed `union bpf_attr` image ([`Attr`], larger than every member used) at the

@@ -138,7 +138,6 @@ impl RingMem for Arc<Sim> {
                     .to_ne_bytes(),
             );
         }
-        std::sync::atomic::fence(Ordering::Acquire);
     }
 }
 
@@ -294,6 +293,87 @@ fn corrupt_lengths_and_positions_are_errors() {
     sim.store(0, 4000); // length past the producer position
     let e = r.consume(usize::MAX, |_, _| Ok::<(), Never>(()));
     assert!(matches!(e, Err(ConsumeError::Corrupt { pos: 0, .. })), "{e:?}");
+
+    // The producer position moved behind the reader (another process wrote it).
+    let sim = Sim::new(4096, false);
+    let mut r = Reader::new(sim.clone(), false).unwrap();
+    assert!(sim.output(&record(0, 16)));
+    r.consume(usize::MAX, |_, _| Ok::<(), Never>(())).unwrap();
+    sim.prod.store(8, Ordering::Relaxed);
+    let e = r.consume(usize::MAX, |_, _| Ok::<(), Never>(()));
+    assert!(matches!(e, Err(ConsumeError::Positions { reader: 24, producer: 8 })), "{e:?}");
+    assert!(e.unwrap_err().to_string().contains("positions are inconsistent"));
+}
+
+#[test]
+fn large_records_are_not_held_back() {
+    // Records of more than half the map: holding one back would refuse every next one.
+    let sim = Sim::new(4096, false);
+    let mut r = Reader::new(sim.clone(), false).unwrap();
+    let mut got = 0;
+    for s in 0..100 {
+        assert!(sim.output(&record(s, 2100)), "record {s} refused");
+        got += r
+            .consume(usize::MAX, |_, rec| {
+                assert_eq!(check(rec), s);
+                Ok::<(), Never>(())
+            })
+            .unwrap();
+    }
+    assert_eq!(got, 100);
+    // Small ones are held back, and `publish` hands them back.
+    assert!(sim.output(&record(100, 8)));
+    r.consume(usize::MAX, |_, _| Ok::<(), Never>(())).unwrap();
+    assert_eq!(sim.cons.load(Ordering::Relaxed) + 16, sim.prod.load(Ordering::Relaxed));
+    r.publish();
+    assert_eq!(sim.cons.load(Ordering::Relaxed), sim.prod.load(Ordering::Relaxed));
+}
+
+#[test]
+fn a_snapshot_beside_another_reader_starts_at_its_consumer_position() {
+    // `ringtrace snapshot` opens its own handle while the map's reader consumes: what
+    // that reader handed back, the kernel rewrites, so the copy starts at consumer_pos.
+    let sim = Sim::new(1024, false);
+    let mut inspector = Reader::new(sim.clone(), false).unwrap(); // opened at 0
+    let mut reader = Reader::new(sim.clone(), false).unwrap();
+    let mut s = 0;
+    for _ in 0..20 {
+        while sim.output(&record(s, 40)) {
+            s += 1;
+        }
+        let mut n = 0;
+        reader
+            .consume(usize::MAX, |_, rec| {
+                check(rec);
+                n += 1;
+                Ok::<(), Never>(())
+            })
+            .unwrap();
+        assert!(reader.arm());
+        // Half the ring again, over what was consumed.
+        for _ in 0..10 {
+            assert!(sim.output(&record(s, 40)));
+            s += 1;
+        }
+        let snap = inspector.snapshot().unwrap();
+        let seqs: Vec<u64> = snap.iter().map(check).collect();
+        assert_eq!(seqs, (s - 10..s).collect::<Vec<_>>(), "only the records not consumed, intact");
+        assert_eq!(snap.oldest_position(), sim.cons.load(Ordering::Relaxed));
+        reader.consume(usize::MAX, |_, _| Ok::<(), Never>(())).unwrap();
+        assert!(reader.arm());
+    }
+}
+
+#[test]
+fn overwrite_mode_is_not_ready_at_a_record_still_being_written() {
+    let sim = Sim::new(4096, true);
+    let mut r = Reader::new(sim.clone(), true).unwrap();
+    let a = sim.reserve(8).unwrap();
+    assert!(!r.ready(), "BUSY at the read position");
+    assert!(r.arm());
+    sim.write(a, &record(0, 8));
+    sim.commit(a, false);
+    assert!(r.ready());
 }
 
 #[test]
