@@ -255,3 +255,17 @@ pub enum ConsumeError<E> {
     #[error("waiting for records failed: {0}")]
     Io(#[from] io::Error),
 }
+
+impl ConsumeError<std::convert::Infallible> {
+    /// This error in a caller's error type (the callback that could not fail was a
+    /// reader's own: a drain, a copy).
+    pub(crate) fn widen<E>(self) -> ConsumeError<E> {
+        match self {
+            ConsumeError::Callback(never) => match never {},
+            ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
+            ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
+            ConsumeError::Busy => ConsumeError::Busy,
+            ConsumeError::Io(e) => ConsumeError::Io(e),
+        }
+    }
+}

@@ -199,7 +199,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             l.done = exited && got == 0 && !l.lane.slot;
         }
         if let Some(e) = failed {
-            return Err(widen(e));
+            return Err(e.widen());
         }
         self.merge(Some(floor), &mut f)
     }
@@ -321,17 +321,6 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             reg.freed.late += self.late;
             self.late = 0;
         }
-    }
-}
-
-/// A ring's error, in the caller's error type (a drain's callback never fails).
-fn widen<E>(e: ConsumeError<Infallible>) -> ConsumeError<E> {
-    match e {
-        ConsumeError::Callback(never) => match never {},
-        ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
-        ConsumeError::Busy => ConsumeError::Busy,
-        ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
-        ConsumeError::Io(e) => ConsumeError::Io(e),
     }
 }
 

@@ -40,7 +40,7 @@ use crate::overwrite::snapshot::Snapshot;
 
 use map::KernelMap;
 pub use reader::BpfStats;
-use reader::Reader;
+use reader::{Reader, RingMem};
 pub use set::RingSet;
 pub use sys::BPF_F_RB_OVERWRITE;
 
@@ -342,9 +342,7 @@ impl BpfRingBuf {
         }
         let mut timeout = timeout;
         if !self.linger.is_zero() {
-            let nap = timeout.map_or(self.linger, |t| t.min(self.linger));
-            std::thread::sleep(nap);
-            timeout = timeout.map(|t| t - nap);
+            nap(self.linger, &mut timeout);
             let n = self.consume(&mut f)?;
             if n > 0 {
                 return Ok(n);
@@ -374,7 +372,7 @@ impl BpfRingBuf {
                 self.epoll.insert(ep)
             }
         };
-        wait_epoll(ep.as_fd(), timeout)?;
+        wait_epoll(ep.as_fd(), timeout, |_| {})?;
         Ok(self.reader.ready())
     }
 
@@ -415,13 +413,11 @@ impl BpfRingBuf {
     /// The kernel's producer position now.
     pub fn producer_position(&self) -> u64 {
         // Relaxed: a figure for display, ordering nothing.
-        use crate::kernel::bpf::reader::RingMem;
         self.reader.mem.producer_pos().load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The map's data size in bytes (its `max_entries`).
     pub fn capacity(&self) -> u64 {
-        use crate::kernel::bpf::reader::RingMem;
         self.reader.mem.size()
     }
 
@@ -493,19 +489,36 @@ impl Drop for BpfRingBuf {
     }
 }
 
-/// One `epoll_wait` on `ep` (interrupted waits are retried with the time left).
-pub(super) fn wait_epoll(ep: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<Vec<u64>> {
+/// Sleeps for `linger`, bounded by what is left of `timeout`, which it shortens by the
+/// time slept (the linger of `poll`: see [`BpfRingBuf::set_linger`]).
+pub(super) fn nap(linger: Duration, timeout: &mut Option<Duration>) {
+    let nap = timeout.map_or(linger, |t| t.min(linger));
+    std::thread::sleep(nap);
+    if let Some(t) = timeout {
+        *t -= nap;
+    }
+}
+
+/// One `epoll_wait` on `ep` (interrupted waits are retried with the time left); calls
+/// `on_event` with the data of each event reported.
+pub(super) fn wait_epoll(
+    ep: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+    mut on_event: impl FnMut(u64),
+) -> io::Result<()> {
     let deadline = timeout.map(|t| std::time::Instant::now() + t);
-    let mut events = Vec::with_capacity(16);
+    let mut buf = [const { std::mem::MaybeUninit::<epoll::Event>::uninit() }; 16];
     loop {
         let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
         let ts = left.map(|l| rustix::time::Timespec {
             tv_sec: l.as_secs().min(i64::MAX as u64) as i64,
             tv_nsec: l.subsec_nanos() as i64,
         });
-        events.clear();
-        match epoll::wait(ep, rustix::buffer::spare_capacity(&mut events), ts.as_ref()) {
-            Ok(_) => return Ok(events.iter().map(|e| e.data.u64()).collect()),
+        match epoll::wait(ep, &mut buf[..], ts.as_ref()) {
+            Ok((events, _)) => {
+                events.iter().for_each(|e| on_event(e.data.u64()));
+                return Ok(());
+            }
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
         }

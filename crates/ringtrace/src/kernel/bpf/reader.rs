@@ -6,9 +6,10 @@
 //! As libbpf's `ringbuf_process_ring`, with two differences:
 //!
 //! - The consumer position is published once per batch of bytes and at the end of a
-//!   call, not after every record. The kernel reads `consumer_pos` on every reserve (to
-//!   check for space) and every commit (to decide on a wakeup): a store per record moves
-//!   that cache line to the consumer and back on every record.
+//!   call (short of the last record, if it is small: see [`Reader::consume`]), not after
+//!   every record. The kernel reads `consumer_pos` on every reserve (to check for space)
+//!   and every commit (to decide on a wakeup): a store per record moves that cache line
+//!   to the consumer and back on every record.
 //! - Before sleeping, [`Reader::arm`] publishes the position and then issues a full
 //!   fence before it looks at the ring again. libbpf's release store alone does not
 //!   order its later loads (store buffering against the kernel's `xchg` then load of
@@ -18,10 +19,11 @@
 //! # Overwrite mode (`BPF_F_RB_OVERWRITE`, Linux 6.19)
 //!
 //! The kernel does not wait for the consumer: a record may be rewritten while it is
-//! read. The reader copies `[max(consumer, overwrite_pos), producer_pos)` with atomic
-//! loads, fences, reloads `overwrite_pos` and keeps only records at or after it (the
-//! kernel moves `overwrite_pos` past a record before it rewrites a byte of it), as the
-//! kernel review asked: copy, verify, retry a bounded number of times.
+//! read. The reader copies `[max(read position, overwrite_pos), producer_pos)` with
+//! atomic loads, fences, reloads `overwrite_pos` and keeps only records at or after it
+//! (the kernel moves `overwrite_pos` past a record before it rewrites a byte of it), as
+//! the kernel review asked: copy, verify, retry a bounded number of times
+//! ([`Reader::capture`], which also reads a discard-mode map without consuming it).
 
 use crate::error::ConsumeError;
 use crate::layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
@@ -203,10 +205,7 @@ impl<M: RingMem> Reader<M> {
     where
         F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
-        if self.overwrite {
-            return self.consume_overwrite(max, f);
-        }
-        let r = self.consume_discard(max, f);
+        let r = if self.overwrite { self.consume_overwrite(max, f) } else { self.consume_discard(max, f) };
         self.publish_to(self.held_back(self.last, self.pos));
         r
     }
@@ -268,8 +267,7 @@ impl<M: RingMem> Reader<M> {
                     self.stats.consumed += 1;
                     let data = self.mem.bytes(at + HDR_SIZE, (len & LEN_MASK) as usize);
                     if let Err(e) = f(at, data) {
-                        self.pos = pos;
-                        break 'outer Err(ConsumeError::Callback(e));
+                        break 'outer Err(ConsumeError::Callback(e)); // it counts as read
                     }
                 }
                 if pos >= batch_end {
@@ -279,9 +277,7 @@ impl<M: RingMem> Reader<M> {
                 }
             }
         };
-        if !matches!(result, Err(ConsumeError::Callback(_))) {
-            self.pos = pos;
-        }
+        self.pos = pos;
         result
     }
 
@@ -340,16 +336,12 @@ impl<M: RingMem> Reader<M> {
         Err(ConsumeError::Busy)
     }
 
-    /// Overwrite mode: copy, check, deliver from the copy.
+    /// Overwrite mode: copy, check, deliver from the copy (the caller publishes).
     fn consume_overwrite<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
-        self.capture(Walk::Consumer, COPY_LIMIT).map_err(|e| match e {
-            ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
-            ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
-            _ => ConsumeError::Busy,
-        })?;
+        self.capture(Walk::Consumer, COPY_LIMIT).map_err(ConsumeError::widen)?;
         if self.cap.first > self.pos {
             self.stats.overwritten_bytes += self.cap.first - self.pos;
             self.pos = self.cap.first;
@@ -374,7 +366,6 @@ impl<M: RingMem> Reader<M> {
                 break;
             }
         }
-        self.publish_to(self.held_back(self.last, self.pos));
         result.map(|_: usize| n)
     }
 

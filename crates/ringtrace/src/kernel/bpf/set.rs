@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rustix::event::epoll;
 
-use super::{wait_epoll, BpfError, BpfRingBuf, DEFAULT_LINGER};
+use super::{nap, wait_epoll, BpfError, BpfRingBuf, DEFAULT_LINGER};
 use crate::error::ConsumeError;
 
 /// Several BPF ring buffer maps polled together. The callback is told which map each
@@ -138,9 +138,7 @@ impl RingSet {
         }
         let mut timeout = timeout;
         if !self.linger.is_zero() && !self.ready.is_empty() {
-            let nap = timeout.map_or(self.linger, |t| t.min(self.linger));
-            std::thread::sleep(nap);
-            timeout = timeout.map(|t| t - nap);
+            nap(self.linger, &mut timeout);
             let n = self.pass(false, &mut f)?;
             if n > 0 {
                 return Ok(n);
@@ -168,12 +166,13 @@ impl RingSet {
         if !self.ready.is_empty() {
             return Ok(true);
         }
-        for i in wait_epoll(self.epoll.as_fd(), timeout)? {
+        let (rings, ready) = (self.rings.len(), &mut self.ready);
+        wait_epoll(self.epoll.as_fd(), timeout, |i| {
             let i = i as usize;
-            if i < self.rings.len() && !self.ready.contains(&i) {
-                self.ready.push(i);
+            if i < rings && !ready.contains(&i) {
+                ready.push(i);
             }
-        }
+        })?;
         Ok(!self.ready.is_empty())
     }
 }
