@@ -80,11 +80,11 @@ fn measure(
 ) -> Result<Measured, String> {
     let map = RingMap::create(MAP_SIZE).map_err(|e| format!("creating the ring map: {e}"))?;
     let prog = SeqProgram::load(map.as_fd(), ProgSpec::default()).map_err(|e| format!("loading the program: {e}"))?;
-    let fd = map.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
     let received = &Cell::new(0u64);
     // Both consumers count in the callback, so the callback costs the same.
     let mut consume: Consume<'_> = match imp {
         Imp::Ringtrace => {
+            let fd = map.as_fd().try_clone_to_owned().map_err(|e| e.to_string())?;
             let mut ring = BpfRingBuf::from_fd(fd).map_err(|e| e.to_string())?;
             ring.set_linger(linger);
             Box::new(move |wait| {
@@ -107,7 +107,6 @@ fn measure(
                 0
             });
             let mut rb = lib.ring_buffer(map.as_fd(), cb)?;
-            drop(fd);
             Box::new(move |wait| {
                 match wait {
                     Some(t) => rb.poll(t.as_millis() as i32),

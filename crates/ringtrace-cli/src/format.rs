@@ -39,6 +39,12 @@ pub fn eprint_line(args: std::fmt::Arguments<'_>) {
 }
 
 /// Maps a write error on stdout: a broken pipe ends the command quietly.
+/// Writes `text` to stdout and flushes it.
+pub fn print(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+}
+
 pub fn stdout_err(e: io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
         Failure::BrokenPipe

@@ -83,8 +83,7 @@ pub fn stat(src: &KernelSource, json: bool) -> Result<(), Failure> {
         let _ = writeln!(t, "available     {} bytes", ring.available());
         let _ = writeln!(t, "records       {} committed, {} being written", snap.len(), snap.unfinished());
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(t.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+    crate::format::print(&t)
 }
 
 /// `ringtrace tail bpf-...`: consumes and prints the next `count` records, waiting for

@@ -1,12 +1,11 @@
 //! `ringtrace stat`: a ring file's header, positions, counters and processes.
 
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::Path;
 
 use ringtrace::inspect::{Header, RingMode, State};
 
-use crate::format::{json_string, stdout_err, Failure};
+use crate::format::{json_string, Failure};
 
 pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
     if let Some(k) = crate::kernel::parse(path)? {
@@ -19,8 +18,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
     let state = ring.state()?;
     let h = ring.header();
     let text = if json { to_json(path, h, &state) } else { to_text(path, h, &state) };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+    crate::format::print(&text)
 }
 
 fn watermark(w: u64) -> String {

@@ -34,7 +34,7 @@ mod sys;
 use std::sync::OnceLock;
 
 pub use bpffs::BpfFs;
-pub use map::{create_array_map, pin_fd, RingMap, BPF_F_RB_OVERWRITE};
+pub use map::{create_array_map, pin_fd, RingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
 
 /// `None` when BPF ring buffer maps can be created here; else a one-line reason for a test
@@ -46,7 +46,7 @@ pub fn bpf_skip_reason() -> Option<String> {
     static REASON: OnceLock<Option<String>> = OnceLock::new();
     REASON
         .get_or_init(|| {
-            let page = sys::page_size() as u32;
+            let page = rustix::param::page_size() as u32;
             let err = RingMap::create(page).err()?;
             let hint = match err.raw_os_error() {
                 Some(libc::EPERM) => " (needs CAP_BPF or root)",

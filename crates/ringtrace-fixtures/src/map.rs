@@ -8,11 +8,6 @@ use std::path::Path;
 
 use crate::sys;
 
-/// `BPF_F_RB_OVERWRITE` (`1 << 19`, Linux 6.19+): a ring buffer map whose producers
-/// overwrite the oldest records instead of failing when the ring is full. For
-/// [`RingMap::create_with_flags`]; older kernels reject it with `EINVAL`.
-pub const BPF_F_RB_OVERWRITE: u32 = 1 << 19;
-
 /// A `BPF_MAP_TYPE_RINGBUF` map (type 27).
 #[derive(Debug)]
 pub struct RingMap {
@@ -26,7 +21,7 @@ impl RingMap {
         RingMap::create_with_flags(size, 0)
     }
 
-    /// [`RingMap::create`] with `map_flags` (e.g. [`BPF_F_RB_OVERWRITE`]).
+    /// [`RingMap::create`] with `map_flags` (e.g. `BPF_F_RB_OVERWRITE`, `1 << 19`, Linux 6.19).
     pub fn create_with_flags(size: u32, map_flags: u32) -> io::Result<RingMap> {
         let fd = sys::map_create(sys::MapCreateAttr {
             map_type: sys::BPF_MAP_TYPE_RINGBUF,

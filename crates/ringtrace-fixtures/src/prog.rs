@@ -139,7 +139,7 @@ impl SeqProgram {
     /// The kernel runs the repetitions with migration disabled; it stops early with
     /// `EINTR` if a signal is pending (runs done so far are counted in [`Self::counters`]).
     pub fn run(&self, repeat: u32) -> io::Result<()> {
-        sys::prog_test_run(self.prog.as_fd(), &PACKET, repeat).map(drop)
+        sys::prog_test_run(self.prog.as_fd(), &PACKET, repeat)
     }
 
     /// Reads the counters.

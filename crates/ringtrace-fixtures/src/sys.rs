@@ -158,13 +158,6 @@ fn raw(fd: BorrowedFd<'_>) -> u32 {
     fd.as_raw_fd() as u32
 }
 
-/// The page size (`sysconf(_SC_PAGESIZE)`).
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
-}
-
 /// `BPF_MAP_CREATE`.
 pub(crate) fn map_create(create: MapCreateAttr) -> io::Result<OwnedFd> {
     let mut attr = Attr::zeroed();
@@ -249,8 +242,8 @@ pub(crate) fn prog_load(prog_type: u32, insns: &[Insn], license: &CStr, log: Opt
 }
 
 /// `BPF_PROG_TEST_RUN` of `prog` `repeat` times on the packet `data_in` (no data out, no
-/// context). Returns the program's return value.
-pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -> io::Result<u32> {
+/// context).
+pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -> io::Result<()> {
     let mut attr = Attr::zeroed();
     attr.test = TestRunAttr {
         prog_fd: raw(prog),
@@ -262,9 +255,7 @@ pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -
     // SAFETY: `data_in` is readable for `data_size_in` bytes; `data_out` is NULL, so the
     // kernel writes back only into `attr` itself.
     unsafe { bpf(BPF_PROG_TEST_RUN, &mut attr) }?;
-    // SAFETY: `test` was written above and the kernel writes only u32 fields of it back, so
-    // all its bytes are initialized u32s.
-    Ok(unsafe { attr.test.retval })
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! `ringtrace stat CHANNEL`: the channel header, one line per slot, totals.
 
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::Path;
 
 use ringtrace::inspect::channel::{ChannelHeader, CHANNEL_VERSION};
 use ringtrace::inspect::{InspectError, RingMode};
 
-use crate::format::{json_string, stdout_err, Failure};
+use crate::format::{json_string, Failure};
 use crate::stat::utc;
 
 /// What `stat` shows of one slot's ring.
@@ -78,8 +77,7 @@ pub fn stat(path: &Path, json: bool) -> Result<(), Failure> {
     let mut totals = Totals::default();
     slots.iter().for_each(|s| totals.add(s));
     let text = if json { to_json(path, &h, &slots, &totals) } else { to_text(path, &h, &slots, &totals) };
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+    crate::format::print(&text)
 }
 
 /// Whether process `pid` exists and is not a zombie (true if `/proc` cannot tell).

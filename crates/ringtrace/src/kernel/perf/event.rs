@@ -192,7 +192,7 @@ impl EventBuilder {
         // SAFETY: `fd` is a new file descriptor returned by perf_event_open that nothing
         // else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(PerfEvent { fd, kind: self.kind, sample_type: self.sample_type, backward: self.backward })
+        Ok(PerfEvent { fd, sample_type: self.sample_type, backward: self.backward })
     }
 }
 
@@ -200,9 +200,7 @@ impl EventBuilder {
 fn open_hint(e: &io::Error, pid: i32, exclude_kernel: bool) -> String {
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "unreadable".into());
+            let paranoid = super::sysctl("/proc/sys/kernel/perf_event_paranoid");
             format!(
                 "not permitted: /proc/sys/kernel/perf_event_paranoid is {paranoid}; without CAP_PERFMON \
                  (or CAP_SYS_ADMIN) a process may measure its own threads only at 2 or less, and kernel mode \
@@ -234,7 +232,6 @@ fn open_hint(e: &io::Error, pid: i32, exclude_kernel: bool) -> String {
 #[derive(Debug)]
 pub struct PerfEvent {
     fd: OwnedFd,
-    kind: Software,
     sample_type: u64,
     backward: bool,
 }
@@ -258,16 +255,12 @@ impl PerfEvent {
 
     /// Starts counting and sampling (`PERF_EVENT_IOC_ENABLE`).
     pub fn enable(&self) -> Result<(), PerfError> {
-        // SAFETY: an ioctl with an integer argument on the perf event this value owns.
-        let r = unsafe { pe::ioctls::ENABLE(self.fd.as_raw_fd(), 0) };
-        check(r, "PERF_EVENT_IOC_ENABLE")
+        int_ioctl(self.fd.as_fd(), pe::ioctls::ENABLE, 0, "PERF_EVENT_IOC_ENABLE")
     }
 
     /// Stops counting and sampling (`PERF_EVENT_IOC_DISABLE`).
     pub fn disable(&self) -> Result<(), PerfError> {
-        // SAFETY: an ioctl with an integer argument on the perf event this value owns.
-        let r = unsafe { pe::ioctls::DISABLE(self.fd.as_raw_fd(), 0) };
-        check(r, "PERF_EVENT_IOC_DISABLE")
+        int_ioctl(self.fd.as_fd(), pe::ioctls::DISABLE, 0, "PERF_EVENT_IOC_DISABLE")
     }
 
     /// The `sample_type` it was opened with, for [`Sample::parse`](super::Sample::parse).
@@ -279,11 +272,6 @@ impl PerfEvent {
     pub fn is_backward(&self) -> bool {
         self.backward
     }
-
-    /// Its kind.
-    pub fn kind(&self) -> Software {
-        self.kind
-    }
 }
 
 impl AsFd for PerfEvent {
@@ -292,8 +280,16 @@ impl AsFd for PerfEvent {
     }
 }
 
-fn check(r: libc::c_int, op: &'static str) -> Result<(), PerfError> {
-    if r < 0 {
+/// One of perf-event-open-sys's integer-argument perf ioctls on `fd`.
+fn int_ioctl(
+    fd: BorrowedFd<'_>,
+    ioctl: unsafe fn(libc::c_int, libc::c_uint) -> libc::c_int,
+    arg: libc::c_uint,
+    op: &'static str,
+) -> Result<(), PerfError> {
+    // SAFETY: an ioctl that takes an integer argument, on a borrowed, open file
+    // descriptor; on one that is not a perf event's, the kernel refuses it (ENOTTY).
+    if unsafe { ioctl(fd.as_raw_fd(), arg) } < 0 {
         Err(PerfError::Ioctl { op, source: io::Error::last_os_error() })
     } else {
         Ok(())
@@ -303,8 +299,6 @@ fn check(r: libc::c_int, op: &'static str) -> Result<(), PerfError> {
 /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: while paused, the kernel writes nothing into the event's
 /// ring (it counts what it drops as lost).
 pub(super) fn pause_output(fd: BorrowedFd<'_>, paused: bool) -> Result<(), PerfError> {
-    // SAFETY: an ioctl with an integer argument on a borrowed, open file descriptor; on
-    // one that is not a perf event's, the kernel refuses it (ENOTTY).
-    let r = unsafe { pe::ioctls::PAUSE_OUTPUT(fd.as_raw_fd(), paused as u32) };
-    check(r, if paused { "PERF_EVENT_IOC_PAUSE_OUTPUT(1)" } else { "PERF_EVENT_IOC_PAUSE_OUTPUT(0)" })
+    let op = if paused { "PERF_EVENT_IOC_PAUSE_OUTPUT(1)" } else { "PERF_EVENT_IOC_PAUSE_OUTPUT(0)" };
+    int_ioctl(fd, pe::ioctls::PAUSE_OUTPUT, paused as libc::c_uint, op)
 }

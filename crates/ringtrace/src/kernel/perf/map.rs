@@ -151,9 +151,7 @@ impl Drop for Mapping {
 fn map_hint(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::ENOMEM) => {
-            let kb = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "unreadable".into());
+            let kb = super::sysctl("/proc/sys/kernel/perf_event_mlock_kb");
             format!(
                 "the ring is larger than a process without CAP_IPC_LOCK may lock: \
                  /proc/sys/kernel/perf_event_mlock_kb is {kb} (per user, plus RLIMIT_MEMLOCK); \

@@ -267,3 +267,8 @@ pub enum PerfReadError<E> {
     #[error(transparent)]
     Perf(#[from] PerfError),
 }
+
+/// A `/proc/sys` setting for an error's hint, or "unreadable".
+fn sysctl(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "unreadable".into())
+}

@@ -232,7 +232,7 @@ impl BackwardRing {
     /// one).
     pub fn pause(&mut self) -> Result<PausedRing<'_>, PerfError> {
         pause_output(self.fd.as_fd(), true)?;
-        Ok(PausedRing { ring: self, paused: true })
+        Ok(PausedRing { ring: self })
     }
 
     /// The whole ring, newest record first: pauses the output, walks from the newest
@@ -244,10 +244,7 @@ impl BackwardRing {
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
-        let mut p = self.pause()?;
-        let n = p.read(f)?;
-        p.resume()?;
-        Ok(n)
+        self.paused_walk(false, f)
     }
 
     /// The records written since the last successful read ([`read`](Self::read) or
@@ -257,8 +254,16 @@ impl BackwardRing {
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
+        self.paused_walk(true, f)
+    }
+
+    /// Pause, walk (everything, or only what is new), resume.
+    fn paused_walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, PerfReadError<E>>
+    where
+        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+    {
         let mut p = self.pause()?;
-        let n = p.read_new(f)?;
+        let n = p.walk(only_new, f)?;
         p.resume()?;
         Ok(n)
     }
@@ -276,7 +281,6 @@ impl BackwardRing {
 #[must_use = "the output resumes when this guard is dropped"]
 pub struct PausedRing<'a> {
     ring: &'a mut BackwardRing,
-    paused: bool,
 }
 
 impl PausedRing<'_> {
@@ -327,16 +331,15 @@ impl PausedRing<'_> {
 
     /// Resumes the kernel's output, reporting an error (dropping the guard resumes too,
     /// ignoring errors).
-    pub fn resume(mut self) -> Result<(), PerfError> {
-        self.paused = false;
-        pause_output(self.ring.fd.as_fd(), false)
+    pub fn resume(self) -> Result<(), PerfError> {
+        // Not dropped: the drop would resume a second time.
+        let this = std::mem::ManuallyDrop::new(self);
+        pause_output(this.ring.fd.as_fd(), false)
     }
 }
 
 impl Drop for PausedRing<'_> {
     fn drop(&mut self) {
-        if self.paused {
-            let _ = pause_output(self.ring.fd.as_fd(), false);
-        }
+        let _ = pause_output(self.ring.fd.as_fd(), false);
     }
 }

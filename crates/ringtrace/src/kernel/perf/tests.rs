@@ -45,14 +45,17 @@ fn write_backward(data: &mut [u8], recs: &[Vec<u8>]) -> u64 {
     head
 }
 
-/// Collects `(kind, pos, bytes)` of a walk.
-fn collect_forward(data: &[u8], tail: &mut u64, head: u64) -> Result<Vec<(u32, u64, Vec<u8>)>, PerfError> {
+type Got = Vec<(u32, u64, Vec<u8>)>;
+
+/// Collects `(kind, pos, bytes)` of a walk, checking the count it returns.
+fn collect(
+    walk: impl FnOnce(&mut dyn FnMut(PerfRecord<'_>) -> Result<(), Infallible>) -> Result<usize, PerfReadError<Infallible>>,
+) -> Result<Got, PerfError> {
     let mut out = Vec::new();
-    let r = walk_forward(data, tail, head, &mut Vec::new(), |r| {
+    match walk(&mut |r| {
         out.push((r.kind, r.pos, r.bytes.to_vec()));
-        Ok::<(), Infallible>(())
-    });
-    match r {
+        Ok(())
+    }) {
         Ok(n) => {
             assert_eq!(n, out.len());
             Ok(out)
@@ -62,20 +65,12 @@ fn collect_forward(data: &[u8], tail: &mut u64, head: u64) -> Result<Vec<(u32, u
     }
 }
 
-fn collect_backward(data: &[u8], head: u64, limit: u64) -> Result<Vec<(u32, u64, Vec<u8>)>, PerfError> {
-    let mut out = Vec::new();
-    let r = walk_backward(data, head, limit, &mut Vec::new(), |r| {
-        out.push((r.kind, r.pos, r.bytes.to_vec()));
-        Ok::<(), Infallible>(())
-    });
-    match r {
-        Ok(n) => {
-            assert_eq!(n, out.len());
-            Ok(out)
-        }
-        Err(PerfReadError::Perf(e)) => Err(e),
-        Err(PerfReadError::Callback(never)) => match never {},
-    }
+fn collect_forward(data: &[u8], tail: &mut u64, head: u64) -> Result<Got, PerfError> {
+    collect(|f| walk_forward(data, tail, head, &mut Vec::new(), f))
+}
+
+fn collect_backward(data: &[u8], head: u64, limit: u64) -> Result<Got, PerfError> {
+    collect(|f| walk_backward(data, head, limit, &mut Vec::new(), f))
 }
 
 fn corrupt(e: PerfError) -> (u64, u64, CorruptReason) {
