@@ -3,7 +3,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ringtrace::inspect::{Records, RingFile, RingMode, Source};
 
@@ -11,9 +11,9 @@ use crate::format::{eprint_line, stdout_err, write_record, Failure, Format};
 
 /// How often `--follow` reads the positions again.
 pub const POLL: Duration = Duration::from_millis(50);
-/// Polls `--follow` waits at a record still being written (1 s) before it steps over it
-/// (its producer may have died).
-const PATIENCE: u32 = 20;
+/// How long `--follow` waits at a record still being written before it steps over it
+/// (its producer may have died), measured from the first poll that found it unfinished.
+const PATIENCE: Duration = Duration::from_secs(1);
 
 pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
     if let Some(k) = crate::kernel::parse(path)? {
@@ -59,8 +59,8 @@ pub struct Follower {
     from: u64,
     /// Overwrite mode: committed records known before `from` (overwritten, or seen).
     known: Option<u64>,
-    /// Polls spent waiting at the unfinished record at `from`.
-    waited: u32,
+    /// Since when the record at `from` has been found unfinished.
+    stuck_since: Option<Instant>,
     overwrite: bool,
 }
 
@@ -68,7 +68,7 @@ impl Follower {
     pub fn new<S: Source>(ring: &RingFile<S>, first: &Records, label: String) -> Follower {
         let overwrite = ring.header().mode == RingMode::Overwrite;
         let known = first.retired_before().map(|r| r + first.len() as u64);
-        Follower { label, from: first.resume_at(), known, waited: 0, overwrite }
+        Follower { label, from: first.resume_at(), known, stuck_since: None, overwrite }
     }
 
     /// Reads the records committed since the last poll, reporting on stderr those that
@@ -77,20 +77,20 @@ impl Follower {
         let mut records = ring.records_from(self.from, true)?;
         if records.resume_at() == self.from && records.resume_at() < records.window().1 {
             // Stuck at an unfinished record.
-            self.waited += 1;
-            if self.waited >= PATIENCE {
+            let waited = self.stuck_since.get_or_insert_with(Instant::now).elapsed();
+            if waited >= PATIENCE {
                 records = ring.records_from(self.from, false)?;
                 eprint_line(format_args!(
                     "ringtrace: {}stepped over {} record(s) still unfinished after {} ms, from position {}",
                     self.label,
                     records.unfinished_count(),
-                    PATIENCE as u64 * POLL.as_millis() as u64,
+                    waited.as_millis(),
                     self.from
                 ));
             }
         }
         if records.resume_at() != self.from {
-            self.waited = 0;
+            self.stuck_since = None;
         }
         warn_corrupt(&records, &self.label);
         if records.missed_bytes() > 0 {

@@ -18,8 +18,10 @@ const LINE: u64 = 64;
 /// How often a waiting consumer wakes to check whether the record it waits for was
 /// left unfinished by a process that died.
 pub(crate) const DEAD_CHECK: Duration = Duration::from_millis(200);
-/// Empty consume calls in a row after which the consumer checks for a dead producer.
-const STALL_CHECK: u32 = 256;
+/// Empty consume calls between two readings of the clock while the consumer is stuck
+/// (the clock costs about 25 ns; an empty call less): whether to check for a dead
+/// producer is decided by time ([`DEAD_CHECK`]), not by this count.
+const STALL_CLOCK_EVERY: u32 = 8;
 use crate::owner;
 use crate::region::mmap::MmapView;
 use crate::ring::Shared;
@@ -72,7 +74,9 @@ pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
     /// Whether the wait word may still say WAITING.
     armed: bool,
     /// Consume calls in a row that found nothing (see `stalled`).
+    /// Empty consume calls in a row, and since when (read every [`STALL_CLOCK_EVERY`]).
     stalls: u32,
+    stalled_since: Option<Instant>,
     /// Keeps the mapping alive.
     shared: Arc<Shared>,
     _static: PhantomData<fn() -> (K, M)>,
@@ -100,7 +104,16 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         if read > pos && read - pos < core.capacity() && read % 8 == 0 {
             rd.pos = read;
         }
-        Ok(Consumer { core, rd, batch: shared.batch, armed: false, stalls: 0, shared, _static: PhantomData })
+        Ok(Consumer {
+            core,
+            rd,
+            batch: shared.batch,
+            armed: false,
+            stalls: 0,
+            stalled_since: None,
+            shared,
+            _static: PhantomData,
+        })
     }
 
     /// One reading step.
@@ -235,10 +248,13 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         };
         self.publish_lines(&mut rd);
         self.rd = rd;
-        if let Ok(0) = result {
+        match result {
             // Out of the loop, so that the cursor stays in registers there. A record
             // stepped over here is read past by the next call.
-            self.stalled();
+            Ok(0) => {
+                self.stalled();
+            }
+            _ => self.unstall(),
         }
         result
     }
@@ -329,19 +345,37 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
         }
     }
 
-    /// A consume call found nothing: every [`STALL_CHECK`] such calls in a row, checks
-    /// whether the record at the cursor was left unfinished by a dead process.
+    /// A consume call found nothing. Once consume calls have found nothing for
+    /// [`DEAD_CHECK`] (as [`wait`](Self::wait) does; the clock is read every
+    /// [`STALL_CLOCK_EVERY`] calls), checks whether the record at the cursor was left
+    /// unfinished by a dead process, so a consumer that polls steps over it as soon as
+    /// one that sleeps, however often it calls.
     #[cold]
     #[inline(never)]
     fn stalled(&mut self) -> bool {
         self.stalls = self.stalls.wrapping_add(1);
-        if self.stalls % STALL_CHECK != 0 {
+        if self.stalls % STALL_CLOCK_EVERY != 1 {
             return false;
         }
+        let now = Instant::now();
+        let since = *self.stalled_since.get_or_insert(now);
+        if now.duration_since(since) < DEAD_CHECK {
+            return false;
+        }
+        self.stalled_since = Some(now);
         let mut rd = self.rd;
         let skipped = self.skip_dead(&mut rd);
         self.rd = rd;
         skipped
+    }
+
+    /// A consume call delivered something: the consumer is not stuck.
+    #[inline]
+    fn unstall(&mut self) {
+        if self.stalls != 0 {
+            self.stalls = 0;
+            self.stalled_since = None;
+        }
     }
 
     /// Steps the cursor over the record at it if its producer died before finishing

@@ -185,10 +185,15 @@ pub enum PauseError {
     #[error("the ring is already paused")]
     AlreadyPaused,
     /// A producer held the ring's retire lock, or a record claimed before the pause was
-    /// not finished, for longer than the pause waits (about 100,000 yields); the ring
-    /// was resumed. Try again.
-    #[error("a producer did not finish its record in time; the ring was not paused")]
-    Busy,
+    /// not finished, for longer than the pause's timeout (`waited`: 1 s for
+    /// [`RingBuf::pause`](crate::RingBuf::pause), else the one given to
+    /// [`RingBuf::pause_timeout`](crate::RingBuf::pause_timeout)); the ring was
+    /// resumed. Try again, or with a longer timeout.
+    #[error("a producer did not finish its record within {waited:?}; the ring was not paused")]
+    Busy {
+        /// How long the pause waited.
+        waited: std::time::Duration,
+    },
 }
 
 /// Why reading an overwrite ring or taking a snapshot failed.

@@ -133,6 +133,7 @@ mod owner;
 mod region;
 mod repair;
 mod sync;
+mod wait;
 
 #[cfg(not(loom))]
 mod consumer;

@@ -283,37 +283,30 @@ fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Err
     }
     // The positions move while live processes use the ring, and are read one after
     // the other: a reading taken mid-move can look inconsistent (the oldest record's
-    // position read after the producer's, and past it). A real inconsistency stays;
-    // a moving one settles: check again a few times before refusing. Each reading
-    // loads the positions in the order they stay ordered in (the lower bound first).
-    let mut last = String::new();
-    for attempt in 0..POSITION_CHECKS {
-        if attempt > 0 {
-            std::thread::yield_now();
-        }
+    // position read after the producer's, and past it). A real inconsistency stays
+    // put; a moving one settles: read again while they move (`wait::settle`). Each
+    // reading loads the positions in the order they stay ordered in (the lower bound
+    // first).
+    crate::wait::settle(|| {
         // Relaxed: as above.
-        let why = if overwrite {
+        Ok(if overwrite {
             let o = ow.over_pos.load(Relaxed);
             let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
             let z = ow.zeroed.load(Relaxed) & !LOCK;
-            (o > prod || prod.saturating_sub(o) > cap || z < prod || z.saturating_sub(o) > cap)
-                .then(|| format!("overwrite position {o}, producer {prod}, zeroed frontier {z}"))
+            let why = (o > prod || prod.saturating_sub(o) > cap || z < prod || z.saturating_sub(o) > cap)
+                .then(|| format!("overwrite position {o}, producer {prod}, zeroed frontier {z}"));
+            ([o, prod, z], why)
         } else {
             let cons = ctl.consumer.0.pos.load(Relaxed);
             let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
-            (cons > prod || prod - cons > cap).then(|| format!("consumer {cons}, producer {prod}, capacity {cap}"))
-        };
-        match why {
-            None => return Ok(()),
-            Some(w) => last = w,
-        }
-    }
-    bad(last)
+            let why =
+                (cons > prod || prod - cons > cap).then(|| format!("consumer {cons}, producer {prod}, capacity {cap}"));
+            ([cons, prod, 0], why)
+        })
+    })
+    .map(drop)
+    .or_else(bad)
 }
-
-/// Readings of a ring's positions [`check_positions`] takes before it calls them
-/// inconsistent.
-const POSITION_CHECKS: u32 = 64;
 
 #[cfg(test)]
 #[path = "ringfile_tests.rs"]

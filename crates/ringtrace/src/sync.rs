@@ -10,11 +10,10 @@ pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-/// Gives the CPU to another thread: loom's scheduling point under loom.
+/// Loom's scheduling point, through which [`crate::wait::Patience`] waits under loom
+/// (outside loom it spins, yields and sleeps on its own).
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
-#[cfg(not(loom))]
-pub(crate) use std::thread::yield_now;
 
 /// `UnsafeCell` with loom's closure API, so payload shadows in the heap region are
 /// race-checked under loom and free otherwise.

@@ -261,6 +261,51 @@ fn pause_waits_for_a_record_being_written() {
     t.join().unwrap();
 }
 
+/// The pause's wait is bounded by time, not by a count of yields: a record held longer
+/// than any count of yields takes on an idle machine is waited for, and a record never
+/// finished makes the pause give up once its timeout has passed, not before.
+#[test]
+fn pause_gives_up_at_its_timeout_and_not_before() {
+    use std::time::{Duration, Instant};
+    let ring = exact(4096);
+    let mut p = ring.producer().unwrap();
+    p.output(b"old", Wakeup::Default).unwrap();
+    let stuck = p.reserve(8).unwrap();
+    let limit = Duration::from_millis(300);
+    let t = Instant::now();
+    let err = ring.pause_timeout(limit).unwrap_err();
+    let waited = t.elapsed();
+    assert_eq!(err, PauseError::Busy { waited: limit });
+    assert!(waited >= limit, "gave up after {waited:?}, before its {limit:?} timeout");
+    assert!(err.to_string().contains("300ms"), "{err}");
+    // It resumed the ring: producers write again, and a second pause waits as long.
+    assert!(!ring.is_paused());
+    let mut q = ring.producer().unwrap();
+    q.output(b"new", Wakeup::Default).unwrap();
+    stuck.commit();
+    let paused = ring.pause_timeout(Duration::ZERO).unwrap();
+    assert_eq!(paused.len(), 3);
+}
+
+#[test]
+fn pause_waits_for_a_record_held_longer_than_any_yield_count() {
+    let ring = exact(4096);
+    let mut p = ring.producer().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let mut rec = p.reserve(8).unwrap();
+        tx.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        rec.write(0, b"finished").unwrap();
+        rec.commit();
+    });
+    rx.recv().unwrap();
+    let paused = ring.pause().unwrap(); // the default waits up to 1 s
+    assert_eq!(paused.iter().collect::<Vec<_>>(), [&b"finished"[..]]);
+    drop(paused);
+    t.join().unwrap();
+}
+
 #[test]
 fn consumer_follows_and_counts_what_it_missed() {
     let ring = exact(4096);

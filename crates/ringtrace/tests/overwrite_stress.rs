@@ -124,7 +124,7 @@ fn run(ring: FlightRecorder) {
                             assert_eq!(paused.iter().rev().count(), n);
                             pauses += 1;
                         }
-                        Err(PauseError::Busy) => busy += 1,
+                        Err(PauseError::Busy { .. }) => busy += 1,
                         Err(e) => panic!("{e}"),
                     }
                     continue;

@@ -478,6 +478,38 @@ fn producer_killed_mid_record_discard() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// A consumer that polls with `consume` (never `poll` or `wait`) steps over a dead
+/// producer's record after the same time as one that sleeps, however seldom it calls:
+/// the check is made by time, not after a count of empty calls.
+#[test]
+fn a_consumer_polling_slowly_steps_over_a_dead_record_in_time() {
+    let path = temp_path("kill-slow-poll");
+    let ring = MpscRing::create_default(&path);
+    let mut child = spawn("die-mid-record", &[path.to_str().unwrap(), "discard"]);
+    wait_for_line(&mut child, "RESERVED");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut p = ring.producer().unwrap();
+    p.output(b"after", Wakeup::Default).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let t = Instant::now();
+    let mut calls = 0u32;
+    let mut got = Vec::new();
+    // 20 ms between calls: a check every 256 empty calls would come after 5 s.
+    while got.is_empty() && t.elapsed() < Duration::from_secs(4) {
+        calls += 1;
+        c.consume(|d| {
+            got.push(d.to_vec());
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(got, [b"after".to_vec()], "still jammed after {:?} and {calls} calls: {:?}", t.elapsed(), ring.stats());
+    assert_eq!(ring.stats().dead, 1);
+    std::fs::remove_file(&path).unwrap();
+}
+
 #[test]
 fn producer_killed_mid_record_overwrite() {
     let path = temp_path("kill-overwrite");

@@ -4,10 +4,6 @@ use super::fields::{self as f, u32_at, u64_at};
 use super::{InspectError, RingFile, RingMode, Source};
 use crate::overwrite::{LOCK, PAUSED};
 
-/// How many times [`RingFile::state`] reads the positions again when they contradict
-/// each other (a live ring moves between the reads) before it reports them.
-const STATE_ATTEMPTS: u32 = 8;
-
 /// A ring's positions and counters at one moment ([`RingFile::state`]).
 ///
 /// Positions are byte positions since the ring was created. The words are read with
@@ -187,8 +183,9 @@ impl<S: Source> RingFile<S> {
     /// ```
     pub fn state(&self) -> Result<State, InspectError> {
         let mode = self.header.mode;
-        let mut last = String::new();
-        for _ in 0..STATE_ATTEMPTS {
+        // A live ring's words move between the reads: read again while they move, and
+        // report an inconsistency that stays put (`wait::settle`).
+        crate::wait::settle(|| {
             let block = self.read_control()?;
             // The producer line again, after the consumer and overwrite lines: positions
             // only grow, so the producer position read last is at or past the others.
@@ -197,12 +194,8 @@ impl<S: Source> RingFile<S> {
                 .read_at(f::PRODUCER_LINE as u64, &mut line)
                 .map_err(InspectError::io("cannot read the ring's producer position"))?;
             let s = State::from_block(&block, &line, mode);
-            match s.check(mode, self.header.capacity) {
-                Ok(()) => return Ok(s),
-                Err(msg) => last = msg,
-            }
-            std::thread::yield_now();
-        }
-        Err(InspectError::Positions(last))
+            let why = s.check(mode, self.header.capacity).err().map(InspectError::Positions);
+            Ok((s, why))
+        })
     }
 }

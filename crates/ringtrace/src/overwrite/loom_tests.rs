@@ -256,7 +256,7 @@ fn loom_overwrite_pause_races_a_producer() {
         let a = producer(&r, &[11, 12]);
         let r2 = r.clone();
         let pauser = thread::spawn(move || {
-            let token = r2.pause(true).ok()?;
+            let token = r2.pause(true, std::time::Duration::ZERO).ok()?;
             let mut x = token.over_pos;
             while x < token.prod {
                 let h = r2.region.header(x).load(Relaxed);
@@ -316,7 +316,7 @@ fn loom_single_producer_pause_races_the_producer() {
         let a = single_producer(&r, &[11, 12]);
         let r2 = r.clone();
         let pauser = thread::spawn(move || {
-            let token = r2.pause(true).ok()?;
+            let token = r2.pause(true, std::time::Duration::ZERO).ok()?;
             let check = |r: &Ring| {
                 let mut x = token.over_pos;
                 while x < token.prod {

@@ -77,8 +77,10 @@ use crate::core::{Backoff, Core, ProducerCursor, Refused};
 use crate::layout::{footprint, len_word, pack, OverwriteLine, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::owner;
 use crate::region::Region;
+use crate::sync::fence;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
-use crate::sync::{fence, yield_now};
+use crate::wait::Patience;
+use std::time::Duration;
 
 /// Bit 0 of `zeroed`: a producer is giving up space (a hint for the others; the lock
 /// itself is `lock_pid`).
@@ -90,19 +92,21 @@ pub(crate) const PAUSED: u64 = 1;
 /// A producer stuck this many reserves in a row (retire lock held, or the oldest record
 /// unfinished) checks whether the process it waits for died ([`crate::repair`]).
 pub(crate) const STUCK_CHECK: u32 = 16;
-/// How many times a producer that needs space looks again while another holds the
-/// retire lock, before it gives up: a few microseconds. A retire of 1 KiB measured
-/// 300-500 cycles here, so this covers any holder that was not preempted.
-const RETIRE_SPINS: u32 = 256;
-/// Seqlock reads of `(O, retired)` that find a writer mid-update this many times in a
-/// row give up with `Busy` (the writer's window is two stores long).
-pub(crate) const SEQ_RETRIES: u32 = 64;
-/// Pausing waits this many rounds (a yield each) for the retire lock and for unfinished
-/// records, then gives up with `Busy`.
-#[cfg(not(loom))]
-const PAUSE_ROUNDS: u32 = 100_000;
-#[cfg(loom)]
-const PAUSE_ROUNDS: u32 = 3;
+/// How long a producer that needs space waits (spinning: producers never block) while
+/// another holds the retire lock, before its reserve fails with `Pending`. A retire of
+/// 1 KiB measured 300-500 cycles here, so this covers any holder that is running; a
+/// holder that was preempted is not waited for (a time bound: a count of spins would
+/// last ten times longer on a CPU whose `pause` instruction is ten times slower).
+const RETIRE_WAIT: Duration = Duration::from_micros(20);
+/// How long a reader waits for a retirer to finish its seqlock write of `(O, retired)`
+/// before it gives up with `Busy`. The write is two stores long; only a retirer
+/// preempted (or killed: see `recover_lock`) inside it is waited for this long.
+pub(crate) const SEQ_WAIT: Duration = Duration::from_millis(100);
+/// How long [`Core::pause`] waits for the retire lock and for records being written
+/// when its caller names no limit ([`crate::RingBuf::pause`]).
+pub(crate) const DEFAULT_PAUSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// While a pause waits, how often it checks whether the process it waits for died.
+const DEAD_CHECK: Duration = Duration::from_millis(10);
 
 /// Why a pause could not be taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,7 +249,8 @@ impl<R: Region> Core<R> {
     #[inline(never)]
     fn make_room(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
         let line = self.ow_line();
-        for _ in 0..RETIRE_SPINS {
+        let mut patience = Patience::new(RETIRE_WAIT).loom_rounds(255);
+        loop {
             // Acquire: pairs with the Release store of `zeroed` in `retire`: the zeroing
             // of the space below it happens-before our writes there.
             let z = line.zeroed.load(Acquire);
@@ -276,9 +281,8 @@ impl<R: Region> Core<R> {
                 // sets no flag in `P`): refuse now rather than spin.
                 return Err(self.refuse_paused(cur));
             }
-            std::hint::spin_loop();
-            if cfg!(loom) {
-                yield_now();
+            if !patience.spin() {
+                break;
             }
         }
         // Stuck. Every so often, ask whether the lock's holder died (then take the lock
@@ -429,10 +433,11 @@ impl<R: Region> Core<R> {
     }
 
     /// `(O, retired)`, consistent with each other (a seqlock read), or `None` if a
-    /// retirer stayed mid-update for [`SEQ_RETRIES`] reads.
+    /// retirer stayed mid-update for [`SEQ_WAIT`].
     pub(crate) fn over_state(&self) -> Option<(u64, u64)> {
         let line = self.ow_line();
-        for _ in 0..SEQ_RETRIES {
+        let mut patience = Patience::new(SEQ_WAIT).loom_rounds(63);
+        loop {
             // Acquire: pairs with the Release store of the even `seq` in `retire`.
             let s1 = line.seq.load(Acquire);
             if s1 & 1 == 0 {
@@ -445,12 +450,10 @@ impl<R: Region> Core<R> {
                     return Some((o, r));
                 }
             }
-            std::hint::spin_loop();
-            if cfg!(loom) {
-                yield_now();
+            if !patience.wait() {
+                return None;
             }
         }
-        None
     }
 
     /// The producer position without the pause flag.
@@ -471,17 +474,18 @@ impl<R: Region> Core<R> {
     /// Pauses the ring: from now on every reserve fails (counted; a single producer's
     /// only once it needs to retire, see `reserve_overwrite_single`); waits (bounded) for
     /// the retire lock and for every record already claimed to be committed or
-    /// discarded. On `Ok` nothing writes `[over_pos, prod)` until [`Self::resume`].
+    /// discarded. Gives up with `Busy` once `limit` has passed (measured from the
+    /// first wait; spinning, then yielding, then sleeping: [`Patience`]). On `Ok`
+    /// nothing writes `[over_pos, prod)` until [`Self::resume`].
     /// `may_write`: the caller maps the data area writable (see `recover_lock`).
-    pub(crate) fn pause(&self, may_write: bool) -> Result<PauseToken, PauseRefused> {
+    pub(crate) fn pause(&self, may_write: bool, limit: Duration) -> Result<PauseToken, PauseRefused> {
         let prod = &self.control().producer.0.pos;
         let line = self.ow_line();
         // The retire lock first (marked as a pauser's, so that whoever takes it over
         // from a dead pauser also clears the pause flag), then the flag.
-        let mut locked = false;
-        for round in 0..PAUSE_ROUNDS {
+        let mut patience = Patience::new(limit).loom_rounds(2);
+        loop {
             if self.try_lock(owner::my_pid() | PAUSER) {
-                locked = true;
                 break;
             }
             // Relaxed: a hint; the answer is only reported (or a dead pauser's pause
@@ -492,13 +496,13 @@ impl<R: Region> Core<R> {
                 }
                 return Err(PauseRefused::Already);
             }
-            if round % 1024 == 1023 {
+            // A retirer that died holding the lock is found out now and then.
+            if patience.every(DEAD_CHECK) {
                 self.recover_lock(may_write);
             }
-            yield_now();
-        }
-        if !locked {
-            return Err(PauseRefused::Busy);
+            if !patience.wait() {
+                return Err(PauseRefused::Busy);
+            }
         }
         // Relaxed: we hold the lock; its Acquire ordered the last holder's store of `Z`.
         let zeroed = line.zeroed.load(Relaxed);
@@ -522,27 +526,26 @@ impl<R: Region> Core<R> {
         let retired = line.retired.load(Relaxed);
         let mut token = PauseToken { over_pos, prod: prev, retired, index: Vec::new(), zeroed };
         let mut x = over_pos;
-        let mut rounds = 0;
+        // What is left of the limit (all of it under loom, which has no clock).
+        let mut patience = Patience::new(limit.saturating_sub(patience.elapsed()));
         while x < prev {
             // Acquire: pairs with the Release header store in `commit`: the record's
             // bytes are final before anyone reads them in place.
             let h = self.word(x).load(Acquire);
             let w = len_word(h);
             if h == 0 || w & BUSY_BIT != 0 {
-                rounds += 1;
-                if rounds > PAUSE_ROUNDS {
-                    self.resume(token);
-                    return Err(PauseRefused::Busy);
-                }
                 // A dead producer's record is stepped over (and left for the next
-                // retirer to count), never waited for.
-                if rounds % 1024 == 1023 {
+                // retirer to count), never waited for: checked now and then.
+                if patience.every(DEAD_CHECK) {
                     if let Some(fp) = self.dead_claim(x, usize::MAX) {
                         x += fp;
                         continue;
                     }
                 }
-                yield_now();
+                if !patience.wait() {
+                    self.resume(token);
+                    return Err(PauseRefused::Busy);
+                }
                 continue;
             }
             if w & DISCARD_BIT == 0 && footprint(w & LEN_MASK) <= prev - x {

@@ -4,6 +4,7 @@
 //! while it is paused.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::read::Found;
 use super::snapshot::Snapshot;
@@ -51,11 +52,11 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 }
 
 impl<'a, K: ProducerKind> Paused<'a, K> {
-    pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>) -> Result<Self, PauseError> {
+    pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>, limit: Duration) -> Result<Self, PauseError> {
         let core = &ring.shared.core;
-        let mut token = core.pause(ring.shared.writable).map_err(|e| match e {
+        let mut token = core.pause(ring.shared.writable, limit).map_err(|e| match e {
             PauseRefused::Already => PauseError::AlreadyPaused,
-            PauseRefused::Busy => PauseError::Busy,
+            PauseRefused::Busy => PauseError::Busy { waited: limit },
         })?;
         // The pause's own wait walked the records (with Acquire) and indexed them.
         let index = std::mem::take(&mut token.index);

@@ -5,9 +5,11 @@
 use super::consumer::OverwriteConsumer;
 use super::paused::Paused;
 use super::snapshot::Snapshot;
+use super::DEFAULT_PAUSE_TIMEOUT;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::{Error, PauseError, SnapshotError};
 use crate::ring::RingBuf;
+use std::time::Duration;
 
 impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// Attaches the consumer, which follows the ring and copies records out (see
@@ -65,13 +67,37 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// and the guard reads the records in place. (A single-producer ring's producer may
     /// go on writing into the free space past the paused records until it would have
     /// to overwrite one, then fails: those records are not in the guard's view and are
-    /// not lost.) Pausing waits (bounded) for records
-    /// already reserved to be committed or discarded.
+    /// not lost.) Pausing waits for records already reserved to be committed or
+    /// discarded, for at most 1 second (see [`pause_timeout`](Self::pause_timeout));
+    /// a record whose producer died is stepped over, not waited for.
     ///
     /// Errors: [`PauseError::AlreadyPaused`]; [`PauseError::Busy`] if a producer did
     /// not finish its record in time (the ring is then left running).
     pub fn pause(&self) -> Result<Paused<'_, K>, PauseError> {
-        Paused::new(self)
+        Paused::new(self, DEFAULT_PAUSE_TIMEOUT)
+    }
+
+    /// [`pause`](Self::pause), waiting at most `timeout` (measured with the monotonic
+    /// clock) for the retire lock and for records being written. While it waits,
+    /// producers' reserves are already refused (and counted as paused), so a long
+    /// timeout costs records; a zero timeout pauses only a ring with no record in
+    /// flight.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ringtrace::{FlightRecorder, PauseError, Wakeup};
+    ///
+    /// let ring = FlightRecorder::new(4096)?;
+    /// let mut p = ring.producer()?;
+    /// let rec = p.reserve(8)?;                       // still being written
+    /// let err = ring.pause_timeout(Duration::from_millis(5)).unwrap_err();
+    /// assert!(matches!(err, PauseError::Busy { .. }));
+    /// rec.commit();
+    /// assert_eq!(ring.pause_timeout(Duration::ZERO)?.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pause_timeout(&self, timeout: Duration) -> Result<Paused<'_, K>, PauseError> {
+        Paused::new(self, timeout)
     }
 
     /// Whether the ring is paused.

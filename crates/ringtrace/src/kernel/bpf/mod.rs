@@ -490,12 +490,14 @@ impl Drop for BpfRingBuf {
 }
 
 /// Sleeps for `linger`, bounded by what is left of `timeout`, which it shortens by the
-/// time slept (the linger of `poll`: see [`BpfRingBuf::set_linger`]).
+/// time slept, as the monotonic clock measured it (a loaded machine oversleeps) (the
+/// linger of `poll`: see [`BpfRingBuf::set_linger`]).
 pub(super) fn nap(linger: Duration, timeout: &mut Option<Duration>) {
     let nap = timeout.map_or(linger, |t| t.min(linger));
+    let start = std::time::Instant::now();
     std::thread::sleep(nap);
     if let Some(t) = timeout {
-        *t -= nap;
+        *t = t.saturating_sub(start.elapsed());
     }
 }
 
