@@ -1,6 +1,7 @@
 //! `channel-scaling`: the write side of a [`Channel`] (one single-producer ring per
 //! writer thread) as writers are added, next to the shared ring and a single-producer
-//! reference. The seed it reproduces is LTTng's (2010): "1 writer thread: 83 ns CPU
+//! reference. It reproduces LTTng's scalability table (Mathieu Desnoyers, "Generic Ring
+//! Buffer Library (v2)", LKML RFC PATCH 00/20, 17 Aug 2010): "1 writer thread: 83 ns CPU
 //! time/record, 2: 116, 4: 116, 8: 118".
 //!
 //! The metric is LTTng's: **`ns_per_rec` is CPU time per record**, the sum over writer

@@ -54,7 +54,8 @@
 //! is ready. A producer publishes its record (header, and for a single producer the
 //! producer position), runs the light barrier, and loads the wait word
 //! ([`crate::barrier`]). Either the consumer's check sees the record or the producer
-//! sees `WAITING`: no lost wakeup (seed 004's bug). The producer that decides to wake
+//! sees `WAITING`: no lost wakeup (the bug libbpf's ring buffer consumer had under
+//! edge-triggered epoll, with a release store only). The producer that decides to wake
 //! clears `WAITING` with a CAS, so one write reaches the doorbell per sleep.
 //!
 //! Who wakes: `BLOCKED` set (policy `CaughtUp`, or a watermark already reserved behind
@@ -581,9 +582,10 @@ impl<R: Region> Core<R> {
     }
 }
 
-/// The kernel's overwrite-mode wakeup rule (seed 001, `ringbuf_should_wakeup`): wake when
-/// the record `[pos, end)` covers the consumer position `at` modulo half the ring, so a
-/// consumer following the ring is woken every half ring of records written ahead of it.
+/// The overwrite-mode wakeup rule of the BPF overwrite series as first posted (August
+/// 2025, `ringbuf_should_wakeup` in `kernel/bpf/ringbuf.c`): wake when the record
+/// `[pos, end)` covers the consumer position `at` modulo half the ring, so a consumer
+/// following the ring is woken every half ring of records written ahead of it.
 pub(crate) fn half_ring_due(at: u64, pos: u64, end: u64, cap: u64) -> bool {
     let half = (cap >> 1) - 1;
     let (c, r, e) = (at & half, pos & half, end & half);

@@ -131,8 +131,9 @@ proptest! {
     }
 }
 
-/// The kernel's `ringbuf_should_wakeup` overwrite rule (seed 001) on a 4096-byte ring:
-/// wake when the record covers the consumer position modulo half the ring.
+/// The `ringbuf_should_wakeup` overwrite rule (the BPF overwrite series as first
+/// posted, August 2025) on a 4096-byte ring: wake when the record covers the consumer
+/// position modulo half the ring.
 #[test]
 fn half_ring_rule_matches_the_kernel_cases() {
     use crate::core::half_ring_due;

@@ -12,7 +12,7 @@
 //!  offset 256   ConsumerLine  consumer_pos, counters          (written by the consumer)
 //!  offset 384   WaitLine      the consumer's wait state       (read on every commit)
 //!  offset 512   OverwriteLine overwrite mode: overwrite_pos, its record count, the
-//!                             zeroed frontier and its retire lock (written by producers)
+//!                             zeroed frontier, the retire lock (written by producers)
 //!  offset 640   overflow      shared counters for producers without a slot
 //!  offset 768   slots[58]     per-producer counters, one 128-byte line each
 //!  offset 8192  data          capacity bytes, mapped twice back to back
@@ -207,8 +207,8 @@ pub(crate) struct WaitLine {
     pub(crate) futex: AtomicU32,
 }
 
-/// Overwrite mode's shared state (see [`crate::overwrite`]), written by the producer
-/// that holds the retire lock (the low bit of `zeroed`) and read by everyone.
+/// Overwrite mode's shared state (see [`crate::overwrite`]), written by the holder of
+/// the retire lock (`lock_pid`) and read by everyone.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct OverwriteLine {
@@ -220,11 +220,12 @@ pub(crate) struct OverwriteLine {
     /// Committed records before `over_pos`: overwritten records, counted as they go.
     pub(crate) retired: AtomicU64,
     /// `over_pos + capacity` once the space given up is zeroed (so always past the
-    /// producer position by at least 8: the next header reads zero), with the retire
-    /// lock in bit 0.
+    /// producer position by at least 8: the next header reads zero). Bit 0 is set while
+    /// the retire lock is held: a hint for producers, not the lock.
     pub(crate) zeroed: AtomicU64,
-    /// The process id of the retire lock's holder, stored right after taking it (0 once
-    /// dropped): a lock whose holder died is taken over.
+    /// The retire lock: 0 while free, else its holder's process id (with bit 31 set for
+    /// a pause), stored by the CAS that takes it, so that a lock whose holder died is
+    /// found and taken over.
     pub(crate) lock_pid: AtomicU32,
 }
 

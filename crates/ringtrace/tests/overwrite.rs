@@ -13,7 +13,8 @@ fn exact(cap: u64) -> FlightRecorder {
     FlightRecorder::builder(cap).retire_ahead(0).build().unwrap()
 }
 
-/// Seed 001's selftest (`ringbuf_overwrite_mode_subtest`), step by step, with its exact
+/// The kernel's selftest (`ringbuf_overwrite_mode_subtest` in
+/// `tools/testing/selftests/bpf/prog_tests/ringbuf.c`), step by step, with its exact
 /// expected positions: in a 0x1000 ring, records of 0x800 and 0x400 bytes; one of 0x3e8
 /// must fail because it would overwrite the first, still being written; one of 0x3e0
 /// fits; after committing, 0x3e8 again fits by overwriting exactly the first record.

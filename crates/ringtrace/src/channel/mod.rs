@@ -1,9 +1,10 @@
 //! Channels: one single-producer ring per producer thread, merged by timestamp when
-//! read. The user-space form of the kernel tracers' per-CPU buffers (seed 000: "the
-//! write-side scales almost linearly with the number of cores"): writers never share a
-//! cache line, and a write is a single producer's claim (plain stores, no atomic
-//! read-modify-write, no lock, no syscall) plus, if the channel's [`Clock`] stamps
-//! records, one clock read.
+//! read. The user-space form of the kernel tracers' per-CPU buffers (of which Mathieu
+//! Desnoyers' LTTng-derived "Generic Ring Buffer Library (v2)", LKML, August 2010, says
+//! "the write-side scales almost linearly with the number of cores"): writers never
+//! share a cache line, and a write is a single producer's claim (plain stores, no
+//! atomic read-modify-write, no lock, no syscall) plus, if the channel's [`Clock`]
+//! stamps records, one clock read.
 //!
 //! ```
 //! use ringtrace::{Channel, Discard, Monotonic, Wakeup};

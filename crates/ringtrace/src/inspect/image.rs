@@ -30,7 +30,7 @@ pub const CONSUMER_READ_AT: usize = f::CONSUMER_READ;
 pub const OVER_POS_AT: usize = f::OVER_POS;
 /// Offset of the retired-record count (`u64`).
 pub const RETIRED_AT: usize = f::RETIRED;
-/// Offset of the zeroed frontier and retire lock (`u64`).
+/// Offset of the zeroed frontier, with the retire lock's hint in bit 0 (`u64`).
 pub const ZEROED_AT: usize = f::ZEROED;
 /// Offset of the data area in the images built here.
 pub const DATA_AT: usize = CONTROL_SIZE;

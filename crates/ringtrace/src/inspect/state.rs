@@ -31,9 +31,11 @@ pub struct State {
     pub retired: u64,
     /// Overwrite mode: the end of the zeroed free space (lock bit cleared).
     pub zeroed: u64,
-    /// Overwrite mode: a producer holds the retire lock.
+    /// Overwrite mode: bit 0 of `zeroed`, the hint that the retire lock is held (by a
+    /// retiring producer or a pause); the lock itself is `lock_pid`.
     pub retire_locked: bool,
-    /// Overwrite mode: pid of the retire lock's holder (0: none).
+    /// Overwrite mode: the retire lock, the pid of its holder with bit 31 set if the
+    /// holder is pausing the ring (0: free).
     pub lock_pid: u32,
     /// Records committed, summed over all producer slots.
     pub committed: u64,

@@ -1,7 +1,9 @@
 //! Overwrite (flight-recorder) mode: the protocol. Generic over the [`Region`], like
 //! [`crate::core`], so the loom models run this exact code.
 //!
-//! The kernel's BPF overwrite mode (seed 001) does, under its reservation spinlock:
+//! The kernel's BPF overwrite mode (`BPF_F_RB_OVERWRITE`, Linux 6.19: Xu Kuohai's "bpf:
+//! Add overwrite mode for bpf ring buffer", `__bpf_ringbuf_reserve` in
+//! `kernel/bpf/ringbuf.c`) does, under its reservation spinlock:
 //! advance `pending_pos` over finished records, refuse a record that would overwrite a
 //! BUSY one, advance `overwrite_pos` over the whole records the new one covers, write the
 //! BUSY header, publish `producer_pos`. ringtrace has no lock on the reservation path;
@@ -37,7 +39,8 @@
 //! pid into `lock_pid`, then sets `Z`'s bit 0; never waited for long: a few spins, then
 //! the reserve fails and is counted),
 //! walks whole records forward from `O` (refusing to pass a record that is BUSY or whose
-//! header is still zero: the seed's "E cannot be reserved"), publishes the new `O`, zeroes
+//! header is still zero: as in the kernel, a record that would overwrite part of one
+//! still being written cannot be reserved), publishes the new `O`, zeroes
 //! the space given up, publishes `Z = O + capacity` and drops the lock. With
 //! a `retire_ahead` of 0 it gives up exactly the records the new one covers, as the
 //! kernel does; with more, it works ahead so that other producers keep claiming while

@@ -11,7 +11,8 @@
 //! The waiters' queue is a [`Notify`]: a wakeup with nobody waiting is kept for the next
 //! wait, as an edge-triggered epoll instance keeps the event on its ready list. A reader
 //! that sleeps while a committed record waits and no wakeup is coming is a deadlock,
-//! which loom reports: the lost wakeup of seed 004.
+//! which loom reports: the lost wakeup of libbpf's `ringbuf_process_ring` under
+//! edge-triggered epoll, whose release store of `consumer_pos` alone allows it.
 
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::{Arc, Notify};

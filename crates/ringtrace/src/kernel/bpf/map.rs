@@ -9,8 +9,8 @@
 //! offset P          producer page: producer_pos, then      (mapped read-only)
 //!                   pending_pos, then overwrite_pos (Linux 6.19: added after
 //!                   pending_pos when the patch was applied, "didn't want to
-//!                   unnecessarily shift pending_pos"; v1 of the series, seed 001,
-//!                   had it before)
+//!                   unnecessarily shift pending_pos"; the series as first posted,
+//!                   August 2025, had it before)
 //! offset 2P         data, size bytes, then the same pages again (the kernel maps them
 //!                   twice, so a record that wraps is contiguous here too)
 //! ```

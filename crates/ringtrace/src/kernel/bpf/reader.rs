@@ -13,7 +13,9 @@
 //! - Before sleeping, [`Reader::arm`] publishes the position and then issues a full
 //!   fence before it looks at the ring again. libbpf's release store alone does not
 //!   order its later loads (store buffering against the kernel's `xchg` then load of
-//!   `consumer_pos`), and only its level-triggered poll hides the lost wakeup (seed 004).
+//!   `consumer_pos`), and only its level-triggered poll hides the lost wakeup (found by
+//!   Tatsuyuki Ishi, aya-rs/aya PR 294; the libbpf patch "libbpf: fix ringbuf
+//!   synchronization, use EPOLLET" makes that store sequentially consistent).
 //!   Edge-triggered epoll is safe here.
 //!
 //! # Overwrite mode (`BPF_F_RB_OVERWRITE`, Linux 6.19)
@@ -185,7 +187,8 @@ impl<M: RingMem> Reader<M> {
         // kernel's commit (`xchg(&hdr->len)`, then `smp_load_acquire(&rb->consumer_pos)`
         // to decide on a wakeup): either this reader sees the record committed, or the
         // kernel sees the consumer caught up with it and wakes the waiters. A release
-        // store alone does not order the loads after it (libbpf's lost wakeup, seed 004).
+        // store alone does not order the loads after it (the lost wakeup of libbpf's
+        // `ringbuf_process_ring` under edge-triggered epoll).
         fence(Ordering::SeqCst);
         !self.ready()
     }
