@@ -122,13 +122,13 @@ impl Patience {
         }
     }
 
-    /// Spins once (no yield, no sleep: for producers, which never block); false, without
-    /// spinning, once the deadline has passed. Reads the clock every 16 rounds.
-    #[inline]
-    pub(crate) fn spin(&mut self) -> bool {
+    /// Spins for `spin_for`, then yields (never sleeps: for producers, which wait only
+    /// briefly); false once the deadline has passed. Reads the clock every 16 rounds.
+    pub(crate) fn spin_then_yield(&mut self, spin_for: Duration) -> bool {
         self.round = self.round.saturating_add(1);
         #[cfg(loom)]
         {
+            let _ = spin_for;
             if self.round > self.loom_rounds {
                 return false;
             }
@@ -138,10 +138,17 @@ impl Patience {
         #[cfg(not(loom))]
         {
             let start = *self.start.get_or_insert_with(Instant::now);
-            if self.round % 16 == 0 && start.elapsed() >= self.limit {
+            if self.round % 16 != 0 {
+                std::hint::spin_loop();
+                return true;
+            }
+            let e = start.elapsed();
+            if e >= self.limit {
                 return false;
             }
-            std::hint::spin_loop();
+            if e >= spin_for {
+                std::thread::yield_now();
+            }
             true
         }
     }
@@ -216,11 +223,11 @@ mod tests {
     }
 
     #[test]
-    fn spin_gives_up_at_the_deadline() {
+    fn spin_then_yield_gives_up_at_the_deadline() {
         let limit = Duration::from_millis(2);
         let t = Instant::now();
         let mut p = Patience::new(limit);
-        while p.spin() {}
+        while p.spin_then_yield(Duration::from_micros(20)) {}
         assert!(t.elapsed() >= limit);
     }
 
