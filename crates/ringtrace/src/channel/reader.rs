@@ -82,7 +82,10 @@ pub struct ChannelReader<M: ChannelMode, C: Clock> {
     version: u64,
     /// The newest timestamp delivered: a record older than it is late.
     last: u64,
+    /// Records this reader delivered late, ever ([`Self::late`]).
     late: u64,
+    /// Of `late`, those not yet added to the channel's counters.
+    late_unpublished: u64,
     /// Records the last pass copied out of the rings.
     pulled: usize,
 }
@@ -100,7 +103,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         if inner.reader_attached.swap(true, Ordering::Acquire) {
             return Err(Error::ConsumerAttached { pid: crate::owner::my_pid() });
         }
-        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0, pulled: 0 };
+        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0, late_unpublished: 0, pulled: 0 };
         if let Err(e) = reader.refresh() {
             drop(reader);
             return Err(e);
@@ -241,6 +244,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         l.delivered += 1;
         if ts < self.last {
             self.late += 1;
+            self.late_unpublished += 1;
         }
         self.last = self.last.max(ts);
         // The bytes stay until the next pass's `compact`.
@@ -307,7 +311,11 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         }
     }
 
-    /// Records delivered out of timestamp order so far (see the module docs).
+    /// Records this reader delivered out of timestamp order since it was made (see the
+    /// module docs): cumulative, like every counter. [`ChannelStats::late`] is the
+    /// channel's total over all its readers.
+    ///
+    /// [`ChannelStats::late`]: crate::ChannelStats::late
     pub fn late(&self) -> u64 {
         self.late
     }
@@ -316,10 +324,9 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         for l in &mut self.lanes {
             l.lane.add_read(std::mem::take(&mut l.delivered));
         }
-        if self.late != 0 {
+        if self.late_unpublished != 0 {
             let mut reg = self.inner.registry();
-            reg.freed.late += self.late;
-            self.late = 0;
+            reg.freed.late += std::mem::take(&mut self.late_unpublished);
         }
     }
 }
