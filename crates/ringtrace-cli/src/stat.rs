@@ -86,7 +86,7 @@ fn to_text(path: &Path, h: &Header, s: &State) -> String {
     );
     let _ = write!(t, "consumer      consumed {}, skipped {}", s.consumed, s.skipped);
     if h.mode == RingMode::Overwrite {
-        let _ = write!(t, ", overwritten unread {}; overwritten in all {}", s.overwritten, s.retired);
+        let _ = write!(t, ", overwritten unread {}; overwritten in all {}", s.overwritten_unread, s.overwritten);
     }
     let _ = writeln!(t, ", dead reservations {}", s.dead);
     let _ = writeln!(
@@ -107,9 +107,9 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
         t,
         ",\"version\":{},\"kind\":\"{}\",\"mode\":\"{}\",\"creator_pid\":{},\"capacity\":{},\"data_offset\":{},\
          \"watermark\":{},\"flags\":{},\"clock\":{},\"created_ns\":{},\"window_start\":{lo},\"window_end\":{hi},\
-         \"producer_pos\":{},\"paused\":{},\"consumer_pos\":{},\"consumer_read\":{},\"over_pos\":{},\"retired\":{},\
+         \"producer_pos\":{},\"paused\":{},\"consumer_pos\":{},\"consumer_read\":{},\"over_pos\":{},\"overwritten\":{},\
          \"zeroed\":{},\"retire_locked\":{},\"lock_pid\":{},\"committed\":{},\"discarded\":{},\"lost\":{},\
-         \"lost_paused\":{},\"too_large\":{},\"consumed\":{},\"skipped\":{},\"overwritten\":{},\"dead\":{},\
+         \"lost_paused\":{},\"too_large\":{},\"consumed\":{},\"skipped\":{},\"overwritten_unread\":{},\"dead\":{},\
          \"consumer_attached\":{},\"producer_attached\":{},\"producers\":[",
         h.version,
         h.kind,
@@ -126,7 +126,7 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
         s.consumer_pos,
         s.consumer_read,
         s.over_pos,
-        s.retired,
+        s.overwritten,
         s.zeroed,
         s.retire_locked,
         s.lock_pid,
@@ -137,7 +137,7 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
         s.too_large,
         s.consumed,
         s.skipped,
-        s.overwritten,
+        s.overwritten_unread,
         s.dead,
         s.consumer_attached,
         s.producer_attached,

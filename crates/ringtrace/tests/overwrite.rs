@@ -53,7 +53,7 @@ fn kernel_selftest_scenario_positions() {
     let lens: Vec<usize> = snap.iter().map(|r| r.len()).collect();
     assert_eq!(lens, [len2, len4, len5]);
     assert!(snap.iter().next_back().unwrap().iter().all(|&b| b == 0xdd));
-    assert_eq!((snap.oldest_position(), snap.overwritten_before(), snap.overwritten()), (0x808, 1, 1));
+    assert_eq!((snap.oldest_position(), snap.overwritten_before(), snap.missed()), (0x808, 1, 1));
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn keeps_the_newest_records_and_counts_the_rest() {
     // A second snapshot: nothing overwritten since the first.
     let again = ring.snapshot().unwrap();
     assert!(again.iter().eq(snap.iter()));
-    assert_eq!(again.overwritten(), 0);
+    assert_eq!(again.missed(), 0);
 }
 
 #[test]
@@ -327,8 +327,8 @@ fn consumer_follows_and_counts_what_it_missed() {
         .unwrap();
     }
     assert!(got.windows(2).all(|w| w[0] < w[1]), "in order");
-    assert_eq!(got.len() as u64 + c.overwritten(), next);
-    assert!(c.overwritten() > 0);
+    assert_eq!(got.len() as u64 + c.overwritten_unread(), next);
+    assert!(c.overwritten_unread() > 0);
     let s = ring.stats();
     assert_eq!(s.consumed + s.overwritten_unread, s.committed);
     // A callback error stops at that record, which counts as consumed.
@@ -465,4 +465,90 @@ fn half_ring_policy_wakes_a_following_consumer() {
     t.join().unwrap();
     let n = c.consume(|_| Ok::<(), Infallible>(())).unwrap();
     assert_eq!(n, 2100);
+}
+
+/// The counters' identities (README, "Counters: one name per meaning"), exactly, with
+/// two producers overwriting, a consumer following and snapshots taken meanwhile.
+#[test]
+fn counters_add_up_with_a_consumer_and_snapshots_racing_producers() {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    const PER_PRODUCER: u64 = 200_000;
+    let ring = FlightRecorder::builder(16 * 1024).build().unwrap();
+    let done = AtomicBool::new(false);
+    let (committed_by_producers, consumed, consumer_unread, held, missed, unfinished) = std::thread::scope(|s| {
+        let producers: Vec<_> = (0..2u64)
+            .map(|id| {
+                let mut p = ring.producer().unwrap();
+                s.spawn(move || {
+                    let mut ok = 0u64;
+                    for seq in 0..PER_PRODUCER {
+                        ok += u64::from(p.output(&(id << 32 | seq).to_le_bytes(), Wakeup::NoWakeup).is_ok());
+                    }
+                    ok
+                })
+            })
+            .collect();
+        let consumer = s.spawn(|| {
+            let mut c = ring.consumer().unwrap();
+            let mut n = 0u64;
+            let mut read = |c: &mut ringtrace::OverwriteConsumer| loop {
+                match c.consume(|_| Ok::<(), Infallible>(())) {
+                    Ok(k) => return k as u64,
+                    Err(ringtrace::ConsumeError::Busy) => continue,
+                    Err(e) => panic!("{e}"),
+                }
+            };
+            while !done.load(Relaxed) {
+                n += read(&mut c);
+            }
+            // Drained: nothing is being written any more.
+            loop {
+                let k = read(&mut c);
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            (n, c.overwritten_unread())
+        });
+        let (mut held, mut missed, mut unfinished) = (HashSet::new(), 0u64, 0u64);
+        let mut snap = Snapshot::new();
+        while !producers.iter().all(|p| p.is_finished()) {
+            if ring.snapshot_into(&mut snap).is_ok() {
+                held.extend(snap.iter().map(|r| u64::from_le_bytes(r.try_into().unwrap())));
+                missed += snap.missed();
+                unfinished += snap.unfinished();
+            }
+        }
+        let committed: u64 = producers.into_iter().map(|p| p.join().unwrap()).sum();
+        done.store(true, Relaxed);
+        let (consumed, unread) = consumer.join().unwrap();
+        (committed, consumed, unread, held, missed, unfinished)
+    });
+    let s = ring.stats();
+    assert_eq!(s.committed, committed_by_producers);
+    assert_eq!(s.committed + s.lost, 2 * PER_PRODUCER, "every write committed or counted as lost");
+    // committed = overwritten + held (nothing is being written now).
+    let last = ring.snapshot().unwrap();
+    assert_eq!(last.unfinished(), 0);
+    assert_eq!(s.committed, s.overwritten + last.len() as u64, "{s:?}");
+    assert_eq!(last.overwritten_before(), s.overwritten);
+    // Drained: committed = consumed + overwritten_unread <= consumed + overwritten.
+    assert_eq!(consumed, s.consumed);
+    assert_eq!(consumer_unread, s.overwritten_unread);
+    assert_eq!(s.consumed + s.overwritten_unread, s.committed, "{s:?}");
+    assert!(s.overwritten_unread <= s.overwritten, "{s:?}");
+    assert!(s.overwritten_unread > 0, "the producers overtook the consumer at least once: {s:?}");
+    // Snapshots: held (once each) + missed = overwritten_before + len of the last, exact
+    // but for records still being written when a snapshot was taken.
+    let mut held = held;
+    held.extend(last.iter().map(|r| u64::from_le_bytes(r.try_into().unwrap())));
+    let total = held.len() as u64 + missed + last.missed();
+    let want = last.overwritten_before() + last.len() as u64;
+    assert!(
+        total <= want && want - total <= unfinished,
+        "held {} + missed {missed}: {total}, want {want} (unfinished {unfinished})",
+        held.len()
+    );
 }

@@ -278,7 +278,7 @@ fn consume_overwrite(path: &str) -> Vec<u64> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    vec![n, c.overwritten()]
+    vec![n, c.overwritten_unread()]
 }
 
 /// Reserves a record, writes half of it, says so, and waits to be killed.

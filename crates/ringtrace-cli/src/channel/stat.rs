@@ -66,8 +66,8 @@ pub fn stat(path: &Path, json: bool) -> Result<(), Failure> {
             consumer: s.consumer_attached,
             committed: s.committed,
             lost: s.lost,
-            overwritten: if h.mode == RingMode::Overwrite { s.retired } else { 0 },
-            overwritten_unread: s.overwritten,
+            overwritten: if h.mode == RingMode::Overwrite { s.overwritten } else { 0 },
+            overwritten_unread: s.overwritten_unread,
             dead: s.dead,
             held,
         })

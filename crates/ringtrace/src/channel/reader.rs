@@ -103,7 +103,15 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         if inner.reader_attached.swap(true, Ordering::Acquire) {
             return Err(Error::ConsumerAttached { pid: crate::owner::my_pid() });
         }
-        let mut reader = ChannelReader { inner, lanes: Vec::new(), version: u64::MAX, last: 0, late: 0, late_unpublished: 0, pulled: 0 };
+        let mut reader = ChannelReader {
+            inner,
+            lanes: Vec::new(),
+            version: u64::MAX,
+            last: 0,
+            late: 0,
+            late_unpublished: 0,
+            pulled: 0,
+        };
         if let Err(e) = reader.refresh() {
             drop(reader);
             return Err(e);

@@ -322,7 +322,7 @@ impl<S: Source> RingFile<S> {
             start,
             window,
             missed_bytes: from.map_or(0, |f| lo.saturating_sub(f)),
-            retired_before: (h.mode == RingMode::Overwrite).then_some(s1.retired),
+            retired_before: (h.mode == RingMode::Overwrite).then_some(s1.overwritten),
             ..Records::default()
         };
         // A single producer in discard mode writes its record before its header: a zero
@@ -378,7 +378,7 @@ impl<S: Source> RingFile<S> {
             out.missed_bytes = lo2.saturating_sub(from);
         }
         if self.header.mode == RingMode::Overwrite {
-            out.retired_before = Some(s2.retired);
+            out.retired_before = Some(s2.overwritten);
         }
         // The walk may have stopped below `lo2`; what lies past that is read next time.
         out.end = out.end.max(lo2);

@@ -27,8 +27,9 @@ pub struct State {
     pub consumer_attached: u32,
     /// Overwrite mode: the oldest record not overwritten.
     pub over_pos: u64,
-    /// Overwrite mode: committed records before `over_pos`.
-    pub retired: u64,
+    /// Overwrite mode: committed records before `over_pos`, given up to make room
+    /// (read or not): [`Stats::overwritten`](crate::Stats::overwritten).
+    pub overwritten: u64,
     /// Overwrite mode: the end of the zeroed free space (lock bit cleared).
     pub zeroed: u64,
     /// Overwrite mode: bit 0 of `zeroed`, the hint that the retire lock is held (by a
@@ -51,8 +52,9 @@ pub struct State {
     pub consumed: u64,
     /// Discarded records the consumer skipped.
     pub skipped: u64,
-    /// Overwrite mode: committed records overwritten before the consumer read them.
-    pub overwritten: u64,
+    /// Overwrite mode: of `overwritten`, the records the consumer never read
+    /// ([`Stats::overwritten_unread`](crate::Stats::overwritten_unread)).
+    pub overwritten_unread: u64,
     /// Reservations of dead producer processes that were stepped over.
     pub dead: u64,
     /// The producer counter slots owned by a process now.
@@ -107,13 +109,13 @@ impl State {
             consumer_read: u64_at(block, f::CONSUMER_READ),
             consumer_attached: u32_at(block, f::CONSUMER_ATTACHED),
             over_pos: u64_at(block, f::OVER_POS),
-            retired: u64_at(block, f::RETIRED),
+            overwritten: u64_at(block, f::RETIRED),
             zeroed: zeroed & !LOCK,
             retire_locked: zeroed & LOCK != 0,
             lock_pid: u32_at(block, f::LOCK_PID),
             consumed: u64_at(block, f::CONSUMED),
             skipped: u64_at(block, f::SKIPPED),
-            overwritten: u64_at(block, f::OVERWRITTEN),
+            overwritten_unread: u64_at(block, f::OVERWRITTEN),
             dead: u64_at(block, f::DEAD),
             ..State::default()
         };

@@ -40,7 +40,7 @@ use crate::sync::Ordering::Relaxed;
 /// })?;
 /// // The newest records, in order; the others were overwritten, and counted.
 /// assert_eq!(*got.last().unwrap(), 999);
-/// assert_eq!(got.len() as u64 + consumer.overwritten(), 1000);
+/// assert_eq!(got.len() as u64 + consumer.overwritten_unread(), 1000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct OverwriteConsumer<K: ProducerKind = crate::Mpsc> {
@@ -51,7 +51,7 @@ pub struct OverwriteConsumer<K: ProducerKind = crate::Mpsc> {
     passed: u64,
     consumed: u64,
     skipped: u64,
-    overwritten: u64,
+    overwritten_unread: u64,
     cap: Capture,
     /// Bytes copied and checked at a time (the builder's `consumer_batch`).
     batch: u64,
@@ -65,7 +65,7 @@ impl<K: ProducerKind> fmt::Debug for OverwriteConsumer<K> {
         f.debug_struct("OverwriteConsumer")
             .field("pos", &self.pos)
             .field("consumed", &self.consumed)
-            .field("overwritten", &self.overwritten)
+            .field("overwritten_unread", &self.overwritten_unread)
             .finish()
     }
 }
@@ -83,7 +83,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
             passed: consumed + overwritten,
             consumed,
             skipped,
-            overwritten,
+            overwritten_unread: overwritten,
             cap: Capture::default(),
             batch: shared.batch,
             armed: false,
@@ -132,7 +132,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
                 // Overtaken: `first` is the oldest record, and the seqlock said how many
                 // committed records lie before it.
                 let before = cap.retired_at_first.unwrap_or(self.passed);
-                self.overwritten += before.saturating_sub(self.passed);
+                self.overwritten_unread += before.saturating_sub(self.passed);
                 self.passed = self.passed.max(before);
                 self.pos = cap.first;
             }
@@ -171,13 +171,17 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         line.read.store(self.pos, Relaxed);
         line.consumed.store(self.consumed, Relaxed);
         line.skipped.store(self.skipped, Relaxed);
-        line.overwritten.store(self.overwritten, Relaxed);
+        line.overwritten.store(self.overwritten_unread, Relaxed);
     }
 
     /// Committed records producers overwrote before this consumer could read them
-    /// (over the ring's life).
-    pub fn overwritten(&self) -> u64 {
-        self.overwritten
+    /// (over the ring's life): the ring's [`Stats::overwritten_unread`] as this
+    /// consumer counted it. With the ring drained, `consumed + overwritten_unread =
+    /// committed`.
+    ///
+    /// [`Stats::overwritten_unread`]: crate::Stats::overwritten_unread
+    pub fn overwritten_unread(&self) -> u64 {
+        self.overwritten_unread
     }
 
     /// The read position (bytes since the ring was created).

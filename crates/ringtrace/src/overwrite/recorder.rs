@@ -58,7 +58,7 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     pub(crate) fn settle(&self, snap: &mut Snapshot) {
         let held = snap.retired_before.saturating_add(snap.len() as u64);
         let mut last = self.shared.last_snapshot.lock().unwrap_or_else(|e| e.into_inner());
-        snap.overwritten = snap.retired_before.saturating_sub(*last);
+        snap.missed = snap.retired_before.saturating_sub(*last);
         *last = (*last).max(held);
     }
 

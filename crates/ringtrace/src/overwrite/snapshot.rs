@@ -18,7 +18,7 @@
 //! | 32 | position of the end of the newest record |
 //! | 40 | committed records held |
 //! | 48 | committed records overwritten before the oldest one |
-//! | 56 | committed records overwritten since the previous snapshot |
+//! | 56 | committed records no snapshot held, overwritten since the previous one ([`Snapshot::missed`]) |
 //! | 64 | records still being written (skipped) |
 //! | 72 | length of the ring bytes that follow (`end - oldest`) |
 //!
@@ -66,7 +66,7 @@ pub struct Snapshot {
     pub(crate) cap: Capture,
     pub(crate) capacity: u64,
     pub(crate) retired_before: u64,
-    pub(crate) overwritten: u64,
+    pub(crate) missed: u64,
 }
 
 impl fmt::Debug for Snapshot {
@@ -75,7 +75,7 @@ impl fmt::Debug for Snapshot {
             .field("oldest_position", &self.oldest_position())
             .field("end_position", &self.end_position())
             .field("records", &self.len())
-            .field("overwritten", &self.overwritten)
+            .field("missed", &self.missed)
             .finish()
     }
 }
@@ -90,7 +90,7 @@ impl Snapshot {
     /// A snapshot of records copied and parsed by another reader (a kernel ring's),
     /// which knows no counts of overwritten records.
     pub(crate) fn from_capture(cap: Capture, capacity: u64) -> Snapshot {
-        Snapshot { cap, capacity, retired_before: 0, overwritten: 0 }
+        Snapshot { cap, capacity, retired_before: 0, missed: 0 }
     }
 
     /// Committed records held.
@@ -124,18 +124,25 @@ impl Snapshot {
         self.cap.end
     }
 
-    /// Committed records the ring had overwritten before the oldest one held here.
+    /// Committed records the ring had overwritten before the oldest one held here: the
+    /// ring's [`Stats::overwritten`](crate::Stats::overwritten) when the snapshot was
+    /// taken. `overwritten_before() + len()` is every record committed before the
+    /// snapshot's end (records still being written, [`unfinished`](Self::unfinished),
+    /// aside).
     pub fn overwritten_before(&self) -> u64 {
         self.retired_before
     }
 
-    /// Committed records overwritten since the previous snapshot of the same ring that
-    /// no snapshot held (for the first snapshot: since the ring was created). Exact when
-    /// the previous snapshot had no [`unfinished`](Self::unfinished) records; otherwise
-    /// a lower bound, short by at most that many (a record still being written then, and
-    /// committed and overwritten since, cannot be told from one that was discarded).
-    pub fn overwritten(&self) -> u64 {
-        self.overwritten
+    /// Committed records that no snapshot of this ring held: overwritten after the
+    /// previous snapshot's newest record and before this one's oldest (for the first
+    /// snapshot: since the ring was created). Over a series of snapshots, the records
+    /// they held (each counted once) plus their `missed()` add up to
+    /// `overwritten_before() + len()` of the last. Exact when the previous snapshot
+    /// had no [`unfinished`](Self::unfinished) records; otherwise a lower bound, short
+    /// by at most that many (a record still being written then, and committed and
+    /// overwritten since, cannot be told from one that was discarded).
+    pub fn missed(&self) -> u64 {
+        self.missed
     }
 
     /// Records that were still being written when the snapshot was taken (skipped).
@@ -180,7 +187,7 @@ impl Snapshot {
             self.cap.end,
             self.len() as u64,
             self.retired_before,
-            self.overwritten,
+            self.missed,
             self.cap.unfinished,
             data.len() as u64,
         ];
@@ -252,7 +259,7 @@ impl Snapshot {
                 cap.unfinished
             )));
         }
-        Ok(Snapshot { cap, capacity, retired_before, overwritten })
+        Ok(Snapshot { cap, capacity, retired_before, missed: overwritten })
     }
 }
 
