@@ -492,7 +492,7 @@ fn counters_add_up_with_a_consumer_and_snapshots_racing_producers() {
         let consumer = s.spawn(|| {
             let mut c = ring.consumer().unwrap();
             let mut n = 0u64;
-            let mut read = |c: &mut ringtrace::OverwriteConsumer| loop {
+            let read = |c: &mut ringtrace::OverwriteConsumer| loop {
                 match c.consume(|_| Ok::<(), Infallible>(())) {
                     Ok(k) => return k as u64,
                     Err(ringtrace::ConsumeError::Busy) => continue,
