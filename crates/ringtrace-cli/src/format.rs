@@ -25,6 +25,24 @@ impl std::fmt::Display for Failure {
     }
 }
 
+impl Failure {
+    /// Names `source` (the path or kernel source a command was given) in the message,
+    /// unless it already does: every error says what it is about.
+    pub fn about(self, source: &std::path::Path) -> Failure {
+        match self {
+            Failure::Message(m) => {
+                let name = source.display().to_string();
+                if m.contains(&name) {
+                    Failure::Message(m)
+                } else {
+                    Failure::Message(format!("{name}: {m}"))
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 impl From<InspectError> for Failure {
     fn from(e: InspectError) -> Self {
         Failure::Message(e.to_string())

@@ -7,6 +7,7 @@ mod channel;
 mod demo;
 mod format;
 mod kernel;
+mod snapfile;
 mod snapshot;
 mod stat;
 mod tail;
@@ -47,10 +48,11 @@ enum Command {
     },
     /// Show a ring file's header, positions, counters and attached processes; or a
     /// channel file's header and, per producer slot, its producer and counters; or a
-    /// kernel BPF ring buffer map's size, mode, positions and records held.
+    /// snapshot file's header (its checksums checked); or a kernel BPF ring buffer map's
+    /// size, mode, positions and records held.
     Stat {
-        /// A ring file or a channel file (for example /dev/shm/app.ring), or a BPF ring
-        /// buffer map: bpf-pin:PATH (pinned in a bpffs) or bpf-id:N (a map id).
+        /// A ring file, a channel file or a snapshot file (for example /dev/shm/app.ring),
+        /// or a BPF ring buffer map: bpf-pin:PATH (pinned in a bpffs) or bpf-id:N (a map id).
         source: PathBuf,
         /// One JSON object instead of text.
         #[arg(long)]
@@ -84,14 +86,16 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Print every record a ring file or a channel file holds, oldest first.
+    /// Print every record a ring file, a channel file or a snapshot file holds, oldest
+    /// first (a snapshot file's checksums are checked first).
     ///
     /// Channel files: every slot's records merged by timestamp (ties in slot order);
     /// channels without timestamps are listed slot by slot. BPF ring buffer maps: the
     /// records not consumed yet (overwrite maps: those not overwritten), without
     /// consuming them.
     Snapshot {
-        /// A ring file, a channel file, or a BPF ring buffer map (bpf-pin:PATH, bpf-id:N).
+        /// A ring file, a channel file, a snapshot file, or a BPF ring buffer map
+        /// (bpf-pin:PATH, bpf-id:N).
         source: PathBuf,
         /// Newest first.
         #[arg(short, long)]
@@ -136,10 +140,12 @@ fn main() -> ExitCode {
                 .map(|_| ())
                 .map_err(|e| Failure::Message(e.to_string()))
         }
-        Command::Stat { source, json } => stat::run(&source, json),
-        Command::Tail { source, count, follow, format } => tail::run(&source, count, follow, format),
+        Command::Stat { source, json } => stat::run(&source, json).map_err(|e| e.about(&source)),
+        Command::Tail { source, count, follow, format } => {
+            tail::run(&source, count, follow, format).map_err(|e| e.about(&source))
+        }
         Command::Snapshot { source, reverse, format, output } => {
-            snapshot::run(&source, reverse, format, output.as_deref())
+            snapshot::run(&source, reverse, format, output.as_deref()).map_err(|e| e.about(&source))
         }
         Command::Demo { file, seconds, producers, capacity } => demo::run(file, seconds, producers, capacity),
         Command::DemoProducer { file, id, millis } => demo::producer(&file, id, millis),

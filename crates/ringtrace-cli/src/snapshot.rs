@@ -15,6 +15,9 @@ pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) ->
     if crate::channel::is_channel(path)? {
         return crate::channel::snapshot(path, reverse, format, output);
     }
+    if crate::snapfile::is_snapshot_file(path) {
+        return crate::snapfile::snapshot(path, reverse, format, output);
+    }
     let ring = crate::channel::open_ring(path)?;
     let records = ring.records()?;
     warn_corrupt(&records, "");

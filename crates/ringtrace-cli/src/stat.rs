@@ -14,6 +14,9 @@ pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
     if crate::channel::is_channel(path)? {
         return crate::channel::stat(path, json);
     }
+    if crate::snapfile::is_snapshot_file(path) {
+        return crate::snapfile::stat(path, json);
+    }
     let ring = crate::channel::open_ring(path)?;
     let state = ring.state()?;
     let h = ring.header();

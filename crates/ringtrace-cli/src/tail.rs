@@ -22,6 +22,9 @@ pub fn run(path: &Path, count: usize, follow: bool, format: Format) -> Result<()
     if crate::channel::is_channel(path)? {
         return crate::channel::tail(path, count, follow, format);
     }
+    if crate::snapfile::is_snapshot_file(path) {
+        return crate::snapfile::tail(path, count, follow, format);
+    }
     let ring = crate::channel::open_ring(path)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     if !follow {

@@ -389,3 +389,51 @@ fn tsc_channel_stamps_are_printed_in_nanoseconds() {
     assert_eq!((slot, data.as_str()), (0, "tick"));
     assert!(ts.abs_diff(now) < 1_000_000_000, "printed {ts}, monotonic now {now}");
 }
+
+/// Snapshot files (`Snapshot::write_to`): `stat`, `tail` and `snapshot` read them with
+/// their checksums checked; a damaged one is one error line naming the file and the
+/// checksum, never other records.
+#[test]
+fn snapshot_files_are_read_and_damage_is_reported() {
+    let ring = ringtrace::FlightRecorder::new(4096).unwrap();
+    let mut p = ring.producer().unwrap();
+    for i in 0..300u32 {
+        p.output(format!("event {i}").as_bytes(), Wakeup::Default).unwrap();
+    }
+    let snap = ring.snapshot().unwrap();
+    let mut bytes = Vec::new();
+    snap.write_to(&mut bytes).unwrap();
+    let path = write_image("flight.rtsnap", &bytes);
+    let o = run(&["snapshot", &path]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want: Vec<String> = snap.iter().map(|r| String::from_utf8(r.to_vec()).unwrap()).collect();
+    assert_eq!(o.stdout.lines().collect::<Vec<_>>(), want);
+    assert_eq!(o.stdout.lines().last(), Some("event 299"));
+    let o = run(&["tail", "-n", "2", &path]);
+    assert_eq!(o.stdout, "event 298\nevent 299\n");
+    let o = run(&["stat", &path]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains(&format!("records       {} held", snap.len())), "{}", o.stdout);
+    assert!(o.stdout.contains("checksums     ok"), "{}", o.stdout);
+    let o = run(&["stat", "--json", &path]);
+    assert!(o.stdout.contains(&format!("\"records\":{},", snap.len())), "{}", o.stdout);
+    // One flipped bit in the records, one in the header.
+    let mut bad = bytes.clone();
+    bad[500] ^= 0x10;
+    let damaged = write_image("damaged.rtsnap", &bad);
+    for cmd in ["stat", "snapshot", "tail"] {
+        let o = run(&[cmd, &damaged]);
+        assert_eq!(o.code, 1, "{cmd}: {}", o.stdout);
+        assert!(o.stdout.is_empty(), "{cmd}: {}", o.stdout);
+        assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+        assert!(
+            o.stderr.contains(&damaged) && o.stderr.contains("checksum mismatch in the ring bytes (bytes 96.."),
+            "{cmd}: {}",
+            o.stderr
+        );
+    }
+    let mut bad = bytes.clone();
+    bad[30] ^= 1;
+    let o = run(&["snapshot", &write_image("header.rtsnap", &bad)]);
+    assert!(o.stderr.contains("checksum mismatch in the header (bytes 0..88)"), "{}", o.stderr);
+}

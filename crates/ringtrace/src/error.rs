@@ -219,6 +219,24 @@ pub enum SnapshotError {
     /// A snapshot file that is not one, or is damaged.
     #[error("not a valid ringtrace snapshot file: {0}")]
     Format(String),
+    /// A snapshot file's checksum does not match its bytes: the file was damaged after
+    /// it was written (a flipped bit, a torn write, a bad copy).
+    #[error(
+        "damaged ringtrace snapshot file: checksum mismatch in the {part} (bytes {start}..{end}): \
+         CRC32C {computed:#010x} computed, {stored:#010x} stored"
+    )]
+    Checksum {
+        /// Which part: `"header"` or `"ring bytes"`.
+        part: &'static str,
+        /// Its first byte's offset in the file.
+        start: u64,
+        /// Its end's offset in the file.
+        end: u64,
+        /// The checksum the file holds.
+        stored: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
 }
 
 /// Why consuming stopped with an error.

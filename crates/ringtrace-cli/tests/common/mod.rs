@@ -86,7 +86,7 @@ pub fn run(args: &[&str]) -> Output {
 }
 
 /// Asserts exit status 1, no output and one stderr line `ringtrace: error: <...msg...>`
-/// on every reading command.
+/// naming `source`, on every reading command.
 pub fn fails(source: &str, msg: &str) {
     for cmd in [&["stat"][..], &["stat", "--json"], &["tail"], &["tail", "--follow"], &["snapshot"]] {
         let mut args = cmd.to_vec();
@@ -96,5 +96,6 @@ pub fn fails(source: &str, msg: &str) {
         assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
         assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
         assert!(o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains(msg), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(source), "{args:?}: the error does not name {source}: {}", o.stderr);
     }
 }

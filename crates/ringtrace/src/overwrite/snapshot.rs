@@ -3,7 +3,7 @@
 //!
 //! # File format
 //!
-//! A snapshot file is an 80-byte header followed by the ring's bytes from the oldest
+//! A snapshot file is a 96-byte header followed by the ring's bytes from the oldest
 //! record to the end of the newest, exactly as they were in the ring (BPF record format:
 //! 8-byte headers, payloads padded to 8 bytes; records still being written when the
 //! snapshot was taken keep their BUSY bit, discarded ones their DISCARD bit, and readers
@@ -12,7 +12,7 @@
 //! | offset | field |
 //! |-------:|-------|
 //! | 0  | magic `b"RTSNAP\0\x01"` |
-//! | 8  | format version (`u32`, 1), then flags (`u32`: bit 0 = ring bytes are little-endian) |
+//! | 8  | format version (`u32`, 2), then flags (`u32`: bit 0 = ring bytes are little-endian) |
 //! | 16 | ring capacity in bytes |
 //! | 24 | position of the oldest record |
 //! | 32 | position of the end of the newest record |
@@ -21,9 +21,17 @@
 //! | 56 | committed records no snapshot held, overwritten since the previous one ([`Snapshot::missed`]) |
 //! | 64 | records still being written (skipped) |
 //! | 72 | length of the ring bytes that follow (`end - oldest`) |
+//! | 80 | CRC32C of the ring bytes (`u32`), then 4 zero bytes |
+//! | 88 | CRC32C of header bytes 0..88 (`u32`), then 4 zero bytes |
 //!
-//! Reading a file checks every field against the others and every record header against
-//! the data; anything inconsistent is [`SnapshotError::Format`] with what was wrong.
+//! A file is written once and read later, perhaps after a crash or a copy between
+//! machines, so it carries checksums: CRC32C (Castagnoli), which detects every error of
+//! up to 3 flipped bits and every burst of up to 32 bits in parts of this size. Reading
+//! checks the header's checksum before it trusts any field, then every field against
+//! the others, then the ring bytes' checksum, then every record header against the data;
+//! a checksum that does not match is [`SnapshotError::Checksum`], naming the part and
+//! its byte range; anything else inconsistent is [`SnapshotError::Format`]. Version 1
+//! files (no checksums) are refused: take the snapshot again.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -33,8 +41,11 @@ use crate::error::SnapshotError;
 
 /// The file's first eight bytes.
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"RTSNAP\0\x01";
-const VERSION: u32 = 1;
-const HEADER_LEN: usize = 80;
+const VERSION: u32 = 2;
+const HEADER_LEN: usize = 96;
+/// Offsets of the two checksums in the header.
+const DATA_CRC_AT: usize = 80;
+const HEADER_CRC_AT: usize = 88;
 const LITTLE_ENDIAN: u32 = 1;
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
@@ -106,6 +117,16 @@ impl Snapshot {
     /// The records' payloads, oldest first; `.rev()` walks newest to oldest.
     pub fn iter(&self) -> SnapshotIter<'_> {
         SnapshotIter { snap: self, front: 0, back: self.cap.found.len() }
+    }
+
+    /// The records with their positions and their producers' process ids (the header's
+    /// second word), oldest first.
+    pub fn records(&self) -> impl DoubleEndedIterator<Item = crate::inspect::Record<'_>> + ExactSizeIterator + '_ {
+        self.cap.found.iter().map(move |&f| {
+            let at = (f.pos - self.cap.start) as usize;
+            let header = u64::from_ne_bytes(self.cap.bytes[at..at + 8].try_into().expect("a whole header"));
+            crate::inspect::Record { pos: f.pos, pid: crate::repair::aux(header), payload: self.cap.payload(f) }
+        })
     }
 
     /// The records with their positions in the ring (bytes since it was created),
@@ -194,24 +215,49 @@ impl Snapshot {
         for (i, v) in fields.iter().enumerate() {
             h[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
+        h[DATA_CRC_AT..DATA_CRC_AT + 4].copy_from_slice(&crc32c::crc32c(data).to_le_bytes());
+        let header_crc = crc32c::crc32c(&h[..HEADER_CRC_AT]);
+        h[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&header_crc.to_le_bytes());
         w.write_all(&h)?;
         w.write_all(data)?;
         Ok(self.file_len())
     }
 
-    /// Reads a snapshot written by [`write_to`](Self::write_to), checking it whole.
+    /// Reads a snapshot written by [`write_to`](Self::write_to), checking it whole
+    /// (checksums, fields, records: see the module docs), to the end of `r`: bytes
+    /// after the records are an error too.
     pub fn read_from<R: Read>(mut r: R) -> Result<Snapshot, SnapshotError> {
         let mut h = [0u8; HEADER_LEN];
-        read_exact(&mut r, &mut h, "the header")?;
+        // The magic and version first, so that a file of another kind or version is
+        // named as such even when it is shorter than this version's header.
+        read_exact(&mut r, &mut h[..16], "the header")?;
         if h[0..8] != SNAPSHOT_MAGIC {
             return Err(format_err("wrong magic: not a ringtrace snapshot file"));
         }
-        let u32_at = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
-        let version = u32_at(8);
+        let u32_at = |h: &[u8], at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4 bytes"));
+        let version = u32_at(&h, 8);
+        if version == 1 {
+            return Err(format_err(
+                "format version 1 has no checksums; this library reads version 2: take the snapshot again",
+            ));
+        }
         if version != VERSION {
             return Err(format_err(format!("format version {version}; this library reads version {VERSION}")));
         }
+        read_exact(&mut r, &mut h[16..], "the header")?;
+        let stored = u32_at(&h, HEADER_CRC_AT);
+        let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
+        if stored != computed || u32_at(&h, HEADER_CRC_AT + 4) != 0 {
+            return Err(SnapshotError::Checksum {
+                part: "header",
+                start: 0,
+                end: HEADER_CRC_AT as u64,
+                stored,
+                computed,
+            });
+        }
+        let u32_at = |at: usize| u32_at(&h, at);
+        let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
         let flags = u32_at(12);
         let ours = if cfg!(target_endian = "little") { LITTLE_ENDIAN } else { 0 };
         if flags & !LITTLE_ENDIAN != 0 {
@@ -239,9 +285,21 @@ impl Snapshot {
         // Read through `take`, so a header that claims gigabytes costs memory only for
         // the bytes the file really holds.
         let mut bytes = Vec::new();
-        r.take(data_len).read_to_end(&mut bytes)?;
+        (&mut r).take(data_len).read_to_end(&mut bytes)?;
         if bytes.len() as u64 != data_len {
             return Err(format_err(format!("truncated in the records ({} of {data_len} bytes)", bytes.len())));
+        }
+        let (stored, computed) = (u32_at(DATA_CRC_AT), crc32c::crc32c(&bytes));
+        if stored != computed || u32_at(DATA_CRC_AT + 4) != 0 {
+            let (start, end) = (HEADER_LEN as u64, HEADER_LEN as u64 + data_len);
+            return Err(SnapshotError::Checksum { part: "ring bytes", start, end, stored, computed });
+        }
+        let mut extra = [0u8; 1];
+        if read_some(&mut r, &mut extra)? != 0 {
+            return Err(format_err(format!(
+                "bytes follow the records at offset {} (the header says the file ends there)",
+                HEADER_LEN as u64 + data_len
+            )));
         }
         let mut cap = Capture { bytes, start: first, first, end, ..Capture::default() };
         parse(Walk::Snapshot, capacity, end, false, &mut cap);
@@ -265,6 +323,16 @@ impl Snapshot {
 
 fn format_err(msg: impl Into<String>) -> SnapshotError {
     SnapshotError::Format(msg.into())
+}
+
+/// One `read`, retried when interrupted.
+fn read_some<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, SnapshotError> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other.map_err(SnapshotError::Io),
+        }
+    }
 }
 
 fn read_exact<R: Read>(r: &mut R, buf: &mut [u8], what: &str) -> Result<(), SnapshotError> {
