@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ringtrace::inspect::{Header, RingMode, State};
 
-use crate::format::{json_string, Failure};
+use crate::format::{alive, json_string, pid_text, Failure};
 
 pub fn run(path: &Path, json: bool) -> Result<(), Failure> {
     if let Some(k) = crate::kernel::parse(path)? {
@@ -41,20 +41,38 @@ fn clock(c: u32) -> String {
     }
 }
 
-fn pids(state: &State) -> String {
+/// The producers' processes, each marked `(exited)` if it is gone, and how many are
+/// alive.
+fn pids(state: &State) -> (String, usize) {
     if state.producers.is_empty() {
-        return if state.producer_attached != 0 { state.producer_attached.to_string() } else { "none".into() };
+        let pid = state.producer_attached;
+        return (pid_text(pid), usize::from(pid != 0 && alive(pid)));
     }
-    state.producers.iter().map(|p| format!("{} (slot {})", p.owner, p.slot)).collect::<Vec<_>>().join(", ")
+    let live = state.producers.iter().filter(|p| alive(p.owner)).count();
+    let text = state
+        .producers
+        .iter()
+        .map(|p| {
+            if alive(p.owner) {
+                format!("{} (slot {})", p.owner, p.slot)
+            } else {
+                format!("{} (slot {}, exited)", p.owner, p.slot)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    (text, live)
 }
 
-fn or_none(pid: u32) -> String {
-    if pid == 0 {
-        "none".into()
-    } else {
-        pid.to_string()
-    }
+/// The retire lock's holder: its pid (without the pauser bit), and whether it pauses.
+fn lock_holder(s: &State) -> String {
+    let pid = s.lock_pid & !PAUSER;
+    let what = if s.lock_pid & PAUSER != 0 { "paused by" } else { "retire lock held by" };
+    format!("{what} pid {}", pid_text(pid))
 }
+
+/// Bit 31 of the retire lock word: its holder is pausing the ring.
+const PAUSER: u32 = 1 << 31;
 
 fn to_text(path: &Path, h: &Header, s: &State) -> String {
     let (lo, hi) = s.window(h.mode);
@@ -77,8 +95,8 @@ fn to_text(path: &Path, h: &Header, s: &State) -> String {
     let _ = write!(t, ", consumer {} (read {})", s.consumer_pos, s.consumer_read);
     if h.mode == RingMode::Overwrite {
         let _ = write!(t, ", overwrite {}, zeroed to {}", s.over_pos, s.zeroed);
-        if s.retire_locked {
-            let _ = write!(t, " (retire lock held by pid {})", s.lock_pid);
+        if s.retire_locked || s.lock_pid != 0 {
+            let _ = write!(t, " ({})", lock_holder(s));
         }
     }
     t.push('\n');
@@ -92,12 +110,13 @@ fn to_text(path: &Path, h: &Header, s: &State) -> String {
         let _ = write!(t, ", overwritten unread {}; overwritten in all {}", s.overwritten_unread, s.overwritten);
     }
     let _ = writeln!(t, ", dead reservations {}", s.dead);
+    let (producers, live) = pids(s);
+    let gone = s.attached_producers() - live;
+    let exited = if gone > 0 { format!(" ({gone} exited)") } else { String::new() };
     let _ = writeln!(
         t,
-        "processes     consumer {}; {} producer(s): {}",
-        or_none(s.consumer_attached),
-        s.attached_producers(),
-        pids(s)
+        "processes     consumer {}; {live} producer(s) attached{exited}: {producers}",
+        pid_text(s.consumer_attached),
     );
     t
 }
@@ -113,7 +132,8 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
          \"producer_pos\":{},\"paused\":{},\"consumer_pos\":{},\"consumer_read\":{},\"over_pos\":{},\"overwritten\":{},\
          \"zeroed\":{},\"retire_locked\":{},\"lock_pid\":{},\"committed\":{},\"discarded\":{},\"lost\":{},\
          \"lost_paused\":{},\"too_large\":{},\"consumed\":{},\"skipped\":{},\"overwritten_unread\":{},\"dead\":{},\
-         \"consumer_attached\":{},\"producer_attached\":{},\"producers\":[",
+         \"consumer_attached\":{},\"consumer_alive\":{},\"producer_attached\":{},\"producer_alive\":{},\
+         \"lock_pauser\":{},\"producers\":[",
         h.version,
         h.kind,
         h.mode,
@@ -143,11 +163,21 @@ fn to_json(path: &Path, h: &Header, s: &State) -> String {
         s.overwritten_unread,
         s.dead,
         s.consumer_attached,
+        s.consumer_attached != 0 && alive(s.consumer_attached),
         s.producer_attached,
+        s.producer_attached != 0 && alive(s.producer_attached),
+        s.lock_pid & PAUSER != 0,
     );
     for (i, p) in s.producers.iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };
-        let _ = write!(t, "{sep}{{\"slot\":{},\"pid\":{},\"committed\":{}}}", p.slot, p.owner, p.committed);
+        let _ = write!(
+            t,
+            "{sep}{{\"slot\":{},\"pid\":{},\"alive\":{},\"committed\":{}}}",
+            p.slot,
+            p.owner,
+            alive(p.owner),
+            p.committed
+        );
     }
     t.push_str("]}\n");
     t

@@ -437,3 +437,42 @@ fn snapshot_files_are_read_and_damage_is_reported() {
     let o = run(&["snapshot", &write_image("header.rtsnap", &bad)]);
     assert!(o.stderr.contains("checksum mismatch in the header (bytes 0..88)"), "{}", o.stderr);
 }
+
+/// Run as a child process by `stat_says_which_processes_have_exited`: attaches a
+/// consumer to the ring file named in the environment and exits holding it.
+#[test]
+fn child_role_attach_consumer_and_exit() {
+    let Ok(path) = std::env::var("RINGTRACE_CLI_TEST_ATTACH") else { return };
+    let ring = ringtrace::MpscRing::open(&path).unwrap();
+    let mut p = ring.producer().unwrap();
+    p.output(b"from the child", Wakeup::Default).unwrap();
+    // Exit holding the consumer and the producer, as a process that crashed would.
+    std::mem::forget((ring.consumer().unwrap(), p));
+}
+
+#[test]
+fn stat_says_which_processes_have_exited() {
+    let path = temp("exited.ring");
+    let ring = ringtrace::MpscRing::builder(4096).create(&path).unwrap();
+    let _live = ring.producer().unwrap(); // slot 0; the child's producer takes slot 1
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_role_attach_consumer_and_exit", "--test-threads=1"])
+        .env("RINGTRACE_CLI_TEST_ATTACH", &path)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let child_pid = child.id();
+    assert!(child.wait().unwrap().success());
+    let me = std::process::id();
+    let path = path.to_str().unwrap();
+    let o = run(&["stat", path]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let line = o.stdout.lines().find(|l| l.starts_with("processes")).unwrap();
+    assert!(line.contains(&format!("consumer {child_pid} (exited)")), "{line}");
+    assert!(line.contains("1 producer(s) attached (1 exited)"), "{line}");
+    assert!(line.contains(&format!("{me} (slot 0), {child_pid} (slot 1, exited)")), "{line}");
+    let o = run(&["stat", "--json", path]);
+    assert!(o.stdout.contains(&format!("\"consumer_attached\":{child_pid},\"consumer_alive\":false")), "{}", o.stdout);
+    assert!(o.stdout.contains(&format!("\"pid\":{child_pid},\"alive\":false")), "{}", o.stdout);
+    assert!(o.stdout.contains(&format!("\"pid\":{me},\"alive\":true")), "{}", o.stdout);
+}

@@ -62,7 +62,7 @@ pub fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         let held = ring.records()?.len() as u64;
         let pid = s.producer_attached;
         Ok(Slot {
-            producer: (pid, pid != 0 && alive(pid)),
+            producer: (pid, pid != 0 && crate::format::alive(pid)),
             consumer: s.consumer_attached,
             committed: s.committed,
             lost: s.lost,
@@ -78,17 +78,6 @@ pub fn stat(path: &Path, json: bool) -> Result<(), Failure> {
     slots.iter().for_each(|s| totals.add(s));
     let text = if json { to_json(path, &h, &slots, &totals) } else { to_text(path, &h, &slots, &totals) };
     crate::format::print(&text)
-}
-
-/// Whether process `pid` exists and is not a zombie (true if `/proc` cannot tell).
-fn alive(pid: u32) -> bool {
-    if !Path::new("/proc/self/stat").exists() {
-        return true;
-    }
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { return false };
-    // "pid (comm) S ...": the state follows the last ')'.
-    let state = stat.iter().rposition(|&b| b == b')').and_then(|i| stat.get(i + 2));
-    !matches!(state, Some(b'Z' | b'X'))
 }
 
 fn clock_text(h: &ChannelHeader) -> &'static str {
