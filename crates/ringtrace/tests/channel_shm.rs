@@ -308,3 +308,38 @@ fn tools_convert_a_tsc_channels_stamps_with_the_files_calibration() {
     assert!(lib_ns <= now + 1_000_000 && lib_ns + 1_000_000_000 > now, "{lib_ns} vs now {now}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A new producer takes an empty slot before one whose producer left unread records
+/// (which would refuse it as `Full` at once), and those records stay readable.
+#[test]
+fn a_new_producer_takes_an_empty_slot_before_a_left_full_one() {
+    let path = temp_path("empty-first");
+    let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(3).create(&path, Monotonic).unwrap();
+    let mut first = channel.producer().unwrap();
+    let mut left = 0u64;
+    while first.output(&record(1, left), Wakeup::NoWakeup).is_ok() {
+        left += 1;
+    }
+    drop(first); // slot 0: full of unread records, no producer
+    let mut second = channel.producer().unwrap();
+    for i in 0..10 {
+        second.output(&record(2, i), Wakeup::NoWakeup).expect("an empty slot, not the full one");
+    }
+    let stats = channel.producer_stats();
+    assert_eq!(stats[0].written, left, "slot 0 keeps what its producer left");
+    assert_eq!(stats.iter().map(|s| s.written).sum::<u64>(), left + 10);
+    let mut reader = channel.reader().unwrap();
+    let mut got = [0u64; 3];
+    reader
+        .drain(|r| {
+            got[parse(&r).0 as usize] += 1;
+            Ok::<_, Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(got, [0, left, 10], "every record read, the left ones too");
+    // With every other slot taken, the left slot (now drained) is taken over.
+    let _third = channel.producer().unwrap();
+    let mut fourth = channel.producer().unwrap();
+    fourth.output(&record(4, 0), Wakeup::NoWakeup).unwrap();
+    std::fs::remove_file(&path).unwrap();
+}

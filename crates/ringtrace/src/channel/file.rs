@@ -1,8 +1,10 @@
 //! Channels in shared memory: a channel file holds a header page and one ring image per
 //! producer slot ([`crate::inspect::channel`] has the layout and its one parser). Every
-//! slot's ring is made when the file is; a producer, in any process, takes the first
-//! slot whose ring has no live producer (the ring's own producer ownership, by pid, so a
-//! slot of a process that died is taken over, its unfinished record stepped over).
+//! slot's ring is made when the file is; a producer, in any process, takes a slot whose
+//! ring has no live producer (the ring's own producer ownership, by pid, so a slot of a
+//! process that died is taken over, its unfinished record stepped over), preferring
+//! the slot with the fewest unread bytes, so an empty slot before one whose producer
+//! left records in it.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
@@ -162,11 +164,20 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
 pub(crate) type Claimed<M> = (crate::producer::Producer<Spsc, M>, Arc<Lane<M>>);
 
 impl<M: ChannelMode, C: Clock> Inner<M, C> {
-    /// A shared channel's new producer: the first slot whose ring has no live
-    /// producer.
+    /// A shared channel's new producer: a slot whose ring has no live producer, the
+    /// one holding the fewest unread bytes first (an empty slot before one a producer
+    /// left records in; among equals, the lowest slot).
+    ///
+    /// A slot a producer left (its handle dropped, or its process died) keeps its
+    /// records: readers still read them, and a new producer that takes the slot over
+    /// writes after them. Taking an empty slot first means a new producer does not
+    /// start on a ring that is already full of another's unread records (discard mode:
+    /// refused as `Full` while other slots stood empty) or, in overwrite mode,
+    /// overwrite another's history while an empty ring was free.
     pub(crate) fn claim_slot(&self) -> Result<Claimed<M>, Error> {
-        let lanes = self.registry().lanes.clone();
-        for lane in lanes {
+        let mut lanes: Vec<_> = self.registry().lanes.iter().map(|l| (l.ring.stats().available, l.clone())).collect();
+        lanes.sort_by_key(|&(unread, _)| unread); // stable: slot order among equals
+        for (_, lane) in lanes {
             match lane.ring.producer() {
                 Ok(p) => {
                     lane.reopen();
