@@ -4,12 +4,13 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use ringtrace::{Snapshot, SNAPSHOT_MAGIC};
 
-use crate::format::{json_string, write_record, Failure, Format};
+use crate::format::{json_string, Failure, Format};
+use crate::snapshot::write_records;
 
 /// Whether `path` starts with the snapshot file magic (else it is some other source).
 pub fn is_snapshot_file(path: &Path) -> bool {
@@ -65,23 +66,12 @@ pub fn tail(path: &Path, count: usize, follow: bool, format: Format) -> Result<(
             "a snapshot file does not change: --follow reads ring and channel files".to_owned(),
         ));
     }
-    crate::snapshot::write_output(None, |w: &mut dyn Write| {
-        let mut w = BufWriter::new(w);
-        s.records().skip(s.len().saturating_sub(count)).try_for_each(|r| write_record(&mut w, format, &r))?;
-        w.flush()
-    })
+    let skip = s.len().saturating_sub(count);
+    crate::snapshot::write_output(None, |w| write_records(w, format, s.records().skip(skip), false))
 }
 
 /// `ringtrace snapshot FILE`: the snapshot's records, oldest (or newest) first.
 pub fn snapshot(path: &Path, reverse: bool, format: Format, output: Option<&Path>) -> Result<(), Failure> {
     let s = read(path)?;
-    crate::snapshot::write_output(output, |w: &mut dyn Write| {
-        let mut w = BufWriter::new(w);
-        if reverse {
-            s.records().rev().try_for_each(|r| write_record(&mut w, format, &r))?;
-        } else {
-            s.records().try_for_each(|r| write_record(&mut w, format, &r))?;
-        }
-        w.flush()
-    })
+    crate::snapshot::write_output(output, |w| write_records(w, format, s.records(), reverse))
 }

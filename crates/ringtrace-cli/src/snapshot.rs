@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use ringtrace::inspect::Record;
+
 use crate::format::{stdout_err, write_record, Failure, Format};
 use crate::tail::warn_corrupt;
 
@@ -21,16 +23,23 @@ pub fn run(path: &Path, reverse: bool, format: Format, output: Option<&Path>) ->
     let ring = crate::channel::open_ring(path)?;
     let records = ring.records()?;
     warn_corrupt(&records, "");
-    let write = |w: &mut dyn Write| -> io::Result<()> {
-        let mut w = BufWriter::new(w);
-        if reverse {
-            records.iter().rev().try_for_each(|r| write_record(&mut w, format, &r))?;
-        } else {
-            records.iter().try_for_each(|r| write_record(&mut w, format, &r))?;
-        }
-        w.flush()
-    };
-    write_output(output, write)
+    write_output(output, |w| write_records(w, format, records.iter(), reverse))
+}
+
+/// Writes `records` one per line in `format`, newest first if `reverse`.
+pub fn write_records<'a>(
+    w: &mut dyn Write,
+    format: Format,
+    records: impl DoubleEndedIterator<Item = Record<'a>>,
+    reverse: bool,
+) -> io::Result<()> {
+    let mut w = BufWriter::new(w);
+    if reverse {
+        records.rev().try_for_each(|r| write_record(&mut w, format, &r))?;
+    } else {
+        records.into_iter().try_for_each(|r| write_record(&mut w, format, &r))?;
+    }
+    w.flush()
 }
 
 /// Runs `write` on stdout, or on `output` (created, synced).

@@ -31,7 +31,7 @@ pub(crate) struct Shared {
     /// [`Access::Consumer`](crate::Access)).
     pub(crate) writable: bool,
     /// Overwrite mode: committed records that lay before the end of the last snapshot
-    /// (for [`Snapshot::overwritten`](crate::Snapshot::overwritten)).
+    /// (for [`Snapshot::missed`](crate::Snapshot::missed)).
     pub(crate) last_snapshot: std::sync::Mutex<u64>,
 }
 

@@ -94,11 +94,7 @@ impl Patience {
         self.round = self.round.saturating_add(1);
         #[cfg(loom)]
         {
-            if self.round > self.loom_rounds {
-                return false;
-            }
-            crate::sync::yield_now();
-            true
+            self.loom_round()
         }
         #[cfg(not(loom))]
         {
@@ -122,18 +118,15 @@ impl Patience {
         }
     }
 
-    /// Spins for `spin_for`, then yields (never sleeps: for producers, which wait only
-    /// briefly); false once the deadline has passed. Reads the clock every 16 rounds.
+    /// Spins for `spin_for`, then goes on spinning with a yield every 16 rounds (never
+    /// sleeps: for producers, which wait only briefly); false once the deadline has
+    /// passed. Reads the clock every 16 rounds.
     pub(crate) fn spin_then_yield(&mut self, spin_for: Duration) -> bool {
         self.round = self.round.saturating_add(1);
         #[cfg(loom)]
         {
             let _ = spin_for;
-            if self.round > self.loom_rounds {
-                return false;
-            }
-            crate::sync::yield_now();
-            true
+            self.loom_round()
         }
         #[cfg(not(loom))]
         {
@@ -151,6 +144,17 @@ impl Patience {
             }
             true
         }
+    }
+
+    /// A round under loom: a loom yield (so that the model can run the thread waited
+    /// for), until `loom_rounds` have passed.
+    #[cfg(loom)]
+    fn loom_round(&mut self) -> bool {
+        if self.round > self.loom_rounds {
+            return false;
+        }
+        crate::sync::yield_now();
+        true
     }
 
     /// True at most once per `period` of waiting (measured from the first wait): for

@@ -21,7 +21,7 @@ use crate::sync::Ordering::Relaxed;
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
 /// ones. Each record is copied out and checked before the callback sees it, so a record
 /// torn or overwritten while it was read is never delivered; records overwritten before
-/// the consumer reached them are counted ([`overwritten`](Self::overwritten)) and the
+/// the consumer reached them are counted ([`overwritten_unread`](Self::overwritten_unread)) and the
 /// consumer goes on from the oldest record still there.
 ///
 /// ```
