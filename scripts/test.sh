@@ -21,7 +21,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
+idle_start=$SECONDS
 cargo test --workspace --release
+echo "release test step: $((SECONDS - idle_start)) s"
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_perf
