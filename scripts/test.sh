@@ -41,15 +41,14 @@ for _ in 1 2; do
   busy_pids+=($!)
 done
 loaded_start=$SECONDS
-cargo test --release -p ringtrace --lib
-cargo test --release -p ringtrace --test overwrite --test overwrite_stress --test stress --test api \
-  --test shm --test channel --test channel_shm --test kernel_bpf --test kernel_perf
-cargo test --release -p ringtrace-cli
+# The whole workspace, as built above (a narrower package selection would rebuild with
+# another feature set): unit and integration tests, no doctests.
+cargo test --workspace --release --lib --tests
 stop_busy
 echo "loaded-machine step: $((SECONDS - loaded_start)) s"
 
 echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
-RINGTRACE_BARRIER=fence cargo test --release -p ringtrace --test stress sleeping_consumer
+RINGTRACE_BARRIER=fence cargo test --workspace --release --test stress sleeping_consumer
 
 echo "== loom models, exhaustive at LOOM_MAX_PREEMPTIONS=2"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
