@@ -597,7 +597,6 @@ fn counters_add_up_with_a_consumer_and_snapshots_racing_producers() {
     assert_eq!(consumer_unread, s.overwritten_unread);
     assert_eq!(s.consumed + s.overwritten_unread, s.committed, "{s:?}");
     assert!(s.overwritten_unread <= s.overwritten, "{s:?}");
-    assert!(s.overwritten_unread > 0, "the producers overtook the consumer at least once: {s:?}");
     // Snapshots: held (once each) + missed = overwritten_before + len of the last, exact
     // but for records still being written when a snapshot was taken.
     let mut held = held;
