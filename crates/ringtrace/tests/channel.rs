@@ -460,3 +460,80 @@ fn a_discard_channel_without_a_reader_frees_old_exited_rings_and_counts_them() {
         .unwrap();
     assert_eq!(n, 10);
 }
+
+/// Three producers overwrite their 4 KiB rings while the live reader follows them,
+/// slower than they write, five times over: the reader is overtaken, and now and then
+/// finds a ring overwritten faster than it copies it (`Busy` for the ring's consumer),
+/// after which it reads that ring again on its next pass, never giving it up. Every
+/// counter identity holds exactly, per producer and in total.
+#[test]
+fn an_overwrite_channels_counters_add_up_with_a_live_reader_racing_the_producers() {
+    for round in 0..5 {
+        overwrite_channel_race(round);
+    }
+}
+
+fn overwrite_channel_race(round: u32) {
+    const PER: u64 = 50_000;
+    let channel = Channel::<Overwrite, Monotonic>::builder(4096).build(Monotonic).unwrap();
+    let mut reader = channel.reader().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let producers: Vec<_> = (0..3u64)
+        .map(|tag| {
+            let channel = channel.clone();
+            std::thread::spawn(move || {
+                let mut p = channel.producer().unwrap();
+                let (mut committed, mut lost) = (0u64, 0u64);
+                for seq in 0..PER {
+                    match p.output(&record(tag, seq), Wakeup::NoWakeup) {
+                        Ok(()) => committed += 1,
+                        Err(ReserveError::Pending { .. }) => lost += 1,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                (p.id(), committed, lost)
+            })
+        })
+        .collect();
+    let waiter = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let done: Vec<_> = producers.into_iter().map(|p| p.join().unwrap()).collect();
+            // Release: pairs with the reader's Acquire load.
+            stop.store(true, Ordering::Release);
+            done
+        })
+    };
+    let mut per_producer: HashMap<u32, (u64, u64)> = HashMap::new(); // (delivered, last seq)
+    let mut take = |r: ChannelRecord<'_>| {
+        let (_, seq) = parse(&r);
+        let e = per_producer.entry(r.producer).or_insert((0, 0));
+        assert!(e.0 == 0 || e.1 < seq, "producer {}: {} then {seq}", r.producer, e.1);
+        *e = (e.0 + 1, seq);
+        Ok::<(), Infallible>(())
+    };
+    while !stop.load(Ordering::Acquire) {
+        if let Err(e) = reader.consume(&mut take) {
+            panic!("round {round}: the reader failed: {e}");
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let done = waiter.join().unwrap();
+    reader.drain(&mut take).unwrap();
+    let lanes = channel.producer_stats();
+    let total = channel.stats();
+    let snap = channel.snapshot().unwrap();
+    assert!(snap.failed().is_empty());
+    for (id, committed, lost) in &done {
+        let s = lanes.iter().find(|s| s.id == *id).unwrap();
+        let held = snap.iter().filter(|r| r.producer == *id).count() as u64;
+        let delivered = per_producer.get(id).map_or(0, |e| e.0);
+        assert_eq!((committed + lost, *committed, *lost, delivered), (PER, s.written, s.lost, s.read), "{s:?}");
+        assert_eq!(s.written, s.read + s.overwritten_unread, "round {round}, producer {id}, drained: {s:?}");
+        assert_eq!(s.written, s.overwritten + held, "round {round}, producer {id}: {s:?}, {held} held");
+        assert!(s.overwritten_unread <= s.overwritten, "{s:?}");
+    }
+    assert_eq!(total.written, total.read + total.overwritten_unread + total.freed_unread, "{total:?}");
+    assert_eq!(snap.len() as u64 + snap.overwritten(), total.written);
+    assert_eq!(reader.late(), total.late);
+}

@@ -88,6 +88,10 @@ pub struct LaneStats {
     pub lost: u64,
     /// Overwrite mode: committed records given up to make room.
     pub overwritten: u64,
+    /// Overwrite mode: of `overwritten`, the records the live reader never got. Once
+    /// the live reader has drained the ring after the producer's last commit,
+    /// `written = read + overwritten_unread`.
+    pub overwritten_unread: u64,
     /// Records the channel's live reader delivered.
     pub read: u64,
 }
@@ -179,6 +183,7 @@ impl<M: ChannelMode> Lane<M> {
             written: s.committed,
             lost: s.lost,
             overwritten: M::overwritten(&self.ring),
+            overwritten_unread: s.overwritten_unread,
             // Relaxed: a statistic.
             read: self.read.load(Ordering::Relaxed),
         }

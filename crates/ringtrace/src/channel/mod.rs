@@ -175,6 +175,8 @@ pub struct ChannelStats {
     pub lost: u64,
     /// Overwrite mode: committed records given up to make room.
     pub overwritten: u64,
+    /// Overwrite mode: of `overwritten`, the records the live reader never got.
+    pub overwritten_unread: u64,
     /// Records the live reader delivered.
     pub read: u64,
     /// Records the live reader delivered out of timestamp order: their producer took
@@ -369,6 +371,7 @@ impl ChannelStats {
         self.written += s.written;
         self.lost += s.lost;
         self.overwritten += s.overwritten;
+        self.overwritten_unread += s.overwritten_unread;
         self.read += s.read;
     }
 }

@@ -173,6 +173,13 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
     /// Copies up to a batch of each ring's records into its staging, then delivers, in
     /// timestamp order, every staged record no producer can still undercut. Returns how
     /// many records `f` saw; stops at the first error of `f`.
+    ///
+    /// Overwrite mode: a ring whose producer overwrote the reader's copy 16 times in a
+    /// row ([`ConsumeError::Busy`] for a ring's consumer) is read again on the next
+    /// pass, from its oldest record; what it lost is counted in
+    /// [`LaneStats::overwritten_unread`](crate::LaneStats::overwritten_unread). A ring
+    /// that is corrupt (a channel file another process wrote badly) is reported once,
+    /// with the error, and not read again.
     pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
@@ -195,6 +202,10 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             }
             let got = match stage(l, &self.inner.clock) {
                 Ok(got) => got,
+                // Overwrite mode: the producer overwrote every copy before it could be
+                // checked. Nothing is lost silently (the next read counts what was
+                // overwritten) and the ring is fine: read it again next pass.
+                Err(ConsumeError::Busy) => 0,
                 Err(e) => {
                     // One corrupt ring does not stop the others: it is reported once
                     // and not read again.
