@@ -99,7 +99,7 @@ pub(crate) const STUCK_CHECK: u32 = 16;
 /// before its reserve fails with `Pending`: it spins for [`RETIRE_SPIN`] (a running
 /// holder finishes a retire of 1 KiB in 300-500 cycles), then yields, so that a holder
 /// preempted on this core gets to run and finish. With 3 writer threads on 2 cores,
-/// yielding up to 1 ms cut the reserves refused from 0.03% to 0.001% of all and raised
+/// yielding up to 1 ms cut the reserves refused from 0.03% to at most 0.002% and raised
 /// the rate by a fifth, against spinning for 20 µs and giving up (README, overwrite
 /// mode). A time bound: a count of spins or yields would last ten times longer on one
 /// machine than on another.
