@@ -55,7 +55,7 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
   cargo test -p ringtrace --lib --release loom
 
 echo "== bench smoke run (one bench, quick)"
-cargo run --release -q -p ringtrace-cli -- bench --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
+cargo run --release -q -p ringtrace-bench -- --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
 test "$(wc -l < target/bench-smoke.json)" -ge 5
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"

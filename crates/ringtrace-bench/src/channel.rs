@@ -388,8 +388,14 @@ mod tests {
                 .find(|r| r.imp == imp && r.variant == variant && r.producers == producers)
                 .unwrap_or_else(|| panic!("no row {imp} {variant} producers={producers}: {rows:#?}"));
             assert_eq!(r.bench, BENCH);
-            assert!(r.mrec_per_s > 0.0, "{r:?}");
-            assert!(r.ns_per_rec.is_finite() && r.ns_per_rec > 0.0, "{r:?}");
+            // A 20 ms window on a loaded machine may see a row's writer not scheduled
+            // at all: then no records and no rate, never a wrong one.
+            if r.mrec_per_s > 0.0 {
+                assert!(r.ns_per_rec.is_finite() && r.ns_per_rec > 0.0, "{r:?}");
+            } else {
+                assert_eq!(r.mrec_per_s, 0.0, "{r:?}");
+            }
         }
+        assert!(rows.iter().any(|r| r.mrec_per_s > 0.0), "no row wrote a record: {rows:#?}");
     }
 }

@@ -46,10 +46,10 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
         return out;
     }
     if let Some(why) = bpf_skip_reason() {
-        eprintln!("ringtrace bench: kernel-bpf skipped: {why}");
+        eprintln!("ringtrace-bench: kernel-bpf skipped: {why}");
         return out;
     }
-    let libbpf = Libbpf::load().map_err(|e| eprintln!("ringtrace bench: kernel-bpf libbpf rows skipped: {e}")).ok();
+    let libbpf = Libbpf::load().map_err(|e| eprintln!("ringtrace-bench: kernel-bpf libbpf rows skipped: {e}")).ok();
     for variant in ["parallel", "parallel/linger=0", "back-to-back"] {
         for imp in [Imp::Ringtrace, Imp::Libbpf] {
             let name = if imp == Imp::Ringtrace { "ringtrace" } else { "libbpf" };
@@ -60,7 +60,7 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
             let linger = if variant == "parallel/linger=0" { Duration::ZERO } else { DEFAULT_LINGER };
             match measure(cfg, variant != "back-to-back", imp, linger, libbpf.as_ref()) {
                 Ok(m) => out.push(Row::new("kernel-bpf", name, variant, 1, &m)),
-                Err(e) => eprintln!("ringtrace bench: kernel-bpf {name} {variant} skipped: {e}"),
+                Err(e) => eprintln!("ringtrace-bench: kernel-bpf {name} {variant} skipped: {e}"),
             }
         }
     }

@@ -1,4 +1,4 @@
-//! `ringtrace bench`: the kernel's `bench_ringbufs` matrix in user space, with ringtrace
+//! `ringtrace-bench`: the kernel's `bench_ringbufs` matrix in user space, with ringtrace
 //! and the queues users would otherwise pick in the same run and the same rows.
 //!
 //! Benches: `parallel` (one producer thread, one consumer thread), `back-to-back` (one
@@ -37,7 +37,7 @@ use std::time::Duration;
 pub use harness::{Measured, RunCfg};
 pub use report::Row;
 
-/// What `ringtrace bench` was asked for.
+/// What `ringtrace-bench` was asked for.
 #[derive(Clone, Debug, Default)]
 pub struct BenchOpts {
     /// Short windows (the whole matrix in well under a minute).
@@ -179,7 +179,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
         ))
     });
     println!(
-        "ringtrace bench ({} mode, median of {rounds} rounds; 8-byte records; ringtrace barrier: {})",
+        "ringtrace-bench ({} mode, median of {rounds} rounds; 8-byte records; ringtrace barrier: {})",
         if opts.quick { "quick" } else { "full" },
         if ringtrace::uses_membarrier() { "membarrier" } else { "fence" }
     );

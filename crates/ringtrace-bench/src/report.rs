@@ -151,7 +151,7 @@ pub fn svg(rows: &[Row]) -> String {
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ =
-        writeln!(s, r#"<text x="20" y="30" font-size="18">ringtrace bench: million records/s (8-byte records)</text>"#);
+        writeln!(s, r#"<text x="20" y="30" font-size="18">ringtrace-bench: million records/s (8-byte records)</text>"#);
     for (bi, bench) in benches.iter().enumerate() {
         let y0 = top + bi as f64 * (ph + 50.0);
         let rs: Vec<&Row> = rows.iter().filter(|r| r.bench == *bench).collect();

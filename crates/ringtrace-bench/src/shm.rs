@@ -6,7 +6,7 @@
 //! producers write 8-byte records flat out (a full ring is a drop, and the producer
 //! yields); the consumer drains with `consume` (yielding when it finds nothing) and
 //! counts what it receives in the window after the warmup. The child processes are
-//! this program run again (`ringtrace __bench-producer`), found with
+//! this program run again (`ringtrace-bench __bench-producer`), found with
 //! `std::env::current_exe`; [`producer_main`] is their body.
 
 use std::convert::Infallible;
@@ -155,7 +155,7 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
             progress.step(&format!("shm ringtrace {variant} producers={n}"));
             match measure(cfg, n, processes) {
                 Ok(m) => out.push(Row::new("shm", "ringtrace", variant, n, &m)),
-                Err(e) => eprintln!("ringtrace bench: shm {variant} producers={n} skipped: {e}"),
+                Err(e) => eprintln!("ringtrace-bench: shm {variant} producers={n} skipped: {e}"),
             }
         }
     }

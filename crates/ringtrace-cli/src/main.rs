@@ -14,7 +14,6 @@ mod tail;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -30,22 +29,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Measure ringtrace next to crossbeam, disruptor and rtrb (the kernel's bench_ringbufs matrix).
-    Bench {
-        /// Short windows: the whole matrix in under a minute.
-        #[arg(long)]
-        quick: bool,
-        /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-        /// overwrite-contention, snapshot, shm, channel-scaling, kernel-bpf, perf-backward).
-        #[arg(long, value_name = "NAME")]
-        filter: Option<String>,
-        /// Also write one JSON object per row to this file.
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-        /// Also write a chart of records/s by producers and implementation to this SVG file.
-        #[arg(long, value_name = "FILE")]
-        svg: Option<PathBuf>,
-    },
     /// Show a ring file's header, positions, counters and attached processes; or a
     /// channel file's header and, per producer slot, its producer and counters; or a
     /// snapshot file's header (its checksums checked); or a kernel BPF ring buffer map's
@@ -127,19 +110,11 @@ enum Command {
     /// A producer process of `demo` (internal).
     #[command(name = "__demo-producer", hide = true)]
     DemoProducer { file: PathBuf, id: u32, millis: u64 },
-    /// A producer process of the `shm` bench (internal).
-    #[command(name = "__bench-producer", hide = true)]
-    BenchProducer { file: PathBuf, millis: u64 },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench { quick, filter, json, svg } => {
-            ringtrace_bench::run(&ringtrace_bench::BenchOpts { quick, filter, json, svg })
-                .map(|_| ())
-                .map_err(|e| Failure::Message(e.to_string()))
-        }
         Command::Stat { source, json } => stat::run(&source, json).map_err(|e| e.about(&source)),
         Command::Tail { source, count, follow, format } => {
             tail::run(&source, count, follow, format).map_err(|e| e.about(&source))
@@ -149,11 +124,6 @@ fn main() -> ExitCode {
         }
         Command::Demo { file, seconds, producers, capacity } => demo::run(file, seconds, producers, capacity),
         Command::DemoProducer { file, id, millis } => demo::producer(&file, id, millis),
-        Command::BenchProducer { file, millis } => {
-            ringtrace_bench::shm::producer_main(&file, Duration::from_millis(millis))
-                .map(|_| ())
-                .map_err(|e| Failure::Message(e.to_string()))
-        }
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
