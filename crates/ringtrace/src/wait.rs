@@ -43,6 +43,9 @@ pub(crate) struct Patience {
     start: Option<Instant>,
     #[cfg(not(loom))]
     last_check: Duration,
+    /// Sleeps taken so far (each doubles the next, up to `LONGEST_SLEEP`).
+    #[cfg(not(loom))]
+    naps: u32,
     #[cfg(loom)]
     loom_rounds: u32,
 }
@@ -58,6 +61,8 @@ impl Patience {
             start: None,
             #[cfg(not(loom))]
             last_check: Duration::ZERO,
+            #[cfg(not(loom))]
+            naps: 0,
             #[cfg(loom)]
             loom_rounds: 3,
         }
@@ -110,8 +115,8 @@ impl Patience {
             if elapsed < YIELD_FOR {
                 std::thread::yield_now();
             } else {
-                let doublings = (self.round - SPIN_ROUNDS).min(16);
-                let nap = FIRST_SLEEP.saturating_mul(1 << doublings).min(LONGEST_SLEEP);
+                let nap = FIRST_SLEEP.saturating_mul(1 << self.naps.min(16)).min(LONGEST_SLEEP);
+                self.naps += 1;
                 std::thread::sleep(nap.min(left));
             }
             true
