@@ -86,6 +86,8 @@ impl CpuMeasured {
     fn row(&self, imp: &str, variant: &str, producers: usize) -> Row {
         let mut r = Row::new(BENCH, imp, variant, producers, &self.m);
         r.ns_per_rec = if self.m.committed > 0 { self.cpu_ns as f64 / self.m.committed as f64 } else { f64::INFINITY };
+        // The writers are the row's only threads.
+        r.cpu_ns_per_rec = Some(r.ns_per_rec);
         r
     }
 }

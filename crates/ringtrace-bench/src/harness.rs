@@ -35,6 +35,16 @@ pub struct Measured {
     pub drops: u64,
     /// Length of the window.
     pub elapsed: Duration,
+    /// CPU time of the whole bench process over the window (every thread of the row:
+    /// producers, consumer, the idle measuring thread), if the row measured it.
+    pub cpu: Option<Duration>,
+}
+
+/// CPU time of this process so far (`CLOCK_PROCESS_CPUTIME_ID`: all its threads).
+pub fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    // CPU time is never negative.
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// Two counters alone on a 128-byte line (x86's adjacent-line prefetcher pulls pairs).
@@ -115,15 +125,15 @@ where
             (board.delivered.0.load(Relaxed), ok, fail)
         };
         std::thread::sleep(cfg.warmup);
-        let (d0, c0, f0, t0) = {
+        let (d0, c0, f0, t0, cpu0) = {
             let (d, c, f) = snap();
-            (d, c, f, Instant::now())
+            (d, c, f, Instant::now(), process_cpu())
         };
         std::thread::sleep(cfg.duration);
         let (d1, c1, f1) = snap();
-        let elapsed = t0.elapsed();
+        let (elapsed, cpu) = (t0.elapsed(), process_cpu().saturating_sub(cpu0));
         board.stop.0.store(true, Relaxed);
-        Measured { delivered: d1 - d0, committed: c1 - c0, drops: f1 - f0, elapsed }
+        Measured { delivered: d1 - d0, committed: c1 - c0, drops: f1 - f0, elapsed, cpu: Some(cpu) }
     })
 }
 
@@ -175,13 +185,14 @@ pub fn run_back_to_back<P: FnMut(usize) -> u64, C: FnMut() -> u64>(
         round(&mut scratch);
     }
     let mut m = Measured::default();
-    let t0 = Instant::now();
+    let (t0, cpu0) = (Instant::now(), process_cpu());
     while t0.elapsed() < cfg.duration {
         for _ in 0..16 {
             round(&mut m);
         }
     }
     m.elapsed = t0.elapsed();
+    m.cpu = Some(process_cpu().saturating_sub(cpu0));
     m
 }
 
@@ -215,7 +226,8 @@ mod tests {
 
     #[test]
     fn failing_producer_only_drops() {
-        let cfg = RunCfg { warmup: Duration::ZERO, duration: Duration::from_millis(20) };
+        // 200 ms: long enough that a loaded machine schedules the producer in it.
+        let cfg = RunCfg { warmup: Duration::ZERO, duration: Duration::from_millis(200) };
         let m = run_parallel(&cfg, 1, |_| || false, Some(|| 0u64));
         assert!(m.drops > 0);
         assert_eq!((m.delivered, m.committed), (0, 0));

@@ -164,9 +164,12 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
             rows.extend(perf::rows(&cfg, &one, &mut progress));
         }
+        rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);
     }
     progress.finish();
+    // Every measurement of every round goes to the JSON; the table shows medians.
+    let measurements: Vec<Row> = all.iter().flatten().cloned().collect();
     let mut rows = median_rows(all);
     let rank = |b: &str| ORDER.iter().position(|o| *o == b).unwrap_or(ORDER.len());
     rows.sort_by(|a, b| {
@@ -185,7 +188,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
     );
     report::print_table(&rows, &mut std::io::stdout().lock())?;
     if let Some(p) = &opts.json {
-        report::write_json(p, &rows)?;
+        report::write_json(p, &measurements)?;
     }
     if let Some(p) = &opts.svg {
         std::fs::write(p, report::svg(&rows))?;
@@ -207,6 +210,9 @@ mod tests {
             mrec_per_s: mrec,
             ns_per_rec: 1e3 / mrec,
             drops_per_s: 0.0,
+            round: 0,
+            wall_ns_per_rec: 1e3 / mrec,
+            cpu_ns_per_rec: None,
         }
     }
 

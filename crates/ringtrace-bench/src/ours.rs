@@ -136,12 +136,13 @@ fn snapshot(cfg: &RunCfg, capacity: u64) -> Measured {
     }
     // At least one in the window too, so that a window shorter than a 16 MiB snapshot
     // still times one.
-    let t0 = Instant::now();
+    let (t0, cpu0) = (Instant::now(), crate::harness::process_cpu());
     let mut captured = take();
     while t0.elapsed() < cfg.duration {
         captured += take();
     }
-    Measured { delivered: 0, committed: captured, drops: 0, elapsed: t0.elapsed() }
+    let cpu = Some(crate::harness::process_cpu().saturating_sub(cpu0));
+    Measured { delivered: 0, committed: captured, drops: 0, elapsed: t0.elapsed(), cpu }
 }
 
 /// All ringtrace rows the selection asks for.

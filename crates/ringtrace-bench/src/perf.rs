@@ -143,8 +143,9 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
             return Vec::new();
         }
     };
-    let per_rec = Measured { delivered: r.records, committed: r.records, drops: 0, elapsed: r.elapsed };
-    let per_read = Measured { delivered: r.reads, committed: r.reads, drops: 0, elapsed: r.elapsed };
+    // CPU time: not measured, the records are the kernel's.
+    let per_rec = Measured { delivered: r.records, committed: r.records, drops: 0, elapsed: r.elapsed, cpu: None };
+    let per_read = Measured { delivered: r.reads, committed: r.reads, drops: 0, elapsed: r.elapsed, cpu: None };
     let mut rec_row = Row::new(BENCH, "ringtrace", "buf=1MiB", 1, &per_rec);
     rec_row.record_bytes = RECORD_BYTES;
     let mut read_row = Row::new(BENCH, "ringtrace", "buf=1MiB/per-read", 1, &per_read);

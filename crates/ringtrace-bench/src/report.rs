@@ -64,6 +64,18 @@ pub struct Row {
     pub ns_per_rec: f64,
     /// Failed pushes per second.
     pub drops_per_s: f64,
+    /// The round this measurement is from (0-based); the table shows each row's median
+    /// round.
+    pub round: usize,
+    /// Wall-clock nanoseconds per record counted in `mrec_per_s` (`ns_per_rec`, but
+    /// always wall time).
+    pub wall_ns_per_rec: f64,
+    /// CPU nanoseconds per record: the CPU time of every thread of the row (producers,
+    /// consumer; `channel-scaling`: the writers) over the window, divided by the records
+    /// counted. Less sensitive to steal time than wall time, and what a user pays per
+    /// record. `null` where it is not measured: rows whose work runs in other processes
+    /// or in the kernel (`shm`, `kernel-bpf`, `perf-backward`).
+    pub cpu_ns_per_rec: Option<f64>,
 }
 
 impl Row {
@@ -71,6 +83,7 @@ impl Row {
     pub fn new(bench: &str, imp: &str, variant: impl Into<String>, producers: usize, m: &Measured) -> Row {
         let secs = m.elapsed.as_secs_f64().max(1e-9);
         let recs = if m.delivered > 0 { m.delivered } else { m.committed } as f64;
+        let per = |ns: f64| if recs > 0.0 { ns / recs } else { f64::INFINITY };
         Row {
             bench: bench.into(),
             imp: imp.into(),
@@ -78,8 +91,11 @@ impl Row {
             producers,
             record_bytes: 8,
             mrec_per_s: recs / secs / 1e6,
-            ns_per_rec: if recs > 0.0 { secs * 1e9 / recs } else { f64::INFINITY },
+            ns_per_rec: per(secs * 1e9),
             drops_per_s: m.drops as f64 / secs,
+            round: 0,
+            wall_ns_per_rec: per(secs * 1e9),
+            cpu_ns_per_rec: m.cpu.map(|c| per(c.as_nanos() as f64)),
         }
     }
 }
@@ -90,36 +106,31 @@ pub fn print_table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
     for r in rows {
         if r.bench != last {
             writeln!(out, "\n{}", r.bench)?;
-            // `channel-scaling` reports CPU time per record (legend below the table).
-            let ns = if r.bench == CPU_TIME_BENCH { "CPUns/rec" } else { "ns/rec" };
             writeln!(
                 out,
-                "  {:<22} {:<24} {:>4} {:>10} {:>9} {:>12}",
-                "impl", "variant", "prod", "Mrec/s", ns, "drops/s"
+                "  {:<22} {:<24} {:>4} {:>10} {:>9} {:>9} {:>12}",
+                "impl", "variant", "prod", "Mrec/s", "ns/rec", "CPUns/rec", "drops/s"
             )?;
             last = &r.bench;
         }
+        let cpu = r.cpu_ns_per_rec.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
         writeln!(
             out,
-            "  {:<22} {:<24} {:>4} {:>10.2} {:>9.2} {:>12.0}",
-            r.imp, r.variant, r.producers, r.mrec_per_s, r.ns_per_rec, r.drops_per_s
+            "  {:<22} {:<24} {:>4} {:>10.2} {:>9.2} {:>9} {:>12.0}",
+            r.imp, r.variant, r.producers, r.mrec_per_s, r.wall_ns_per_rec, cpu, r.drops_per_s
         )?;
     }
     writeln!(out, "\n(2 cores: contention rows with 2+ producers run more threads than cores on purpose)")?;
-    if rows.iter().any(|r| r.bench == CPU_TIME_BENCH) {
-        writeln!(
-            out,
-            "({CPU_TIME_BENCH}: CPUns/rec is the writer threads' CPU time summed over writers per record written \
-             (LTTng's metric); Mrec/s is wall-clock records/s of all writers)"
-        )?;
-    }
+    writeln!(
+        out,
+        "(ns/rec: wall time per record; CPUns/rec: CPU time of all the row's threads per record, \
+         - where the work is another process's or the kernel's; channel-scaling: the writers' CPU time, \
+         LTTng's metric)"
+    )?;
     Ok(())
 }
 
-/// The bench whose `ns_per_rec` is CPU time per record, not wall time.
-const CPU_TIME_BENCH: &str = "channel-scaling";
-
-/// One JSON object per line.
+/// One JSON object per line: every measurement of every round.
 pub fn write_json(path: &Path, rows: &[Row]) -> io::Result<()> {
     let mut f = io::BufWriter::new(std::fs::File::create(path)?);
     for r in rows {
@@ -208,7 +219,13 @@ mod tests {
     use std::time::Duration;
 
     fn row(imp: &str) -> Row {
-        let m = Measured { delivered: 1000, committed: 1000, drops: 5, elapsed: Duration::from_millis(1) };
+        let m = Measured {
+            delivered: 1000,
+            committed: 1000,
+            drops: 5,
+            elapsed: Duration::from_millis(1),
+            cpu: Some(Duration::from_millis(2)),
+        };
         Row::new("parallel", imp, "x", 1, &m)
     }
 
@@ -219,9 +236,23 @@ mod tests {
         keys.sort();
         assert_eq!(
             keys,
-            ["bench", "drops_per_s", "impl", "mrec_per_s", "ns_per_rec", "producers", "record_bytes", "variant"]
+            [
+                "bench",
+                "cpu_ns_per_rec",
+                "drops_per_s",
+                "impl",
+                "mrec_per_s",
+                "ns_per_rec",
+                "producers",
+                "record_bytes",
+                "round",
+                "variant",
+                "wall_ns_per_rec"
+            ]
         );
         assert!((v["mrec_per_s"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+        assert!((v["wall_ns_per_rec"].as_f64().unwrap() - 1000.0).abs() < 1e-6);
+        assert!((v["cpu_ns_per_rec"].as_f64().unwrap() - 2000.0).abs() < 1e-6, "2 ms of CPU over 1000 records");
     }
 
     #[test]
