@@ -29,6 +29,7 @@ pub mod peers;
 mod perf;
 pub mod report;
 pub mod shm;
+pub mod verdict;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -143,9 +144,9 @@ pub fn median_rows(rounds: Vec<Vec<Row>>) -> Vec<Row> {
 /// implementation the same weather.
 pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
     let (cfg, rounds) = if opts.quick {
-        (RunCfg { warmup: Duration::from_millis(80), duration: Duration::from_millis(200) }, 3)
+        (RunCfg { warmup: Duration::from_millis(30), duration: Duration::from_millis(80) }, 7)
     } else {
-        (RunCfg { warmup: Duration::from_millis(300), duration: Duration::from_secs(1) }, 5)
+        (RunCfg { warmup: Duration::from_millis(150), duration: Duration::from_millis(400) }, 11)
     };
     let sel = Selection { filter: opts.filter.clone(), exact: false, quick: opts.quick };
     let mut progress = Progress { n: 0, tty: std::io::stderr().is_terminal(), round: String::new() };
@@ -154,11 +155,17 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
         progress.round = format!("round {round}/{rounds}: ");
         let mut rows = Vec::new();
         // Bench by bench, ringtrace and its peers back to back, so that the rows one
-        // compares ran seconds apart, not a whole round apart.
+        // compares ran seconds apart, not a whole round apart; which goes first
+        // alternates from round to round.
         for bench in ORDER.iter().filter(|b| sel.wants(b)) {
             let one = Selection { filter: Some(bench.to_string()), exact: true, quick: sel.quick };
-            rows.extend(ours::rows(&cfg, &one, &mut progress));
-            rows.extend(peers::rows(&cfg, &one, &mut progress));
+            if round % 2 == 1 {
+                rows.extend(ours::rows(&cfg, &one, &mut progress));
+                rows.extend(peers::rows(&cfg, &one, &mut progress));
+            } else {
+                rows.extend(peers::rows(&cfg, &one, &mut progress));
+                rows.extend(ours::rows(&cfg, &one, &mut progress));
+            }
             rows.extend(shm::rows(&cfg, &one, &mut progress));
             rows.extend(channel::rows(&cfg, &one, &mut progress));
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
@@ -187,6 +194,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
         if ringtrace::uses_membarrier() { "membarrier" } else { "fence" }
     );
     report::print_table(&rows, &mut std::io::stdout().lock())?;
+    verdict::print(&verdict::judge(&measurements), &mut std::io::stdout().lock())?;
     if let Some(p) = &opts.json {
         report::write_json(p, &measurements)?;
     }

@@ -285,7 +285,9 @@ fn stress_discard_channel_four_writers_and_a_live_reader() {
         assert!(got == &expect, "producer {t}: {} records seen, {} expected", got.len(), expect.len());
         lost += refused.len() as u64;
     }
-    assert_eq!(late, 0);
+    // Late deliveries happen when a writer is preempted for longer than the slack
+    // between stamping and committing (a loaded machine): counted, never dropped.
+    assert_eq!(late, stats.late, "the reader's count is the channel's");
     assert_eq!(stats.written, 4 * per - lost);
     assert_eq!(stats.lost, lost);
     assert_eq!(stats.read, stats.written, "committed = read once drained: {stats:?}");

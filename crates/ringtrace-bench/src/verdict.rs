@@ -1,0 +1,277 @@
+//! The targets, judged as the median of paired per-round ratios.
+//!
+//! In each round ringtrace's row and the peer's row of a target ran back to back (the
+//! order rotated from round to round), so the ratio taken inside the round compares
+//! the two under the same weather of the shared machine; the verdict is the median of
+//! those ratios over the rounds, with the number of rounds that met the target.
+
+use std::io::{self, Write};
+
+use crate::report::Row;
+
+/// One side of a target: the row it reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Side {
+    pub bench: &'static str,
+    pub imp: &'static str,
+    pub variant: &'static str,
+    pub producers: usize,
+}
+
+const fn side(bench: &'static str, imp: &'static str, variant: &'static str, producers: usize) -> Side {
+    Side { bench, imp, variant, producers }
+}
+
+/// What a target asks of the ratio.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Goal {
+    /// Records per second: `ours / peer` at least this.
+    RateAtLeast(f64),
+    /// Wall nanoseconds per record: `ours / peer` at most this.
+    NsAtMost(f64),
+}
+
+/// A speed target.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub ours: Side,
+    pub peer: Side,
+    pub goal: Goal,
+}
+
+/// Every target the bench judges.
+pub const TARGETS: &[Target] = &[
+    Target {
+        ours: side("parallel", "ringtrace", "spsc", 1),
+        peer: side("parallel", "disruptor", "sp", 1),
+        goal: Goal::RateAtLeast(1.2),
+    },
+    Target {
+        ours: side("parallel", "ringtrace", "mpsc", 1),
+        peer: side("parallel", "crossbeam-arrayqueue", "mpmc", 1),
+        goal: Goal::RateAtLeast(1.5),
+    },
+    Target {
+        ours: side("contention", "ringtrace", "mpsc", 2),
+        peer: side("contention", "disruptor", "mp", 2),
+        goal: Goal::RateAtLeast(2.0),
+    },
+    Target {
+        ours: side("contention", "ringtrace", "mpsc", 2),
+        peer: side("contention", "crossbeam-arrayqueue", "mpmc", 2),
+        goal: Goal::RateAtLeast(1.2),
+    },
+    Target {
+        ours: side("contention", "ringtrace", "mpsc", 4),
+        peer: side("contention", "ringtrace", "mpsc", 2),
+        goal: Goal::RateAtLeast(0.5),
+    },
+    Target {
+        ours: side("contention", "ringtrace", "mpsc", 8),
+        peer: side("contention", "ringtrace", "mpsc", 2),
+        goal: Goal::RateAtLeast(0.5),
+    },
+    Target {
+        ours: side("back-to-back", "ringtrace", "spsc", 1),
+        peer: side("back-to-back", "rtrb", "spsc", 1),
+        goal: Goal::NsAtMost(2.0),
+    },
+    Target {
+        ours: side("back-to-back", "ringtrace", "mpsc", 1),
+        peer: side("back-to-back", "rtrb", "spsc", 1),
+        goal: Goal::NsAtMost(4.0),
+    },
+    Target {
+        ours: side("channel-scaling", "ringtrace-channel", "ts=none", 2),
+        peer: side("overwrite-contention", "crossbeam-arrayqueue", "force_push/no-reader", 2),
+        goal: Goal::RateAtLeast(3.0),
+    },
+    Target {
+        ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 1),
+        peer: side("overwrite-contention", "ringtrace", "discard/consumer", 1),
+        goal: Goal::RateAtLeast(0.9),
+    },
+    Target {
+        ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 2),
+        peer: side("overwrite-contention", "ringtrace", "discard/consumer", 2),
+        goal: Goal::RateAtLeast(0.9),
+    },
+    Target {
+        ours: side("shm", "ringtrace", "mpsc/shm", 1),
+        peer: side("shm", "ringtrace", "mpsc/in-process", 1),
+        goal: Goal::RateAtLeast(0.9),
+    },
+    Target {
+        ours: side("shm", "ringtrace", "mpsc/shm", 2),
+        peer: side("shm", "ringtrace", "mpsc/in-process", 2),
+        goal: Goal::RateAtLeast(0.9),
+    },
+    Target {
+        ours: side("kernel-bpf", "ringtrace", "parallel", 1),
+        peer: side("kernel-bpf", "libbpf", "parallel", 1),
+        goal: Goal::RateAtLeast(1.5),
+    },
+];
+
+/// A target's verdict over the rounds.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub target: Target,
+    /// The ratio in each round that measured both rows, in round order.
+    pub ratios: Vec<f64>,
+}
+
+impl Verdict {
+    /// The median ratio (the mean of the middle two for an even count).
+    pub fn median(&self) -> f64 {
+        let mut r = self.ratios.clone();
+        r.sort_by(f64::total_cmp);
+        let n = r.len();
+        if n % 2 == 1 {
+            r[n / 2]
+        } else {
+            (r[n / 2 - 1] + r[n / 2]) / 2.0
+        }
+    }
+
+    /// Whether `ratio` meets the target.
+    pub fn meets(&self, ratio: f64) -> bool {
+        match self.target.goal {
+            Goal::RateAtLeast(x) => ratio >= x,
+            Goal::NsAtMost(x) => ratio <= x,
+        }
+    }
+
+    /// Rounds whose ratio met the target.
+    pub fn rounds_met(&self) -> usize {
+        self.ratios.iter().filter(|&&r| self.meets(r)).count()
+    }
+}
+
+fn find<'a>(rows: &'a [Row], s: &Side, round: usize) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.round == round && r.bench == s.bench && r.imp == s.imp && r.variant == s.variant && r.producers == s.producers
+    })
+}
+
+/// The verdict of every target both of whose rows were measured, from every
+/// measurement of every round.
+pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
+    let rounds = measurements.iter().map(|r| r.round + 1).max().unwrap_or(0);
+    TARGETS
+        .iter()
+        .filter_map(|t| {
+            let ratios: Vec<f64> = (0..rounds)
+                .filter_map(|round| {
+                    let (o, p) = (find(measurements, &t.ours, round)?, find(measurements, &t.peer, round)?);
+                    let ratio = match t.goal {
+                        Goal::RateAtLeast(_) => o.mrec_per_s / p.mrec_per_s,
+                        Goal::NsAtMost(_) => o.wall_ns_per_rec / p.wall_ns_per_rec,
+                    };
+                    ratio.is_finite().then_some(ratio)
+                })
+                .collect();
+            (!ratios.is_empty()).then_some(Verdict { target: *t, ratios })
+        })
+        .collect()
+}
+
+/// The verdict table.
+pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
+    if verdicts.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nverdicts (median of paired per-round ratios; ringtrace's row / the peer's row in the same round)"
+    )?;
+    writeln!(
+        out,
+        "  {:<58} {:<16} {:>7} {:>15} {:>7}  verdict",
+        "ringtrace row / peer row", "target", "median", "min-max", "met"
+    )?;
+    for v in verdicts {
+        let (o, p) = (&v.target.ours, &v.target.peer);
+        let name = |s: &Side| format!("{} {} p={}", s.imp, s.variant, s.producers);
+        let pair = if o.bench == p.bench {
+            format!("{}: {} / {}", o.bench, name(o), name(p))
+        } else {
+            format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p))
+        };
+        let goal = match v.target.goal {
+            Goal::RateAtLeast(x) => format!("Mrec/s >= {x}x"),
+            Goal::NsAtMost(x) => format!("ns/rec <= {x}x"),
+        };
+        let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.ratios.iter().copied().fold(0.0, f64::max);
+        let median = v.median();
+        writeln!(
+            out,
+            "  {:<58} {:<16} {:>6.2}x {:>6.2}-{:<7.2} {:>3}/{:<3}  {}",
+            pair,
+            goal,
+            median,
+            min,
+            max,
+            v.rounds_met(),
+            v.ratios.len(),
+            if v.meets(median) { "met" } else { "MISSED" }
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(bench: &str, imp: &str, variant: &str, producers: usize, round: usize, mrec: f64) -> Row {
+        Row {
+            bench: bench.into(),
+            imp: imp.into(),
+            variant: variant.into(),
+            producers,
+            record_bytes: 8,
+            mrec_per_s: mrec,
+            ns_per_rec: 1e3 / mrec,
+            drops_per_s: 0.0,
+            round,
+            wall_ns_per_rec: 1e3 / mrec,
+            cpu_ns_per_rec: None,
+        }
+    }
+
+    #[test]
+    fn ratios_are_taken_inside_each_round_and_the_median_decides() {
+        // The machine is twice as fast in round 1: the rows' medians taken separately
+        // would pair round 1's ringtrace with round 0's peer; paired ratios do not.
+        let mut rows = Vec::new();
+        for (round, scale) in [(0, 1.0), (1, 2.0), (2, 1.0)] {
+            rows.push(row("parallel", "ringtrace", "spsc", 1, round, 130.0 * scale));
+            rows.push(row("parallel", "disruptor", "sp", 1, round, 100.0 * scale));
+        }
+        rows[4].mrec_per_s = 50.0; // one unlucky round for ringtrace
+        let v = judge(&rows);
+        assert_eq!(v.len(), 1, "only the target whose rows exist");
+        assert_eq!(v[0].ratios.len(), 3);
+        assert!((v[0].median() - 1.3).abs() < 1e-9, "{:?}", v[0].ratios);
+        assert_eq!(v[0].rounds_met(), 2);
+        assert!(v[0].meets(v[0].median()));
+    }
+
+    #[test]
+    fn ns_targets_compare_time_per_record() {
+        let rows = [
+            row("back-to-back", "ringtrace", "spsc", 1, 0, 100.0), // 10 ns
+            row("back-to-back", "rtrb", "spsc", 1, 0, 300.0),      // 3.3 ns
+        ];
+        let v = judge(&rows);
+        let spsc = v.iter().find(|v| v.target.goal == Goal::NsAtMost(2.0)).unwrap();
+        assert!((spsc.median() - 3.0).abs() < 1e-9);
+        assert_eq!(spsc.rounds_met(), 0);
+        let mut out = Vec::new();
+        print(&v, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("ns/rec <= 2x") && text.contains("MISSED"), "{text}");
+    }
+}
