@@ -181,23 +181,26 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     if verdicts.is_empty() {
         return Ok(());
     }
+    let name = |s: &Side| format!("{} {} p={}", s.imp, s.variant, s.producers);
+    let pair = |v: &Verdict| {
+        let (o, p) = (&v.target.ours, &v.target.peer);
+        if o.bench == p.bench {
+            format!("{}: {} / {}", o.bench, name(o), name(p))
+        } else {
+            format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p))
+        }
+    };
+    let width = verdicts.iter().map(|v| pair(v).len()).max().unwrap_or(0);
     writeln!(
         out,
         "\nverdicts (median of paired per-round ratios; ringtrace's row / the peer's row in the same round)"
     )?;
     writeln!(
         out,
-        "  {:<58} {:<16} {:>7} {:>15} {:>7}  verdict",
+        "  {:<width$} {:<16} {:>7} {:>15} {:>7}  verdict",
         "ringtrace row / peer row", "target", "median", "min-max", "met"
     )?;
     for v in verdicts {
-        let (o, p) = (&v.target.ours, &v.target.peer);
-        let name = |s: &Side| format!("{} {} p={}", s.imp, s.variant, s.producers);
-        let pair = if o.bench == p.bench {
-            format!("{}: {} / {}", o.bench, name(o), name(p))
-        } else {
-            format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p))
-        };
         let goal = match v.target.goal {
             Goal::RateAtLeast(x) => format!("Mrec/s >= {x}x"),
             Goal::NsAtMost(x) => format!("ns/rec <= {x}x"),
@@ -207,8 +210,8 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
         let median = v.median();
         writeln!(
             out,
-            "  {:<58} {:<16} {:>6.2}x {:>6.2}-{:<7.2} {:>3}/{:<3}  {}",
-            pair,
+            "  {:<width$} {:<16} {:>6.2}x {:>6.2}-{:<7.2} {:>3}/{:<3}  {}",
+            pair(v),
             goal,
             median,
             min,
