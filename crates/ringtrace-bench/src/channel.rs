@@ -27,6 +27,9 @@
 //!   `getpid` system call per record).
 //! * `ringtrace-mpsc` `ts=none`: one shared flight recorder (`RingBuf<Mpsc, Overwrite>`,
 //!   1 MiB), every writer a clone of one producer.
+//! * `crossbeam-arrayqueue` `force_push`: every writer `force_push`es into one
+//!   `ArrayQueue` of 65,536 `u64`s with no reader (it gives up its oldest item when
+//!   full): the flight recorder a user would otherwise build from a Rust crate.
 //! * `rtrb` `ts=none`, 1 writer: a writer pushing `u64`s into an rtrb ring of 65,536
 //!   items while another thread pops them; a push that finds the ring full is retried,
 //!   so the writer's CPU time includes its waits for the consumer.
@@ -199,6 +202,21 @@ fn mpsc_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
     run_writers(cfg, writers, make, None::<fn()>)
 }
 
+/// `writers` threads `force_push` into one crossbeam `ArrayQueue` of 65,536 `u64`s with
+/// no reader: the one concurrent overwrite-oldest queue among the Rust crates, so the
+/// flight recorder a user would otherwise build. `force_push` never fails.
+fn force_push_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
+    let q = crossbeam_queue::ArrayQueue::<u64>::new(RTRB_CAPACITY);
+    let make = |_| {
+        let q = &q;
+        move |v: u64| {
+            q.force_push(v);
+            true
+        }
+    };
+    run_writers(cfg, writers, make, None::<fn()>)
+}
+
 /// One writer into rtrb while a thread pops; a full ring is retried.
 fn rtrb_parallel(cfg: &RunCfg) -> CpuMeasured {
     let (p, mut c) = rtrb::RingBuffer::<u64>::new(RTRB_CAPACITY);
@@ -213,10 +231,11 @@ fn rtrb_parallel(cfg: &RunCfg) -> CpuMeasured {
             ok
         }
     };
+    let mut idle = crate::harness::Idle::default();
     let pop = move || {
         let n = c.slots();
+        idle.after(n as u64);
         if n == 0 {
-            std::hint::spin_loop();
             return;
         }
         let chunk = c.read_chunk(n).expect("n slots are readable");
@@ -343,6 +362,8 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
         }
         progress.step(&format!("{BENCH} ringtrace-mpsc producers={n}"));
         out.push(mpsc_rows(cfg, n).row("ringtrace-mpsc", "ts=none", n));
+        progress.step(&format!("{BENCH} crossbeam-arrayqueue producers={n}"));
+        out.push(force_push_rows(cfg, n).row("crossbeam-arrayqueue", "force_push", n));
     }
     progress.step(&format!("{BENCH} rtrb"));
     out.push(rtrb_parallel(cfg).row("rtrb", "ts=none", 1));
@@ -373,6 +394,7 @@ mod tests {
             }
             want.push(("ringtrace-channel", "ts=mono", n));
             want.push(("ringtrace-mpsc", "ts=none", n));
+            want.push(("crossbeam-arrayqueue", "force_push", n));
         }
         want.extend([
             ("ringtrace-channel", "ts=none/builder-default", 1),

@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use harness::{Measured, RunCfg};
-pub use report::Row;
+pub use report::{Row, Summary};
 
 /// What `ringtrace-bench` was asked for.
 #[derive(Clone, Debug, Default)]
@@ -116,33 +116,13 @@ const ORDER: [&str; 11] = [
     "perf-backward",
 ];
 
-/// Median of each row over rounds: rows are matched by bench, impl, variant and
-/// producers; the round whose records/s is the median gives the whole row.
-pub fn median_rows(rounds: Vec<Vec<Row>>) -> Vec<Row> {
-    let mut groups: Vec<Vec<Row>> = Vec::new();
-    for row in rounds.into_iter().flatten() {
-        let key = |r: &Row| (r.bench.clone(), r.imp.clone(), r.variant.clone(), r.producers);
-        match groups.iter_mut().find(|g| key(&g[0]) == key(&row)) {
-            Some(g) => g.push(row),
-            None => groups.push(vec![row]),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|mut g| {
-            g.sort_by(|a, b| a.mrec_per_s.total_cmp(&b.mrec_per_s));
-            g.swap_remove(g.len() / 2)
-        })
-        .collect()
-}
-
 /// Runs the selected matrix; prints the table; writes the files asked for.
 ///
 /// The matrix runs several times (rounds) and each row reports its median round: on a
 /// shared 2-vCPU machine the cost of moving a cache line between the two CPUs changes
 /// several-fold from one second to the next, and rounds interleaved in time give every
 /// implementation the same weather.
-pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
+pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
     let (cfg, rounds) = if opts.quick {
         (RunCfg { warmup: Duration::from_millis(30), duration: Duration::from_millis(80) }, 7)
     } else {
@@ -176,10 +156,11 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
     }
     progress.finish();
     // Every measurement of every round goes to the JSON; the table shows medians.
-    let measurements: Vec<Row> = all.iter().flatten().cloned().collect();
-    let mut rows = median_rows(all);
+    let measurements: Vec<Row> = all.into_iter().flatten().collect();
+    let mut rows = report::summarize(&measurements);
     let rank = |b: &str| ORDER.iter().position(|o| *o == b).unwrap_or(ORDER.len());
     rows.sort_by(|a, b| {
+        let (a, b) = (&a.median, &b.median);
         (rank(&a.bench), a.producers, a.imp != "ringtrace", &a.imp, &a.variant).cmp(&(
             rank(&b.bench),
             b.producers,
@@ -208,40 +189,11 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<Row>> {
 mod tests {
     use super::*;
 
-    fn row(imp: &str, mrec: f64) -> Row {
-        Row {
-            bench: "parallel".into(),
-            imp: imp.into(),
-            variant: "x".into(),
-            producers: 1,
-            record_bytes: 8,
-            mrec_per_s: mrec,
-            ns_per_rec: 1e3 / mrec,
-            drops_per_s: 0.0,
-            round: 0,
-            wall_ns_per_rec: 1e3 / mrec,
-            cpu_ns_per_rec: None,
-        }
-    }
-
     #[test]
     fn one_bench_selection_leaves_out_benches_whose_name_contains_it() {
         let one = Selection { filter: Some("contention".into()), exact: true, quick: true };
         assert!(one.wants("contention") && !one.wants("overwrite-contention"));
         let user = Selection { filter: Some("contention".into()), exact: false, quick: true };
         assert!(user.wants("contention") && user.wants("overwrite-contention"));
-    }
-
-    #[test]
-    fn median_rows_takes_each_rows_middle_round() {
-        let rounds = vec![
-            vec![row("a", 1.0), row("b", 9.0)],
-            vec![row("a", 5.0), row("b", 2.0)],
-            vec![row("a", 3.0), row("b", 4.0)],
-        ];
-        let m = median_rows(rounds);
-        assert_eq!(m.len(), 2);
-        assert_eq!((m[0].imp.as_str(), m[0].mrec_per_s), ("a", 3.0));
-        assert_eq!((m[1].imp.as_str(), m[1].mrec_per_s), ("b", 4.0));
     }
 }

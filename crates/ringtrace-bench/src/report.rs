@@ -100,30 +100,74 @@ impl Row {
     }
 }
 
-/// The table, grouped by bench.
-pub fn print_table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
+/// A row over the rounds that measured it: the median round's measurement (the round
+/// whose records/s is the median: the whole row, CPU time and drops included, comes from
+/// that one round), and the range of records/s over all of them.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// The median round's measurement.
+    pub median: Row,
+    /// The lowest records/s of any round.
+    pub min_mrec_per_s: f64,
+    /// The highest records/s of any round.
+    pub max_mrec_per_s: f64,
+    /// How many rounds measured the row.
+    pub rounds: usize,
+}
+
+/// Each row's summary over rounds: measurements are matched by bench, impl, variant and
+/// producers, in the order rows first appear.
+pub fn summarize(measurements: &[Row]) -> Vec<Summary> {
+    let key = |r: &Row| (r.bench.clone(), r.imp.clone(), r.variant.clone(), r.producers);
+    let mut groups: Vec<Vec<&Row>> = Vec::new();
+    for row in measurements {
+        match groups.iter_mut().find(|g| key(g[0]) == key(row)) {
+            Some(g) => g.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            g.sort_by(|a, b| a.mrec_per_s.total_cmp(&b.mrec_per_s));
+            Summary {
+                median: g[g.len() / 2].clone(),
+                min_mrec_per_s: g[0].mrec_per_s,
+                max_mrec_per_s: g[g.len() - 1].mrec_per_s,
+                rounds: g.len(),
+            }
+        })
+        .collect()
+}
+
+/// The table, grouped by bench: each row's median round, with the range of records/s
+/// over the rounds.
+pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
     let mut last = "";
-    for r in rows {
+    for s in rows {
+        let r = &s.median;
         if r.bench != last {
             writeln!(out, "\n{}", r.bench)?;
             writeln!(
                 out,
-                "  {:<22} {:<24} {:>4} {:>10} {:>9} {:>9} {:>12}",
-                "impl", "variant", "prod", "Mrec/s", "ns/rec", "CPUns/rec", "drops/s"
+                "  {:<22} {:<24} {:>4} {:>10} {:>17} {:>9} {:>9} {:>12}",
+                "impl", "variant", "prod", "Mrec/s", "min-max", "ns/rec", "CPUns/rec", "drops/s"
             )?;
             last = &r.bench;
         }
         let cpu = r.cpu_ns_per_rec.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
+        let range = format!("{:.2}-{:.2}", s.min_mrec_per_s, s.max_mrec_per_s);
         writeln!(
             out,
-            "  {:<22} {:<24} {:>4} {:>10.2} {:>9.2} {:>9} {:>12.0}",
-            r.imp, r.variant, r.producers, r.mrec_per_s, r.wall_ns_per_rec, cpu, r.drops_per_s
+            "  {:<22} {:<24} {:>4} {:>10.2} {:>17} {:>9.2} {:>9} {:>12.0}",
+            r.imp, r.variant, r.producers, r.mrec_per_s, range, r.wall_ns_per_rec, cpu, r.drops_per_s
         )?;
     }
     writeln!(out, "\n(2 cores: contention rows with 2+ producers run more threads than cores on purpose)")?;
     writeln!(
         out,
-        "(ns/rec: wall time per record; CPUns/rec: CPU time of all the row's threads per record, \
+        "(Mrec/s: the median round; min-max: the lowest and highest round; \
+         ns/rec: wall time per record; CPUns/rec: CPU time of all the row's threads per record, \
          - where the work is another process's or the kernel's; channel-scaling: the writers' CPU time, \
          LTTng's metric)"
     )?;
@@ -142,14 +186,16 @@ pub fn write_json(path: &Path, rows: &[Row]) -> io::Result<()> {
 
 const COLORS: [&str; 8] = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 
-/// Records/s by producers and implementation: one panel of grouped bars per bench.
-pub fn svg(rows: &[Row]) -> String {
+/// Records/s by producers and implementation: one panel of grouped bars per bench, each
+/// bar the median round with a whisker from the lowest to the highest round.
+pub fn svg(summaries: &[Summary]) -> String {
+    let rows: Vec<&Row> = summaries.iter().map(|s| &s.median).collect();
     let mut benches: Vec<&str> = rows.iter().map(|r| r.bench.as_str()).collect();
     benches.dedup();
     benches.sort();
     benches.dedup();
     let series = |r: &Row| format!("{} {}", r.imp, r.variant);
-    let mut names: Vec<String> = rows.iter().map(series).collect();
+    let mut names: Vec<String> = rows.iter().map(|r| series(r)).collect();
     names.sort();
     names.dedup();
     let (pw, ph, top) = (900.0, 260.0, 60.0);
@@ -161,13 +207,15 @@ pub fn svg(rows: &[Row]) -> String {
         w = pw + 120.0
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ =
-        writeln!(s, r#"<text x="20" y="30" font-size="18">ringtrace-bench: million records/s (8-byte records)</text>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="30" font-size="18">ringtrace-bench: million records/s (8-byte records; median round, whiskers: min-max)</text>"#
+    );
     for (bi, bench) in benches.iter().enumerate() {
         let y0 = top + bi as f64 * (ph + 50.0);
-        let rs: Vec<&Row> = rows.iter().filter(|r| r.bench == *bench).collect();
-        let max = rs.iter().map(|r| r.mrec_per_s).fold(1e-9, f64::max);
-        let mut groups: Vec<usize> = rs.iter().map(|r| r.producers).collect();
+        let rs: Vec<&Summary> = summaries.iter().filter(|x| x.median.bench == *bench).collect();
+        let max = rs.iter().map(|x| x.max_mrec_per_s).fold(1e-9, f64::max);
+        let mut groups: Vec<usize> = rs.iter().map(|x| x.median.producers).collect();
         groups.sort();
         groups.dedup();
         let _ = writeln!(s, r#"<text x="80" y="{}" font-size="14" font-weight="bold">{bench}</text>"#, y0 + 14.0);
@@ -177,10 +225,11 @@ pub fn svg(rows: &[Row]) -> String {
         let _ = writeln!(s, r#"<text x="10" y="{}" >{max:.0} M/s</text>"#, y0 + 28.0);
         let gw = (pw - 100.0) / groups.len() as f64;
         for (gi, p) in groups.iter().enumerate() {
-            let in_group: Vec<&&Row> = rs.iter().filter(|r| r.producers == *p).collect();
+            let in_group: Vec<&Summary> = rs.iter().copied().filter(|x| x.median.producers == *p).collect();
             let bw = (gw - 20.0) / in_group.len().max(1) as f64;
             let gx = x0 + 10.0 + gi as f64 * gw;
-            for (k, r) in in_group.iter().enumerate() {
+            for (k, x) in in_group.iter().enumerate() {
+                let r = &x.median;
                 let h = (ph - 30.0) * r.mrec_per_s / max;
                 let ci = names.iter().position(|n| *n == series(r)).unwrap_or(0) % COLORS.len();
                 let _ = writeln!(
@@ -193,6 +242,19 @@ pub fn svg(rows: &[Row]) -> String {
                     r.imp,
                     r.variant,
                     r.mrec_per_s
+                );
+                let (lo, hi) = (x.min_mrec_per_s, x.max_mrec_per_s);
+                let (xm, cap) = (gx + k as f64 * bw + (bw - 2.0).max(1.0) / 2.0, ((bw - 2.0) / 4.0).clamp(0.5, 6.0));
+                let (ylo, yhi) = (yb - (ph - 30.0) * lo / max, yb - (ph - 30.0) * hi / max);
+                let _ = writeln!(
+                    s,
+                    r#"<path d="M{xm:.1} {ylo:.1}V{yhi:.1}M{:.1} {ylo:.1}H{:.1}M{:.1} {yhi:.1}H{:.1}" stroke="black"><title>{} {}: {lo:.2}-{hi:.2} M/s</title></path>"#,
+                    xm - cap,
+                    xm + cap,
+                    xm - cap,
+                    xm + cap,
+                    r.imp,
+                    r.variant
                 );
             }
             let _ = writeln!(s, r#"<text x="{:.1}" y="{}">{p} producer(s)</text>"#, gx, yb + 16.0);
@@ -255,10 +317,38 @@ mod tests {
         assert!((v["cpu_ns_per_rec"].as_f64().unwrap() - 2000.0).abs() < 1e-6, "2 ms of CPU over 1000 records");
     }
 
+    fn summary(imp: &str) -> Summary {
+        Summary { median: row(imp), min_mrec_per_s: 0.5, max_mrec_per_s: 1.5, rounds: 3 }
+    }
+
     #[test]
-    fn svg_has_a_legend_entry_per_series() {
-        let s = svg(&[row("rtrb"), row("ringtrace")]);
+    fn svg_has_a_legend_entry_and_a_whisker_per_series() {
+        let s = svg(&[summary("rtrb"), summary("ringtrace")]);
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert!(s.contains(">rtrb x<") && s.contains(">ringtrace x<"));
+        assert_eq!(s.matches("0.50-1.50 M/s").count(), 2, "{s}");
+    }
+
+    #[test]
+    fn summaries_take_the_median_round_and_the_range() {
+        let mut rows = Vec::new();
+        for (round, mrec) in [5.0, 1.0, 9.0, 3.0, 4.0].into_iter().enumerate() {
+            let mut r = row("rtrb");
+            r.mrec_per_s = mrec;
+            r.round = round;
+            rows.push(r);
+        }
+        let mut other = row("ringtrace");
+        other.mrec_per_s = 7.0;
+        rows.push(other);
+        let s = summarize(&rows);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].median.imp.as_str(), s[0].median.mrec_per_s, s[0].median.round), ("rtrb", 4.0, 4));
+        assert_eq!((s[0].min_mrec_per_s, s[0].max_mrec_per_s, s[0].rounds), (1.0, 9.0, 5));
+        assert_eq!((s[1].min_mrec_per_s, s[1].max_mrec_per_s, s[1].rounds), (7.0, 7.0, 1));
+        let mut out = Vec::new();
+        print_table(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("1.00-9.00"), "{text}");
     }
 }

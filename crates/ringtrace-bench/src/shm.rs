@@ -111,15 +111,14 @@ fn measure(cfg: &RunCfg, n: usize, processes: bool) -> std::io::Result<Measured>
             return Err(e);
         }
     };
+    let mut idle = crate::harness::Idle::default();
     let mut drain = || {
         let got = c.consume(|d| {
             std::hint::black_box(d);
             Ok::<(), Infallible>(())
         });
         let got = got.map_err(std::io::Error::other)? as u64;
-        if got == 0 {
-            std::thread::yield_now();
-        }
+        idle.after(got);
         Ok::<u64, std::io::Error>(got)
     };
     // Start the clock once records flow (a process takes a few ms to start).

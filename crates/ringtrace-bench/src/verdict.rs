@@ -83,7 +83,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         ours: side("channel-scaling", "ringtrace-channel", "ts=none", 2),
-        peer: side("overwrite-contention", "crossbeam-arrayqueue", "force_push/no-reader", 2),
+        peer: side("channel-scaling", "crossbeam-arrayqueue", "force_push", 2),
         goal: Goal::RateAtLeast(3.0),
     },
     Target {
