@@ -13,7 +13,8 @@
 //! is a snapshot's time divided by the records it captured), `shm` (producers as threads
 //! or as child processes of one ring file), `channel-scaling` (1, 2, 4, 8 writer threads,
 //! each with its own ring of a flight-recorder channel, with no timestamp, TSC or
-//! `CLOCK_MONOTONIC` timestamps, next to one shared flight recorder and to rtrb; LTTng's
+//! `CLOCK_MONOTONIC` timestamps, next to one shared flight recorder, to crossbeam's
+//! `ArrayQueue::force_push` from as many threads and to rtrb; LTTng's
 //! metric: `ns/rec` there is writer-thread CPU time per record, summed over writers,
 //! while `Mrec/s` stays wall-clock; see `channel.rs`), `kernel-bpf` (a BPF program
 //! writing 8-byte records into a ring buffer map, consumed by ringtrace's `BpfRingBuf`

@@ -32,7 +32,8 @@ pub struct Row {
     ///
     /// `channel-scaling`: 1, 2, 4, 8 writer threads into a flight-recorder channel (one
     /// ring each; `ringtrace-channel`, `ts=none`, `ts=tsc`, `ts=mono`), into one shared
-    /// flight recorder (`ringtrace-mpsc`) and, one writer, into rtrb; `ns_per_rec` there
+    /// flight recorder (`ringtrace-mpsc`), into crossbeam's `ArrayQueue::force_push`
+    /// (`crossbeam-arrayqueue`, `force_push`) and, one writer, into rtrb; `ns_per_rec` there
     /// is CPU time, not wall time (see `ns_per_rec`).
     ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
@@ -41,7 +42,7 @@ pub struct Row {
     /// a 1 MiB backward perf ring; `buf=1MiB/per-read` counts one whole read as a record.
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
-    /// `ringtrace-channel` and `ringtrace-mpsc` in `channel-scaling`; `libbpf` in
+    /// `ringtrace-channel` and `ringtrace-mpsc` (and `crossbeam-arrayqueue`) in `channel-scaling`; `libbpf` in
     /// `kernel-bpf`.
     #[serde(rename = "impl")]
     pub imp: String,
