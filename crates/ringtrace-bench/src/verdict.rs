@@ -228,20 +228,14 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A round's row delivering `mrec` million records in one second.
     fn row(bench: &str, imp: &str, variant: &str, producers: usize, round: usize, mrec: f64) -> Row {
-        Row {
-            bench: bench.into(),
-            imp: imp.into(),
-            variant: variant.into(),
-            producers,
-            record_bytes: 8,
-            mrec_per_s: mrec,
-            ns_per_rec: 1e3 / mrec,
-            drops_per_s: 0.0,
-            round,
-            wall_ns_per_rec: 1e3 / mrec,
-            cpu_ns_per_rec: None,
-        }
+        let m = crate::Measured {
+            delivered: (mrec * 1e6) as u64,
+            elapsed: std::time::Duration::from_secs(1),
+            ..Default::default()
+        };
+        Row { round, ..Row::new(bench, imp, variant, producers, &m) }
     }
 
     #[test]
