@@ -29,13 +29,18 @@ pub enum Goal {
     RateAtLeast(f64),
     /// Wall nanoseconds per record: `ours / peer` at most this.
     NsAtMost(f64),
+    /// Wall nanoseconds per record of `ours` alone at most this many: a bound of its
+    /// own, with no peer (the target has `peer: None`); the per-round value is judged.
+    NsUnder(f64),
 }
 
 /// A speed target.
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
     pub ours: Side,
-    pub peer: Side,
+    /// The row `ours` is compared with in each round; `None` for a [`Goal::NsUnder`]
+    /// bound.
+    pub peer: Option<Side>,
     pub goal: Goal,
 }
 
@@ -43,72 +48,73 @@ pub struct Target {
 pub const TARGETS: &[Target] = &[
     Target {
         ours: side("parallel", "ringtrace", "spsc", 1),
-        peer: side("parallel", "disruptor", "sp", 1),
+        peer: Some(side("parallel", "disruptor", "sp", 1)),
         goal: Goal::RateAtLeast(1.2),
     },
     Target {
         ours: side("parallel", "ringtrace", "mpsc", 1),
-        peer: side("parallel", "crossbeam-arrayqueue", "mpmc", 1),
+        peer: Some(side("parallel", "crossbeam-arrayqueue", "mpmc", 1)),
         goal: Goal::RateAtLeast(1.5),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
-        peer: side("contention", "disruptor", "mp", 2),
+        peer: Some(side("contention", "disruptor", "mp", 2)),
         goal: Goal::RateAtLeast(2.0),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
-        peer: side("contention", "crossbeam-arrayqueue", "mpmc", 2),
+        peer: Some(side("contention", "crossbeam-arrayqueue", "mpmc", 2)),
         goal: Goal::RateAtLeast(1.2),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 4),
-        peer: side("contention", "ringtrace", "mpsc", 2),
+        peer: Some(side("contention", "ringtrace", "mpsc", 2)),
         goal: Goal::RateAtLeast(0.5),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 8),
-        peer: side("contention", "ringtrace", "mpsc", 2),
+        peer: Some(side("contention", "ringtrace", "mpsc", 2)),
         goal: Goal::RateAtLeast(0.5),
     },
     Target {
         ours: side("back-to-back", "ringtrace", "spsc", 1),
-        peer: side("back-to-back", "rtrb", "spsc", 1),
+        peer: Some(side("back-to-back", "rtrb", "spsc", 1)),
         goal: Goal::NsAtMost(2.0),
     },
     Target {
         ours: side("back-to-back", "ringtrace", "mpsc", 1),
-        peer: side("back-to-back", "rtrb", "spsc", 1),
+        peer: Some(side("back-to-back", "rtrb", "spsc", 1)),
         goal: Goal::NsAtMost(4.0),
     },
     Target {
         ours: side("channel-scaling", "ringtrace-channel", "ts=none", 2),
-        peer: side("channel-scaling", "crossbeam-arrayqueue", "force_push", 2),
+        peer: Some(side("channel-scaling", "crossbeam-arrayqueue", "force_push", 2)),
         goal: Goal::RateAtLeast(3.0),
     },
     Target {
         ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 1),
-        peer: side("overwrite-contention", "ringtrace", "discard/consumer", 1),
+        peer: Some(side("overwrite-contention", "ringtrace", "discard/consumer", 1)),
         goal: Goal::RateAtLeast(0.9),
     },
     Target {
         ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 2),
-        peer: side("overwrite-contention", "ringtrace", "discard/consumer", 2),
+        peer: Some(side("overwrite-contention", "ringtrace", "discard/consumer", 2)),
         goal: Goal::RateAtLeast(0.9),
     },
     Target {
         ours: side("shm", "ringtrace", "mpsc/shm", 1),
-        peer: side("shm", "ringtrace", "mpsc/in-process", 1),
+        peer: Some(side("shm", "ringtrace", "mpsc/in-process", 1)),
         goal: Goal::RateAtLeast(0.9),
     },
     Target {
         ours: side("shm", "ringtrace", "mpsc/shm", 2),
-        peer: side("shm", "ringtrace", "mpsc/in-process", 2),
+        peer: Some(side("shm", "ringtrace", "mpsc/in-process", 2)),
         goal: Goal::RateAtLeast(0.9),
     },
+    Target { ours: side("perf-backward", "ringtrace", "buf=1MiB/per-read", 1), peer: None, goal: Goal::NsUnder(1e6) },
     Target {
         ours: side("kernel-bpf", "ringtrace", "parallel", 1),
-        peer: side("kernel-bpf", "libbpf", "parallel", 1),
+        peer: Some(side("kernel-bpf", "libbpf", "parallel", 1)),
         goal: Goal::RateAtLeast(1.5),
     },
 ];
@@ -134,11 +140,11 @@ impl Verdict {
         }
     }
 
-    /// Whether `ratio` meets the target.
+    /// Whether `ratio` (for [`Goal::NsUnder`], the value) meets the target.
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
             Goal::RateAtLeast(x) => ratio >= x,
-            Goal::NsAtMost(x) => ratio <= x,
+            Goal::NsAtMost(x) | Goal::NsUnder(x) => ratio <= x,
         }
     }
 
@@ -163,10 +169,17 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
         .filter_map(|t| {
             let ratios: Vec<f64> = (0..rounds)
                 .filter_map(|round| {
-                    let (o, p) = (find(measurements, &t.ours, round)?, find(measurements, &t.peer, round)?);
-                    let ratio = match t.goal {
-                        Goal::RateAtLeast(_) => o.mrec_per_s / p.mrec_per_s,
-                        Goal::NsAtMost(_) => o.wall_ns_per_rec / p.wall_ns_per_rec,
+                    let o = find(measurements, &t.ours, round)?;
+                    let ratio = match (t.goal, &t.peer) {
+                        (Goal::NsUnder(_), _) => o.wall_ns_per_rec,
+                        (goal, Some(peer)) => {
+                            let p = find(measurements, peer, round)?;
+                            match goal {
+                                Goal::RateAtLeast(_) => o.mrec_per_s / p.mrec_per_s,
+                                _ => o.wall_ns_per_rec / p.wall_ns_per_rec,
+                            }
+                        }
+                        (_, None) => return None,
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -183,37 +196,40 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     }
     let name = |s: &Side| format!("{} {} p={}", s.imp, s.variant, s.producers);
     let pair = |v: &Verdict| {
-        let (o, p) = (&v.target.ours, &v.target.peer);
-        if o.bench == p.bench {
-            format!("{}: {} / {}", o.bench, name(o), name(p))
-        } else {
-            format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p))
+        let o = &v.target.ours;
+        match &v.target.peer {
+            None => format!("{}: {}", o.bench, name(o)),
+            Some(p) if o.bench == p.bench => format!("{}: {} / {}", o.bench, name(o), name(p)),
+            Some(p) => format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p)),
         }
     };
     let width = verdicts.iter().map(|v| pair(v).len()).max().unwrap_or(0);
     writeln!(
         out,
-        "\nverdicts (median of paired per-round ratios; ringtrace's row / the peer's row in the same round)"
+        "\nverdicts (median of paired per-round ratios; ringtrace's row / the peer's row in the same round; \
+         a row with no peer: its own median round against a bound)"
     )?;
     writeln!(
         out,
-        "  {:<width$} {:<16} {:>7} {:>15} {:>7}  verdict",
+        "  {:<width$} {:<17} {:>9} {:>19} {:>7}  verdict",
         "ringtrace row / peer row", "target", "median", "min-max", "met"
     )?;
     for v in verdicts {
-        let goal = match v.target.goal {
-            Goal::RateAtLeast(x) => format!("Mrec/s >= {x}x"),
-            Goal::NsAtMost(x) => format!("ns/rec <= {x}x"),
+        let (goal, unit) = match v.target.goal {
+            Goal::RateAtLeast(x) => (format!("Mrec/s >= {x}x"), "x"),
+            Goal::NsAtMost(x) => (format!("ns/rec <= {x}x"), "x"),
+            Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.ratios.iter().copied().fold(0.0, f64::max);
         let median = v.median();
+        let median_text = format!("{median:.2}{unit}");
         writeln!(
             out,
-            "  {:<width$} {:<16} {:>6.2}x {:>6.2}-{:<7.2} {:>3}/{:<3}  {}",
+            "  {:<width$} {:<17} {:>9} {:>9.2}-{:<9.2} {:>3}/{:<3}  {}",
             pair(v),
             goal,
-            median,
+            median_text,
             min,
             max,
             v.rounds_met(),
@@ -270,5 +286,28 @@ mod tests {
         print(&v, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("ns/rec <= 2x") && text.contains("MISSED"), "{text}");
+    }
+
+    #[test]
+    fn a_bound_without_a_peer_judges_each_rounds_own_value() {
+        // 1 ms per whole read is the bound; rows count one read as a record.
+        let per_read = |round, reads_per_s: f64| {
+            row("perf-backward", "ringtrace", "buf=1MiB/per-read", 1, round, reads_per_s / 1e6)
+        };
+        let rows = [per_read(0, 10_000.0), per_read(1, 500.0), per_read(2, 12_000.0)];
+        let v = judge(&rows);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].target.peer.is_none());
+        assert_eq!(v[0].ratios.len(), 3);
+        assert!((v[0].median() - 100_000.0).abs() < 1.0, "{:?}", v[0].ratios);
+        assert_eq!(v[0].rounds_met(), 2, "the 2 ms round misses");
+        let mut out = Vec::new();
+        print(&v, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("perf-backward: ringtrace buf=1MiB/per-read p=1") && text.contains("ns/rec <= 1000000"),
+            "{text}"
+        );
+        assert!(text.contains("  met"), "{text}");
     }
 }
