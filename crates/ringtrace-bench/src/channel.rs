@@ -54,8 +54,6 @@ use crate::{Progress, Row, Selection};
 const BENCH: &str = "channel-scaling";
 /// Each writer's ring (the channel), or the shared ring (`ringtrace-mpsc`).
 const RING: u64 = 1 << 20;
-/// rtrb's capacity in items.
-const RTRB_CAPACITY: usize = 1 << 16;
 /// Writer counts.
 const WRITERS: [usize; 4] = [1, 2, 4, 8];
 /// The channel's rings' retire look-ahead: what a `FlightRecorder` of the same size
@@ -206,7 +204,7 @@ fn mpsc_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
 /// no reader: the one concurrent overwrite-oldest queue among the Rust crates, so the
 /// flight recorder a user would otherwise build. `force_push` never fails.
 fn force_push_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
-    let q = crossbeam_queue::ArrayQueue::<u64>::new(RTRB_CAPACITY);
+    let q = crossbeam_queue::ArrayQueue::<u64>::new(crate::peers::CAPACITY);
     let make = |_| {
         let q = &q;
         move |v: u64| {
@@ -219,7 +217,7 @@ fn force_push_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
 
 /// One writer into rtrb while a thread pops; a full ring is retried.
 fn rtrb_parallel(cfg: &RunCfg) -> CpuMeasured {
-    let (p, mut c) = rtrb::RingBuffer::<u64>::new(RTRB_CAPACITY);
+    let (p, mut c) = rtrb::RingBuffer::<u64>::new(crate::peers::CAPACITY);
     let p = Mutex::new(Some(p));
     let make = |_| {
         let mut p = p.lock().unwrap_or_else(|e| e.into_inner()).take().expect("one writer");
@@ -289,7 +287,7 @@ fn pop_inline<P: FnMut() -> u64, D: FnMut()>(cfg: &RunCfg, mut push_batch: P, mu
 }
 
 fn rtrb_pop_inline(cfg: &RunCfg) -> CpuMeasured {
-    let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(RTRB_CAPACITY);
+    let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(crate::peers::CAPACITY);
     let push = || {
         let mut ok = 0;
         for v in 0..BATCH {

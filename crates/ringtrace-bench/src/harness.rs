@@ -89,13 +89,13 @@ impl Idle {
 
     /// A poll found records.
     #[inline]
-    pub fn found(&mut self) {
+    fn found(&mut self) {
         self.empty = 0;
     }
 
     /// A poll found nothing.
     #[inline]
-    pub fn empty(&mut self) {
+    fn empty(&mut self) {
         if self.empty < Self::SPINS {
             self.empty += 1;
             std::hint::spin_loop();
@@ -104,7 +104,7 @@ impl Idle {
         }
     }
 
-    /// Records `n` found by a poll: [`found`](Self::found) or [`empty`](Self::empty).
+    /// After a poll that found `n` records: start over, or spin or yield.
     #[inline]
     pub fn after(&mut self, n: u64) {
         if n == 0 {

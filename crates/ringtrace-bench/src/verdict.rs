@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use crate::report::Row;
 
 /// One side of a target: the row it reads.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Side {
     pub bench: &'static str,
     pub imp: &'static str,
@@ -22,15 +22,16 @@ const fn side(bench: &'static str, imp: &'static str, variant: &'static str, pro
     Side { bench, imp, variant, producers }
 }
 
-/// What a target asks of the ratio.
+/// What a target asks of ringtrace's row: a ratio to a peer's row of the same round, or
+/// a bound of its own.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Goal {
     /// Records per second: `ours / peer` at least this.
-    RateAtLeast(f64),
+    RateAtLeast(Side, f64),
     /// Wall nanoseconds per record: `ours / peer` at most this.
-    NsAtMost(f64),
+    NsAtMost(Side, f64),
     /// Wall nanoseconds per record of `ours` alone at most this many: a bound of its
-    /// own, with no peer (the target has `peer: None`); the per-round value is judged.
+    /// own, with no peer; each round's value is judged.
     NsUnder(f64),
 }
 
@@ -38,84 +39,77 @@ pub enum Goal {
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
     pub ours: Side,
-    /// The row `ours` is compared with in each round; `None` for a [`Goal::NsUnder`]
-    /// bound.
-    pub peer: Option<Side>,
     pub goal: Goal,
+}
+
+impl Target {
+    /// The row `ours` is compared with in each round (none for a bound of its own).
+    pub fn peer(&self) -> Option<&Side> {
+        match &self.goal {
+            Goal::RateAtLeast(peer, _) | Goal::NsAtMost(peer, _) => Some(peer),
+            Goal::NsUnder(_) => None,
+        }
+    }
 }
 
 /// Every target the bench judges.
 pub const TARGETS: &[Target] = &[
     Target {
         ours: side("parallel", "ringtrace", "spsc", 1),
-        peer: Some(side("parallel", "disruptor", "sp", 1)),
-        goal: Goal::RateAtLeast(1.2),
+        goal: Goal::RateAtLeast(side("parallel", "disruptor", "sp", 1), 1.2),
     },
     Target {
         ours: side("parallel", "ringtrace", "mpsc", 1),
-        peer: Some(side("parallel", "crossbeam-arrayqueue", "mpmc", 1)),
-        goal: Goal::RateAtLeast(1.5),
+        goal: Goal::RateAtLeast(side("parallel", "crossbeam-arrayqueue", "mpmc", 1), 1.5),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
-        peer: Some(side("contention", "disruptor", "mp", 2)),
-        goal: Goal::RateAtLeast(2.0),
+        goal: Goal::RateAtLeast(side("contention", "disruptor", "mp", 2), 2.0),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
-        peer: Some(side("contention", "crossbeam-arrayqueue", "mpmc", 2)),
-        goal: Goal::RateAtLeast(1.2),
+        goal: Goal::RateAtLeast(side("contention", "crossbeam-arrayqueue", "mpmc", 2), 1.2),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 4),
-        peer: Some(side("contention", "ringtrace", "mpsc", 2)),
-        goal: Goal::RateAtLeast(0.5),
+        goal: Goal::RateAtLeast(side("contention", "ringtrace", "mpsc", 2), 0.5),
     },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 8),
-        peer: Some(side("contention", "ringtrace", "mpsc", 2)),
-        goal: Goal::RateAtLeast(0.5),
+        goal: Goal::RateAtLeast(side("contention", "ringtrace", "mpsc", 2), 0.5),
     },
     Target {
         ours: side("back-to-back", "ringtrace", "spsc", 1),
-        peer: Some(side("back-to-back", "rtrb", "spsc", 1)),
-        goal: Goal::NsAtMost(2.0),
+        goal: Goal::NsAtMost(side("back-to-back", "rtrb", "spsc", 1), 2.0),
     },
     Target {
         ours: side("back-to-back", "ringtrace", "mpsc", 1),
-        peer: Some(side("back-to-back", "rtrb", "spsc", 1)),
-        goal: Goal::NsAtMost(4.0),
+        goal: Goal::NsAtMost(side("back-to-back", "rtrb", "spsc", 1), 4.0),
     },
     Target {
         ours: side("channel-scaling", "ringtrace-channel", "ts=none", 2),
-        peer: Some(side("channel-scaling", "crossbeam-arrayqueue", "force_push", 2)),
-        goal: Goal::RateAtLeast(3.0),
+        goal: Goal::RateAtLeast(side("channel-scaling", "crossbeam-arrayqueue", "force_push", 2), 3.0),
     },
     Target {
         ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 1),
-        peer: Some(side("overwrite-contention", "ringtrace", "discard/consumer", 1)),
-        goal: Goal::RateAtLeast(0.9),
+        goal: Goal::RateAtLeast(side("overwrite-contention", "ringtrace", "discard/consumer", 1), 0.9),
     },
     Target {
         ours: side("overwrite-contention", "ringtrace", "overwrite/no-reader", 2),
-        peer: Some(side("overwrite-contention", "ringtrace", "discard/consumer", 2)),
-        goal: Goal::RateAtLeast(0.9),
+        goal: Goal::RateAtLeast(side("overwrite-contention", "ringtrace", "discard/consumer", 2), 0.9),
     },
     Target {
         ours: side("shm", "ringtrace", "mpsc/shm", 1),
-        peer: Some(side("shm", "ringtrace", "mpsc/in-process", 1)),
-        goal: Goal::RateAtLeast(0.9),
+        goal: Goal::RateAtLeast(side("shm", "ringtrace", "mpsc/in-process", 1), 0.9),
     },
     Target {
         ours: side("shm", "ringtrace", "mpsc/shm", 2),
-        peer: Some(side("shm", "ringtrace", "mpsc/in-process", 2)),
-        goal: Goal::RateAtLeast(0.9),
+        goal: Goal::RateAtLeast(side("shm", "ringtrace", "mpsc/in-process", 2), 0.9),
     },
-    Target { ours: side("perf-backward", "ringtrace", "buf=1MiB/per-read", 1), peer: None, goal: Goal::NsUnder(1e6) },
+    Target { ours: side("perf-backward", "ringtrace", "buf=1MiB/per-read", 1), goal: Goal::NsUnder(1e6) },
     Target {
         ours: side("kernel-bpf", "ringtrace", "parallel", 1),
-        peer: Some(side("kernel-bpf", "libbpf", "parallel", 1)),
-        goal: Goal::RateAtLeast(1.5),
+        goal: Goal::RateAtLeast(side("kernel-bpf", "libbpf", "parallel", 1), 1.5),
     },
 ];
 
@@ -143,8 +137,8 @@ impl Verdict {
     /// Whether `ratio` (for [`Goal::NsUnder`], the value) meets the target.
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
-            Goal::RateAtLeast(x) => ratio >= x,
-            Goal::NsAtMost(x) | Goal::NsUnder(x) => ratio <= x,
+            Goal::RateAtLeast(_, x) => ratio >= x,
+            Goal::NsAtMost(_, x) | Goal::NsUnder(x) => ratio <= x,
         }
     }
 
@@ -170,16 +164,10 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
             let ratios: Vec<f64> = (0..rounds)
                 .filter_map(|round| {
                     let o = find(measurements, &t.ours, round)?;
-                    let ratio = match (t.goal, &t.peer) {
-                        (Goal::NsUnder(_), _) => o.wall_ns_per_rec,
-                        (goal, Some(peer)) => {
-                            let p = find(measurements, peer, round)?;
-                            match goal {
-                                Goal::RateAtLeast(_) => o.mrec_per_s / p.mrec_per_s,
-                                _ => o.wall_ns_per_rec / p.wall_ns_per_rec,
-                            }
-                        }
-                        (_, None) => return None,
+                    let ratio = match &t.goal {
+                        Goal::RateAtLeast(peer, _) => o.mrec_per_s / find(measurements, peer, round)?.mrec_per_s,
+                        Goal::NsAtMost(peer, _) => o.wall_ns_per_rec / find(measurements, peer, round)?.wall_ns_per_rec,
+                        Goal::NsUnder(_) => o.wall_ns_per_rec,
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -197,7 +185,7 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     let name = |s: &Side| format!("{} {} p={}", s.imp, s.variant, s.producers);
     let pair = |v: &Verdict| {
         let o = &v.target.ours;
-        match &v.target.peer {
+        match v.target.peer() {
             None => format!("{}: {}", o.bench, name(o)),
             Some(p) if o.bench == p.bench => format!("{}: {} / {}", o.bench, name(o), name(p)),
             Some(p) => format!("{} {} / {} {}", o.bench, name(o), p.bench, name(p)),
@@ -216,8 +204,8 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     )?;
     for v in verdicts {
         let (goal, unit) = match v.target.goal {
-            Goal::RateAtLeast(x) => (format!("Mrec/s >= {x}x"), "x"),
-            Goal::NsAtMost(x) => (format!("ns/rec <= {x}x"), "x"),
+            Goal::RateAtLeast(_, x) => (format!("Mrec/s >= {x}x"), "x"),
+            Goal::NsAtMost(_, x) => (format!("ns/rec <= {x}x"), "x"),
             Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
@@ -279,7 +267,7 @@ mod tests {
             row("back-to-back", "rtrb", "spsc", 1, 0, 300.0),      // 3.3 ns
         ];
         let v = judge(&rows);
-        let spsc = v.iter().find(|v| v.target.goal == Goal::NsAtMost(2.0)).unwrap();
+        let spsc = v.iter().find(|v| matches!(v.target.goal, Goal::NsAtMost(_, x) if x == 2.0)).unwrap();
         assert!((spsc.median() - 3.0).abs() < 1e-9);
         assert_eq!(spsc.rounds_met(), 0);
         let mut out = Vec::new();
@@ -297,7 +285,7 @@ mod tests {
         let rows = [per_read(0, 10_000.0), per_read(1, 500.0), per_read(2, 12_000.0)];
         let v = judge(&rows);
         assert_eq!(v.len(), 1);
-        assert!(v[0].target.peer.is_none());
+        assert!(v[0].target.peer().is_none());
         assert_eq!(v[0].ratios.len(), 3);
         assert!((v[0].median() - 100_000.0).abs() < 1.0, "{:?}", v[0].ratios);
         assert_eq!(v[0].rounds_met(), 2, "the 2 ms round misses");
