@@ -34,7 +34,7 @@ pub trait Clock: sealed::Sealed + Copy + fmt::Debug + Send + Sync + 'static {
     const STAMPED: bool;
     /// The clock's name in reports: `"tsc"`, `"mono"`, `"best"` or `"none"`.
     const NAME: &'static str;
-    /// Its code in a channel file's header ([`crate::inspect::channel::clock_code`]).
+    /// Its code in a channel file's header ([`crate::format::channel::clock_code`]).
     #[doc(hidden)]
     const CODE: u32;
     /// Nanoseconds in `CLOCK_MONOTONIC`'s time base (0 for [`NoClock`]).
@@ -76,7 +76,7 @@ impl sealed::Sealed for Monotonic {}
 impl Clock for Monotonic {
     const STAMPED: bool = true;
     const NAME: &'static str = "mono";
-    const CODE: u32 = crate::inspect::channel::clock_code::MONOTONIC;
+    const CODE: u32 = crate::format::channel::clock_code::MONOTONIC;
     #[inline(always)]
     fn raw(&self) -> u64 {
         monotonic_ns()
@@ -98,7 +98,7 @@ impl sealed::Sealed for NoClock {}
 impl Clock for NoClock {
     const STAMPED: bool = false;
     const NAME: &'static str = "none";
-    const CODE: u32 = crate::inspect::channel::clock_code::NONE;
+    const CODE: u32 = crate::format::channel::clock_code::NONE;
     #[inline(always)]
     fn raw(&self) -> u64 {
         0
@@ -244,7 +244,7 @@ impl sealed::Sealed for Tsc {}
 impl Clock for Tsc {
     const STAMPED: bool = true;
     const NAME: &'static str = "tsc";
-    const CODE: u32 = crate::inspect::channel::clock_code::TSC;
+    const CODE: u32 = crate::format::channel::clock_code::TSC;
     #[inline(always)]
     fn raw(&self) -> u64 {
         rdtsc()
@@ -288,7 +288,7 @@ impl sealed::Sealed for BestClock {}
 impl Clock for BestClock {
     const STAMPED: bool = true;
     const NAME: &'static str = "best";
-    const CODE: u32 = crate::inspect::channel::clock_code::BEST;
+    const CODE: u32 = crate::format::channel::clock_code::BEST;
     #[inline(always)]
     fn raw(&self) -> u64 {
         match &self.0 {

@@ -2,6 +2,8 @@
 //! parameters, so the fast path is specialized at compile time and carries no runtime
 //! branch on them (the idea of LTTng's client configuration, in Rust's type system).
 
+use crate::format::control;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -30,12 +32,12 @@ impl sealed::Sealed for Spsc {}
 impl ProducerKind for Mpsc {
     const MULTI: bool = true;
     const NAME: &'static str = "mpsc";
-    const CODE: u32 = 1;
+    const CODE: u32 = control::KIND_MPSC;
 }
 impl ProducerKind for Spsc {
     const MULTI: bool = false;
     const NAME: &'static str = "spsc";
-    const CODE: u32 = 2;
+    const CODE: u32 = control::KIND_SPSC;
 }
 
 /// What a producer does when a record does not fit. Sealed: [`Discard`] or
@@ -57,7 +59,7 @@ impl sealed::Sealed for Discard {}
 impl Mode for Discard {
     const OVERWRITE: bool = false;
     const NAME: &'static str = "discard";
-    const CODE: u32 = 1;
+    const CODE: u32 = control::MODE_DISCARD;
 }
 
 /// Flight-recorder mode: a record that does not fit overwrites the oldest records (whole
@@ -70,7 +72,7 @@ impl sealed::Sealed for Overwrite {}
 impl Mode for Overwrite {
     const OVERWRITE: bool = true;
     const NAME: &'static str = "overwrite";
-    const CODE: u32 = 2;
+    const CODE: u32 = control::MODE_OVERWRITE;
 }
 
 /// The wakeup flag of one commit or discard: the BPF ring buffer's flags.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Discard, Mode, Mpsc, ProducerKind};
 use crate::core::{Core, ReadCursor, Step};
 use crate::error::{ConsumeError, Error};
-use crate::layout::HDR_SIZE;
+use crate::format::record::HDR_SIZE;
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;

@@ -71,20 +71,10 @@ use std::io;
 
 use crate::barrier;
 use crate::config::Wakeup;
-use crate::layout::{footprint, len_word, pack, Control, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, N_SLOTS};
+use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::control::{Control, BLOCKED, HALF_RING, NEVER_WAKE, N_SLOTS, WAITING, WAIT_FLAGS};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
-
-/// Wait word flag: the consumer is asleep (or about to be).
-pub(crate) const WAITING: u64 = 1;
-/// Wait word flag: wake only for the record at the waiting position.
-pub(crate) const BLOCKED: u64 = 2;
-const WAIT_FLAGS: u64 = 7;
-
-/// `Core::watermark` value of [`WakeupPolicy::Never`](crate::WakeupPolicy::Never).
-pub(crate) const NEVER_WAKE: u64 = u64::MAX;
-/// `Core::watermark` value of [`WakeupPolicy::HalfRing`](crate::WakeupPolicy::HalfRing).
-pub(crate) const HALF_RING: u64 = u64::MAX - 1;
 
 /// A producer's private view of the positions. Made by [`Core::producer_cursor`].
 #[derive(Debug, Clone, Copy)]
@@ -234,7 +224,7 @@ impl<R: Region> Core<R> {
     /// This process's id, as read when the handle was made.
     #[inline(always)]
     pub(crate) fn pid(&self) -> u32 {
-        crate::repair::aux(self.aux_bits)
+        crate::format::record::aux(self.aux_bits)
     }
 
     /// The aux bits every header of this process carries.

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use crate::config::Wakeup;
 use crate::core::{Core, Refused, Step};
-use crate::layout::footprint;
+use crate::format::record::footprint;
 use crate::region::heap::HeapRegion;
 
 #[derive(Clone, Debug)]

@@ -125,9 +125,9 @@ pub mod clock;
 mod config;
 mod core;
 mod error;
+pub mod format;
 pub mod inspect;
 pub mod kernel;
-mod layout;
 mod overwrite;
 mod owner;
 mod region;
@@ -159,7 +159,6 @@ pub use channel::{
 pub use clock::{BestClock, Clock, ClockError, Monotonic, NoClock, Tsc};
 pub use config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc, Wakeup, WakeupPolicy};
 pub use error::{ConsumeError, Error, OutOfBounds, PauseError, ReserveError, SnapshotError};
-pub use layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK, MAX_RECORD_LEN};
 
 #[cfg(not(loom))]
 pub use consumer::{Consumer, Records};
@@ -167,12 +166,12 @@ pub use consumer::{Consumer, Records};
 pub use overwrite::{
     consumer::OverwriteConsumer,
     paused::Paused,
-    snapshot::{Snapshot, SnapshotIter, SNAPSHOT_MAGIC},
+    snapshot::{Snapshot, SnapshotIter},
 };
 #[cfg(not(loom))]
 pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]
-pub use ring::{Builder, RingBuf, Stats, MAX_CAPACITY};
+pub use ring::{Builder, RingBuf, Stats};
 #[cfg(not(loom))]
 pub use ringfile::Access;
 

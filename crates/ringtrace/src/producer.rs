@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Wakeup};
 use crate::core::{Core, ProducerCursor, Refused};
 use crate::error::{Error, OutOfBounds, ReserveError};
-use crate::layout::HDR_SIZE;
+use crate::format::record::HDR_SIZE;
 use crate::owner;
 use crate::region::mmap::MmapView;
 use crate::repair;

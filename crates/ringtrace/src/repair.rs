@@ -22,8 +22,8 @@
 //! are never taken for dead (BUSY ones still are).
 
 use crate::core::Core;
-use crate::layout::{footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
-use crate::overwrite::PAUSED;
+use crate::format::record::{aux, footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::control::PAUSED;
 use crate::owner;
 use crate::region::Region;
 use crate::sync::AtomicU64;
@@ -140,22 +140,13 @@ impl<R: Region> Core<R> {
     }
 }
 
-/// The aux word of a header: the producer's pid in ringtrace rings.
-#[inline(always)]
-pub(crate) fn aux(header: u64) -> u32 {
-    if cfg!(target_endian = "little") {
-        (header >> 32) as u32
-    } else {
-        header as u32
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::config::Wakeup;
-    use crate::core::{Core, NEVER_WAKE};
-    use crate::layout::{footprint, pack, BUSY_BIT};
-    use crate::overwrite::{LOCK, PAUSED, PAUSER};
+    use crate::core::Core;
+    use crate::format::control::NEVER_WAKE;
+    use crate::format::record::{footprint, pack, BUSY_BIT};
+    use crate::format::control::{LOCK, PAUSED, PAUSER};
     use crate::region::heap::HeapRegion;
     use crate::region::Region;
     use crate::sync::Ordering::Relaxed;

@@ -7,18 +7,16 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
-use crate::core::{Core, HALF_RING, NEVER_WAKE};
+use crate::core::Core;
+use crate::format::control::{HALF_RING, MAX_CAPACITY, NEVER_WAKE};
 use crate::error::Error;
-use crate::layout::{Counters, MetaInit, FLAG_FUTEX, N_SLOTS};
+use crate::format::control::{Counters, MetaInit, FLAG_FUTEX, N_SLOTS};
 use crate::owner;
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion, MmapView};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::{barrier, Consumer, Producer};
-
-/// The largest capacity a ring takes: 4 GiB (the kernel's BPF ring buffer limit).
-pub const MAX_CAPACITY: u64 = 1 << 32;
 
 /// What every handle of one ring shares. Handles copy `core` (a view of `region`) into
 /// themselves and keep this alive through their `Arc`.
@@ -93,7 +91,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// A ring of `capacity` bytes with the default wakeup policy
     /// ([`WakeupPolicy::CaughtUp`]) and consumer batch (a quarter of the capacity).
     ///
-    /// `capacity` must be a power of two from one page to [`MAX_CAPACITY`]; anything
+    /// `capacity` must be a power of two from one page to [`MAX_CAPACITY`](crate::format::control::MAX_CAPACITY); anything
     /// else is [`Error::InvalidCapacity`].
     ///
     /// ```

@@ -43,7 +43,7 @@ use std::path::Path;
 use crate::config::{Mode, ProducerKind};
 use crate::core::Core;
 use crate::error::Error;
-use crate::overwrite::{LOCK, PAUSED};
+use crate::format::control::{LOCK, PAUSED};
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion};
 use crate::region::Region;
@@ -233,7 +233,7 @@ fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Err
     let cap = core.capacity();
     // Acquire: pairs with the Release store of the magic in `init_meta` (its creator's
     // last initialization store), re-read now through the mapping.
-    if ctl.meta.0.magic.load(Acquire) != crate::layout::MAGIC {
+    if ctl.meta.0.magic.load(Acquire) != crate::format::control::MAGIC {
         return Err(Error::invalid("the header changed while the ring was being attached"));
     }
     // Relaxed: a consistency check of values that may move on; they are re-read under

@@ -10,7 +10,8 @@ use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags
 
 use super::*;
 use crate::config::{Discard, Mpsc, Overwrite, Spsc};
-use crate::{Wakeup, MAX_CAPACITY};
+use crate::format::control::MAX_CAPACITY;
+use crate::Wakeup;
 
 fn page() -> u64 {
     rustix::param::page_size() as u64

@@ -17,7 +17,7 @@ use std::cell::Cell;
 use std::io;
 
 use proptest::prelude::*;
-use ringtrace::footprint;
+use ringtrace::format::record::footprint;
 use ringtrace::inspect::image::{self, ImageBuilder};
 use ringtrace::inspect::{RingFile, RingKind, RingMode, Source};
 

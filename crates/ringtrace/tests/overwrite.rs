@@ -6,8 +6,9 @@
 use std::convert::Infallible;
 
 use ringtrace::{
-    Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Spsc, Wakeup, SNAPSHOT_MAGIC,
+    Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Spsc, Wakeup,
 };
+use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
 
 fn exact(cap: u64) -> FlightRecorder {
     FlightRecorder::builder(cap).retire_ahead(0).build().unwrap()

@@ -60,7 +60,7 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
     pub fn create(self, path: impl AsRef<Path>, clock: C) -> Result<Channel<M, C>, Error> {
         let path = path.as_ref();
         let slots = self.max_producers;
-        if slots == 0 || slots > crate::inspect::channel::MAX_SLOTS {
+        if slots == 0 || slots > crate::format::channel::MAX_SLOTS {
             return Err(Error::invalid(format!("a channel file holds 1 to 4096 producers, not {slots}")));
         }
         let ring = || super::ring_builder::<M>(self.capacity, self.retire_ahead);

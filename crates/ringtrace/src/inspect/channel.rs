@@ -1,58 +1,14 @@
-//! Channel files: a header page, then one ring image per producer slot. The one
-//! parser of the channel header (the library checks files with it before mapping
-//! anything, and `ringtrace stat/tail/snapshot` read channels with it).
-//!
-//! ```text
-//!   0      header page: magic "RTCHAN\0\x01", version, mode, clock, slots, capacity,
-//!          image length, first ring offset, TSC calibration, creator pid, created_ns
-//!   page   ring image of slot 0 (a whole ring file's bytes: control block, data area)
-//!   page + image_len       slot 1
-//!   ...
-//! ```
-//!
-//! Every field is native-endian, like a ring file's header. The header is written once,
-//! before the file gets its name (or, where `O_TMPFILE` is missing, last: its magic is
-//! 0 until then), and never changes; each slot's ring says itself which process
-//! produces into it.
+//! Channel files, read as untrusted input: the one parser of the channel header (the
+//! library checks files with it before mapping anything, and `ringtrace stat/tail/snapshot`
+//! read channels with it). The format is [`crate::format::channel`]'s.
 
 use std::fs::File;
 use std::path::Path;
 
-use super::{fields::u32_at, fields::u64_at, At, InspectError, RingFile, RingMode, Source, MIN_CAPACITY};
-
-/// The first 8 bytes of a channel file.
-pub const CHANNEL_MAGIC: u64 = u64::from_le_bytes(*b"RTCHAN\0\x01");
-/// The channel header's layout version.
-pub const CHANNEL_VERSION: u32 = 1;
-/// Most producer slots a channel file may have.
-pub const MAX_SLOTS: u32 = 4096;
-
-const MAGIC: usize = 0;
-const VERSION: usize = 8;
-const MODE: usize = 12;
-const CLOCK: usize = 16;
-const SLOTS: usize = 20;
-const CAPACITY: usize = 24;
-const IMAGE_LEN: usize = 32;
-const FIRST: usize = 40;
-const CALIBRATION: usize = 48;
-const CREATOR_PID: usize = 72;
-const CREATED_NS: usize = 80;
-/// Bytes of the header that mean something (the rest of the page is zero).
-pub(crate) const HEADER_LEN: usize = 88;
-
-/// The clock codes of [`ChannelHeader::clock`]. Records of TSC channels carry raw TSC
-/// ticks: convert them with [`ChannelHeader::to_ns`].
-pub mod clock_code {
-    /// No timestamps.
-    pub const NONE: u32 = 0;
-    /// `CLOCK_MONOTONIC`.
-    pub const MONOTONIC: u32 = 1;
-    /// The invariant TSC, converted with the header's calibration.
-    pub const TSC: u32 = 2;
-    /// The TSC where invariant, else `CLOCK_MONOTONIC` (calibration all zero).
-    pub const BEST: u32 = 3;
-}
+use super::{At, InspectError, RingFile, RingMode, Source};
+use crate::format::channel::*;
+use crate::format::control::MIN_CAPACITY;
+use crate::format::offsets::{u32_at, u64_at};
 
 /// A channel file's header, checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +131,7 @@ impl ChannelHeader {
         let image_len = u64_at(b, IMAGE_LEN);
         // At least the control block and the data area: a shorter image would put the
         // next slot's control block inside this slot's data area.
-        let least = capacity + crate::layout::CONTROL_SIZE as u64;
+        let least = capacity + crate::format::control::CONTROL_SIZE as u64;
         if image_len < least || image_len > capacity + (1 << 21) || image_len % MIN_CAPACITY != 0 {
             return Err(bad("image length", image_len, "the capacity plus a page-aligned control block"));
         }

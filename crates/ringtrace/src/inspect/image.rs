@@ -2,9 +2,10 @@
 //! `ringtrace` command): a header, positions and records laid out as a ring would have
 //! them, which tests then break on purpose. Not a way to make rings: use the ring API.
 
-use super::fields as f;
+use crate::format::offsets as f;
 use super::{RingKind, RingMode};
-use crate::layout::{footprint, pack, BUSY_BIT, CONTROL_SIZE, DISCARD_BIT, HDR_SIZE, LAYOUT_VERSION, MAGIC};
+use crate::format::record::{footprint, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE};
+use crate::format::control::{CONTROL_SIZE, LAYOUT_VERSION, MAGIC};
 
 /// Offset of the magic (`u64`) in a ring file.
 pub const MAGIC_AT: usize = f::MAGIC;
@@ -163,7 +164,7 @@ impl ImageBuilder {
             };
             put(&mut img, pos, &pack(word, *pid).to_ne_bytes());
             put(&mut img, pos + HDR_SIZE, payload);
-            pos += footprint(word & crate::layout::LEN_MASK);
+            pos += footprint(word & crate::format::record::LEN_MASK);
         }
         let (m, s) = (&mut img, self.start);
         set_u64(m, f::MAGIC, MAGIC);
@@ -173,7 +174,7 @@ impl ImageBuilder {
         set_u32(m, f::CREATOR_PID, self.pid);
         set_u64(m, f::CAPACITY, cap);
         set_u64(m, f::DATA_OFFSET, CONTROL_SIZE as u64);
-        set_u32(m, f::FLAGS, crate::layout::FLAG_FUTEX);
+        set_u32(m, f::FLAGS, crate::format::control::FLAG_FUTEX);
         set_u64(m, f::CREATED_NS, 1_700_000_000_000_000_000);
         set_u64(m, f::PRODUCER_POS, pos);
         set_u64(m, f::CONSUMER_POS, s);

@@ -40,7 +40,6 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
-mod fields;
 pub mod image;
 mod records;
 mod source;
@@ -55,14 +54,12 @@ pub use records::{Corrupt, Record, Records, RecordsIter, Unfinished, MAX_LISTED_
 pub use source::{At, Source};
 pub use state::{SlotInfo, State};
 
-use crate::layout::{CONTROL_SIZE, FLAG_FUTEX, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC};
-use fields::{u32_at, u64_at};
+use crate::format::control::{
+    CONTROL_SIZE, FLAG_FUTEX, KIND_MPSC, KIND_SPSC, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DATA_OFFSET,
+    MIN_CAPACITY, MODE_DISCARD, MODE_OVERWRITE,
+};
+use crate::format::offsets::{self as fields, u32_at, u64_at};
 
-/// The smallest capacity a ring file can have (one 4 KiB page).
-pub const MIN_CAPACITY: u64 = 4096;
-/// The largest data offset accepted: the control block rounded up to a page of at most
-/// 1 MiB.
-const MAX_DATA_OFFSET: u64 = 1 << 20;
 
 /// Why a ring file could not be read. Every message is one line.
 #[derive(Debug, thiserror::Error)]
@@ -177,8 +174,8 @@ impl RingKind {
     /// The code stored in the file.
     pub fn code(self) -> u32 {
         match self {
-            RingKind::Mpsc => 1,
-            RingKind::Spsc => 2,
+            RingKind::Mpsc => KIND_MPSC,
+            RingKind::Spsc => KIND_SPSC,
         }
     }
     /// `"mpsc"` or `"spsc"`.
@@ -203,8 +200,8 @@ impl RingMode {
     /// The code stored in the file.
     pub fn code(self) -> u32 {
         match self {
-            RingMode::Discard => 1,
-            RingMode::Overwrite => 2,
+            RingMode::Discard => MODE_DISCARD,
+            RingMode::Overwrite => MODE_OVERWRITE,
         }
     }
     /// `"discard"` or `"overwrite"`.
@@ -278,17 +275,17 @@ impl Header {
         }
         let bad = |field, value: u64, expected| InspectError::BadField { field, value, expected };
         let kind = match u32_at(block, fields::KIND) {
-            1 => RingKind::Mpsc,
-            2 => RingKind::Spsc,
+            KIND_MPSC => RingKind::Mpsc,
+            KIND_SPSC => RingKind::Spsc,
             k => return Err(bad("kind", k.into(), "1 (mpsc) or 2 (spsc)")),
         };
         let mode = match u32_at(block, fields::MODE) {
-            1 => RingMode::Discard,
-            2 => RingMode::Overwrite,
+            MODE_DISCARD => RingMode::Discard,
+            MODE_OVERWRITE => RingMode::Overwrite,
             m => return Err(bad("mode", m.into(), "1 (discard) or 2 (overwrite)")),
         };
         let capacity = u64_at(block, fields::CAPACITY);
-        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=crate::MAX_CAPACITY).contains(&capacity) {
+        if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
             return Err(bad("capacity", capacity, "a power of two from 4096 to 4294967296"));
         }
         let data_offset = u64_at(block, fields::DATA_OFFSET);

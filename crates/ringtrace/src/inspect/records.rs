@@ -2,7 +2,7 @@
 //! trusting a byte of them.
 
 use super::{InspectError, RingFile, RingKind, RingMode, Source, State};
-use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::record::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 
 /// How many unfinished records [`Records::unfinished`] lists (all are counted).
 pub const MAX_LISTED_UNFINISHED: usize = 64;

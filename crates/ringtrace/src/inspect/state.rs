@@ -1,8 +1,8 @@
 //! [`State`]: a ring's positions and counters, read and checked against each other.
 
-use super::fields::{self as f, u32_at, u64_at};
+use crate::format::offsets::{self as f, u32_at, u64_at};
 use super::{InspectError, RingFile, RingMode, Source};
-use crate::overwrite::{LOCK, PAUSED};
+use crate::format::control::{LOCK, PAUSED};
 
 /// A ring's positions and counters at one moment ([`RingFile::state`]).
 ///

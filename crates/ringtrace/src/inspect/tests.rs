@@ -76,7 +76,7 @@ fn spsc_zero_header_is_the_last_claim() {
     let img = ImageBuilder::new(4096, RingMode::Discard).kind(RingKind::Spsc).record(b"x").zero_claim(30).build();
     let mut img = img;
     // The single producer writes its payload before the header: make it look like one.
-    image::set_u64(&mut img, image::DATA_AT + 24, crate::layout::pack(8, 1));
+    image::set_u64(&mut img, image::DATA_AT + 24, crate::format::record::pack(8, 1));
     let r = open(img).unwrap().records().unwrap();
     assert_eq!((r.len(), r.unfinished_count()), (1, 1));
     assert_eq!(r.unfinished()[0].bytes, 40);
@@ -108,12 +108,12 @@ fn follower_learns_what_it_missed() {
 fn corrupt_header_stops_the_walk() {
     let mut img = ImageBuilder::new(4096, RingMode::Discard).record(b"ok").record(b"bad").record(b"after").build();
     // Second header: a length running past the producer position.
-    image::set_u64(&mut img, image::DATA_AT + 16, crate::layout::pack(4000, 1));
+    image::set_u64(&mut img, image::DATA_AT + 16, crate::format::record::pack(4000, 1));
     let r = open(img.clone()).unwrap().records().unwrap();
     assert_eq!(payloads(&r), [b"ok".to_vec()]);
     assert_eq!(r.corrupt().map(|c| c.pos), Some(16));
     // A header with pid 0.
-    image::set_u64(&mut img, image::DATA_AT + 16, crate::layout::pack(3, 0));
+    image::set_u64(&mut img, image::DATA_AT + 16, crate::format::record::pack(3, 0));
     assert_eq!(open(img).unwrap().records().unwrap().corrupt().map(|c| c.pos), Some(16));
 }
 

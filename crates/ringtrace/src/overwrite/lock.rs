@@ -15,7 +15,7 @@
 //! * A pause (`PAUSER`) changes nothing but the pause flag in `P`: clearing it ends the
 //!   pause.
 
-use super::{LOCK, PAUSED, PAUSER};
+use crate::format::control::{LOCK, PAUSED, PAUSER};
 use crate::core::Core;
 use crate::owner;
 use crate::region::Region;

@@ -10,8 +10,9 @@ use loom::thread;
 use super::read::{Capture, Walk};
 use super::PAUSED;
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, Refused, NEVER_WAKE};
-use crate::layout::{footprint, HDR_SIZE};
+use crate::core::{Core, ProducerCursor, Refused};
+use crate::format::control::NEVER_WAKE;
+use crate::format::record::{footprint, HDR_SIZE};
 use crate::loom_tests::model;
 use crate::region::heap::HeapRegion;
 use crate::region::Region;
@@ -260,7 +261,7 @@ fn loom_overwrite_pause_races_a_producer() {
             let mut x = token.over_pos;
             while x < token.prod {
                 let h = r2.region.header(x).load(Relaxed);
-                assert!(h != 0 && crate::layout::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
+                assert!(h != 0 && crate::format::control::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
                 let v = r2.region.header(x + HDR_SIZE).load(Relaxed);
                 assert!(v == 11 << 16 | x || v == 12 << 16 | x, "torn record {v:#x} at {x} in a paused ring");
                 x += footprint(8);
@@ -321,7 +322,7 @@ fn loom_single_producer_pause_races_the_producer() {
                 let mut x = token.over_pos;
                 while x < token.prod {
                     let h = r.region.header(x).load(Relaxed);
-                    assert!(h != 0 && crate::layout::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
+                    assert!(h != 0 && crate::format::control::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
                     let v = r.region.header(x + HDR_SIZE).load(Relaxed);
                     assert!(v == 11 << 16 | x || v == 12 << 16 | x, "torn record {v:#x} at {x} in a paused ring");
                     x += footprint(8);

@@ -77,7 +77,9 @@ mod recorder;
 pub(crate) mod snapshot;
 
 use crate::core::{Backoff, Core, ProducerCursor, Refused};
-use crate::layout::{footprint, len_word, pack, OverwriteLine, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::control::OverwriteLine;
+use crate::format::control::{LOCK, PAUSED, PAUSER};
 use crate::owner;
 use crate::region::Region;
 use crate::sync::fence;
@@ -85,13 +87,6 @@ use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::wait::Patience;
 use std::time::Duration;
 
-/// Bit 0 of `zeroed`: a producer is giving up space (a hint for the others; the lock
-/// itself is `lock_pid`).
-pub(crate) const LOCK: u64 = 1;
-/// Bit 31 of `lock_pid`: the holder is pausing the ring (process ids are below 2^22).
-pub(crate) const PAUSER: u32 = 1 << 31;
-/// Bit 0 of the producer position: the ring is paused.
-pub(crate) const PAUSED: u64 = 1;
 /// A producer stuck this many reserves in a row (retire lock held, or the oldest record
 /// unfinished) checks whether the process it waits for died ([`crate::repair`]).
 pub(crate) const STUCK_CHECK: u32 = 16;

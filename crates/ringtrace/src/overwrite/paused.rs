@@ -11,7 +11,7 @@ use super::snapshot::Snapshot;
 use super::PauseToken;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::PauseError;
-use crate::layout::HDR_SIZE;
+use crate::format::record::HDR_SIZE;
 use crate::overwrite::PauseRefused;
 use crate::ring::RingBuf;
 

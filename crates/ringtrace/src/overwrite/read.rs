@@ -16,7 +16,7 @@
 //! largest record is [`Parse::Corrupt`], never an out-of-bounds read.
 
 use crate::core::Core;
-use crate::layout::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::record::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed};
 
@@ -166,7 +166,7 @@ impl<R: Region> Core<R> {
     /// the argument rests on the header chain: the header just below an old `Z` was
     /// written by a producer that acquired the newer `Z`.) The copy stops below it.
     fn zeroed_acquire(&self) -> u64 {
-        self.control().overwrite.0.zeroed.load(Acquire) & !super::LOCK
+        self.control().overwrite.0.zeroed.load(Acquire) & !crate::format::control::LOCK
     }
 
     /// A snapshot's copy: the whole ring, **newest first**, in chunks of `chunk` bytes

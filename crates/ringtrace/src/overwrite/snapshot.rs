@@ -1,52 +1,15 @@
 //! [`Snapshot`]: a checked copy of an overwrite ring's records, walked both ways, read as
 //! often as wanted, and written to and read back from a file.
 //!
-//! # File format
-//!
-//! A snapshot file is a 96-byte header followed by the ring's bytes from the oldest
-//! record to the end of the newest, exactly as they were in the ring (BPF record format:
-//! 8-byte headers, payloads padded to 8 bytes; records still being written when the
-//! snapshot was taken keep their BUSY bit, discarded ones their DISCARD bit, and readers
-//! skip both). All header fields are little-endian `u64`s except where noted:
-//!
-//! | offset | field |
-//! |-------:|-------|
-//! | 0  | magic `b"RTSNAP\0\x01"` |
-//! | 8  | format version (`u32`, 2), then flags (`u32`: bit 0 = ring bytes are little-endian) |
-//! | 16 | ring capacity in bytes |
-//! | 24 | position of the oldest record |
-//! | 32 | position of the end of the newest record |
-//! | 40 | committed records held |
-//! | 48 | committed records overwritten before the oldest one |
-//! | 56 | committed records no snapshot held, overwritten since the previous one ([`Snapshot::missed`]) |
-//! | 64 | records still being written (skipped) |
-//! | 72 | length of the ring bytes that follow (`end - oldest`) |
-//! | 80 | CRC32C of the ring bytes (`u32`), then 4 zero bytes |
-//! | 88 | CRC32C of header bytes 0..88 (`u32`), then 4 zero bytes |
-//!
-//! A file is written once and read later, perhaps after a crash or a copy between
-//! machines, so it carries checksums: CRC32C (Castagnoli), which detects every error of
-//! up to 3 flipped bits and every burst of up to 32 bits in parts of this size. Reading
-//! checks the header's checksum before it trusts any field, then every field against
-//! the others, then the ring bytes' checksum, then every record header against the data;
-//! a checksum that does not match is [`SnapshotError::Checksum`], naming the part and
-//! its byte range; anything else inconsistent is [`SnapshotError::Format`]. Version 1
-//! files (no checksums) are refused: take the snapshot again.
+//! The file format is [`crate::format::snapshot`]'s.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 
 use super::read::{parse, Capture, Found, Parse, Walk};
+use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
 use crate::error::SnapshotError;
 
-/// The file's first eight bytes.
-pub const SNAPSHOT_MAGIC: [u8; 8] = *b"RTSNAP\0\x01";
-const VERSION: u32 = 2;
-const HEADER_LEN: usize = 96;
-/// Offsets of the two checksums in the header.
-const DATA_CRC_AT: usize = 80;
-const HEADER_CRC_AT: usize = 88;
-const LITTLE_ENDIAN: u32 = 1;
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by
@@ -125,7 +88,7 @@ impl Snapshot {
         self.cap.found.iter().map(move |&f| {
             let at = (f.pos - self.cap.start) as usize;
             let header = u64::from_ne_bytes(self.cap.bytes[at..at + 8].try_into().expect("a whole header"));
-            crate::inspect::Record { pos: f.pos, pid: crate::repair::aux(header), payload: self.cap.payload(f) }
+            crate::inspect::Record { pos: f.pos, pid: crate::format::record::aux(header), payload: self.cap.payload(f) }
         })
     }
 
@@ -197,28 +160,17 @@ impl Snapshot {
     /// Go's `FlightRecorder.WriteTo`, in ring format.
     pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<u64> {
         let data = self.ring_bytes();
-        let flags = if cfg!(target_endian = "little") { LITTLE_ENDIAN } else { 0 };
-        let mut h = [0u8; HEADER_LEN];
-        h[0..8].copy_from_slice(&SNAPSHOT_MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        h[12..16].copy_from_slice(&flags.to_le_bytes());
-        let fields = [
-            self.capacity,
-            self.cap.first,
-            self.cap.end,
-            self.len() as u64,
-            self.retired_before,
-            self.missed,
-            self.cap.unfinished,
-            data.len() as u64,
-        ];
-        for (i, v) in fields.iter().enumerate() {
-            h[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_le_bytes());
-        }
-        h[DATA_CRC_AT..DATA_CRC_AT + 4].copy_from_slice(&crc32c::crc32c(data).to_le_bytes());
-        let header_crc = crc32c::crc32c(&h[..HEADER_CRC_AT]);
-        h[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&header_crc.to_le_bytes());
-        w.write_all(&h)?;
+        let header = FileHeader {
+            capacity: self.capacity,
+            first: self.cap.first,
+            end: self.cap.end,
+            count: self.len() as u64,
+            retired_before: self.retired_before,
+            missed: self.missed,
+            unfinished: self.cap.unfinished,
+            data_len: data.len() as u64,
+        };
+        w.write_all(&header.encode(crc32c::crc32c(data)))?;
         w.write_all(data)?;
         Ok(self.file_len())
     }
@@ -227,61 +179,8 @@ impl Snapshot {
     /// (checksums, fields, records: see the module docs), to the end of `r`: bytes
     /// after the records are an error too.
     pub fn read_from<R: Read>(mut r: R) -> Result<Snapshot, SnapshotError> {
-        let mut h = [0u8; HEADER_LEN];
-        // The magic and version first, so that a file of another kind or version is
-        // named as such even when it is shorter than this version's header.
-        read_exact(&mut r, &mut h[..16], "the header")?;
-        if h[0..8] != SNAPSHOT_MAGIC {
-            return Err(format_err("wrong magic: not a ringtrace snapshot file"));
-        }
-        let u32_at = |h: &[u8], at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4 bytes"));
-        let version = u32_at(&h, 8);
-        if version == 1 {
-            return Err(format_err(
-                "format version 1 has no checksums; this library reads version 2: take the snapshot again",
-            ));
-        }
-        if version != VERSION {
-            return Err(format_err(format!("format version {version}; this library reads version {VERSION}")));
-        }
-        read_exact(&mut r, &mut h[16..], "the header")?;
-        let stored = u32_at(&h, HEADER_CRC_AT);
-        let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
-        if stored != computed || u32_at(&h, HEADER_CRC_AT + 4) != 0 {
-            return Err(SnapshotError::Checksum {
-                part: "header",
-                start: 0,
-                end: HEADER_CRC_AT as u64,
-                stored,
-                computed,
-            });
-        }
-        let u32_at = |at: usize| u32_at(&h, at);
-        let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
-        let flags = u32_at(12);
-        let ours = if cfg!(target_endian = "little") { LITTLE_ENDIAN } else { 0 };
-        if flags & !LITTLE_ENDIAN != 0 {
-            return Err(format_err(format!("unknown flags {flags:#x}")));
-        }
-        if flags != ours {
-            return Err(format_err("written on a machine of the other byte order"));
-        }
-        let [capacity, first, end, count, retired_before, overwritten, unfinished, data_len] =
-            std::array::from_fn(|i| u64_at(16 + 8 * i));
-        if !capacity.is_power_of_two() || !(16..=crate::MAX_CAPACITY).contains(&capacity) {
-            return Err(format_err(format!("capacity {capacity} is not a power of two up to 4 GiB")));
-        }
-        if first % 8 != 0
-            || data_len % 8 != 0
-            || end < first
-            || end - first != data_len
-            || data_len > capacity
-            || end > u64::MAX - capacity
-        {
-            return Err(format_err(format!(
-                "positions {first}..{end} and data length {data_len} do not agree (capacity {capacity})"
-            )));
-        }
+        let (h, data_crc) = FileHeader::read(&mut r)?;
+        let FileHeader { capacity, first, end, count, retired_before, missed, unfinished, data_len } = h;
         // Read through `take`, so a header that claims gigabytes costs memory only for
         // the bytes the file really holds.
         let mut bytes = Vec::new();
@@ -289,8 +188,8 @@ impl Snapshot {
         if bytes.len() as u64 != data_len {
             return Err(format_err(format!("truncated in the records ({} of {data_len} bytes)", bytes.len())));
         }
-        let (stored, computed) = (u32_at(DATA_CRC_AT), crc32c::crc32c(&bytes));
-        if stored != computed || u32_at(DATA_CRC_AT + 4) != 0 {
+        let (stored, computed) = (data_crc, crc32c::crc32c(&bytes));
+        if stored != computed {
             let (start, end) = (HEADER_LEN as u64, HEADER_LEN as u64 + data_len);
             return Err(SnapshotError::Checksum { part: "ring bytes", start, end, stored, computed });
         }
@@ -317,29 +216,8 @@ impl Snapshot {
                 cap.unfinished
             )));
         }
-        Ok(Snapshot { cap, capacity, retired_before, missed: overwritten })
+        Ok(Snapshot { cap, capacity, retired_before, missed })
     }
-}
-
-fn format_err(msg: impl Into<String>) -> SnapshotError {
-    SnapshotError::Format(msg.into())
-}
-
-/// One `read`, retried when interrupted.
-fn read_some<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, SnapshotError> {
-    loop {
-        match r.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other.map_err(SnapshotError::Io),
-        }
-    }
-}
-
-fn read_exact<R: Read>(r: &mut R, buf: &mut [u8], what: &str) -> Result<(), SnapshotError> {
-    r.read_exact(buf).map_err(|e| match e.kind() {
-        io::ErrorKind::UnexpectedEof => format_err(format!("truncated in {what}")),
-        _ => SnapshotError::Io(e),
-    })
 }
 
 /// Iterator over a [`Snapshot`]'s payloads ([`Snapshot::iter`]); double-ended.

@@ -23,7 +23,7 @@ use rustix::net::{
 
 use crate::error::Error;
 use crate::inspect::{At, Header, RingFile, Source};
-use crate::layout::CONTROL_SIZE;
+use crate::format::control::CONTROL_SIZE;
 
 /// Where a new ring lives.
 #[derive(Clone, Copy, Debug)]

@@ -7,7 +7,7 @@
 //! is `(pos / 8 + 1 + i) % words`.
 
 use super::Region;
-use crate::layout::Control;
+use crate::format::control::Control;
 use crate::sync::{AtomicU64, Condvar, Mutex, Ordering::Relaxed, UnsafeCell};
 
 pub(crate) struct HeapRegion {

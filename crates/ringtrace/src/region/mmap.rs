@@ -25,7 +25,7 @@
 //!
 //! A ring private to one process wakes its consumer through an eventfd, which event
 //! loops can wait on. A ring shared between processes (`FLAG_FUTEX`) wakes it through
-//! a futex on [`WaitLine::futex`](crate::layout::WaitLine): a producer in any process
+//! a futex on [`WaitLine::futex`](crate::format::control::WaitLine): a producer in any process
 //! adds one to the word and calls `FUTEX_WAKE`; the consumer reads the word before it
 //! arms its wait and sleeps in `FUTEX_WAIT` only while the word still holds that value,
 //! so a wake between its check and its sleep is never lost.
@@ -45,7 +45,7 @@ use rustix::thread::futex;
 
 use super::Region;
 use crate::error::Error;
-use crate::layout::{Control, CONTROL_SIZE};
+use crate::format::control::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
 use crate::sync::Ordering::{Acquire, Release};
 

@@ -3,7 +3,7 @@
 //! named ring file: `file`) mapped twice ([`mmap`]); loom models and unit tests use a heap region whose payload words are
 //! race-checked cells (`heap`, built for tests and loom only).
 
-use crate::layout::Control;
+use crate::format::control::Control;
 use crate::sync::AtomicU64;
 
 #[cfg(not(loom))]

@@ -19,7 +19,7 @@ use loom::sync::{Arc, Notify};
 use loom::thread;
 
 use super::bpf_reader::{Reader, RingMem};
-use crate::layout::{BUSY_BIT, DISCARD_BIT};
+use crate::format::record::{BUSY_BIT, DISCARD_BIT};
 use crate::loom_tests::model;
 
 /// A kernel ring of 4 records of 0 payload bytes (8-byte footprints), positions and

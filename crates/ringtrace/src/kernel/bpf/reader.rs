@@ -28,7 +28,7 @@
 //! ([`Reader::capture`], which also reads a discard-mode map without consuming it).
 
 use crate::error::ConsumeError;
-use crate::layout::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
+use crate::format::record::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::overwrite::read::{parse, Capture, Parse, Walk, MAX_ATTEMPTS};
 #[cfg(not(loom))]
 use crate::overwrite::snapshot::Snapshot;

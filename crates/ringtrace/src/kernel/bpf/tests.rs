@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::reader::{Reader, RingMem};
 use crate::error::ConsumeError;
-use crate::layout::{footprint, BUSY_BIT, DISCARD_BIT};
+use crate::format::record::{footprint, BUSY_BIT, DISCARD_BIT};
 
 /// A simulated `struct bpf_ringbuf`: one producer (the kernel's lock makes reservation
 /// serial anyway), data words stored twice (the double mapping).

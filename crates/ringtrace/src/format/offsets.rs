@@ -1,13 +1,13 @@
 //! Byte offsets of the control block's fields in a ring file, taken from the layout's
-//! `#[repr(C)]` structs with `offset_of!` (so they follow `layout.rs` exactly), and
+//! `#[repr(C)]` structs with `offset_of!` (so they follow [`super::control`] exactly), and
 //! native-endian word reads from a copy of the block.
 
 use core::mem::{offset_of, size_of};
 
-use crate::layout::{Control, Counters, Line, N_SLOTS};
+use super::control::{Control, Counters, Line, Meta, ProducerLine, CONTROL_SIZE, N_SLOTS};
 
 /// Bytes of the meta line (the fixed header).
-pub(crate) const META_LEN: usize = size_of::<Line<crate::layout::Meta>>();
+pub(crate) const META_LEN: usize = size_of::<Line<Meta>>();
 
 pub(crate) const MAGIC: usize = offset_of!(Control, meta.0.magic);
 pub(crate) const VERSION: usize = offset_of!(Control, meta.0.version);
@@ -24,7 +24,7 @@ pub(crate) const RETIRE_AHEAD: usize = offset_of!(Control, meta.0.retire_ahead);
 
 /// The producer line: re-read on its own after the rest of the block.
 pub(crate) const PRODUCER_LINE: usize = offset_of!(Control, producer);
-pub(crate) const PRODUCER_LINE_LEN: usize = size_of::<Line<crate::layout::ProducerLine>>();
+pub(crate) const PRODUCER_LINE_LEN: usize = size_of::<Line<ProducerLine>>();
 pub(crate) const PRODUCER_POS: usize = offset_of!(Control, producer.0.pos);
 pub(crate) const PRODUCER_ATTACHED: usize = offset_of!(Control, producer.0.attached);
 
@@ -55,7 +55,7 @@ pub(crate) const PAUSED: usize = offset_of!(Counters, paused);
 pub(crate) const TOO_LARGE: usize = offset_of!(Counters, too_large);
 
 // Every field read lies inside the block (checked at compile time).
-const _: () = assert!(SLOTS + N_SLOTS * SLOT_LEN <= crate::layout::CONTROL_SIZE);
+const _: () = assert!(SLOTS + N_SLOTS * SLOT_LEN <= CONTROL_SIZE);
 const _: () = assert!(CREATED_NS + 8 <= META_LEN && RETIRE_AHEAD + 8 <= META_LEN && OVERFLOW + SLOT_LEN <= SLOTS);
 
 /// The native-endian `u64` at `at`; 0 if `block` is too short (it never is: callers pass

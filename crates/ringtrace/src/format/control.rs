@@ -1,9 +1,10 @@
-//! The memory layout: the record header and the control block.
+//! The control block at the start of every ring: its fixed description, the positions,
+//! the wait state, the overwrite line and the counters; and the values its words take.
 //!
 //! Nothing in a ring's memory is a pointer: positions are byte offsets that only grow
 //! (`u64`, so they never wrap in practice), and a record lives at `pos & (capacity - 1)`
 //! in the data area. The control block is `#[repr(C)]` with fixed offsets so that it can
-//! sit at the start of a shared file (a later issue); every field is an atomic, so a
+//! sit at the start of a shared file; every field is an atomic, so a
 //! process that reads it while another writes it is never a data race.
 //!
 //! ```text
@@ -17,106 +18,61 @@
 //!  offset 768   slots[58]     per-producer counters, one 128-byte line each
 //!  offset 8192  data          capacity bytes, mapped twice back to back
 //! ```
-//!
-//! # Record header
-//!
-//! Each record is an 8-byte header followed by its payload, padded to 8 bytes: the Linux
-//! BPF ring buffer's format (`struct bpf_ringbuf_hdr { u32 len; u32 pg_off; }`), so one
-//! consumer code path reads both. The first word holds the payload length in its low 30
-//! bits, [`BUSY_BIT`] while the record is being written and [`DISCARD_BIT`] if it was
-//! discarded. The second word (the kernel's `pg_off`) is, in ringtrace rings, the process
-//! id of the producer that reserved the record: never zero. The consumer of a
-//! multi-producer ring zeroes the bytes it has consumed before it hands them back (a
-//! single producer zeroes ahead of itself instead), so an all-zero header means
-//! "reserved, header not yet written" (or nothing reserved at all): that is what lets
-//! producers claim space with a compare-and-swap instead of the kernel's lock.
 
 use crate::sync::{AtomicU32, AtomicU64};
 
-/// Size of the record header in bytes.
-pub const HDR_SIZE: u64 = 8;
-/// Set in the length word while the record is reserved and not yet committed or discarded.
-pub const BUSY_BIT: u32 = 1 << 31;
-/// Set in the length word of a record that was discarded; consumers skip it.
-pub const DISCARD_BIT: u32 = 1 << 30;
-/// The bits of the length word that hold the payload length.
-pub const LEN_MASK: u32 = DISCARD_BIT - 1;
-/// The largest payload any ring accepts (the BPF ring buffer's `RINGBUF_MAX_RECORD_SZ`);
-/// a ring also refuses a record whose footprint exceeds its capacity.
-pub const MAX_RECORD_LEN: u32 = LEN_MASK;
-
-/// Bytes a record of `len` payload bytes occupies: header plus payload, rounded up to 8.
-#[inline]
-pub const fn footprint(len: u32) -> u64 {
-    (len as u64 + HDR_SIZE + 7) & !7
-}
-
-/// Packs a length word and the aux word into the header's 64-bit value, with the length
-/// word at byte offset 0 whatever the byte order (the kernel's layout).
-#[inline]
-pub(crate) const fn pack(len_word: u32, aux: u32) -> u64 {
-    if cfg!(target_endian = "little") {
-        len_word as u64 | (aux as u64) << 32
-    } else {
-        (len_word as u64) << 32 | aux as u64
-    }
-}
-
-/// The length word of a packed header (inverse of [`pack`]).
-#[inline]
-pub(crate) const fn len_word(header: u64) -> u32 {
-    if cfg!(target_endian = "little") {
-        header as u32
-    } else {
-        (header >> 32) as u32
-    }
-}
-
-/// What a consumer finds at a record boundary (the decoding that [`crate::core`]'s
-/// reading step does inline, as a value for tests).
-#[cfg(test)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Slot {
-    /// Nothing there yet: not reserved, or reserved and the header not yet written.
-    Empty,
-    /// Reserved and being written ([`BUSY_BIT`]).
-    Busy,
-    /// A committed record with this payload length.
-    Committed(u32),
-    /// A discarded record with this payload length, to skip.
-    Discarded(u32),
-}
-
-/// Decodes a header value read at a record boundary.
-#[cfg(test)]
-pub(crate) const fn decode(header: u64) -> Slot {
-    if header == 0 {
-        return Slot::Empty;
-    }
-    let w = len_word(header);
-    if w & BUSY_BIT != 0 {
-        Slot::Busy
-    } else if w & DISCARD_BIT != 0 {
-        Slot::Discarded(w & LEN_MASK)
-    } else {
-        Slot::Committed(w)
-    }
-}
-
 /// `b"RINGTRC\0"`: the first word of a ring's control block.
-pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
+pub const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// Version of this layout; bumped on any incompatible change.
-pub(crate) const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 4;
 /// [`Meta::flags`]: the doorbell is the futex word [`WaitLine::futex`].
-pub(crate) const FLAG_FUTEX: u32 = 1;
+pub const FLAG_FUTEX: u32 = 1;
 /// The flags this version knows; a ring with any other is refused.
-pub(crate) const KNOWN_FLAGS: u32 = FLAG_FUTEX;
+pub const KNOWN_FLAGS: u32 = FLAG_FUTEX;
+
+/// [`Meta::kind`] of a multi-producer ring.
+pub const KIND_MPSC: u32 = 1;
+/// [`Meta::kind`] of a single-producer ring.
+pub const KIND_SPSC: u32 = 2;
+/// [`Meta::mode`] of a discard-mode ring.
+pub const MODE_DISCARD: u32 = 1;
+/// [`Meta::mode`] of an overwrite-mode ring (a flight recorder).
+pub const MODE_OVERWRITE: u32 = 2;
+
+/// The smallest capacity a ring file can have (one 4 KiB page).
+pub const MIN_CAPACITY: u64 = 4096;
+/// The largest capacity a ring takes: 4 GiB (the kernel's BPF ring buffer limit).
+pub const MAX_CAPACITY: u64 = 1 << 32;
+/// The largest data offset accepted: the control block rounded up to a page of at most
+/// 1 MiB.
+pub const MAX_DATA_OFFSET: u64 = 1 << 20;
+
+/// [`Meta::watermark`] of `WakeupPolicy::Never`: only forced wakeups.
+pub const NEVER_WAKE: u64 = u64::MAX;
+/// [`Meta::watermark`] of `WakeupPolicy::HalfRing`: wake every half ring.
+pub const HALF_RING: u64 = u64::MAX - 1;
+
+/// [`WaitLine::word`] flag: the consumer is asleep (or about to be).
+pub(crate) const WAITING: u64 = 1;
+/// [`WaitLine::word`] flag: wake only for the record at the waiting position.
+pub(crate) const BLOCKED: u64 = 2;
+/// [`WaitLine::word`]: the flag bits; the rest is the position waited at.
+pub(crate) const WAIT_FLAGS: u64 = 7;
+
+/// Bit 0 of [`OverwriteLine::zeroed`]: a producer is giving up space (a hint for the
+/// others; the lock itself is `lock_pid`).
+pub const LOCK: u64 = 1;
+/// Bit 31 of [`OverwriteLine::lock_pid`]: the holder is pausing the ring (process ids
+/// are below 2^22).
+pub const PAUSER: u32 = 1 << 31;
+/// Bit 0 of the producer position ([`ProducerLine::pos`]): the ring is paused.
+pub const PAUSED: u64 = 1;
 
 /// Per-producer counter slots in the control block.
 #[cfg(not(loom))]
-pub(crate) const N_SLOTS: usize = 58;
+pub const N_SLOTS: usize = 58;
 #[cfg(loom)]
-pub(crate) const N_SLOTS: usize = 2;
+pub const N_SLOTS: usize = 2;
 
 /// One 128-byte line: two 64-byte lines, since x86's spatial prefetcher pulls pairs
 /// (`crossbeam-utils`' `CachePadded` uses 128 on x86-64 for that reason).
@@ -284,7 +240,7 @@ pub(crate) struct Control {
 /// page size on every Linux target ringtrace supports (4 KiB and 8 KiB pages; rings on
 /// 16 KiB or 64 KiB page systems round the data offset up, see `region::mmap`).
 #[cfg(not(loom))]
-pub(crate) const CONTROL_SIZE: usize = 8192;
+pub const CONTROL_SIZE: usize = 8192;
 
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<Control>() == CONTROL_SIZE);
@@ -329,41 +285,3 @@ impl Control {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn header_matches_the_bpf_layout() {
-        let h = pack(5 | BUSY_BIT, 77);
-        let bytes = h.to_ne_bytes();
-        assert_eq!(u32::from_ne_bytes(bytes[0..4].try_into().unwrap()), 5 | BUSY_BIT);
-        assert_eq!(u32::from_ne_bytes(bytes[4..8].try_into().unwrap()), 77);
-        assert_eq!(decode(h), Slot::Busy);
-        assert_eq!(decode(pack(5 | DISCARD_BIT, 1)), Slot::Discarded(5));
-        assert_eq!(decode(pack(0, 1)), Slot::Committed(0));
-        assert_eq!(decode(0), Slot::Empty);
-    }
-
-    #[test]
-    fn footprint_rounds_to_eight() {
-        assert_eq!(footprint(0), 8);
-        assert_eq!(footprint(1), 16);
-        assert_eq!(footprint(8), 16);
-        assert_eq!(footprint(9), 24);
-        assert_eq!(footprint(MAX_RECORD_LEN), (MAX_RECORD_LEN as u64 + 15) & !7);
-    }
-
-    proptest! {
-        #[test]
-        fn pack_decode_round_trip(len in 0u32..=LEN_MASK, aux in 1u32.., discard: bool) {
-            let w = if discard { len | DISCARD_BIT } else { len };
-            let slot = decode(pack(w, aux));
-            prop_assert_eq!(slot, if discard { Slot::Discarded(len) } else { Slot::Committed(len) });
-            prop_assert_eq!(decode(pack(len | BUSY_BIT, aux)), Slot::Busy);
-            let fp = footprint(len);
-            prop_assert!(fp % 8 == 0 && fp >= len as u64 + HDR_SIZE && fp < len as u64 + HDR_SIZE + 8);
-        }
-    }
-}
