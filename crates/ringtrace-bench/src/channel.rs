@@ -46,7 +46,9 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use ringtrace::{Channel, Clock, Discard, FlightRecorder, Monotonic, NoClock, Overwrite, Tsc, Wakeup};
+use ringtrace::{Channel, FlightRecorder, Wakeup};
+use ringtrace::clock::{Clock, Monotonic, NoClock, Tsc};
+use ringtrace::config::{Discard, Overwrite};
 
 use crate::harness::{Measured, RunCfg};
 use crate::{Progress, Row, Selection};

@@ -173,7 +173,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
     println!(
         "ringtrace-bench ({} mode, median of {rounds} rounds; 8-byte records; ringtrace barrier: {})",
         if opts.quick { "quick" } else { "full" },
-        if ringtrace::uses_membarrier() { "membarrier" } else { "fence" }
+        if ringtrace::config::uses_membarrier() { "membarrier" } else { "fence" }
     );
     report::print_table(&rows, &mut std::io::stdout().lock())?;
     verdict::print(&verdict::judge(&measurements), &mut std::io::stdout().lock())?;

@@ -4,6 +4,8 @@
 
 use crate::format::control;
 
+pub use crate::barrier::uses_membarrier;
+
 mod sealed {
     pub trait Sealed {}
 }

@@ -20,7 +20,7 @@ pub enum Error {
         /// The largest capacity allowed.
         max: u64,
     },
-    /// The watermark of [`WakeupPolicy::Watermark`](crate::WakeupPolicy) is out of range.
+    /// The watermark of [`WakeupPolicy::Watermark`](crate::config::WakeupPolicy) is out of range.
     #[error("wakeup watermark {watermark} bytes is invalid: it must be from 1 to the capacity ({capacity} bytes)")]
     InvalidWatermark {
         /// What was asked for.
@@ -90,7 +90,7 @@ pub enum Error {
     /// ([`Channel::output`](crate::Channel::output)); counted like any refused reserve.
     #[error(transparent)]
     Reserve(#[from] ReserveError),
-    /// The channel's clock cannot be used here ([`Tsc`](crate::Tsc) on a CPU without an
+    /// The channel's clock cannot be used here ([`Tsc`](crate::clock::Tsc) on a CPU without an
     /// invariant TSC, or a shared channel's calibration this machine cannot use).
     #[cfg(not(loom))]
     #[error(transparent)]
@@ -181,7 +181,7 @@ pub struct OutOfBounds {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PauseError {
-    /// The ring is already paused (by another [`Paused`](crate::Paused) guard).
+    /// The ring is already paused (by another [`Paused`](crate::recorder::Paused) guard).
     #[error("the ring is already paused")]
     AlreadyPaused,
     /// A producer held the ring's retire lock, or a record claimed before the pause was

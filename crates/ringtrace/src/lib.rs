@@ -122,21 +122,23 @@ mod barrier;
 pub mod channel;
 #[cfg(not(loom))]
 pub mod clock;
-mod config;
+pub mod config;
+#[cfg(not(loom))]
+pub mod consumer;
 mod core;
-mod error;
+pub mod error;
 pub mod format;
 pub mod inspect;
 pub mod kernel;
 mod overwrite;
 mod owner;
+#[cfg(not(loom))]
+pub mod recorder;
 mod region;
 mod repair;
 mod sync;
 mod wait;
 
-#[cfg(not(loom))]
-mod consumer;
 #[cfg(not(loom))]
 mod producer;
 #[cfg(not(loom))]
@@ -149,25 +151,15 @@ mod core_tests;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use barrier::uses_membarrier;
+// The crate root: the names most programs need. Everything else is in the modules above.
 #[cfg(not(loom))]
-pub use channel::{
-    Channel, ChannelMode, ChannelProducer, ChannelReader, ChannelRecord, ChannelReservation, ChannelSnapshot,
-    ChannelStats, LaneStats,
-};
+pub use channel::{Channel, ChannelReader};
+pub use config::Wakeup;
 #[cfg(not(loom))]
-pub use clock::{BestClock, Clock, ClockError, Monotonic, NoClock, Tsc};
-pub use config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc, Wakeup, WakeupPolicy};
-pub use error::{ConsumeError, Error, OutOfBounds, PauseError, ReserveError, SnapshotError};
-
+pub use consumer::Consumer;
+pub use error::{ConsumeError, Error, PauseError, ReserveError, SnapshotError};
 #[cfg(not(loom))]
-pub use consumer::{Consumer, Records};
-#[cfg(not(loom))]
-pub use overwrite::{
-    consumer::OverwriteConsumer,
-    paused::Paused,
-    snapshot::{Snapshot, SnapshotIter},
-};
+pub use overwrite::snapshot::Snapshot;
 #[cfg(not(loom))]
 pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]
@@ -177,11 +169,12 @@ pub use ringfile::Access;
 
 /// A multi-producer ring in discard mode.
 #[cfg(not(loom))]
-pub type MpscRing = RingBuf<Mpsc, Discard>;
+pub type MpscRing = RingBuf<config::Mpsc, config::Discard>;
 /// A single-producer ring in discard mode.
 #[cfg(not(loom))]
-pub type SpscRing = RingBuf<Spsc, Discard>;
+pub type SpscRing = RingBuf<config::Spsc, config::Discard>;
 /// A multi-producer ring in overwrite mode: a flight recorder that always holds the
-/// newest records that fit. See [`Overwrite`], [`RingBuf::snapshot`], [`RingBuf::pause`].
+/// newest records that fit. See [`config::Overwrite`], [`RingBuf::snapshot`],
+/// [`RingBuf::pause`].
 #[cfg(not(loom))]
-pub type FlightRecorder = RingBuf<Mpsc, Overwrite>;
+pub type FlightRecorder = RingBuf<config::Mpsc, config::Overwrite>;

@@ -34,7 +34,7 @@ pub(crate) struct Shared {
 }
 
 /// A ring buffer of variable-length records: many producers ([`Mpsc`]) or one
-/// ([`Spsc`](crate::Spsc)), one consumer, [`Discard`] mode.
+/// ([`Spsc`](crate::config::Spsc)), one consumer, [`Discard`] mode.
 ///
 /// `RingBuf` is a cheap handle (`Clone` shares the same ring); producers and the
 /// consumer are attached from it and keep the ring alive.
@@ -95,7 +95,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// else is [`Error::InvalidCapacity`].
     ///
     /// ```
-    /// let err = ringtrace::RingBuf::<ringtrace::Mpsc>::new(1000).unwrap_err();
+    /// let err = ringtrace::RingBuf::<ringtrace::config::Mpsc>::new(1000).unwrap_err();
     /// assert!(err.to_string().contains("power of two"));
     /// ```
     pub fn new(capacity: u64) -> Result<Self, Error> {
@@ -113,14 +113,14 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     }
 
     /// The largest payload one record can have: the capacity minus the 8-byte header
-    /// ([`Mpsc`]), or minus 16 ([`Spsc`](crate::Spsc): its producer keeps the word after
+    /// ([`Mpsc`]), or minus 16 ([`Spsc`](crate::config::Spsc): its producer keeps the word after
     /// its last record, the next header, zeroed).
     pub fn max_record_len(&self) -> usize {
         self.shared.core.max_len() as usize
     }
 
     /// Attaches a producer. [`Mpsc`] rings take any number (and `Producer` is `Clone`);
-    /// a [`Spsc`](crate::Spsc) ring takes one at a time, else [`Error::ProducerAttached`].
+    /// a [`Spsc`](crate::config::Spsc) ring takes one at a time, else [`Error::ProducerAttached`].
     pub fn producer(&self) -> Result<Producer<K, M>, Error> {
         Producer::attach(self.shared.clone())
     }
@@ -152,7 +152,8 @@ impl<K: ProducerKind> RingBuf<K, Discard> {
 /// Builds a [`RingBuf`] with non-default settings.
 ///
 /// ```
-/// use ringtrace::{RingBuf, Spsc, WakeupPolicy};
+/// use ringtrace::RingBuf;
+/// use ringtrace::config::{Spsc, WakeupPolicy};
 ///
 /// let ring = RingBuf::<Spsc>::builder(1 << 20)
 ///     .wakeup_policy(WakeupPolicy::Watermark(64 * 1024))

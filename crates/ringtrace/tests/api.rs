@@ -6,9 +6,10 @@ use std::convert::Infallible;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, Spsc, SpscRing, Wakeup, WakeupPolicy};
+use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, SpscRing, Wakeup};
+use ringtrace::config::{Spsc, WakeupPolicy};
 
-fn drain<K: ringtrace::ProducerKind>(c: &mut ringtrace::Consumer<K>) -> Vec<Vec<u8>> {
+fn drain<K: ringtrace::config::ProducerKind>(c: &mut ringtrace::Consumer<K>) -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     c.consume(|d| {
         v.push(d.to_vec());

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use ringtrace::{BestClock, Channel, ChannelRecord, Discard, Monotonic, NoClock, Overwrite, ReserveError, Tsc, Wakeup};
+use ringtrace::{Channel, ReserveError, Wakeup};
+use ringtrace::channel::ChannelRecord;
+use ringtrace::clock::{BestClock, Monotonic, NoClock, Tsc};
+use ringtrace::config::{Discard, Overwrite};
 
 /// A record: producer tag, sequence number, checksum of both (24 bytes).
 fn record(tag: u64, seq: u64) -> [u8; 24] {
@@ -344,7 +347,7 @@ fn stress_overwrite_channel_snapshots_are_ordered_and_exact() {
     eprintln!("{snapshots} snapshots taken during the run");
 }
 
-fn check_snapshot(snap: &ringtrace::ChannelSnapshot) {
+fn check_snapshot(snap: &ringtrace::channel::ChannelSnapshot) {
     let mut last_ts = 0;
     let mut last_seq: HashMap<u32, (u64, u64)> = HashMap::new();
     for r in snap.iter() {
@@ -421,7 +424,7 @@ fn exited_rings_are_freed_only_once_the_reader_has_them() {
 
 /// A thread's thread-local producer is dropped when the thread exits, which may come
 /// just after `join` returns: waits (bounded) until `n` producers have exited.
-fn wait_exited(stats: &dyn Fn() -> ringtrace::ChannelStats, n: u64) {
+fn wait_exited(stats: &dyn Fn() -> ringtrace::channel::ChannelStats, n: u64) {
     let start = Instant::now();
     while stats().exited < n && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(1));

@@ -15,9 +15,10 @@ use std::process::Child;
 use std::time::Duration;
 
 use ringtrace::inspect::channel::ChannelFile;
-use ringtrace::{
-    BestClock, Channel, ChannelRecord, Discard, Error, Monotonic, MpscRing, Overwrite, ReserveError, Wakeup,
-};
+use ringtrace::{Channel, Error, MpscRing, ReserveError, Wakeup};
+use ringtrace::channel::ChannelRecord;
+use ringtrace::clock::{BestClock, Monotonic};
+use ringtrace::config::{Discard, Overwrite};
 
 const PER_CHILD: u64 = 100_000;
 
@@ -279,12 +280,12 @@ fn write_private(path: &Path, bytes: &[u8]) {
 
 #[test]
 fn tools_convert_a_tsc_channels_stamps_with_the_files_calibration() {
-    let Ok(tsc) = ringtrace::Tsc::shared() else {
+    let Ok(tsc) = ringtrace::clock::Tsc::shared() else {
         eprintln!("skipped: no invariant TSC on this CPU");
         return;
     };
     let path = temp_path("tsc");
-    let channel = Channel::<Discard, ringtrace::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
+    let channel = Channel::<Discard, ringtrace::clock::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
     channel.output(b"stamped", Wakeup::Default).unwrap();
     // What a tool sees: the raw stamp, converted with the header's calibration ...
     let file = ChannelFile::open(&path).unwrap();

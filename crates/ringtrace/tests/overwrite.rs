@@ -5,9 +5,8 @@
 
 use std::convert::Infallible;
 
-use ringtrace::{
-    Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Spsc, Wakeup,
-};
+use ringtrace::{Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Wakeup};
+use ringtrace::config::Spsc;
 use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
 
 fn exact(cap: u64) -> FlightRecorder {
@@ -428,7 +427,7 @@ fn forced_wakeups_reach_a_sleeping_consumer() {
 
 #[test]
 fn single_producer_overwrite_rings_work_too() {
-    let ring = RingBuf::<Spsc, ringtrace::Overwrite>::builder(4096).retire_ahead(0).build().unwrap();
+    let ring = RingBuf::<Spsc, ringtrace::config::Overwrite>::builder(4096).retire_ahead(0).build().unwrap();
     let mut p = ring.producer().unwrap();
     assert!(ring.producer().is_err());
     for i in 0..5000u16 {
@@ -508,7 +507,7 @@ fn crafted_snapshot_files_are_errors_not_panics() {
 /// under the default `Never` it would sleep to its timeout.
 #[test]
 fn half_ring_policy_wakes_a_following_consumer() {
-    let ring = FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::WakeupPolicy::HalfRing).build().unwrap();
+    let ring = FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::config::WakeupPolicy::HalfRing).build().unwrap();
     let mut c = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
     let t = std::thread::spawn(move || {
@@ -551,7 +550,7 @@ fn counters_add_up_with_a_consumer_and_snapshots_racing_producers() {
         let consumer = s.spawn(|| {
             let mut c = ring.consumer().unwrap();
             let mut n = 0u64;
-            let read = |c: &mut ringtrace::OverwriteConsumer| loop {
+            let read = |c: &mut ringtrace::recorder::OverwriteConsumer| loop {
                 match c.consume(|_| Ok::<(), Infallible>(())) {
                     Ok(k) => return k as u64,
                     Err(ringtrace::ConsumeError::Busy) => continue,

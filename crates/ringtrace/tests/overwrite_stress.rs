@@ -143,7 +143,7 @@ fn run(ring: FlightRecorder) {
         let consumer = s.spawn(|| {
             let mut last = [None::<u32>; PRODUCERS];
             let (mut n, mut busy) = (0u64, 0u64);
-            let mut read = |c: &mut ringtrace::OverwriteConsumer| match c.consume(|r| {
+            let mut read = |c: &mut ringtrace::recorder::OverwriteConsumer| match c.consume(|r| {
                 let (p, s) = check(r);
                 assert!(last[p].is_none_or(|l| l < s), "consumer: producer {p}: {s} after {:?}", last[p]);
                 last[p] = Some(s);

@@ -21,9 +21,8 @@ use std::process::Child;
 use common::{result_of, spawn_child};
 use std::time::{Duration, Instant};
 
-use ringtrace::{
-    Access, Error, FlightRecorder, MpscRing, Producer, ProducerKind, ReserveError, RingBuf, Stats, Wakeup, WakeupPolicy,
-};
+use ringtrace::{Access, Error, FlightRecorder, MpscRing, Producer, ReserveError, RingBuf, Stats, Wakeup};
+use ringtrace::config::{ProducerKind, WakeupPolicy};
 
 const RECORDS: u64 = 200_000;
 /// Records of the sampled wakeup test.
@@ -187,7 +186,7 @@ fn child() {
 
 /// Writes `RECORDS` records as producer `id`; a refused reserve is retried (discard)
 /// or counted (overwrite). Returns [committed, refused].
-fn produce<K: ProducerKind, M: ringtrace::Mode>(mut p: Producer<K, M>, id: &str) -> Vec<u64>
+fn produce<K: ProducerKind, M: ringtrace::config::Mode>(mut p: Producer<K, M>, id: &str) -> Vec<u64>
 where
     Producer<K, M>: Output,
 {
@@ -217,12 +216,12 @@ where
 trait Output {
     fn put(&mut self, data: &[u8]) -> Result<(), ReserveError>;
 }
-impl<K: ProducerKind> Output for Producer<K, ringtrace::Discard> {
+impl<K: ProducerKind> Output for Producer<K, ringtrace::config::Discard> {
     fn put(&mut self, data: &[u8]) -> Result<(), ReserveError> {
         self.output(data, Wakeup::Default)
     }
 }
-impl<K: ProducerKind> Output for Producer<K, ringtrace::Overwrite> {
+impl<K: ProducerKind> Output for Producer<K, ringtrace::config::Overwrite> {
     fn put(&mut self, data: &[u8]) -> Result<(), ReserveError> {
         self.output(data, Wakeup::Default)
     }

@@ -40,7 +40,9 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
     /// read it.
     ///
     /// ```
-    /// use ringtrace::{Channel, Discard, Monotonic, Wakeup};
+    /// use ringtrace::{Channel, Wakeup};
+    /// use ringtrace::clock::Monotonic;
+    /// use ringtrace::config::Discard;
     ///
     /// let path = std::env::temp_dir().join(format!("chan-doc-{}.chan", std::process::id()));
     /// let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(4).create(&path, Monotonic)?;

@@ -65,7 +65,9 @@ impl<C: Clock> Channel<Discard, C> {
     /// Writes one record through this thread's producer (made on the first write).
     ///
     /// ```
-    /// use ringtrace::{Channel, Discard, Monotonic, Wakeup};
+    /// use ringtrace::{Channel, Wakeup};
+    /// use ringtrace::clock::Monotonic;
+    /// use ringtrace::config::Discard;
     ///
     /// let channel = Channel::<Discard, Monotonic>::builder(4096).build(Monotonic)?;
     /// channel.output(b"from this thread", Wakeup::Default)?;

@@ -7,7 +7,9 @@
 //! stamps records, one clock read.
 //!
 //! ```
-//! use ringtrace::{Channel, Discard, Monotonic, Wakeup};
+//! use ringtrace::{Channel, Wakeup};
+//! use ringtrace::clock::Monotonic;
+//! use ringtrace::config::Discard;
 //!
 //! let channel = Channel::<Discard, Monotonic>::builder(1 << 16).build(Monotonic)?;
 //! let mut reader = channel.reader()?;
@@ -36,7 +38,7 @@
 //!
 //! A channel record is a ring record whose payload starts with an 8-byte stamp (native
 //! byte order) when the clock stamps records ([`Clock::STAMPED`]): the clock's
-//! [`raw`](Clock::raw) reading, TSC ticks for [`Tsc`](crate::Tsc) (the writer pays one
+//! [`raw`](Clock::raw) reading, TSC ticks for [`Tsc`](crate::clock::Tsc) (the writer pays one
 //! `rdtsc`, no conversion) and nanoseconds for the others. Readers hand the caller the
 //! timestamp converted to nanoseconds in `CLOCK_MONOTONIC`'s time base
 //! ([`Clock::raw_to_ns`]; a channel file stores the calibration, and
@@ -287,7 +289,7 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
     }
 
     /// Makes the channel, stamping records with `clock` (for example
-    /// [`Tsc::shared()?`](crate::Tsc::shared), [`Monotonic`](crate::Monotonic)).
+    /// [`Tsc::shared()?`](crate::clock::Tsc::shared), [`Monotonic`](crate::clock::Monotonic)).
     /// Checks the configuration by making (and dropping) one ring.
     pub fn build(self, clock: C) -> Result<Channel<M, C>, Error> {
         ring_builder::<M>(self.capacity, self.retire_ahead).build()?;

@@ -26,9 +26,9 @@ const STAGE_LIMIT: usize = 4 << 20;
 /// One record of a channel, as readers deliver it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChannelRecord<'a> {
-    /// The producer's number in its channel ([`ChannelProducer::id`](crate::ChannelProducer::id)).
+    /// The producer's number in its channel ([`ChannelProducer::id`](crate::channel::ChannelProducer::id)).
     pub producer: u32,
-    /// Nanoseconds, `CLOCK_MONOTONIC` time base (0 with [`NoClock`](crate::NoClock)).
+    /// Nanoseconds, `CLOCK_MONOTONIC` time base (0 with [`NoClock`](crate::clock::NoClock)).
     pub timestamp: u64,
     /// The payload, without the timestamp.
     pub data: &'a [u8],
@@ -177,7 +177,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
     /// Overwrite mode: a ring whose producer overwrote the reader's copy 16 times in a
     /// row ([`ConsumeError::Busy`] for a ring's consumer) is read again on the next
     /// pass, from its oldest record; what it lost is counted in
-    /// [`LaneStats::overwritten_unread`](crate::LaneStats::overwritten_unread). A ring
+    /// [`LaneStats::overwritten_unread`](crate::channel::LaneStats::overwritten_unread). A ring
     /// that is corrupt (a channel file another process wrote badly) is reported once,
     /// with the error, and not read again.
     pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
@@ -334,7 +334,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
     /// module docs): cumulative, like every counter. [`ChannelStats::late`] is the
     /// channel's total over all its readers.
     ///
-    /// [`ChannelStats::late`]: crate::ChannelStats::late
+    /// [`ChannelStats::late`]: crate::channel::ChannelStats::late
     pub fn late(&self) -> u64 {
         self.late
     }

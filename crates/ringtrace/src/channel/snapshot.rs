@@ -13,7 +13,9 @@ use crate::error::SnapshotError;
 /// producer order), readable oldest to newest or newest to oldest, as often as wanted.
 ///
 /// ```
-/// use ringtrace::{Channel, Monotonic, Overwrite, Wakeup};
+/// use ringtrace::{Channel, Wakeup};
+/// use ringtrace::clock::Monotonic;
+/// use ringtrace::config::Overwrite;
 ///
 /// let channel = Channel::<Overwrite, Monotonic>::builder(4096).build(Monotonic)?;
 /// let mut a = channel.producer()?;

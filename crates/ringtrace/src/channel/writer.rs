@@ -35,7 +35,9 @@ pub(crate) fn split_stamp<'a, C: Clock>(clock: &C, rec: &'a [u8]) -> (u64, &'a [
 /// Dropping it marks its ring exited (see the channel's lifecycle).
 ///
 /// ```
-/// use ringtrace::{Channel, Discard, NoClock, Wakeup};
+/// use ringtrace::{Channel, Wakeup};
+/// use ringtrace::clock::NoClock;
+/// use ringtrace::config::Discard;
 ///
 /// let channel = Channel::<Discard, NoClock>::builder(4096).build(NoClock)?;
 /// let mut producer = channel.producer()?;

@@ -43,7 +43,7 @@ use crate::sync::Ordering::Relaxed;
 /// assert_eq!(got.len() as u64 + consumer.overwritten_unread(), 1000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct OverwriteConsumer<K: ProducerKind = crate::Mpsc> {
+pub struct OverwriteConsumer<K: ProducerKind = crate::config::Mpsc> {
     core: Core<MmapView>,
     /// Next record boundary to read.
     pos: u64,
@@ -163,7 +163,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     }
 
     /// Publishes the read position and counters (statistics; the position is also what
-    /// [`WakeupPolicy::HalfRing`](crate::WakeupPolicy::HalfRing) measures from).
+    /// [`WakeupPolicy::HalfRing`](crate::config::WakeupPolicy::HalfRing) measures from).
     fn publish(&self) {
         let line = &self.core.control().consumer.0;
         // Relaxed: statistics with one writer; producers never wait for this consumer.

@@ -13,7 +13,7 @@ use crate::error::SnapshotError;
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by
-/// [`RingBuf::snapshot`](crate::RingBuf::snapshot), by [`Paused::snapshot`](crate::Paused::snapshot), or read
+/// [`RingBuf::snapshot`](crate::RingBuf::snapshot), by [`Paused::snapshot`](crate::recorder::Paused::snapshot), or read
 /// from a file with [`Snapshot::read_from`].
 ///
 /// ```
