@@ -11,13 +11,13 @@ use crate::output::ReportFormat;
 use crate::records::Format;
 use crate::units::parse_capacity;
 
-/// ringtrace: ring buffers for trace and event data.
+/// Ring buffers for trace and event data: inspect, read, create and write them.
 ///
 /// SOURCE is a ring file, a channel file or a snapshot file (told apart by their first
 /// bytes), or a kernel BPF ring buffer map: bpf-pin:PATH (pinned in a bpffs) or
 /// bpf-id:N (a map id).
 #[derive(Debug, Parser)]
-#[command(name = "ringtrace", version, about, long_about)]
+#[command(name = "ringtrace", version)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -149,7 +149,18 @@ pub enum Command {
     },
     /// Print the man page (roff): `ringtrace man | man -l -`.
     Man,
-    /// A producer process of `demo` (internal).
-    #[command(name = "__demo-producer", hide = true)]
-    DemoProducer { file: PathBuf, id: u32, millis: u64 },
+}
+
+/// The arguments of a `demo` producer process (internal): `ringtrace __demo-producer
+/// FILE ID MILLIS`. Parsed apart from [`Cli`], so that help, completions and the man
+/// page do not show it.
+#[derive(Debug, Parser)]
+#[command(name = "ringtrace __demo-producer")]
+pub struct DemoProducer {
+    /// The demo's ring file.
+    pub file: PathBuf,
+    /// The producer's number.
+    pub id: u32,
+    /// How long it writes.
+    pub millis: u64,
 }

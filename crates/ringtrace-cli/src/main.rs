@@ -26,15 +26,20 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, DemoProducer};
 use commands::{create, demo, docs, snapshot, stat, tail, write};
 use failure::Failure;
 use output::ReportFormat;
 use source::Source;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli.command) {
+    let result = if std::env::args_os().nth(1).is_some_and(|a| a == demo::PRODUCER_ARG) {
+        let p = DemoProducer::parse_from(std::env::args_os().skip(1));
+        demo::producer(&p.file, p.id, p.millis)
+    } else {
+        run(Cli::parse().command)
+    };
+    match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Message(e)) => {
             // One line, whatever the message holds.
@@ -65,7 +70,6 @@ fn run(command: Command) -> Result<(), Failure> {
             on(&path, &|s| write::run(&path, s, &opts))
         }
         Command::Demo { file, seconds, producers, capacity } => demo::run(file, seconds, producers, capacity),
-        Command::DemoProducer { file, id, millis } => demo::producer(&file, id, millis),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man => docs::man(Cli::command()),
     }

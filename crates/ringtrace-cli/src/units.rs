@@ -25,7 +25,9 @@ pub fn human(n: u64) -> Option<String> {
     Some(if n % scale == 0 {
         format!("{} {}", n / scale, UNITS[unit])
     } else {
-        format!("{:.1} {}", n as f64 / scale as f64, UNITS[unit])
+        // Tenths rounded down: 65528 bytes are 63.9 KiB, not 64.0.
+        let tenths = u128::from(n) * 10 / u128::from(scale);
+        format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
     })
 }
 
@@ -148,6 +150,7 @@ mod tests {
         assert_eq!(bytes(4096), "4096 bytes (4 KiB)");
         assert_eq!(bytes(1 << 20), "1048576 bytes (1 MiB)");
         assert_eq!(human(1536).unwrap(), "1.5 KiB");
+        assert_eq!(human(65528).unwrap(), "63.9 KiB");
         assert_eq!(human(1 << 32).unwrap(), "4 GiB");
     }
 

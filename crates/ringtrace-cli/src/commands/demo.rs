@@ -35,6 +35,10 @@ const EVENTS: [&str; 6] = [
     "sendto fd=9 bytes=1448",
 ];
 
+/// The first argument of a producer process (`ringtrace __demo-producer FILE ID
+/// MILLIS`), which `main` parses apart from the public command line.
+pub const PRODUCER_ARG: &str = "__demo-producer";
+
 /// Producer columns the live display shows one by one (more are summed only).
 const SHOWN: usize = 4;
 
@@ -141,7 +145,7 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
     let mut children = Vec::new();
     for id in 0..producers {
         let child = Command::new(&exe)
-            .arg("__demo-producer")
+            .arg(PRODUCER_ARG)
             .arg(path)
             .arg(id.to_string())
             .arg(millis.to_string())

@@ -37,7 +37,7 @@ pub fn stat(ring: &mut BpfRingBuf, json: bool) -> Result<(), Failure> {
             producer_pos: ring.producer_position(),
             available: ring.available(),
             records: snap.len(),
-            unfinished: snap.unfinished() as u64,
+            unfinished: snap.unfinished(),
         });
     }
     let mut t = String::new();
