@@ -118,15 +118,16 @@ pub fn run(file: Option<PathBuf>, seconds: u64, producers: u32, capacity: u64) -
 }
 
 /// Records each producer process committed, from the ring file's counter slots (by
-/// owner pid); `pids[i]` is producer i's process.
-fn committed_by(path: &Path, pids: &[u32]) -> Vec<u64> {
+/// owner pid); `pids[i]` is producer i's process. `None` for a producer that owns no
+/// slot: it has exited (and its slot no longer says whose it was).
+fn committed_by(path: &Path, pids: &[u32]) -> Vec<Option<u64>> {
     let mut by_pid: HashMap<u64, u64> = HashMap::new();
     if let Ok(state) = RingFile::open(path).and_then(|f| f.state()) {
         for slot in &state.producers {
             *by_pid.entry(slot.owner).or_default() += slot.committed;
         }
     }
-    pids.iter().map(|p| by_pid.get(&u64::from(*p)).copied().unwrap_or(0)).collect()
+    pids.iter().map(|p| by_pid.get(&u64::from(*p)).copied()).collect()
 }
 
 fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) -> Result<(), Failure> {
@@ -162,7 +163,7 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
     for id in 0..shown {
         header += &format!(" {:>11}", format!("p{id} writes"));
     }
-    header += &format!(" {:>11} {:>13} {:>8} {:>12}", "all writes", "overwritten", "lost", "ring holds");
+    header += &format!(" {:>11} {:>13} {:>10} {:>12}", "all writes", "overwritten", "lost (all)", "ring holds");
     writeln!(out, "{header}").map_err(stdout_err)?;
     let t0 = Instant::now();
     let (mut last, mut last_by, mut last_t, mut last_line) = (ring.stats(), committed_by(path, &pids), t0, t0);
@@ -174,10 +175,15 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
         let held = ring.snapshot().map(|s| s.len()).unwrap_or(0);
         let mut line = format!("{:>5.1} s", t0.elapsed().as_secs_f64());
         for id in 0..shown {
-            line += &format!(" {:>11}", per_sec(now_by[id], last_by[id]));
+            let r = match (now_by[id], last_by[id]) {
+                (Some(n), Some(l)) => per_sec(n, l),
+                (Some(_), None) => "starting".into(),
+                (None, _) => "done".into(),
+            };
+            line += &format!(" {r:>11}");
         }
         line += &format!(
-            " {:>11} {:>13} {:>8} {:>12}",
+            " {:>11} {:>13} {:>10} {:>12}",
             per_sec(now.committed, last.committed),
             per_sec(now.overwritten, last.overwritten),
             now.lost,
