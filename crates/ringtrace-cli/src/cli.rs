@@ -25,8 +25,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show what a source is and holds: a ring file's header, positions, counters and
-    /// attached processes; a channel file's header and, per producer slot, its
+    /// Show what a source is and holds.
+    ///
+    /// A ring file's header, positions, counters and attached processes; a channel file's header and, per producer slot, its
     /// producer and counters; a snapshot file's header (its checksums checked); a
     /// kernel BPF ring buffer map's size, mode, positions and records held.
     Stat {
@@ -105,10 +106,10 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Append records to a ring file, as one more producer: one record per line of
-    /// each INPUT (stdin if none, or "-"), the newline not included.
+    /// Append records to a ring file: one per input line (or per input with --whole).
     ///
-    /// Prints how many records were written and refused. A record the ring refuses
+    /// Attaches as one more producer and writes one record per line of each INPUT
+    /// (stdin if none, or "-"), the newline not included. Prints how many records were written and refused. A record the ring refuses
     /// (discard mode: the ring is full; overwrite mode: paused, or making room would
     /// overwrite a record still being written) is an error, exit status 1, unless
     /// --drop is given.
@@ -125,9 +126,11 @@ pub enum Command {
         #[arg(long)]
         drop: bool,
     },
-    /// The flight recorder demo: producer processes write events into an overwrite
-    /// ring file while a live display shows their rates; then the newest events,
-    /// newest first, and the counts.
+    /// The flight recorder demo: producer processes, an overwrite ring, a live display.
+    ///
+    /// Producer processes write events into an overwrite ring file while a live
+    /// display shows their rates; then the newest events, newest first (producer,
+    /// sequence number, age), and what each producer wrote and lost.
     Demo {
         /// The ring file to create (default: a new file in /dev/shm, removed at the end).
         #[arg(long, value_name = "PATH")]

@@ -3,12 +3,19 @@
 //! Exit status: 0 on success (and when the reader of stdout goes away, `| head`); 1 with
 //! one line `ringtrace: error: <message>` on stderr for any error; 2 for usage errors.
 //!
-//! Modules, each importing only those listed after it:
-//! `cli` (the command line) → `commands` (one module per subcommand) → `source` (what a
-//! SOURCE argument names, opened), `merge` (a channel's slots merged), `follow`
-//! (`tail --follow` of one ring) → `records` (record lines), `output` (stdout, stderr,
-//! JSON), `units` (sizes, times, watermarks), `liveness` (is a pid alive) → `failure`
-//! (the error type).
+//! Modules. Imports run one way, down this list; no module imports one above it or a
+//! sibling subcommand:
+//!
+//! * `cli`: the command line (clap): subcommands, arguments, help text.
+//! * `commands::*`: one module per subcommand (`stat` has one per kind of source).
+//! * `source`: what a SOURCE argument names, opened (ring, channel or snapshot file,
+//!   BPF map).
+//! * `merge`: a channel file's slots read and merged by timestamp.
+//! * `follow`: `tail --follow` of one ring.
+//! * `records`: record lines (text, hex, JSON).
+//! * `output`: stdout, stderr, output files, JSON reports.
+//! * `units`, `liveness`: sizes, times and watermarks for people; whether a pid lives.
+//! * `failure`: the error every command returns.
 
 mod cli;
 mod commands;
