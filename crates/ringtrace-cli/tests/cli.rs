@@ -83,7 +83,7 @@ fn valid_image_reads() {
     for want in ["mode          overwrite", "capacity      4096 bytes", "committed 3", "positions 4072..4120"] {
         assert!(o.stdout.contains(want), "{want}: {}", o.stdout);
     }
-    let o = run(&["stat", "--json", &path]);
+    let o = run(&["stat", "--format", "json", &path]);
     assert!(o.stdout.starts_with("{\"path\":") && o.stdout.contains("\"committed\":3,"), "{}", o.stdout);
 }
 
@@ -198,7 +198,7 @@ fn channel_stat_snapshot_and_tail() {
     assert_eq!(cols(slot_line("2"))[1..], ["none", "0", "0", "0", "0", "0"]);
     assert_eq!(cols(slot_line("totals"))[1..], ["2", "live", "12", "0", "0", "0", "12"]);
 
-    let o = run(&["stat", "--json", &path]);
+    let o = run(&["stat", "--format", "json", &path]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
     let j = &o.stdout;
     assert!(j.starts_with("{\"path\":") && j.ends_with("}\n") && j.lines().count() == 1, "{j}");
@@ -253,7 +253,7 @@ fn overwrite_channel_holds_the_newest() {
     }
     drop(p);
     let path = path.to_str().unwrap();
-    let o = run(&["stat", "--json", path]);
+    let o = run(&["stat", "--format", "json", path]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
     let totals = &o.stdout[o.stdout.find("\"totals\":").unwrap()..];
     assert!(totals.starts_with("\"totals\":{\"committed\":500,\"lost\":0,\"overwritten\":"), "{totals}");
@@ -415,7 +415,7 @@ fn snapshot_files_are_read_and_damage_is_reported() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains(&format!("records       {} held", snap.len())), "{}", o.stdout);
     assert!(o.stdout.contains("checksums     ok"), "{}", o.stdout);
-    let o = run(&["stat", "--json", &path]);
+    let o = run(&["stat", "--format", "json", &path]);
     assert!(o.stdout.contains(&format!("\"records\":{},", snap.len())), "{}", o.stdout);
     // One flipped bit in the records, one in the header.
     let mut bad = bytes.clone();
@@ -471,7 +471,7 @@ fn stat_says_which_processes_have_exited() {
     assert!(line.contains(&format!("consumer {child_pid} (exited)")), "{line}");
     assert!(line.contains("1 producer(s) attached (1 exited)"), "{line}");
     assert!(line.contains(&format!("{me} (slot 0), {child_pid} (slot 1, exited)")), "{line}");
-    let o = run(&["stat", "--json", path]);
+    let o = run(&["stat", "--format", "json", path]);
     assert!(o.stdout.contains(&format!("\"consumer_attached\":{child_pid},\"consumer_alive\":false")), "{}", o.stdout);
     assert!(o.stdout.contains(&format!("\"pid\":{child_pid},\"alive\":false")), "{}", o.stdout);
     assert!(o.stdout.contains(&format!("\"pid\":{me},\"alive\":true")), "{}", o.stdout);

@@ -56,7 +56,7 @@ fn ok(args: &[&str]) -> String {
     o.stdout
 }
 
-/// `stat --json` of a discard-mode map with no name, as it must print it.
+/// `stat --format json` of a discard-mode map with no name, as it must print it.
 fn stat_json(id: u32, consumer: u64, producer: u64, records: usize) -> String {
     format!(
         "{{\"kind\":\"bpf-ringbuf\",\"name\":\"\",\"id\":{id},\"mode\":\"discard\",\"size\":{SIZE},\
@@ -82,7 +82,7 @@ fn tail_consumes_in_order() {
     // Consumed: the next tail starts at seq 5.
     assert_eq!(ok(&["tail", &src, "--count", "3", "--format", "hex"]), hex_lines(5..8, 8));
     // 8 records of 8 header + 8 payload bytes, all consumed.
-    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(map.id().unwrap(), 128, 128, 0));
+    assert_eq!(ok(&["stat", &src, "--format", "json"]), stat_json(map.id().unwrap(), 128, 128, 0));
 }
 
 #[test]
@@ -165,20 +165,20 @@ fn snapshot_lists_without_consuming() {
 
     // Records of 8 header + 16 payload bytes.
     let stat = stat_json(id, 2 * 24, 6 * 24, 4);
-    assert_eq!(ok(&["stat", &src, "--json"]), stat);
+    assert_eq!(ok(&["stat", &src, "--format", "json"]), stat);
     for _ in 0..2 {
         assert_eq!(ok(&["snapshot", &src, "--format", "hex"]), hex_lines(2..6, 16));
         assert_eq!(ok(&["snapshot", &src, "--reverse", "--format", "hex"]), hex_lines((2..6).rev(), 16));
-        assert_eq!(ok(&["stat", &src, "--json"]), stat);
+        assert_eq!(ok(&["stat", &src, "--format", "json"]), stat);
     }
     let file = temp("snapshot.hex");
     assert_eq!(ok(&["snapshot", &src, "-r", "--format", "hex", "-o", file.to_str().unwrap()]), "");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), hex_lines((2..6).rev(), 16));
-    assert_eq!(ok(&["stat", &src, "--json"]), stat);
+    assert_eq!(ok(&["stat", &src, "--format", "json"]), stat);
     // Still there for a consumer.
     assert_eq!(ok(&["tail", &src, "--count", "4", "--format", "hex"]), hex_lines(2..6, 16));
     assert_eq!(ok(&["snapshot", &src]), "");
-    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(id, 6 * 24, 6 * 24, 0));
+    assert_eq!(ok(&["stat", &src, "--format", "json"]), stat_json(id, 6 * 24, 6 * 24, 0));
 }
 
 #[test]
@@ -198,16 +198,16 @@ fn stat_shows_the_map() {
         )
     };
     assert_eq!(ok(&["stat", &src]), text(0, 0, 0));
-    assert_eq!(ok(&["stat", &src, "--json"]), stat_json(id, 0, 0, 0));
+    assert_eq!(ok(&["stat", &src, "--format", "json"]), stat_json(id, 0, 0, 0));
     prog.run(3).unwrap();
     let t = ok(&["stat", &src]);
     assert_eq!(t, text(0, 48, 3));
     assert!(t.contains(&format!("(id {id})")) && t.contains("discard") && t.contains(&format!("{SIZE} bytes")), "{t}");
-    let j = ok(&["stat", &src, "--json"]);
+    let j = ok(&["stat", &src, "--format", "json"]);
     assert!(j.starts_with("{\"kind\":\"bpf-ringbuf\"") && j.contains(&format!("\"size\":{SIZE}")), "{j}");
     assert_eq!(j, stat_json(id, 0, 48, 3));
     // The same map by id.
-    assert_eq!(ok(&["stat", &format!("bpf-id:{id}"), "--json"]), j);
+    assert_eq!(ok(&["stat", &format!("bpf-id:{id}"), "--format", "json"]), j);
 }
 
 #[test]

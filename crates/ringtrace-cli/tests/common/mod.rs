@@ -88,7 +88,7 @@ pub fn run(args: &[&str]) -> Output {
 /// Asserts exit status 1, no output and one stderr line `ringtrace: error: <...msg...>`
 /// naming `source`, on every reading command.
 pub fn fails(source: &str, msg: &str) {
-    for cmd in [&["stat"][..], &["stat", "--json"], &["tail"], &["tail", "--follow"], &["snapshot"]] {
+    for cmd in [&["stat"][..], &["stat", "--format", "json"], &["tail"], &["tail", "--follow"], &["snapshot"]] {
         let mut args = cmd.to_vec();
         args.push(source);
         let o = run(&args);

@@ -1,0 +1,221 @@
+//! `ringtrace stat` of a ring file: header, positions, counters and the processes
+//! attached. Counters carry the library's names (`Stats`, `inspect::State`).
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::Path;
+
+use ringtrace::inspect::{Header, RingFile, RingKind, RingMode, State};
+use serde::Serialize;
+
+use crate::failure::Failure;
+use crate::liveness::{alive, pid_text};
+use crate::output::{print, print_json};
+use crate::units::{bytes, utc, wakeup_name, wakeups, watermark_bytes};
+
+/// Bit 31 of the retire lock word: its holder is pausing the ring.
+const PAUSER: u32 = 1 << 31;
+
+pub fn stat(path: &Path, ring: &RingFile<File>, json: bool) -> Result<(), Failure> {
+    let state = ring.state()?;
+    let h = ring.header();
+    if json {
+        print_json(&to_json(path, h, &state))
+    } else {
+        print(&to_text(path, h, &state))
+    }
+}
+
+fn clock(c: u32) -> String {
+    if c == 0 {
+        "0 (no timestamps)".into()
+    } else {
+        c.to_string()
+    }
+}
+
+/// The producers' processes, each marked `(exited)` if it is gone, and how many are
+/// alive.
+fn pids(state: &State) -> (String, usize) {
+    if state.producers.is_empty() {
+        let pid = state.producer_attached;
+        return (pid_text(pid), usize::from(pid != 0 && alive(pid)));
+    }
+    let live = state.producers.iter().filter(|p| alive(p.owner)).count();
+    let text = state
+        .producers
+        .iter()
+        .map(|p| {
+            if alive(p.owner) {
+                format!("{} (slot {})", p.owner, p.slot)
+            } else {
+                format!("{} (slot {}, exited)", p.owner, p.slot)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    (text, live)
+}
+
+/// The retire lock's holder: its pid (without the pauser bit), and whether it pauses.
+fn lock_holder(s: &State) -> String {
+    let pid = s.lock_pid & !PAUSER;
+    let what = if s.lock_pid & PAUSER != 0 { "paused by" } else { "retire lock held by" };
+    format!("{what} pid {}", pid_text(pid))
+}
+
+fn to_text(path: &Path, h: &Header, s: &State) -> String {
+    let (lo, hi) = s.window(h.mode);
+    let used = hi - lo;
+    let overwrite = h.mode == RingMode::Overwrite;
+    let mut t = String::new();
+    let _ = writeln!(t, "ring file     {}", path.display());
+    let _ = writeln!(t, "layout        version {}, created {} by pid {}", h.version, utc(h.created_ns), h.creator_pid);
+    let producers = if h.kind == RingKind::Mpsc { "multi" } else { "single" };
+    let _ = writeln!(t, "kind          {} ({producers}-producer)", h.kind);
+    let _ = writeln!(t, "mode          {}", h.mode);
+    let _ = writeln!(t, "capacity      {}, data at offset {}", bytes(h.capacity), h.data_offset);
+    let futex = if h.futex() { ", futex doorbell" } else { "" };
+    let _ = writeln!(t, "wakeups       {}{futex}", wakeups(h.watermark));
+    let _ = writeln!(t, "clock         {}", clock(h.clock));
+    let pct = used as f64 * 100.0 / h.capacity as f64;
+    let held = if overwrite { "held" } else { "unconsumed" };
+    let _ = writeln!(t, "in the ring   {} {held} ({pct:.1}%), positions {lo}..{hi}", bytes(used));
+    let _ = write!(t, "positions     producer {}", s.producer_pos);
+    if s.paused {
+        t.push_str(" (paused)");
+    }
+    let _ = write!(t, ", consumer {} (read {})", s.consumer_pos, s.consumer_read);
+    if overwrite {
+        let _ = write!(t, ", overwrite {}, zeroed to {}", s.over_pos, s.zeroed);
+        if s.retire_locked || s.lock_pid != 0 {
+            let _ = write!(t, " ({})", lock_holder(s));
+        }
+    }
+    t.push('\n');
+    let _ = writeln!(
+        t,
+        "producers     committed {}, discarded {}, lost {} (refused paused {}), too large {}",
+        s.committed, s.discarded, s.lost, s.refused_paused, s.too_large
+    );
+    let _ = write!(t, "consumer      consumed {}, skipped {}", s.consumed, s.skipped);
+    if overwrite {
+        let _ = write!(t, "; overwritten {} (of them unread {})", s.overwritten, s.overwritten_unread);
+    }
+    let _ = writeln!(t, ", dead {}", s.dead);
+    let (producers, live) = pids(s);
+    let gone = s.attached_producers() - live;
+    let exited = if gone > 0 { format!(" ({gone} exited)") } else { String::new() };
+    let _ = writeln!(
+        t,
+        "processes     consumer {}; {live} producer(s) attached{exited}: {producers}",
+        pid_text(s.consumer_attached),
+    );
+    t
+}
+
+/// `stat --format json` of a ring file: header fields, then `inspect::State`'s fields
+/// under their names, then liveness.
+#[derive(Serialize)]
+struct Json {
+    path: String,
+    version: u32,
+    kind: &'static str,
+    mode: &'static str,
+    creator_pid: u32,
+    capacity: u64,
+    data_offset: u64,
+    /// As the header stores it: 0, `u64::MAX` (forced wakeups only), `u64::MAX - 1`
+    /// (every half ring) or a byte count; `wakeup` names it.
+    watermark: u64,
+    /// `caught-up`, `forced-only`, `half-ring` or `watermark`.
+    wakeup: &'static str,
+    /// The watermark in bytes, null unless `wakeup` is `watermark`.
+    watermark_bytes: Option<u64>,
+    flags: u32,
+    clock: u32,
+    created_ns: u64,
+    window_start: u64,
+    window_end: u64,
+    producer_pos: u64,
+    paused: bool,
+    consumer_pos: u64,
+    consumer_read: u64,
+    over_pos: u64,
+    overwritten: u64,
+    zeroed: u64,
+    retire_locked: bool,
+    lock_pid: u32,
+    committed: u64,
+    discarded: u64,
+    lost: u64,
+    refused_paused: u64,
+    too_large: u64,
+    consumed: u64,
+    skipped: u64,
+    overwritten_unread: u64,
+    dead: u64,
+    consumer_attached: u32,
+    consumer_alive: bool,
+    producer_attached: u32,
+    producer_alive: bool,
+    lock_pauser: bool,
+    producers: Vec<JsonSlot>,
+}
+
+#[derive(Serialize)]
+struct JsonSlot {
+    slot: usize,
+    pid: u64,
+    alive: bool,
+    committed: u64,
+}
+
+fn to_json(path: &Path, h: &Header, s: &State) -> Json {
+    let (window_start, window_end) = s.window(h.mode);
+    Json {
+        path: path.display().to_string(),
+        version: h.version,
+        kind: h.kind.name(),
+        mode: h.mode.name(),
+        creator_pid: h.creator_pid,
+        capacity: h.capacity,
+        data_offset: h.data_offset,
+        watermark: h.watermark,
+        wakeup: wakeup_name(h.watermark),
+        watermark_bytes: watermark_bytes(h.watermark),
+        flags: h.flags,
+        clock: h.clock,
+        created_ns: h.created_ns,
+        window_start,
+        window_end,
+        producer_pos: s.producer_pos,
+        paused: s.paused,
+        consumer_pos: s.consumer_pos,
+        consumer_read: s.consumer_read,
+        over_pos: s.over_pos,
+        overwritten: s.overwritten,
+        zeroed: s.zeroed,
+        retire_locked: s.retire_locked,
+        lock_pid: s.lock_pid,
+        committed: s.committed,
+        discarded: s.discarded,
+        lost: s.lost,
+        refused_paused: s.refused_paused,
+        too_large: s.too_large,
+        consumed: s.consumed,
+        skipped: s.skipped,
+        overwritten_unread: s.overwritten_unread,
+        dead: s.dead,
+        consumer_attached: s.consumer_attached,
+        consumer_alive: s.consumer_attached != 0 && alive(s.consumer_attached),
+        producer_attached: s.producer_attached,
+        producer_alive: s.producer_attached != 0 && alive(s.producer_attached),
+        lock_pauser: s.lock_pid & PAUSER != 0,
+        producers: s
+            .producers
+            .iter()
+            .map(|p| JsonSlot { slot: p.slot, pid: p.owner, alive: alive(p.owner), committed: p.committed })
+            .collect(),
+    }
+}

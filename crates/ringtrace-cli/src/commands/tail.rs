@@ -1,0 +1,141 @@
+//! `ringtrace tail`: the newest records, and with `--follow` new ones as they are
+//! committed (every 50 ms).
+//!
+//! Channel files: the newest across all slots, merged; `--follow` sorts the records
+//! each pass finds (exact within a pass; a record committed after a newer one of
+//! another slot was printed is printed when it shows up). BPF maps: a consumer, which
+//! hands the space of the records it prints back to the kernel.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::time::Duration;
+
+use ringtrace::inspect::channel::ChannelFile;
+use ringtrace::inspect::{Record, RingFile};
+use ringtrace::kernel::bpf::BpfRingBuf;
+use ringtrace::Snapshot;
+
+use crate::failure::Failure;
+use crate::follow::{Follower, POLL};
+use crate::merge::{label, merge, read_all, rings, warn_slot};
+use crate::output::{stdout_err, write_output};
+use crate::records::{warn_corrupt, write_record, write_records, Format};
+use crate::source::Source;
+
+pub fn run(source: Source, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    match source {
+        Source::Ring(ring) => ring_tail(&ring, count, follow, format),
+        Source::Channel(ch) => channel_tail(&ch, count, follow, format),
+        Source::Snapshot(snap) => snapshot_tail(&snap, count, follow, format),
+        Source::Bpf(mut map) => bpf_tail(&mut map, count, follow, format),
+    }
+}
+
+fn ring_tail(ring: &RingFile<File>, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    // Following reads in order, waiting at unfinished records.
+    let records = if follow { ring.records_from(0, true)? } else { ring.records()? };
+    if !follow {
+        warn_corrupt(&records, "");
+    }
+    let skip = records.len().saturating_sub(count);
+    for r in records.iter().skip(skip) {
+        write_record(&mut out, format, &r).map_err(stdout_err)?;
+    }
+    out.flush().map_err(stdout_err)?;
+    if !follow {
+        return Ok(());
+    }
+    let mut follower = Follower::new(ring, &records, String::new());
+    loop {
+        std::thread::sleep(POLL);
+        let records = follower.poll(ring)?;
+        for r in records.iter() {
+            write_record(&mut out, format, &r).map_err(stdout_err)?;
+        }
+        out.flush().map_err(stdout_err)?;
+    }
+}
+
+fn channel_tail(ch: &ChannelFile<File>, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    let h = *ch.header();
+    let rings = rings(ch);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    // Each slot's ring followed as a ring file is.
+    let mut first = Vec::with_capacity(rings.len());
+    let mut followed = Vec::with_capacity(rings.len());
+    if follow {
+        for (i, ring) in &rings {
+            match ring.records_from(0, true) {
+                Ok(records) => {
+                    followed.push((*i, ring, Follower::new(ring, &records, label(*i))));
+                    first.push((*i, records));
+                }
+                Err(e) => warn_slot(*i, &e),
+            }
+        }
+    } else {
+        first = read_all(&rings);
+    }
+    let merged = merge(&h, &first);
+    let skip = merged.len().saturating_sub(count);
+    for e in &merged[skip..] {
+        e.write(&mut out, format).map_err(stdout_err)?;
+    }
+    out.flush().map_err(stdout_err)?;
+    if !follow {
+        return Ok(());
+    }
+    loop {
+        std::thread::sleep(POLL);
+        let mut pass = Vec::with_capacity(followed.len());
+        // A slot that cannot be read any more is warned about once and left.
+        followed.retain_mut(|(i, ring, follower)| match follower.poll(ring) {
+            Ok(records) => {
+                pass.push((*i, records));
+                true
+            }
+            Err(Failure::Message(e)) => {
+                warn_slot(*i, &e);
+                false
+            }
+            Err(Failure::BrokenPipe) => false,
+        });
+        for e in &merge(&h, &pass) {
+            e.write(&mut out, format).map_err(stdout_err)?;
+        }
+        out.flush().map_err(stdout_err)?;
+    }
+}
+
+fn snapshot_tail(snap: &Snapshot, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    if follow {
+        return Err(Failure::msg("a snapshot file does not change: --follow reads ring and channel files"));
+    }
+    let skip = snap.len().saturating_sub(count);
+    write_output(None, |w| write_records(w, format, snap.records().skip(skip), false))
+}
+
+/// Consumes and prints the next `count` records, waiting for them; with `follow`,
+/// every record from then on.
+fn bpf_tail(ring: &mut BpfRingBuf, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut left = if follow { usize::MAX } else { count };
+    while left > 0 {
+        let n = ring
+            .consume_at(left, |pos, payload| {
+                write_record(&mut out, format, &Record { pos, pid: 0, payload }).map_err(stdout_err)
+            })
+            .map_err(|e| match e {
+                ringtrace::ConsumeError::Callback(f) => f,
+                e => Failure::msg(format!("reading the map: {e}")),
+            })?;
+        left -= n.min(left);
+        out.flush().map_err(stdout_err)?;
+        if left > 0 && n == 0 {
+            ring.wait(Some(Duration::from_millis(500)))
+                .map_err(|e| Failure::msg(format!("waiting for records: {e}")))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! `ringtrace write`: appends records to a ring file as one more producer, one record
+//! per input line (or per input with `--whole`). Records the ring refuses are counted
+//! and reported, never dropped silently.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use ringtrace::inspect::{RingKind, RingMode};
+use ringtrace::{Access, Discard, Mpsc, Overwrite, ProducerKind, ReserveError, RingBuf, Spsc, Wakeup};
+
+use crate::failure::Failure;
+use crate::output::print;
+use crate::source::Source;
+
+/// What `write` was asked to do.
+#[derive(Debug)]
+pub struct Options {
+    /// Inputs (`-` or none: stdin).
+    pub inputs: Vec<PathBuf>,
+    /// Each input is one record, not one per line.
+    pub whole: bool,
+    /// Refused records are reported but are not an error.
+    pub drop: bool,
+}
+
+/// What happened to the records.
+#[derive(Debug, Default)]
+struct Counts {
+    written: u64,
+    bytes: u64,
+    /// Refused for want of room: ring full (discard), or paused or blocked by a record
+    /// still being written (overwrite).
+    no_room: u64,
+    too_large: u64,
+}
+
+pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
+    let Source::Ring(file) = source else {
+        return Err(Failure::msg(format!("{} is {}: write appends to ring files", path.display(), source.kind())));
+    };
+    // The file decides the ring's kind and mode, and so the type to open it with.
+    let (kind, mode) = (file.header().kind, file.header().mode);
+    drop(file);
+    let counts = match (kind, mode) {
+        (RingKind::Mpsc, RingMode::Discard) => write_discard::<Mpsc>(path, opts)?,
+        (RingKind::Mpsc, RingMode::Overwrite) => write_overwrite::<Mpsc>(path, opts)?,
+        (RingKind::Spsc, RingMode::Discard) => write_discard::<Spsc>(path, opts)?,
+        (RingKind::Spsc, RingMode::Overwrite) => write_overwrite::<Spsc>(path, opts)?,
+    };
+    let refused = counts.no_room + counts.too_large;
+    let mut report = format!("{}: wrote {} record(s) ({} bytes)", path.display(), counts.written, counts.bytes);
+    if refused > 0 {
+        report += &format!("; refused {refused}");
+        let mut why = Vec::new();
+        if counts.no_room > 0 {
+            let room = if mode == RingMode::Discard { "the ring was full" } else { "no room could be made" };
+            why.push(format!("{} because {room}", counts.no_room));
+        }
+        if counts.too_large > 0 {
+            why.push(format!("{} too large for the ring", counts.too_large));
+        }
+        report += &format!(" ({})", why.join(", "));
+    }
+    report.push('\n');
+    print(&report)?;
+    if refused > 0 && !opts.drop {
+        return Err(Failure::msg(format!(
+            "{}: {refused} record(s) were refused and are not in the ring (--drop accepts that)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+fn err(what: &'static str) -> impl FnOnce(ringtrace::Error) -> Failure {
+    move |e| Failure::msg(format!("{what}: {e}"))
+}
+
+// `Producer::output` is a method of each mode's producer, not of a trait: one function
+// per mode, generic over the producer kind.
+fn write_discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
+    let ring = RingBuf::<K, Discard>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+    let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
+    feed(opts, |record| producer.output(record, Wakeup::Default))
+}
+
+fn write_overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
+    let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+    let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
+    feed(opts, |record| producer.output(record, Wakeup::Default))
+}
+
+/// Reads the inputs and hands each record to `output`, counting what it did.
+fn feed(opts: &Options, mut output: impl FnMut(&[u8]) -> Result<(), ReserveError>) -> Result<Counts, Failure> {
+    let mut counts = Counts::default();
+    let mut put = |record: &[u8]| match output(record) {
+        Ok(()) => {
+            counts.written += 1;
+            counts.bytes += record.len() as u64;
+        }
+        Err(ReserveError::TooLarge { .. }) => counts.too_large += 1,
+        Err(_) => counts.no_room += 1,
+    };
+    let stdin = [PathBuf::from("-")];
+    let inputs = if opts.inputs.is_empty() { &stdin[..] } else { &opts.inputs[..] };
+    for input in inputs {
+        let err = |e: io::Error| Failure::msg(format!("cannot read {}: {e}", name(input)));
+        let mut reader: Box<dyn BufRead> = if input.as_os_str() == "-" {
+            Box::new(io::stdin().lock())
+        } else {
+            Box::new(BufReader::new(File::open(input).map_err(err)?))
+        };
+        if opts.whole {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).map_err(err)?;
+            put(&all);
+            continue;
+        }
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).map_err(err)? > 0 {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            put(&line);
+            line.clear();
+        }
+    }
+    Ok(counts)
+}
+
+fn name(input: &Path) -> String {
+    if input.as_os_str() == "-" {
+        "stdin".into()
+    } else {
+        input.display().to_string()
+    }
+}

@@ -1,0 +1,106 @@
+//! A channel file's slots read together: every slot's ring, its records merged by
+//! timestamp.
+//!
+//! Order: records of a stamped channel are sorted by their timestamp, ties in slot
+//! order (and, within a slot, in ring order). A channel without timestamps (clock
+//! `none`) has no order across slots: its records are listed slot by slot, each slot's
+//! oldest first. A slot whose ring cannot be read is warned about on stderr, never
+//! fatal.
+
+use std::fs::File;
+use std::io::Write;
+
+use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
+use ringtrace::inspect::{At, Record, Records, RingFile};
+
+use crate::output::warn;
+use crate::records::{warn_corrupt, write_channel_record, Format, Origin};
+
+/// A channel's ring, read through the channel file.
+pub type SlotRing<'a> = RingFile<At<&'a File>>;
+
+/// The rings of every slot that can be opened; the others are warned about.
+pub fn rings(ch: &ChannelFile<File>) -> Vec<(u32, SlotRing<'_>)> {
+    (0..ch.header().slots)
+        .filter_map(|i| match ch.ring(i) {
+            Ok(r) => Some((i, r)),
+            Err(e) => {
+                warn_slot(i, &e);
+                None
+            }
+        })
+        .collect()
+}
+
+/// Warns that slot `slot` is not shown, and why.
+pub fn warn_slot(slot: u32, e: &dyn std::fmt::Display) {
+    warn(&format!("slot {slot} is not shown: {e}"));
+}
+
+/// What goes before a slot's messages on stderr.
+pub fn label(slot: u32) -> String {
+    format!("slot {slot}: ")
+}
+
+/// Every slot's records, the unreadable slots warned about.
+pub fn read_all(rings: &[(u32, SlotRing<'_>)]) -> Vec<(u32, Records)> {
+    let mut out = Vec::with_capacity(rings.len());
+    for (i, ring) in rings {
+        match ring.records() {
+            Ok(records) => {
+                warn_corrupt(&records, &label(*i));
+                out.push((*i, records));
+            }
+            Err(e) => warn_slot(*i, &e),
+        }
+    }
+    out
+}
+
+/// One record of a merge: its slot, its timestamp (if stamped), the record with the
+/// payload past the stamp.
+#[derive(Debug)]
+pub struct Entry<'a> {
+    slot: u32,
+    ts: Option<u64>,
+    rec: Record<'a>,
+}
+
+impl Entry<'_> {
+    /// Writes the record in `format`, newline included, with its slot and timestamp.
+    pub fn write(&self, w: &mut impl Write, format: Format) -> std::io::Result<()> {
+        write_channel_record(w, format, &self.rec, Origin { slot: self.slot, ts: self.ts })
+    }
+}
+
+/// Bytes of a stamp.
+const STAMP: usize = 8;
+
+/// The records of `slots` (in slot order, each oldest first) merged: sorted by
+/// timestamp (stable: ties in slot order) if the channel stamps records. Records too
+/// short for a stamp get ts 0 and are counted on stderr. TSC channels' stamps are raw
+/// ticks, converted to nanoseconds with the header's calibration.
+pub fn merge<'a>(h: &ChannelHeader, slots: &'a [(u32, Records)]) -> Vec<Entry<'a>> {
+    let mut short = 0u64;
+    let mut out: Vec<Entry<'a>> = Vec::with_capacity(slots.iter().map(|(_, r)| r.len()).sum());
+    for (slot, records) in slots {
+        for rec in records.iter() {
+            let (ts, payload) = if !h.stamped() {
+                (None, rec.payload)
+            } else if let Some((stamp, rest)) = rec.payload.split_first_chunk::<STAMP>() {
+                (Some(h.to_ns(u64::from_ne_bytes(*stamp))), rest)
+            } else {
+                short += 1;
+                (Some(0), rec.payload)
+            };
+            out.push(Entry { slot: *slot, ts, rec: Record { payload, ..rec } });
+        }
+    }
+    if h.stamped() {
+        out.sort_by_key(|e| e.ts);
+    }
+    if short > 0 {
+        warn(&format!("{short} record(s) too short to hold a timestamp (shown with ts 0, whole)"));
+    }
+    out
+}

@@ -1,0 +1,67 @@
+//! Writing to stdout, stderr or an output file; a broken pipe on stdout ends a command
+//! quietly. JSON reports are printed from serde types.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::failure::Failure;
+
+/// Writes one line to stderr; a failure to write it is ignored (`eprintln!` would
+/// panic).
+pub fn eprint_line(args: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+}
+
+/// A warning on stderr: `ringtrace: warning: ...` on one line.
+pub fn warn(message: &str) {
+    let message = message.replace(['\n', '\r'], " ");
+    eprint_line(format_args!("ringtrace: warning: {message}"));
+}
+
+/// Writes `text` to stdout and flushes it.
+pub fn print(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+}
+
+/// Prints `value` as one line of compact JSON.
+pub fn print_json(value: &impl Serialize) -> Result<(), Failure> {
+    let mut line = serde_json::to_string(value).map_err(|e| Failure::msg(format!("cannot write JSON: {e}")))?;
+    line.push('\n');
+    print(&line)
+}
+
+/// Maps a write error on stdout: a broken pipe ends the command quietly.
+pub fn stdout_err(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Failure::BrokenPipe
+    } else {
+        Failure::msg(format!("cannot write the output: {e}"))
+    }
+}
+
+/// Runs `write` on stdout, or on `output` (created, synced).
+pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+    match output {
+        None => write(&mut io::stdout().lock()).map_err(stdout_err),
+        Some(file) => {
+            let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
+            let mut f = File::create(file).map_err(err)?;
+            write(&mut f).and_then(|()| f.sync_all()).map_err(err)
+        }
+    }
+}
+
+/// How a report (`stat`) is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned lines for people, sizes in KiB/MiB.
+    #[default]
+    Text,
+    /// One JSON object on one line, numbers exact.
+    Json,
+}

@@ -1,0 +1,168 @@
+//! What a command reads: the one place that works out what a SOURCE argument names and
+//! opens it.
+//!
+//! * `bpf-pin:PATH` (a map pinned in a bpffs) or `bpf-id:N` (a map id, as `bpftool map`
+//!   lists them): a kernel BPF ring buffer map.
+//! * Otherwise a path, told apart by its first bytes: a channel file (a header page,
+//!   then one single-producer ring per slot), a snapshot file (`Snapshot::write_to`,
+//!   its checksums checked on opening), or else a ring file (its header checked).
+//!
+//! Every file is read with `pread`, never mapped: a damaged or truncated file is an
+//! error message, not a signal.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use ringtrace::inspect::channel::{is_channel_file, ChannelFile, CHANNEL_MAGIC};
+use ringtrace::inspect::{InspectError, RingFile};
+use ringtrace::kernel::bpf::BpfRingBuf;
+use ringtrace::{Snapshot, SNAPSHOT_MAGIC};
+
+use crate::failure::Failure;
+
+/// A source, opened.
+pub enum Source {
+    /// A ring file.
+    Ring(RingFile<File>),
+    /// A channel file.
+    Channel(ChannelFile<File>),
+    /// A snapshot file, read whole and its checksums checked.
+    Snapshot(Snapshot),
+    /// A kernel BPF ring buffer map (`bpf-pin:PATH` or `bpf-id:N`).
+    Bpf(BpfRingBuf),
+}
+
+/// What a SOURCE argument names, before it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spec {
+    /// A file: ring, channel or snapshot file (told by its first bytes).
+    File(PathBuf),
+    /// `bpf-pin:PATH`.
+    BpfPin(PathBuf),
+    /// `bpf-id:N`.
+    BpfId(u32),
+}
+
+impl Spec {
+    /// Parses a SOURCE argument.
+    pub fn parse(arg: &OsStr) -> Result<Spec, Failure> {
+        let Some(s) = arg.to_str() else { return Ok(Spec::File(arg.into())) };
+        if let Some(p) = s.strip_prefix("bpf-pin:") {
+            if p.is_empty() {
+                return Err(Failure::msg("bpf-pin: needs a path, as in bpf-pin:/sys/fs/bpf/events"));
+            }
+            return Ok(Spec::BpfPin(PathBuf::from(p)));
+        }
+        if let Some(n) = s.strip_prefix("bpf-id:") {
+            return n.parse().map(Spec::BpfId).map_err(|_| {
+                Failure::msg(format!("bpf-id:{n}: a map id is a number from 0 to {}, as in bpf-id:42", u32::MAX))
+            });
+        }
+        Ok(Spec::File(arg.into()))
+    }
+}
+
+impl Source {
+    /// Parses and opens a SOURCE argument; every error names it.
+    pub fn open(arg: &Path) -> Result<Source, Failure> {
+        Self::open_spec(Spec::parse(arg.as_os_str())?).map_err(|e| e.about(arg))
+    }
+
+    fn open_spec(spec: Spec) -> Result<Source, Failure> {
+        match spec {
+            Spec::BpfPin(p) => BpfRingBuf::open_pinned(p).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
+            Spec::BpfId(id) => BpfRingBuf::open_id(id).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
+            Spec::File(path) => {
+                if is_channel_file(&path)? {
+                    open_channel(&path).map(Source::Channel)
+                } else if is_snapshot_file(&path) {
+                    read_snapshot(&path).map(Source::Snapshot)
+                } else {
+                    open_ring(&path).map(Source::Ring)
+                }
+            }
+        }
+    }
+
+    /// What kind of source this is, for messages: `a ring file`, `a channel file`...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Ring(_) => "a ring file",
+            Source::Channel(_) => "a channel file",
+            Source::Snapshot(_) => "a snapshot file",
+            Source::Bpf(_) => "a BPF ring buffer map",
+        }
+    }
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind())
+    }
+}
+
+/// Whether `path` starts with the snapshot file magic.
+fn is_snapshot_file(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == SNAPSHOT_MAGIC
+}
+
+fn read_snapshot(path: &Path) -> Result<Snapshot, Failure> {
+    let file = File::open(path).map_err(|e| Failure::msg(format!("cannot open {}: {e}", path.display())))?;
+    Snapshot::read_from(BufReader::new(file)).map_err(|e| Failure::msg(format!("{}: {e}", path.display())))
+}
+
+/// Opens a ring file; a file whose magic is a channel magic of another version is
+/// reported as such rather than as "not a ring file".
+fn open_ring(path: &Path) -> Result<RingFile<File>, Failure> {
+    RingFile::open(path).map_err(|e| match e {
+        InspectError::BadMagic { found } if found.to_le_bytes()[..7] == CHANNEL_MAGIC.to_le_bytes()[..7] => {
+            Failure::msg(format!(
+                "channel file format {} is not supported (magic is {found:#018x}; this ringtrace reads format {})",
+                found.to_le_bytes()[7],
+                CHANNEL_MAGIC.to_le_bytes()[7]
+            ))
+        }
+        e => e.into(),
+    })
+}
+
+/// Opens a channel file, its header checked (the library's messages say "ring
+/// header" where a channel's header is meant).
+fn open_channel(path: &Path) -> Result<ChannelFile<File>, Failure> {
+    ChannelFile::open(path).map_err(|e| {
+        Failure::msg(match e {
+            InspectError::BadField { field, value, expected } => {
+                format!("invalid channel header: {field} is {value}, expected {expected}")
+            }
+            InspectError::TooSmall { len, need } => {
+                format!("channel file is {len} bytes, the header alone needs {need}")
+            }
+            InspectError::Truncated { len, need, .. } => {
+                format!("channel file is {len} bytes but its header says {need} (truncated?)")
+            }
+            e => e.to_string(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Spec, Failure> {
+        Spec::parse(OsStr::new(s))
+    }
+
+    #[test]
+    fn sources_parse() {
+        assert_eq!(parse("bpf-id:42").unwrap(), Spec::BpfId(42));
+        assert_eq!(parse("bpf-pin:/sys/fs/bpf/x").unwrap(), Spec::BpfPin("/sys/fs/bpf/x".into()));
+        assert_eq!(parse("/dev/shm/app.ring").unwrap(), Spec::File("/dev/shm/app.ring".into()));
+        assert!(parse("bpf-id:x").is_err());
+        assert!(parse("bpf-id:-1").is_err());
+        assert!(parse("bpf-pin:").is_err());
+    }
+}
