@@ -46,9 +46,9 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use ringtrace::{Channel, FlightRecorder, Wakeup};
 use ringtrace::clock::{Clock, Monotonic, NoClock, Tsc};
 use ringtrace::config::{Discard, Overwrite};
+use ringtrace::{Channel, FlightRecorder, Wakeup};
 
 use crate::harness::{Measured, RunCfg};
 use crate::{Progress, Row, Selection};

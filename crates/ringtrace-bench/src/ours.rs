@@ -5,8 +5,8 @@ use std::convert::Infallible;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ringtrace::{Consumer, FlightRecorder, RingBuf, Snapshot, SnapshotError, Wakeup};
 use ringtrace::config::{Mode, Mpsc, ProducerKind, Spsc, WakeupPolicy};
+use ringtrace::{Consumer, FlightRecorder, RingBuf, Snapshot, SnapshotError, Wakeup};
 
 use crate::harness::{batched, run_back_to_back, run_parallel, Measured, RunCfg};
 use crate::{Progress, Row, Selection};

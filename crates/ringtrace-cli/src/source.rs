@@ -15,10 +15,12 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use ringtrace::inspect::channel::{is_channel_file, ChannelFile, CHANNEL_MAGIC};
+use ringtrace::format::channel::CHANNEL_MAGIC;
+use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
+use ringtrace::inspect::channel::{is_channel_file, ChannelFile};
 use ringtrace::inspect::{InspectError, RingFile};
 use ringtrace::kernel::bpf::BpfRingBuf;
-use ringtrace::{Snapshot, SNAPSHOT_MAGIC};
+use ringtrace::Snapshot;
 
 use crate::failure::Failure;
 

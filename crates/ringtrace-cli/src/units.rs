@@ -57,7 +57,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// library takes.
 pub fn parse_capacity(s: &str) -> Result<u64, String> {
     let n = parse_size(s)?;
-    let (min, max) = (ringtrace::inspect::MIN_CAPACITY, ringtrace::MAX_CAPACITY);
+    let (min, max) = (ringtrace::format::control::MIN_CAPACITY, ringtrace::format::control::MAX_CAPACITY);
     if !n.is_power_of_two() || !(min..=max).contains(&n) {
         return Err(format!(
             "a capacity is a power of two from {} to {} ({} is not)",

@@ -4,9 +4,12 @@
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 
+use ringtrace::channel::ChannelProducer;
+use ringtrace::clock::{Monotonic, NoClock};
+use ringtrace::config::{Discard, Overwrite};
 use ringtrace::inspect::image::{self, ImageBuilder};
 use ringtrace::inspect::{RingKind, RingMode};
-use ringtrace::{Channel, ChannelProducer, Discard, Monotonic, NoClock, Overwrite, Wakeup};
+use ringtrace::{Channel, Wakeup};
 
 mod common;
 
@@ -375,12 +378,12 @@ fn channel_follow_prints_new_records_of_every_slot() {
 /// file's calibration: nanoseconds in CLOCK_MONOTONIC's time base, near "now".
 #[test]
 fn tsc_channel_stamps_are_printed_in_nanoseconds() {
-    let Ok(tsc) = ringtrace::Tsc::shared() else {
+    let Ok(tsc) = ringtrace::clock::Tsc::shared() else {
         eprintln!("skipped: no invariant TSC on this CPU");
         return;
     };
     let path = temp("tsc.chan");
-    let channel = Channel::<Discard, ringtrace::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
+    let channel = Channel::<Discard, ringtrace::clock::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();
     channel.output(b"tick", Wakeup::Default).unwrap();
     let now = ringtrace::clock::monotonic_ns();
     let out = run(&["snapshot", path.to_str().unwrap()]);

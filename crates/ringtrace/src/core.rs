@@ -71,8 +71,8 @@ use std::io;
 
 use crate::barrier;
 use crate::config::Wakeup;
-use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::format::control::{Control, BLOCKED, HALF_RING, NEVER_WAKE, N_SLOTS, WAITING, WAIT_FLAGS};
+use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::region::Region;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 

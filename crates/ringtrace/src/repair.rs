@@ -22,8 +22,8 @@
 //! are never taken for dead (BUSY ones still are).
 
 use crate::core::Core;
-use crate::format::record::{aux, footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
 use crate::format::control::PAUSED;
+use crate::format::record::{aux, footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
 use crate::owner;
 use crate::region::Region;
 use crate::sync::AtomicU64;
@@ -145,8 +145,8 @@ mod tests {
     use crate::config::Wakeup;
     use crate::core::Core;
     use crate::format::control::NEVER_WAKE;
-    use crate::format::record::{footprint, pack, BUSY_BIT};
     use crate::format::control::{LOCK, PAUSED, PAUSER};
+    use crate::format::record::{footprint, pack, BUSY_BIT};
     use crate::region::heap::HeapRegion;
     use crate::region::Region;
     use crate::sync::Ordering::Relaxed;

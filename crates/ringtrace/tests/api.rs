@@ -6,8 +6,8 @@ use std::convert::Infallible;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, SpscRing, Wakeup};
 use ringtrace::config::{Spsc, WakeupPolicy};
+use ringtrace::{ConsumeError, Error, MpscRing, ReserveError, RingBuf, SpscRing, Wakeup};
 
 fn drain<K: ringtrace::config::ProducerKind>(c: &mut ringtrace::Consumer<K>) -> Vec<Vec<u8>> {
     let mut v = Vec::new();

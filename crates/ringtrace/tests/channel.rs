@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use ringtrace::{Channel, ReserveError, Wakeup};
 use ringtrace::channel::ChannelRecord;
 use ringtrace::clock::{BestClock, Monotonic, NoClock, Tsc};
 use ringtrace::config::{Discard, Overwrite};
+use ringtrace::{Channel, ReserveError, Wakeup};
 
 /// A record: producer tag, sequence number, checksum of both (24 bytes).
 fn record(tag: u64, seq: u64) -> [u8; 24] {

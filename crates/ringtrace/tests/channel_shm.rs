@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 
-use ringtrace::inspect::channel::ChannelFile;
-use ringtrace::{Channel, Error, MpscRing, ReserveError, Wakeup};
 use ringtrace::channel::ChannelRecord;
 use ringtrace::clock::{BestClock, Monotonic};
 use ringtrace::config::{Discard, Overwrite};
+use ringtrace::inspect::channel::ChannelFile;
+use ringtrace::{Channel, Error, MpscRing, ReserveError, Wakeup};
 
 const PER_CHILD: u64 = 100_000;
 

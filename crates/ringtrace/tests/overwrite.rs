@@ -5,9 +5,9 @@
 
 use std::convert::Infallible;
 
-use ringtrace::{Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Wakeup};
 use ringtrace::config::Spsc;
 use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
+use ringtrace::{Error, FlightRecorder, PauseError, ReserveError, RingBuf, Snapshot, SnapshotError, Wakeup};
 
 fn exact(cap: u64) -> FlightRecorder {
     FlightRecorder::builder(cap).retire_ahead(0).build().unwrap()
@@ -507,7 +507,8 @@ fn crafted_snapshot_files_are_errors_not_panics() {
 /// under the default `Never` it would sleep to its timeout.
 #[test]
 fn half_ring_policy_wakes_a_following_consumer() {
-    let ring = FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::config::WakeupPolicy::HalfRing).build().unwrap();
+    let ring =
+        FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::config::WakeupPolicy::HalfRing).build().unwrap();
     let mut c = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
     let t = std::thread::spawn(move || {

@@ -21,8 +21,8 @@ use std::process::Child;
 use common::{result_of, spawn_child};
 use std::time::{Duration, Instant};
 
-use ringtrace::{Access, Error, FlightRecorder, MpscRing, Producer, ReserveError, RingBuf, Stats, Wakeup};
 use ringtrace::config::{ProducerKind, WakeupPolicy};
+use ringtrace::{Access, Error, FlightRecorder, MpscRing, Producer, ReserveError, RingBuf, Stats, Wakeup};
 
 const RECORDS: u64 = 200_000;
 /// Records of the sampled wakeup test.

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ringtrace::{MpscRing, Producer, ReserveError, SpscRing, Wakeup};
 use ringtrace::config::{ProducerKind, WakeupPolicy};
+use ringtrace::{MpscRing, Producer, ReserveError, SpscRing, Wakeup};
 
 fn records_per_producer() -> u64 {
     std::env::var("RINGTRACE_STRESS_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(if cfg!(debug_assertions) {

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use clap::ValueEnum;
-use ringtrace::{Discard, Mode, Mpsc, Overwrite, ProducerKind, RingBuf, Spsc};
+use ringtrace::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc};
+use ringtrace::RingBuf;
 
 use crate::failure::Failure;
 use crate::output::print;

@@ -6,8 +6,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use ringtrace::config::{Discard, Mpsc, Overwrite, ProducerKind, Spsc};
 use ringtrace::inspect::{RingKind, RingMode};
-use ringtrace::{Access, Discard, Mpsc, Overwrite, ProducerKind, ReserveError, RingBuf, Spsc, Wakeup};
+use ringtrace::{Access, ReserveError, RingBuf, Wakeup};
 
 use crate::failure::Failure;
 use crate::output::print;

@@ -216,7 +216,8 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
     /// The largest payload a record can have (the ring's, less the timestamp).
     pub fn max_record_len(&self) -> usize {
         let ring = crate::format::record::HDR_SIZE as usize * 2;
-        (self.inner.capacity as usize - ring).min(crate::format::record::MAX_RECORD_LEN as usize) - writer::stamp_len::<C>()
+        (self.inner.capacity as usize - ring).min(crate::format::record::MAX_RECORD_LEN as usize)
+            - writer::stamp_len::<C>()
     }
 
     /// A new producer with a ring of its own. Use one per thread (it is `Send`, not

@@ -47,4 +47,3 @@ pub mod clock_code {
     /// The TSC where invariant, else `CLOCK_MONOTONIC` (calibration all zero).
     pub const BEST: u32 = 3;
 }
-

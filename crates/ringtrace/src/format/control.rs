@@ -284,4 +284,3 @@ impl Control {
         m.magic.store(MAGIC, Release);
     }
 }
-

@@ -12,7 +12,6 @@
 //! "reserved, header not yet written" (or nothing reserved at all): that is what lets
 //! producers claim space with a compare-and-swap instead of the kernel's lock.
 
-
 /// Size of the record header in bytes.
 pub const HDR_SIZE: u64 = 8;
 /// Set in the length word while the record is reserved and not yet committed or discarded.
@@ -82,7 +81,6 @@ pub(crate) const fn decode(header: u64) -> Slot {
         Slot::Committed(w)
     }
 }
-
 
 /// The aux word of a header (the kernel's `pg_off`): the producer's pid in ringtrace
 /// rings.

@@ -121,7 +121,13 @@ impl FileHeader {
         let stored = u32_at(&h, HEADER_CRC_AT);
         let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
         if stored != computed || u32_at(&h, HEADER_CRC_AT + 4) != 0 {
-            return Err(SnapshotError::Checksum { part: "header", start: 0, end: HEADER_CRC_AT as u64, stored, computed });
+            return Err(SnapshotError::Checksum {
+                part: "header",
+                start: 0,
+                end: HEADER_CRC_AT as u64,
+                stored,
+                computed,
+            });
         }
         let flags = u32_at(&h, FLAGS_AT);
         let ours = if cfg!(target_endian = "little") { LITTLE_ENDIAN } else { 0 };

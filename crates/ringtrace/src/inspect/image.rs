@@ -2,10 +2,10 @@
 //! `ringtrace` command): a header, positions and records laid out as a ring would have
 //! them, which tests then break on purpose. Not a way to make rings: use the ring API.
 
-use crate::format::offsets as f;
 use super::{RingKind, RingMode};
-use crate::format::record::{footprint, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE};
 use crate::format::control::{CONTROL_SIZE, LAYOUT_VERSION, MAGIC};
+use crate::format::offsets as f;
+use crate::format::record::{footprint, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE};
 
 /// Offset of the magic (`u64`) in a ring file.
 pub const MAGIC_AT: usize = f::MAGIC;

@@ -60,7 +60,6 @@ use crate::format::control::{
 };
 use crate::format::offsets::{self as fields, u32_at, u64_at};
 
-
 /// Why a ring file could not be read. Every message is one line.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,8 +1,8 @@
 //! [`State`]: a ring's positions and counters, read and checked against each other.
 
-use crate::format::offsets::{self as f, u32_at, u64_at};
 use super::{InspectError, RingFile, RingMode, Source};
 use crate::format::control::{LOCK, PAUSED};
+use crate::format::offsets::{self as f, u32_at, u64_at};
 
 /// A ring's positions and counters at one moment ([`RingFile::state`]).
 ///

@@ -15,8 +15,8 @@
 //! * A pause (`PAUSER`) changes nothing but the pause flag in `P`: clearing it ends the
 //!   pause.
 
-use crate::format::control::{LOCK, PAUSED, PAUSER};
 use crate::core::Core;
+use crate::format::control::{LOCK, PAUSED, PAUSER};
 use crate::owner;
 use crate::region::Region;
 use crate::sync::fence;

@@ -322,7 +322,10 @@ fn loom_single_producer_pause_races_the_producer() {
                 let mut x = token.over_pos;
                 while x < token.prod {
                     let h = r.region.header(x).load(Relaxed);
-                    assert!(h != 0 && crate::format::control::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
+                    assert!(
+                        h != 0 && crate::format::control::len_word(h) == 8,
+                        "unfinished record {h:#x} at {x}, paused"
+                    );
                     let v = r.region.header(x + HDR_SIZE).load(Relaxed);
                     assert!(v == 11 << 16 | x || v == 12 << 16 | x, "torn record {v:#x} at {x} in a paused ring");
                     x += footprint(8);

@@ -77,9 +77,9 @@ mod recorder;
 pub(crate) mod snapshot;
 
 use crate::core::{Backoff, Core, ProducerCursor, Refused};
-use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::format::control::OverwriteLine;
 use crate::format::control::{LOCK, PAUSED, PAUSER};
+use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 use crate::owner;
 use crate::region::Region;
 use crate::sync::fence;

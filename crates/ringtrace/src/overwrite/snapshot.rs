@@ -7,9 +7,8 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use super::read::{parse, Capture, Found, Parse, Walk};
-use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
 use crate::error::SnapshotError;
-
+use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by

@@ -22,8 +22,8 @@ use rustix::net::{
 };
 
 use crate::error::Error;
-use crate::inspect::{At, Header, RingFile, Source};
 use crate::format::control::CONTROL_SIZE;
+use crate::inspect::{At, Header, RingFile, Source};
 
 /// Where a new ring lives.
 #[derive(Clone, Copy, Debug)]

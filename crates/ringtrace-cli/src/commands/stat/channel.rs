@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::path::Path;
 
-use ringtrace::inspect::channel::{ChannelFile, ChannelHeader, CHANNEL_VERSION};
+use ringtrace::format::channel::CHANNEL_VERSION;
+use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
 use ringtrace::inspect::{InspectError, RingMode};
 use serde::Serialize;
 
