@@ -170,7 +170,7 @@ impl ChannelFile<File> {
     /// Opens the channel file at `path` read-only (regular files only, as
     /// [`RingFile::open`]) and checks its header.
     pub fn open(path: impl AsRef<Path>) -> Result<ChannelFile<File>, InspectError> {
-        ChannelFile::from_source(super::open_regular(path.as_ref())?)
+        ChannelFile::from_source(super::file::open_regular(path.as_ref())?)
     }
 }
 
@@ -213,7 +213,7 @@ impl<S: Source> ChannelFile<S> {
 /// Whether the file at `path` starts with the channel magic (for tools that take ring
 /// and channel files alike). Errors only if it cannot be read at all.
 pub fn is_channel_file(path: impl AsRef<Path>) -> Result<bool, InspectError> {
-    let file = super::open_regular(path.as_ref())?;
+    let file = super::file::open_regular(path.as_ref())?;
     let mut b = [0u8; 8];
     Ok(file.read_at(0, &mut b).is_ok() && u64::from_ne_bytes(b) == CHANNEL_MAGIC)
 }

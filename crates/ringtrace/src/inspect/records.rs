@@ -1,7 +1,9 @@
 //! [`Records`]: the records a ring holds, copied out of the file and walked without
 //! trusting a byte of them.
 
-use super::{InspectError, RingFile, RingKind, RingMode, Source, State};
+use super::header::{Header, RingKind, RingMode};
+use super::state::State;
+use crate::format::record::aux as aux_word;
 use crate::format::record::{footprint, len_word, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
 
 /// How many unfinished records [`Records::unfinished`] lists (all are counted).
@@ -199,15 +201,6 @@ impl<'a> IntoIterator for &'a Records {
     }
 }
 
-/// The header's second word: the producer's pid (0 only in a header not written).
-fn aux_word(header: u64) -> u32 {
-    if cfg!(target_endian = "little") {
-        (header >> 32) as u32
-    } else {
-        header as u32
-    }
-}
-
 /// The walk over a copy of `[start, start + bytes.len())`.
 struct Walk<'b> {
     bytes: &'b [u8],
@@ -220,7 +213,7 @@ impl Walk<'_> {
     /// out of the copy (never, by the callers' checks).
     fn word(&self, pos: u64) -> u64 {
         let at = usize::try_from(pos.wrapping_sub(self.start)).unwrap_or(usize::MAX);
-        super::fields::u64_at(self.bytes, at)
+        crate::format::offsets::u64_at(self.bytes, at)
     }
 
     /// The end of the record whose header `h` is at `pos`, if it is one a producer could
@@ -254,135 +247,59 @@ pub(super) enum AtUnfinished {
     Stop,
 }
 
-impl<S: Source> RingFile<S> {
-    /// The records the ring holds now, oldest first: those not consumed yet (discard
-    /// mode) or not overwritten (overwrite mode). Unfinished and discarded records are
-    /// stepped over and counted; a header no producer could have written ends the walk
-    /// ([`Records::corrupt`]).
-    ///
-    /// ```
-    /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
-    ///
-    /// // Wrapped: the third record starts 8 bytes before the end of the data area.
-    /// let image = ImageBuilder::new(4096, RingMode::Overwrite)
-    ///     .start(4096 - 40)
-    ///     .record(b"one")
-    ///     .discarded(b"two")
-    ///     .record(b"three, wrapped")
-    ///     .busy(5)
-    ///     .build();
-    /// let records = RingFile::from_source(image)?.records()?;
-    /// let payloads: Vec<&[u8]> = records.iter().map(|r| r.payload).collect();
-    /// assert_eq!(payloads, [&b"one"[..], &b"three, wrapped"[..]]);
-    /// assert_eq!((records.discarded(), records.unfinished_count()), (1, 1));
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
-    /// ```
-    pub fn records(&self) -> Result<Records, InspectError> {
-        self.read_records(None, AtUnfinished::Skip)
-    }
-
-    /// The records at or after position `from` (a record boundary: 0, or the
-    /// [`Records::resume_at`] of a previous call), for a follower such as
-    /// `ringtrace tail --follow`. Stops at the first unfinished record (read it again
-    /// later) if `stop_at_unfinished`. If records between `from` and the oldest one
-    /// held are gone, [`Records::missed_bytes`] says how many bytes of them.
-    ///
-    /// ```
-    /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
-    ///
-    /// let image = ImageBuilder::new(4096, RingMode::Discard).record(b"a").record(b"b").build();
-    /// let ring = RingFile::from_source(image)?;
-    /// let all = ring.records()?;
-    /// let first_end = all.iter().next().unwrap().end();
-    /// let rest = ring.records_from(first_end, true)?;
-    /// assert_eq!(rest.iter().map(|r| r.payload).collect::<Vec<_>>(), [b"b"]);
-    /// assert_eq!(rest.resume_at(), all.end());
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
-    /// ```
-    pub fn records_from(&self, from: u64, stop_at_unfinished: bool) -> Result<Records, InspectError> {
-        if from % 8 != 0 {
-            return Err(InspectError::Unaligned(from));
-        }
-        let at = if stop_at_unfinished { AtUnfinished::Stop } else { AtUnfinished::Skip };
-        self.read_records(Some(from), at)
-    }
-
-    /// `from`: `None` for the whole window.
-    fn read_records(&self, from: Option<u64>, at_unfinished: AtUnfinished) -> Result<Records, InspectError> {
-        let h = &self.header;
-        let s1 = self.state()?;
+impl Records {
+    /// Walks `bytes`, the copy of positions `[start, end of the window)` of a ring with
+    /// header `h`, read while its state was `s1`. `from`: the position a follower asked
+    /// for (`None` for the whole window).
+    pub(super) fn walk_copy(
+        h: &Header,
+        s1: &State,
+        from: Option<u64>,
+        start: u64,
+        bytes: Vec<u8>,
+        at_unfinished: AtUnfinished,
+    ) -> Records {
         let window = s1.window(h.mode);
-        let (lo, hi) = window;
-        if let Some(from) = from.filter(|&f| f > hi) {
-            return Err(InspectError::PastEnd { from, end: hi });
-        }
-        let start = lo.max(from.unwrap_or(0));
-        let bytes = self.read_data(start, hi)?;
         let mut out = Records {
             start,
             window,
-            missed_bytes: from.map_or(0, |f| lo.saturating_sub(f)),
+            missed_bytes: from.map_or(0, |f| window.0.saturating_sub(f)),
             retired_before: (h.mode == RingMode::Overwrite).then_some(s1.overwritten),
             ..Records::default()
         };
         // A single producer in discard mode writes its record before its header: a zero
         // header is its one unfinished record, up to the producer position.
         let zero_is_last = h.kind == RingKind::Spsc && h.mode == RingMode::Discard;
-        walk(&Walk { bytes: &bytes, start, end: hi }, zero_is_last, at_unfinished, &mut out);
+        walk(&Walk { bytes: &bytes, start, end: window.1 }, zero_is_last, at_unfinished, &mut out);
         out.bytes = bytes;
-        // Read the positions again: records whose space was reclaimed while we copied
-        // them may have been zeroed or rewritten under the copy. Drop them.
-        let s2 = self.state()?;
-        self.drop_reclaimed(&s2, from, &mut out);
-        Ok(out)
-    }
-
-    /// Copies the data of positions `[from, to)` (`to - from <= capacity`, checked by
-    /// [`State`]) in one or two reads (the second when the range wraps around the end of
-    /// the data area).
-    fn read_data(&self, from: u64, to: u64) -> Result<Vec<u8>, InspectError> {
-        let cap = self.header.capacity;
-        let len = to.saturating_sub(from).min(cap);
-        let mut bytes = Vec::new();
-        let n = usize::try_from(len).map_err(|_| InspectError::OutOfMemory(len))?;
-        bytes.try_reserve_exact(n).map_err(|_| InspectError::OutOfMemory(len))?;
-        bytes.resize(n, 0);
-        let first_at = from & (cap - 1);
-        let first_len = (cap - first_at).min(len) as usize;
-        let (a, b) = bytes.split_at_mut(first_len);
-        let what = "cannot read the ring's data area";
-        self.source.read_at(self.header.data_offset + first_at, a).map_err(InspectError::io(what))?;
-        if !b.is_empty() {
-            self.source.read_at(self.header.data_offset, b).map_err(InspectError::io(what))?;
-        }
-        Ok(bytes)
+        out
     }
 
     /// Drops the records (and findings) below the start of the window as `s2` has it:
     /// their space was reclaimed during the copy.
-    fn drop_reclaimed(&self, s2: &State, from: Option<u64>, out: &mut Records) {
-        let (lo2, _) = s2.window(self.header.mode);
-        if lo2 <= out.start {
+    pub(super) fn drop_reclaimed(&mut self, mode: RingMode, s2: &State, from: Option<u64>) {
+        let (lo2, _) = s2.window(mode);
+        if lo2 <= self.start {
             return;
         }
-        let before = out.found.len();
-        out.found.retain(|f| f.pos >= lo2);
-        out.gone = (before - out.found.len()) as u64;
-        out.unfinished.retain(|u| u.pos >= lo2);
-        if out.corrupt.is_some_and(|c| c.pos < lo2) {
+        let before = self.found.len();
+        self.found.retain(|f| f.pos >= lo2);
+        self.gone = (before - self.found.len()) as u64;
+        self.unfinished.retain(|u| u.pos >= lo2);
+        if self.corrupt.is_some_and(|c| c.pos < lo2) {
             // Explained by the rewrite: the walk stopped early, the rest was not read.
-            out.corrupt = None;
+            self.corrupt = None;
         }
-        out.window.0 = lo2;
+        self.window.0 = lo2;
         if let Some(from) = from {
-            out.missed_bytes = lo2.saturating_sub(from);
+            self.missed_bytes = lo2.saturating_sub(from);
         }
-        if self.header.mode == RingMode::Overwrite {
-            out.retired_before = Some(s2.overwritten);
+        if mode == RingMode::Overwrite {
+            self.retired_before = Some(s2.overwritten);
         }
         // The walk may have stopped below `lo2`; what lies past that is read next time.
-        out.end = out.end.max(lo2);
-        out.resume = out.resume.max(lo2);
+        self.end = self.end.max(lo2);
+        self.resume = self.resume.max(lo2);
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`State`]: a ring's positions and counters, read and checked against each other.
 
-use super::{InspectError, RingFile, RingMode, Source};
+use super::header::RingMode;
 use crate::format::control::{LOCK, PAUSED};
 use crate::format::offsets::{self as f, u32_at, u64_at};
 
@@ -94,7 +94,7 @@ impl State {
         }
     }
 
-    fn from_block(block: &[u8], producer_line: &[u8], mode: RingMode) -> State {
+    pub(super) fn from_block(block: &[u8], producer_line: &[u8], mode: RingMode) -> State {
         let raw_p = u64_at(producer_line, f::PRODUCER_POS - f::PRODUCER_LINE);
         let (producer_pos, paused) = match mode {
             RingMode::Overwrite => (raw_p & !PAUSED, raw_p & PAUSED != 0),
@@ -139,7 +139,7 @@ impl State {
 
     /// Checks the positions against each other and the capacity; the message says what
     /// is wrong.
-    fn check(&self, mode: RingMode, capacity: u64) -> Result<(), String> {
+    pub(super) fn check(&self, mode: RingMode, capacity: u64) -> Result<(), String> {
         let p = self.producer_pos;
         let named = [("producer", p), ("consumer", self.consumer_pos), ("consumer read", self.consumer_read)];
         let over = [("overwrite", self.over_pos)];
@@ -168,38 +168,5 @@ impl State {
             return Err(format!("producer {p} is more than the capacity {capacity} past the {what} {start}"));
         }
         Ok(())
-    }
-}
-
-impl<S: Source> RingFile<S> {
-    /// Reads the ring's positions and counters, and checks the positions.
-    ///
-    /// A live ring moves between the reads; positions that disagree are read again a
-    /// few times before the call gives up with [`InspectError::Positions`].
-    ///
-    /// ```
-    /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
-    ///
-    /// let image = ImageBuilder::new(4096, RingMode::Discard).record(b"abc").build();
-    /// let state = RingFile::from_source(image)?.state()?;
-    /// assert_eq!((state.consumer_read, state.producer_pos), (0, 16));
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
-    /// ```
-    pub fn state(&self) -> Result<State, InspectError> {
-        let mode = self.header.mode;
-        // A live ring's words move between the reads: read again while they move, and
-        // report an inconsistency that stays put (`wait::settle`).
-        crate::wait::settle(|| {
-            let block = self.read_control()?;
-            // The producer line again, after the consumer and overwrite lines: positions
-            // only grow, so the producer position read last is at or past the others.
-            let mut line = vec![0u8; f::PRODUCER_LINE_LEN];
-            self.source
-                .read_at(f::PRODUCER_LINE as u64, &mut line)
-                .map_err(InspectError::io("cannot read the ring's producer position"))?;
-            let s = State::from_block(&block, &line, mode);
-            let why = s.check(mode, self.header.capacity).err().map(InspectError::Positions);
-            Ok((s, why))
-        })
     }
 }

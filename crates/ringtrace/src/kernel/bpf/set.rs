@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rustix::event::epoll;
 
-use super::{nap, wait_epoll, BpfError, BpfRingBuf, DEFAULT_LINGER};
+use super::error::BpfError;
+use super::ringbuf::{nap, wait_epoll, BpfRingBuf, DEFAULT_LINGER};
 use crate::error::ConsumeError;
 
 /// Several BPF ring buffer maps polled together. The callback is told which map each

@@ -8,8 +8,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use perf_event_open_sys as pe;
 use perf_event_open_sys::bindings as sys;
 
+use super::record::PerfError;
 use super::sample::{SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME};
-use super::PerfError;
 
 /// A software event: counted by the kernel itself, so it works without hardware counters
 /// (in virtual machines too).
@@ -200,7 +200,7 @@ impl EventBuilder {
 fn open_hint(e: &io::Error, pid: i32, exclude_kernel: bool) -> String {
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            let paranoid = super::sysctl("/proc/sys/kernel/perf_event_paranoid");
+            let paranoid = super::record::sysctl("/proc/sys/kernel/perf_event_paranoid");
             format!(
                 "not permitted: /proc/sys/kernel/perf_event_paranoid is {paranoid}; without CAP_PERFMON \
                  (or CAP_SYS_ADMIN) a process may measure its own threads only at 2 or less, and kernel mode \

@@ -15,7 +15,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::PerfError;
+use super::record::PerfError;
 
 /// The most data pages a ring may have (2 GiB of 4 KiB pages; the kernel's own limit is
 /// near there, and its `perf_event_mlock_kb` limit usually far below).
@@ -151,7 +151,7 @@ impl Drop for Mapping {
 fn map_hint(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::ENOMEM) => {
-            let kb = super::sysctl("/proc/sys/kernel/perf_event_mlock_kb");
+            let kb = super::record::sysctl("/proc/sys/kernel/perf_event_mlock_kb");
             format!(
                 "the ring is larger than a process without CAP_IPC_LOCK may lock: \
                  /proc/sys/kernel/perf_event_mlock_kb is {kb} (per user, plus RLIMIT_MEMLOCK); \

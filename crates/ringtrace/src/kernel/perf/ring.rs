@@ -9,8 +9,8 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::event::pause_output;
 use super::map::Mapping;
+use super::record::{PerfError, PerfReadError, PerfRecord};
 use super::walk::{walk_backward, walk_forward};
-use super::{PerfError, PerfReadError, PerfRecord};
 
 /// A reader's own handle on the event: a duplicate of its file descriptor, so the ring
 /// does not borrow the [`PerfEvent`](super::PerfEvent).

@@ -2,7 +2,7 @@
 
 use perf_event_open_sys::bindings as sys;
 
-use super::{PerfRecord, RECORD_SAMPLE};
+use super::record::{PerfRecord, RECORD_SAMPLE};
 
 /// `PERF_SAMPLE_IP`: the instruction pointer.
 pub const SAMPLE_IP: u64 = sys::PERF_SAMPLE_IP as u64;

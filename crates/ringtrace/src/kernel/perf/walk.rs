@@ -7,10 +7,7 @@
 //! `scratch`), and every walk covers at most one data area's size, advancing by at least
 //! 8 bytes a step, so it ends after at most `data.len() / 8` records.
 
-use super::{CorruptReason, PerfError, PerfReadError, PerfRecord};
-
-/// Size of `struct perf_event_header` (`type` u32, `misc` u16, `size` u16).
-pub const HEADER_SIZE: usize = 8;
+use super::record::{CorruptReason, PerfError, PerfReadError, PerfRecord, HEADER_SIZE};
 
 /// Checks the data area's length; returns it as the ring's size.
 fn area_size(data: &[u8]) -> Result<u64, PerfError> {

@@ -1,0 +1,374 @@
+//! [`BpfRingBuf`]: one BPF ring buffer map attached for consuming.
+
+use std::convert::Infallible;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use rustix::event::epoll;
+
+use crate::error::ConsumeError;
+use crate::overwrite::snapshot::Snapshot;
+
+use super::error::{is_permission, map_type_name, BpfError};
+use super::map::KernelMap;
+use super::reader::{BpfStats, Reader, RingMem};
+use super::sys::{self, BPF_F_RB_OVERWRITE};
+
+/// One BPF ring buffer map, attached for reading. One reader per map at a time: the
+/// consumer position is the map's, shared with any other process that reads it.
+///
+/// ```
+/// use ringtrace::kernel::bpf::BpfRingBuf;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let Some(map) = ringtrace_fixtures::RingMap::create(1 << 16).ok() else { return Ok(()) };
+/// # let prog = ringtrace_fixtures::SeqProgram::load(std::os::fd::AsFd::as_fd(&map), Default::default())?;
+/// # prog.run(3)?;
+/// # let map_fd: std::os::fd::OwnedFd = map.into();
+/// // `map_fd`: a ring buffer map's descriptor, from the program's loader.
+/// let mut ring = BpfRingBuf::from_fd(map_fd)?;
+/// let mut seqs = Vec::new();
+/// ring.consume(|rec: &[u8]| {
+///     seqs.push(u64::from_ne_bytes(rec[..8].try_into().unwrap()));
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(seqs, [0, 1, 2]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct BpfRingBuf {
+    reader: Reader<KernelMap>,
+    fd: OwnedFd,
+    id: u32,
+    name: String,
+    /// An epoll instance watching `fd` edge-triggered, made on the first wait.
+    epoll: Option<OwnedFd>,
+    /// How long `poll` waits, without arming a wakeup, for more records once it has
+    /// caught up (see [`BpfRingBuf::set_linger`]).
+    linger: Duration,
+}
+
+/// The default [`BpfRingBuf::set_linger`].
+pub const DEFAULT_LINGER: Duration = Duration::from_micros(50);
+
+impl BpfRingBuf {
+    /// Attaches to the ring buffer map `fd` (which the reader keeps).
+    pub fn from_fd(fd: OwnedFd) -> Result<BpfRingBuf, BpfError> {
+        let raw = fd.as_raw_fd();
+        let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).map(|p| p.display().to_string());
+        match &link {
+            Ok(l) if l == "anon_inode:bpf-map" => {}
+            Ok(l) => return Err(BpfError::NotAMap { fd: raw, what: l.clone() }),
+            // No /proc: let the kernel tell.
+            Err(_) => {}
+        }
+        let info = sys::map_info(fd.as_fd()).map_err(|source| match source.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::EBADF) => {
+                BpfError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
+            }
+            _ if is_permission(&source) => {
+                BpfError::Permission { what: "reading the map's info".into(), needs: "CAP_BPF", source }
+            }
+            _ => BpfError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
+        })?;
+        if info.map_type != sys::MAP_TYPE_RINGBUF {
+            let hint = if info.map_type == sys::MAP_TYPE_USER_RINGBUF {
+                ": user space produces into a user ring buffer and the kernel consumes it"
+            } else if info.map_type == 4 {
+                ": read a perf event array through its perf events (ringtrace::kernel::perf)"
+            } else {
+                ""
+            };
+            return Err(BpfError::NotRingBuf {
+                name: info.name,
+                id: info.id,
+                map_type: info.map_type,
+                kind: map_type_name(info.map_type),
+                hint,
+            });
+        }
+        let page = rustix::param::page_size() as u64;
+        let size = info.max_entries;
+        if !size.is_power_of_two() || (size as u64) % page != 0 {
+            return Err(BpfError::BadSize { size });
+        }
+        let mem = KernelMap::new(fd.as_fd(), size as u64).map_err(|source| {
+            if is_permission(&source) {
+                BpfError::Permission { what: "mapping the ring buffer".into(), needs: "CAP_BPF", source }
+            } else {
+                BpfError::Io { what: "mapping the ring buffer (mmap)", source }
+            }
+        })?;
+        let overwrite = info.map_flags & BPF_F_RB_OVERWRITE != 0;
+        let reader = Reader::new(mem, overwrite)
+            .map_err(|(consumer, producer)| BpfError::BadPositions { consumer, producer })?;
+        Ok(BpfRingBuf { reader, fd, id: info.id, name: info.name, epoll: None, linger: DEFAULT_LINGER })
+    }
+
+    /// Attaches to the ring buffer map pinned at `path` in a bpffs.
+    pub fn open_pinned(path: impl AsRef<Path>) -> Result<BpfRingBuf, BpfError> {
+        let path = path.as_ref();
+        let fd = sys::obj_get(path).map_err(|source| {
+            if is_permission(&source) {
+                BpfError::Permission {
+                    what: format!("opening pinned map {}", path.display()),
+                    needs: "CAP_BPF and access to the bpffs path",
+                    source,
+                }
+            } else {
+                BpfError::NotPinned { path: path.to_path_buf(), source }
+            }
+        })?;
+        Self::from_fd(fd)
+    }
+
+    /// Attaches to the ring buffer map with id `id` (as `bpftool map` lists them).
+    pub fn open_id(id: u32) -> Result<BpfRingBuf, BpfError> {
+        let fd = sys::map_get_fd_by_id(id).map_err(|source| match source.raw_os_error() {
+            Some(libc::ENOENT) => BpfError::NoSuchMap { id },
+            _ if is_permission(&source) => BpfError::Permission {
+                what: format!("opening map id {id}"),
+                // BPF_MAP_GET_FD_BY_ID checks CAP_SYS_ADMIN, not CAP_BPF.
+                needs: "CAP_SYS_ADMIN (opening a map by id)",
+                source,
+            },
+            _ => BpfError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
+        })?;
+        Self::from_fd(fd)
+    }
+
+    /// Calls `f` with every record available now, in order, then hands the space back,
+    /// all but the last record's if that one is small (at most a sixteenth of the map;
+    /// see [`release`](Self::release)). Returns how many records `f` saw. Stops at the
+    /// first error of `f` (that record counts as consumed, as in libbpf) and returns
+    /// it.
+    #[inline]
+    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(usize::MAX, |_, d| f(d))
+    }
+
+    /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
+    /// `ring__consume_n`). The rest stay ready: call again before waiting.
+    #[inline]
+    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(max, |_, d| f(d))
+    }
+
+    /// Like [`consume_n`](Self::consume_n), with each record's position (of its
+    /// header, in bytes since the map was created) before its payload.
+    #[inline]
+    pub fn consume_at<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(max, f)
+    }
+
+    /// Consumes what is available; if nothing is, sleeps until the kernel wakes the
+    /// map's waiters or `timeout` passes (`None`: no timeout), then consumes. Returns
+    /// the records seen. libbpf's `ring_buffer__poll` for one map.
+    ///
+    /// Having caught up, it first sleeps for the [linger](Self::set_linger) time
+    /// (bounded by `timeout`) without asking for a wakeup, and reads again; only if
+    /// that finds nothing does it arm a wakeup and sleep until woken.
+    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        let n = self.consume(&mut f)?;
+        if n > 0 {
+            return Ok(n);
+        }
+        let mut timeout = timeout;
+        if !self.linger.is_zero() {
+            nap(self.linger, &mut timeout);
+            let n = self.consume(&mut f)?;
+            if n > 0 {
+                return Ok(n);
+            }
+        }
+        if !self.wait(timeout)? {
+            return Ok(0);
+        }
+        self.consume(f)
+    }
+
+    /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    ///
+    /// The kernel wakes waiters when it commits a record the reader has caught up with
+    /// (flags 0), on every commit (`BPF_RB_FORCE_WAKEUP`) or never
+    /// (`BPF_RB_NO_WAKEUP`: the program then wakes the reader some other way, or the
+    /// reader polls with a timeout).
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        if !self.reader.arm() {
+            return Ok(true);
+        }
+        let ep = match &self.epoll {
+            Some(ep) => ep,
+            None => {
+                let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+                epoll::add(&ep, &self.fd, epoll::EventData::new_u64(0), epoll::EventFlags::IN | epoll::EventFlags::ET)?;
+                self.epoll.insert(ep)
+            }
+        };
+        wait_epoll(ep.as_fd(), timeout, |_| {})?;
+        Ok(self.reader.ready())
+    }
+
+    /// For an event loop waiting on [`as_fd`](AsFd::as_fd) (edge-triggered `EPOLLET`
+    /// is fine): publishes what was read and says whether it is safe to wait now.
+    /// `true`: nothing is ready, and the kernel will wake the descriptor when a record
+    /// is. `false`: records are ready; consume again first.
+    pub fn arm(&mut self) -> bool {
+        self.reader.arm()
+    }
+
+    /// Hands back the space of every record read. A consume call keeps the last
+    /// record's space if it is small, so that the kernel does not queue a wakeup for a
+    /// reader that is about to read again ([`arm`](Self::arm), [`wait`](Self::wait),
+    /// [`poll`](Self::poll) and drop hand it back). A reader that busy-polls
+    /// `consume` and never waits may call this to hand it back too.
+    pub fn release(&mut self) {
+        self.reader.publish();
+    }
+
+    /// Whether a record (or a discarded one to step over) is ready to read.
+    pub fn ready(&self) -> bool {
+        self.reader.ready()
+    }
+
+    /// Bytes of records (headers included) between the read position and the kernel's
+    /// producer position, at most the map's size. A momentary figure, as the kernel's
+    /// `BPF_RB_AVAIL_DATA`.
+    pub fn available(&self) -> u64 {
+        self.reader.available()
+    }
+
+    /// The read position (bytes since the map was created).
+    pub fn position(&self) -> u64 {
+        self.reader.pos
+    }
+
+    /// The kernel's producer position now.
+    pub fn producer_position(&self) -> u64 {
+        // Relaxed: a figure for display, ordering nothing.
+        self.reader.mem.producer_pos().load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The map's data size in bytes (its `max_entries`).
+    pub fn capacity(&self) -> u64 {
+        self.reader.mem.size()
+    }
+
+    /// The map's id.
+    pub fn map_id(&self) -> u32 {
+        self.id
+    }
+
+    /// The map's name (at most 15 bytes, as the kernel keeps it).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the map overwrites its oldest records when full (`BPF_F_RB_OVERWRITE`).
+    pub fn is_overwrite(&self) -> bool {
+        self.reader.overwrite
+    }
+
+    /// The reader's counters.
+    pub fn stats(&self) -> BpfStats {
+        self.reader.stats
+    }
+
+    /// Publishes the consumer position once this many bytes were read (and at the end
+    /// of every call). Default: a quarter of the map. A smaller batch hands space back
+    /// to the kernel sooner, for programs that fill the map in bursts; `8` publishes
+    /// after every record, as libbpf does. Clamped to `[8, size]`.
+    pub fn set_batch(&mut self, bytes: u64) {
+        self.reader.batch = bytes.clamp(8, self.capacity());
+    }
+
+    /// How long [`poll`](Self::poll), having caught up with the kernel, sleeps before
+    /// it reads again, without asking the kernel for a wakeup (default
+    /// [`DEFAULT_LINGER`], 50 µs). Zero: arm a wakeup at once, as libbpf does.
+    ///
+    /// With flags 0 the kernel wakes a caught-up reader on its next commit: an
+    /// `irq_work` on the producing CPU and an IPI to the reader's, a few microseconds of
+    /// the producer's time (more in a VM) spent on every record when the reader keeps
+    /// up with a steady producer. Lingering turns those into one timer wakeup of the
+    /// reader per linger period, and adds at most the linger to the latency of a record
+    /// that arrives right after the reader caught up (none to one that arrives while it
+    /// is asleep after that: that one wakes it).
+    pub fn set_linger(&mut self, linger: Duration) {
+        self.linger = linger;
+    }
+
+    /// The records the map holds now, from the read position (or, in overwrite mode,
+    /// from the oldest record not overwritten) to the newest, copied and checked,
+    /// without consuming them. Records still being written are skipped and counted in
+    /// [`Snapshot::unfinished`]. Read it oldest to newest or, with `.rev()`, newest to
+    /// oldest. The kernel does not count what it overwrote, so the snapshot's
+    /// `overwritten` counts are zero; see [`BpfStats::overwritten_bytes`].
+    pub fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<Infallible>> {
+        self.reader.snapshot()
+    }
+}
+
+impl AsFd for BpfRingBuf {
+    /// The map's descriptor: readable (`EPOLLIN`) while records are available. See
+    /// [`arm`](BpfRingBuf::arm).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl Drop for BpfRingBuf {
+    fn drop(&mut self) {
+        self.reader.publish();
+    }
+}
+
+/// Sleeps for `linger`, bounded by what is left of `timeout`, which it shortens by the
+/// time slept, as the monotonic clock measured it (a loaded machine oversleeps) (the
+/// linger of `poll`: see [`BpfRingBuf::set_linger`]).
+pub(super) fn nap(linger: Duration, timeout: &mut Option<Duration>) {
+    let nap = timeout.map_or(linger, |t| t.min(linger));
+    let start = std::time::Instant::now();
+    std::thread::sleep(nap);
+    if let Some(t) = timeout {
+        *t = t.saturating_sub(start.elapsed());
+    }
+}
+
+/// One `epoll_wait` on `ep` (interrupted waits are retried with the time left); calls
+/// `on_event` with the data of each event reported.
+pub(super) fn wait_epoll(
+    ep: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+    mut on_event: impl FnMut(u64),
+) -> io::Result<()> {
+    let deadline = timeout.map(|t| std::time::Instant::now() + t);
+    let mut buf = [const { std::mem::MaybeUninit::<epoll::Event>::uninit() }; 16];
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+        let ts = left.map(|l| rustix::time::Timespec {
+            tv_sec: l.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: l.subsec_nanos() as i64,
+        });
+        match epoll::wait(ep, &mut buf[..], ts.as_ref()) {
+            Ok((events, _)) => {
+                events.iter().for_each(|e| on_event(e.data.u64()));
+                return Ok(());
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
