@@ -22,8 +22,19 @@ trap 'rm -rf "$copy"' EXIT
 tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$copy"
 find "$copy/crates" -name '*.rs' -exec sed -i -E '/^[[:space:]]*#!?\[cfg\(not\(loom\)\)\][[:space:]]*$/d' {} +
 
+# Which graphs to check: "lib" (the library), "cli" (the command); both by default.
+targets=()
+for which in "${@:-lib cli}"; do
+  for w in $which; do
+    case $w in
+      lib) targets+=("-p ringtrace --lib") ;;
+      cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
+      *) echo "acyclic: unknown graph $w (lib or cli)" >&2; exit 2 ;;
+    esac
+  done
+done
 status=0
-for target in "-p ringtrace --lib" "-p ringtrace-cli --bin ringtrace"; do
+for target in "${targets[@]}"; do
   # shellcheck disable=SC2086
   edges=$(cargo modules dependencies --manifest-path "$copy/Cargo.toml" $target --no-externs --no-sysroot \
     --no-fns --no-types --no-traits --no-owns 2>/dev/null |
