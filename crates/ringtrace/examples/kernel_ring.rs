@@ -35,7 +35,8 @@ fn bpf_map(map: &str, duration: Duration) -> Result<(), Box<dyn std::error::Erro
         Ok(id) => BpfRingBuf::open_id(id)?,
         Err(_) => BpfRingBuf::open_pinned(map)?,
     };
-    println!("map {} (id {}): {} bytes", ring.name(), ring.map_id(), ring.capacity());
+    let name = if ring.name().is_empty() { "(no name)" } else { ring.name() };
+    println!("map {name} (id {}): {} bytes", ring.map_id(), ring.capacity());
     let deadline = Instant::now() + duration;
     let mut n = 0u64;
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
