@@ -65,5 +65,10 @@ echo "== bench smoke run (one bench, quick)"
 cargo run --release -q -p ringtrace-bench -- --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
 test "$(wc -l < target/bench-smoke.json)" -ge 5
 
+echo "== examples (crates/ringtrace/examples, each checks its own results)"
+for ex in crates/ringtrace/examples/*.rs; do
+  cargo run --release -q -p ringtrace --example "$(basename "$ex" .rs)" >/dev/null
+done
+
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
 cargo run --release -q -p ringtrace-cli -- demo --seconds 1 >/dev/null
