@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind};
-use crate::core::{Core, ReadCursor, Step};
 use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
+use crate::protocol::core::{Core, ReadCursor, Step};
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;

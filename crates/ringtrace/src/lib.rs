@@ -125,17 +125,15 @@ pub mod clock;
 pub mod config;
 #[cfg(not(loom))]
 pub mod consumer;
-mod core;
 pub mod error;
 pub mod format;
 pub mod inspect;
 pub mod kernel;
-mod overwrite;
 mod owner;
+mod protocol;
 #[cfg(not(loom))]
 pub mod recorder;
 mod region;
-mod repair;
 mod sync;
 mod wait;
 
@@ -146,11 +144,6 @@ mod ring;
 #[cfg(not(loom))]
 mod ringfile;
 
-#[cfg(all(test, not(loom)))]
-mod core_tests;
-#[cfg(all(test, loom))]
-mod loom_tests;
-
 // The crate root: the names most programs need. Everything else is in the modules above.
 #[cfg(not(loom))]
 pub use channel::{Channel, ChannelReader};
@@ -159,9 +152,9 @@ pub use config::Wakeup;
 pub use consumer::Consumer;
 pub use error::{ConsumeError, Error, PauseError, ReserveError, SnapshotError};
 #[cfg(not(loom))]
-pub use overwrite::snapshot::Snapshot;
-#[cfg(not(loom))]
 pub use producer::{Producer, Reservation};
+#[cfg(not(loom))]
+pub use recorder::snapshot::Snapshot;
 #[cfg(not(loom))]
 pub use ring::{Builder, RingBuf, Stats};
 #[cfg(not(loom))]

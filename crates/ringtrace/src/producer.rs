@@ -7,12 +7,12 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Wakeup};
-use crate::core::{Core, ProducerCursor, Refused};
 use crate::error::{Error, OutOfBounds, ReserveError};
 use crate::format::record::HDR_SIZE;
 use crate::owner;
+use crate::protocol::core::{Core, ProducerCursor, Refused};
+use crate::protocol::repair;
 use crate::region::mmap::MmapView;
-use crate::repair;
 use crate::ring::{Shared, SlotRef};
 use crate::sync::Ordering::{Relaxed, Release};
 

@@ -7,11 +7,11 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, ProducerKind, WakeupPolicy};
-use crate::core::Core;
 use crate::error::Error;
 use crate::format::control::{Counters, MetaInit, FLAG_FUTEX, N_SLOTS};
 use crate::format::control::{HALF_RING, MAX_CAPACITY, NEVER_WAKE};
 use crate::owner;
+use crate::protocol::core::Core;
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion, MmapView};
 use crate::region::Region;

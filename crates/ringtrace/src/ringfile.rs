@@ -41,9 +41,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use crate::config::{Mode, ProducerKind};
-use crate::core::Core;
 use crate::error::Error;
 use crate::format::control::{LOCK, PAUSED};
+use crate::protocol::core::Core;
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion};
 use crate::region::Region;

@@ -2,7 +2,7 @@
 //!
 //! Built normally, these are `core`'s atomics. Built with `RUSTFLAGS="--cfg loom"`,
 //! they are loom's, so the models in `tests/loom.rs` explore every interleaving of
-//! the real protocol code in [`crate::core`].
+//! the real protocol code in [`crate::protocol`].
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};

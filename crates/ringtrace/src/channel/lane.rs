@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::config::{Discard, Mode, Overwrite, Spsc};
 use crate::error::{ConsumeError, Error};
-use crate::overwrite::consumer::OverwriteConsumer;
+use crate::recorder::consumer::OverwriteConsumer;
 use crate::ring::RingBuf;
 use crate::Consumer;
 

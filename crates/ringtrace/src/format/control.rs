@@ -154,7 +154,7 @@ pub(crate) struct ConsumerLine {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub(crate) struct WaitLine {
-    /// See [`crate::core`]: `WAITING`, `BLOCKED` in the low bits, the position the
+    /// See [`crate::protocol`]: `WAITING`, `BLOCKED` in the low bits, the position the
     /// consumer waits at in the rest.
     pub(crate) word: AtomicU64,
     /// Rings with [`FLAG_FUTEX`]: the doorbell. A producer that wakes the consumer adds
@@ -163,7 +163,7 @@ pub(crate) struct WaitLine {
     pub(crate) futex: AtomicU32,
 }
 
-/// Overwrite mode's shared state (see [`crate::overwrite`]), written by the holder of
+/// Overwrite mode's shared state (see [`crate::protocol::retire`]), written by the holder of
 /// the retire lock (`lock_pid`) and read by everyone.
 #[repr(C)]
 #[derive(Debug, Default)]
@@ -206,7 +206,7 @@ pub(crate) struct Counters {
     /// CAS until its BUSY header is stored (the overflow slot: how many of its users
     /// are there). A reader that finds a claimed record whose header is still zero
     /// steps over it as dead only if no live owner has this set (see
-    /// [`crate::repair`]).
+    /// [`crate::protocol::repair`]).
     pub(crate) claiming: AtomicU64,
 }
 

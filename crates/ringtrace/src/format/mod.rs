@@ -17,6 +17,7 @@
 
 pub mod channel;
 pub mod control;
+#[cfg(not(loom))]
 pub(crate) mod offsets;
 pub mod record;
 pub mod snapshot;

@@ -51,7 +51,7 @@ pub(crate) const fn len_word(header: u64) -> u32 {
     }
 }
 
-/// What a consumer finds at a record boundary (the decoding that [`crate::core`]'s
+/// What a consumer finds at a record boundary (the decoding that [`crate::protocol`]'s
 /// reading step does inline, as a value for tests).
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -68,7 +68,7 @@ pub(crate) struct MmapRegion {
 /// instead of chasing a shared pointer on every record.
 ///
 /// Invariant: a view is used only while the [`MmapRegion`] it came from is alive. Views
-/// live inside [`Core`](crate::core::Core)s held by `Shared` (next to the region) and by
+/// live inside [`Core`](crate::protocol::core::Core)s held by `Shared` (next to the region) and by
 /// handles, each of which also holds an `Arc<Shared>`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MmapView {
@@ -176,7 +176,7 @@ impl MmapRegion {
         Ok(MmapRegion { view, map_len, fd, eventfd })
     }
 
-    /// A view of this region for a [`Core`](crate::core::Core).
+    /// A view of this region for a [`Core`](crate::protocol::core::Core).
     pub(crate) fn view(&self) -> MmapView {
         self.view
     }

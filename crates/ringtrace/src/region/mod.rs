@@ -1,4 +1,4 @@
-//! Where a ring's bytes live. The protocol in [`crate::core`] is generic over a
+//! Where a ring's bytes live. The protocol in [`crate::protocol`] is generic over a
 //! [`Region`] (thingbuf's core/storage split): the real ring is a file (a memfd, or a
 //! named ring file: `file`) mapped twice ([`mmap`]); loom models and unit tests use a heap region whose payload words are
 //! race-checked cells (`heap`, built for tests and loom only).

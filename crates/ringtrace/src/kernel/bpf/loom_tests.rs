@@ -20,7 +20,7 @@ use loom::thread;
 
 use super::bpf_reader::{Reader, RingMem};
 use crate::format::record::{BUSY_BIT, DISCARD_BIT};
-use crate::loom_tests::model;
+use crate::protocol::commit_loom::model;
 
 /// A kernel ring of 4 records of 0 payload bytes (8-byte footprints), positions and
 /// headers only: the payload's ordering is the header's (the Acquire load of a

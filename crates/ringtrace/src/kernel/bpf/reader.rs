@@ -29,9 +29,9 @@
 
 use crate::error::ConsumeError;
 use crate::format::record::{footprint, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
-use crate::overwrite::read::{parse, Capture, Parse, Walk, MAX_ATTEMPTS};
+use crate::protocol::capture::{parse, Capture, Parse, Walk, MAX_ATTEMPTS};
 #[cfg(not(loom))]
-use crate::overwrite::snapshot::Snapshot;
+use crate::recorder::snapshot::Snapshot;
 use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// What reading a BPF ring buffer needs of its memory.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rustix::event::epoll;
 
 use crate::error::ConsumeError;
-use crate::overwrite::snapshot::Snapshot;
+use crate::recorder::snapshot::Snapshot;
 
 use super::error::{is_permission, map_type_name, BpfError};
 use super::map::KernelMap;

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use crate::config::Wakeup;
-use crate::core::{Core, Refused, Step};
 use crate::format::record::footprint;
+use crate::protocol::core::{Core, Refused, Step};
 use crate::region::heap::HeapRegion;
 
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ proptest! {
 /// position modulo half the ring.
 #[test]
 fn half_ring_rule_matches_the_kernel_cases() {
-    use crate::core::half_ring_due;
+    use crate::protocol::core::half_ring_due;
     let due = |at, pos, end| half_ring_due(at, pos, end, 4096);
     assert!(due(0, 2048, 2064), "record starts at the consumer position, a half ring on");
     assert!(due(100, 2100, 2200), "covers it");

@@ -1,4 +1,4 @@
-//! loom models of the protocol in [`crate::core`], run over [`HeapRegion`] with
+//! loom models of the protocol in [`crate::protocol`], run over [`HeapRegion`] with
 //! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace --lib --release loom` at
 //! `LOOM_MAX_PREEMPTIONS=2` (the test command) or more. Each is small enough to be
 //! exhaustive at that bound. loom checks every payload access for races (the payload
@@ -11,7 +11,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, ReadCursor, Refused, Step};
+use crate::protocol::core::{Core, ProducerCursor, ReadCursor, Refused, Step};
 use crate::region::heap::HeapRegion;
 
 type Ring = Arc<Core<HeapRegion>>;
@@ -303,7 +303,7 @@ fn loom_single_producer_reattach() {
     });
 }
 
-/// The claim marks ([`crate::repair`]): a reader looking for dead claims while a live
+/// The claim marks ([`crate::protocol::repair`]): a reader looking for dead claims while a live
 /// producer claims and commits never takes its record for dead, whatever it sees (the
 /// claim before the mark, the zero header, the BUSY one). Under loom every process is
 /// alive, so a `Some` here is a live claim taken for dead: the claim CAS's Release and
@@ -320,9 +320,9 @@ fn loom_a_live_claim_is_never_taken_for_dead() {
             let mut cur = rp.producer_cursor();
             cur.slot = 0;
             let word = &rp.control().slots[0].0.claiming;
-            crate::repair::mark_claim(word, false);
+            crate::protocol::repair::mark_claim(word, false);
             let pos = rp.reserve::<true>(8, &mut cur).unwrap();
-            crate::repair::unmark_claim(word, false);
+            crate::protocol::repair::unmark_claim(word, false);
             rp.commit(pos, 8, false, Wakeup::NoWakeup);
         });
         let rr = r.clone();

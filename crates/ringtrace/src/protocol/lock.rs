@@ -15,7 +15,7 @@
 //! * A pause (`PAUSER`) changes nothing but the pause flag in `P`: clearing it ends the
 //!   pause.
 
-use crate::core::Core;
+use super::core::Core;
 use crate::format::control::{LOCK, PAUSED, PAUSER};
 use crate::owner;
 use crate::region::Region;

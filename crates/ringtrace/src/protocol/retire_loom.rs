@@ -7,13 +7,13 @@
 use loom::sync::Arc;
 use loom::thread;
 
-use super::read::{Capture, Walk};
-use super::PAUSED;
+use super::capture::{Capture, Walk};
 use crate::config::Wakeup;
-use crate::core::{Core, ProducerCursor, Refused};
 use crate::format::control::NEVER_WAKE;
+use crate::format::control::PAUSED;
 use crate::format::record::{footprint, HDR_SIZE};
-use crate::loom_tests::model;
+use crate::protocol::commit_loom::model;
+use crate::protocol::core::{Core, ProducerCursor, Refused};
 use crate::region::heap::HeapRegion;
 use crate::region::Region;
 use crate::sync::Ordering::Relaxed;
@@ -88,7 +88,7 @@ fn producer_with(
 
 /// The values of the records held, each checked to carry its own position.
 fn payloads(cap: &Capture) -> Vec<u64> {
-    let value = |f: super::read::Found| {
+    let value = |f: super::capture::Found| {
         let w = u64::from_ne_bytes(cap.payload(f).try_into().unwrap());
         assert_eq!(w & 0xffff, f.pos, "payload {w:#x} under the header at {}: torn", f.pos);
         w >> 16
@@ -261,7 +261,7 @@ fn loom_overwrite_pause_races_a_producer() {
             let mut x = token.over_pos;
             while x < token.prod {
                 let h = r2.region.header(x).load(Relaxed);
-                assert!(h != 0 && crate::format::control::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
+                assert!(h != 0 && crate::format::record::len_word(h) == 8, "unfinished record {h:#x} at {x}, paused");
                 let v = r2.region.header(x + HDR_SIZE).load(Relaxed);
                 assert!(v == 11 << 16 | x || v == 12 << 16 | x, "torn record {v:#x} at {x} in a paused ring");
                 x += footprint(8);
@@ -323,7 +323,7 @@ fn loom_single_producer_pause_races_the_producer() {
                 while x < token.prod {
                     let h = r.region.header(x).load(Relaxed);
                     assert!(
-                        h != 0 && crate::format::control::len_word(h) == 8,
+                        h != 0 && crate::format::record::len_word(h) == 8,
                         "unfinished record {h:#x} at {x}, paused"
                     );
                     let v = r.region.header(x + HDR_SIZE).load(Relaxed);

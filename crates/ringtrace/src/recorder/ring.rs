@@ -5,9 +5,9 @@
 use super::consumer::OverwriteConsumer;
 use super::paused::Paused;
 use super::snapshot::Snapshot;
-use super::DEFAULT_PAUSE_TIMEOUT;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::{Error, PauseError, SnapshotError};
+use crate::protocol::core::DEFAULT_PAUSE_TIMEOUT;
 use crate::ring::RingBuf;
 use std::time::Duration;
 
@@ -34,16 +34,16 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// allocation once it has held a full ring).
     pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
         let core = &self.shared.core;
-        if core.capture_newest(super::read::CHUNK, &mut snap.cap).is_none() {
+        if core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
             // Producers overwrote every copy, or a retirer died inside its seqlock
             // write (then readers stay `Busy` until someone ends it): end it, if so,
             // and try once more.
             let recovered = core.recover_lock(self.shared.writable);
-            if !recovered || core.capture_newest(super::read::CHUNK, &mut snap.cap).is_none() {
+            if !recovered || core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
                 return Err(SnapshotError::Busy);
             }
         }
-        if let super::read::Parse::Corrupt { pos, header } = snap.cap.stop {
+        if let crate::protocol::capture::Parse::Corrupt { pos, header } = snap.cap.stop {
             return Err(SnapshotError::Corrupt { pos, header });
         }
         snap.capacity = core.capacity();

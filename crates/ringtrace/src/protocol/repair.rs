@@ -21,7 +21,7 @@
 //! slot, whose mark is a count without owners: while it is nonzero, zero-header claims
 //! are never taken for dead (BUSY ones still are).
 
-use crate::core::Core;
+use super::core::Core;
 use crate::format::control::PAUSED;
 use crate::format::record::{aux, footprint, len_word, BUSY_BIT, HDR_SIZE, LEN_MASK};
 use crate::owner;
@@ -124,7 +124,7 @@ impl<R: Region> Core<R> {
 
     /// Whether a live process (other than the caller's own slot) is between its claim
     /// CAS and its BUSY store, or a producer of the overflow slot is.
-    fn live_claimer(&self, own_slot: usize) -> bool {
+    pub(super) fn live_claimer(&self, own_slot: usize) -> bool {
         let ctl = self.control();
         // Acquire: pairs with the Release in `unmark_claim`: a mark seen removed means
         // that claimer's BUSY header is visible.
@@ -143,10 +143,10 @@ impl<R: Region> Core<R> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::config::Wakeup;
-    use crate::core::Core;
     use crate::format::control::NEVER_WAKE;
     use crate::format::control::{LOCK, PAUSED, PAUSER};
     use crate::format::record::{footprint, pack, BUSY_BIT};
+    use crate::protocol::core::Core;
     use crate::region::heap::HeapRegion;
     use crate::region::Region;
     use crate::sync::Ordering::Relaxed;

@@ -1,5 +1,4 @@
-//! Overwrite (flight-recorder) mode: the protocol. Generic over the [`Region`], like
-//! [`crate::core`], so the loom models run this exact code.
+//! Overwrite (flight-recorder) mode: giving up the oldest records to make room.
 //!
 //! The kernel's BPF overwrite mode (`BPF_F_RB_OVERWRITE`, Linux 6.19: Xu Kuohai's "bpf:
 //! Add overwrite mode for bpf ring buffer", `__bpf_ringbuf_reserve` in
@@ -25,8 +24,8 @@
 //!   reads zero ("wait") and a producer's claim needs no lock. Bit 0 says the retire
 //!   lock is held (a hint: producers that fit below `Z` need not wait for it).
 //! * `lock_pid` (the overwrite line): the retire lock itself, holding its holder's
-//!   process id (with [`PAUSER`] for a pause), so that a holder killed while it holds
-//!   it is found out and its work finished by the next producer ([`lock`]).
+//!   process id (with [`PAUSER`](crate::format::control::PAUSER) for a pause), so that a holder killed while it holds
+//!   it is found out and its work finished by the next producer ([`super::lock`]).
 //! * `O` and `retired` (the overwrite line, under a seqlock `seq`): the oldest record
 //!   still readable, and how many committed records lie before it.
 //!
@@ -61,76 +60,15 @@
 //! and then sees `O <= x` has copied the byte at `x` as it was before any rewrite
 //! (fence-to-load synchronization: had it read a rewritten value, the writer's release
 //! fence would make the new `O` visible). Records at or after that `O` are intact; the ones before it are counted as
-//! overwritten. See [`read`].
+//! overwritten. See [`super::read`].
 
-#[cfg(not(loom))]
-pub(crate) mod consumer;
-mod lock;
-#[cfg(all(test, loom))]
-mod loom_tests;
-#[cfg(not(loom))]
-pub(crate) mod paused;
-pub(crate) mod read;
-#[cfg(not(loom))]
-mod recorder;
-#[cfg(not(loom))]
-pub(crate) mod snapshot;
-
-use crate::core::{Backoff, Core, ProducerCursor, Refused};
-use crate::format::control::OverwriteLine;
-use crate::format::control::{LOCK, PAUSED, PAUSER};
+use super::core::{Backoff, Core, ProducerCursor, Refused, RETIRE_SPIN, RETIRE_WAIT, SEQ_WAIT, STUCK_CHECK};
+use crate::format::control::{OverwriteLine, LOCK, PAUSED, PAUSER};
 use crate::format::record::{footprint, len_word, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE, LEN_MASK};
-use crate::owner;
 use crate::region::Region;
 use crate::sync::fence;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::wait::Patience;
-use std::time::Duration;
-
-/// A producer stuck this many reserves in a row (retire lock held, or the oldest record
-/// unfinished) checks whether the process it waits for died ([`crate::repair`]).
-pub(crate) const STUCK_CHECK: u32 = 16;
-/// How long a producer that needs space waits while another holds the retire lock,
-/// before its reserve fails with `Pending`: it spins for [`RETIRE_SPIN`] (a running
-/// holder finishes a retire of 1 KiB in 300-500 cycles), then yields, so that a holder
-/// preempted on this core gets to run and finish. With 3 writer threads on 2 cores,
-/// yielding up to 1 ms cut the reserves refused from 0.03% to at most 0.002% and raised
-/// the rate by a fifth, against spinning for 20 µs and giving up (README, overwrite
-/// mode). A time bound: a count of spins or yields would last ten times longer on one
-/// machine than on another.
-const RETIRE_WAIT: Duration = Duration::from_millis(1);
-/// The spinning part of [`RETIRE_WAIT`].
-const RETIRE_SPIN: Duration = Duration::from_micros(20);
-/// How long a reader waits for a retirer to finish its seqlock write of `(O, retired)`
-/// before it gives up with `Busy`. The write is two stores long; only a retirer
-/// preempted (or killed: see `recover_lock`) inside it is waited for this long.
-pub(crate) const SEQ_WAIT: Duration = Duration::from_millis(100);
-/// How long [`Core::pause`] waits for the retire lock and for records being written
-/// when its caller names no limit ([`crate::RingBuf::pause`]).
-pub(crate) const DEFAULT_PAUSE_TIMEOUT: Duration = Duration::from_secs(1);
-/// While a pause waits, how often it checks whether the process it waits for died.
-const DEAD_CHECK: Duration = Duration::from_millis(10);
-
-/// Why a pause could not be taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PauseRefused {
-    Already,
-    Busy,
-}
-
-/// A paused ring as [`Core::pause`] leaves it: the retire lock held, the producer
-/// position frozen, every record in `[over_pos, prod)` finished.
-#[derive(Debug)]
-pub(crate) struct PauseToken {
-    pub(crate) over_pos: u64,
-    pub(crate) prod: u64,
-    /// Committed records before `over_pos`.
-    pub(crate) retired: u64,
-    /// The committed records in `[over_pos, prod)`, oldest first (found by the wait).
-    pub(crate) index: Vec<read::Found>,
-    /// The value of `zeroed` to restore (unlocked) on resume.
-    zeroed: u64,
-}
 
 impl<R: Region> Core<R> {
     /// Sets the initial `Z`: the whole (zeroed) data area is free. Called once, before
@@ -141,12 +79,12 @@ impl<R: Region> Core<R> {
     }
 
     #[inline(always)]
-    fn ow_line(&self) -> &OverwriteLine {
+    pub(super) fn ow_line(&self) -> &OverwriteLine {
         &self.control().overwrite.0
     }
 
     #[inline(always)]
-    fn word(&self, pos: u64) -> &crate::sync::AtomicU64 {
+    pub(super) fn word(&self, pos: u64) -> &crate::sync::AtomicU64 {
         self.region.header(pos)
     }
 
@@ -169,7 +107,7 @@ impl<R: Region> Core<R> {
     /// lock: this producer may go on writing into the zeroed space `[P, Z)`, which no
     /// pause reads, and is refused once it needs to retire (the pauser holds the lock).
     /// A dead producer's zero-header claim is recognized by the producer line's owner
-    /// pid, not by claim marks ([`crate::repair`], `single`).
+    /// pid, not by claim marks ([`crate::protocol::repair`], `single`).
     #[inline(always)]
     pub(crate) fn reserve_overwrite_single(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         if len > self.max_len() as usize {
@@ -200,7 +138,7 @@ impl<R: Region> Core<R> {
 
     /// [`Self::reserve_overwrite`] once the length is known to fit.
     #[inline(always)]
-    fn claim_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
+    pub(super) fn claim_overwrite(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         let fp = footprint(len as u32);
         let prod = &self.control().producer.0.pos;
         // Relaxed: `P` only arbitrates claims; what lies in the space is ordered by `Z`
@@ -234,7 +172,7 @@ impl<R: Region> Core<R> {
 
     /// Both claims' last step: marks the record just claimed at `p` BUSY; returns `p`.
     #[inline(always)]
-    fn mark_busy(&self, p: u64, len: usize) -> u64 {
+    pub(super) fn mark_busy(&self, p: u64, len: usize) -> u64 {
         // Release fence: pairs with the Acquire loads readers copy with (see `read`).
         // The `Z` this claim relied on was published after the retirer stored the `O`
         // that gave this space up; a reader that copies any of our stores below (this
@@ -250,7 +188,7 @@ impl<R: Region> Core<R> {
     /// not enough, gives up old records (or waits a little for the producer doing it).
     #[cold]
     #[inline(never)]
-    fn make_room(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+    pub(super) fn make_room(&self, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
         let line = self.ow_line();
         let mut patience = Patience::new(RETIRE_WAIT).loom_rounds(255);
         loop {
@@ -305,7 +243,7 @@ impl<R: Region> Core<R> {
     /// the pauser died (then its pause is ended, and the next reserve goes through).
     #[cold]
     #[inline(never)]
-    fn refuse_paused(&self, cur: &mut ProducerCursor) -> Refused {
+    pub(super) fn refuse_paused(&self, cur: &mut ProducerCursor) -> Refused {
         cur.stuck += 1;
         if cur.stuck % STUCK_CHECK == 0 {
             self.recover_lock(true);
@@ -316,14 +254,14 @@ impl<R: Region> Core<R> {
     /// What a producer keeps as its `zeroed`: the frontier `z` minus half the
     /// look-ahead, where it looks again.
     #[inline]
-    fn threshold(&self, z: u64) -> u64 {
+    pub(super) fn threshold(&self, z: u64) -> u64 {
         z.saturating_sub(self.ahead / 2)
     }
 
     /// With the retire lock held (taken on `z`): gives up whole records from `O` until
     /// `need + ahead` fits, stopping early at a record not finished, zeroes what was
     /// given up, and publishes the new `Z` (dropping the lock).
-    fn retire(&self, z: u64, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
+    pub(super) fn retire(&self, z: u64, need: u64, cur: &mut ProducerCursor) -> Result<(), Refused> {
         let line = self.ow_line();
         let cap = self.capacity();
         // Relaxed: only the lock holder writes `O` and `retired`, and taking the lock
@@ -465,110 +403,5 @@ impl<R: Region> Core<R> {
         // Relaxed: readers order what they read by the headers and the seqlock, not by
         // `P`, which only bounds how far they copy.
         self.control().producer.0.pos.load(Relaxed) & !PAUSED
-    }
-
-    /// Whether the ring is paused: `P`'s flag, or (single-producer rings, whose pause
-    /// sets no flag) a pauser holding the retire lock.
-    pub(crate) fn is_paused(&self) -> bool {
-        // Relaxed: a report; a reserve refused meanwhile is counted either way.
-        self.control().producer.0.pos.load(Relaxed) & PAUSED != 0 || self.ow_line().lock_pid.load(Relaxed) & PAUSER != 0
-    }
-
-    /// Pauses the ring: from now on every reserve fails (counted; a single producer's
-    /// only once it needs to retire, see `reserve_overwrite_single`); waits (bounded) for
-    /// the retire lock and for every record already claimed to be committed or
-    /// discarded. Gives up with `Busy` once `limit` has passed (measured from the
-    /// first wait; spinning, then yielding, then sleeping: [`Patience`]). On `Ok`
-    /// nothing writes `[over_pos, prod)` until [`Self::resume`].
-    /// `may_write`: the caller maps the data area writable (see `recover_lock`).
-    pub(crate) fn pause(&self, may_write: bool, limit: Duration) -> Result<PauseToken, PauseRefused> {
-        let prod = &self.control().producer.0.pos;
-        let line = self.ow_line();
-        // The retire lock first (marked as a pauser's, so that whoever takes it over
-        // from a dead pauser also clears the pause flag), then the flag.
-        let mut patience = Patience::new(limit).loom_rounds(2);
-        loop {
-            if self.try_lock(owner::my_pid() | PAUSER) {
-                break;
-            }
-            // Relaxed: a hint; the answer is only reported (or a dead pauser's pause
-            // ended, and the lock tried again).
-            if line.lock_pid.load(Relaxed) & PAUSER != 0 {
-                if self.recover_lock(may_write) {
-                    continue;
-                }
-                return Err(PauseRefused::Already);
-            }
-            // A retirer that died holding the lock is found out now and then.
-            if patience.every(DEAD_CHECK) {
-                self.recover_lock(may_write);
-            }
-            if !patience.wait() {
-                return Err(PauseRefused::Busy);
-            }
-        }
-        // Relaxed: we hold the lock; its Acquire ordered the last holder's store of `Z`.
-        let zeroed = line.zeroed.load(Relaxed);
-        // Relaxed RMW: the hint, as in `make_room`.
-        line.zeroed.fetch_or(LOCK, Relaxed);
-        let prev = if self.single_producer() {
-            // Relaxed: the one producer may still claim past this `P`, in zeroed space
-            // this pause does not read (see `reserve_overwrite_single`); the records
-            // below it are waited for with Acquire header loads.
-            prod.load(Relaxed) & !PAUSED
-        } else {
-            // Relaxed: the flag's place in `P`'s modification order is what matters:
-            // every claim CAS ordered before it succeeded with a smaller `P`; every
-            // later one fails and then sees the flag.
-            let prev = prod.fetch_or(PAUSED, Relaxed);
-            debug_assert_eq!(prev & PAUSED, 0, "only the lock holder pauses");
-            prev
-        };
-        // Relaxed: we hold the retire lock (acquired above).
-        let over_pos = line.over_pos.load(Relaxed);
-        let retired = line.retired.load(Relaxed);
-        let mut token = PauseToken { over_pos, prod: prev, retired, index: Vec::new(), zeroed };
-        let mut x = over_pos;
-        // What is left of the limit (all of it under loom, which has no clock).
-        let mut patience = Patience::new(limit.saturating_sub(patience.elapsed()));
-        while x < prev {
-            // Acquire: pairs with the Release header store in `commit`: the record's
-            // bytes are final before anyone reads them in place.
-            let h = self.word(x).load(Acquire);
-            let w = len_word(h);
-            if h == 0 || w & BUSY_BIT != 0 {
-                // A dead producer's record is stepped over (and left for the next
-                // retirer to count), never waited for: checked now and then.
-                if patience.every(DEAD_CHECK) {
-                    if let Some(fp) = self.dead_claim(x, usize::MAX) {
-                        x += fp;
-                        continue;
-                    }
-                }
-                if !patience.wait() {
-                    self.resume(token);
-                    return Err(PauseRefused::Busy);
-                }
-                continue;
-            }
-            if w & DISCARD_BIT == 0 && footprint(w & LEN_MASK) <= prev - x {
-                token.index.push(read::Found { pos: x, word: w });
-            }
-            x += footprint(w & LEN_MASK).min(prev - x);
-        }
-        Ok(token)
-    }
-
-    /// Ends a pause: drops the retire lock and clears the flag.
-    pub(crate) fn resume(&self, token: PauseToken) {
-        // Release: clears the hint (the space below `Z` is as it was).
-        self.ow_line().zeroed.store(token.zeroed, Release);
-        if !self.single_producer() {
-            // Relaxed: producers claim only zeroed space past `P`, which nobody read.
-            self.control().producer.0.pos.fetch_and(!PAUSED, Relaxed);
-        }
-        // Release (in `unlock`): pairs with the next retirer's Acquire lock CAS: our
-        // in-place reads of the records happen-before it zeroes them.
-        self.unlock();
     }
 }

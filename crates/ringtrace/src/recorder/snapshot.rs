@@ -6,9 +6,9 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use super::read::{parse, Capture, Found, Parse, Walk};
 use crate::error::SnapshotError;
 use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
+use crate::protocol::capture::{parse, Capture, Found, Parse, Walk};
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by

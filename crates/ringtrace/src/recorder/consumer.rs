@@ -1,5 +1,5 @@
 //! [`OverwriteConsumer`]: follows an overwrite ring, copying records out and checking
-//! them (see [`super::read`]), and counts what producers overwrote before it could read.
+//! them (see the crate's `protocol::read`), and counts what producers overwrote before it could read.
 
 use std::fmt;
 use std::io;
@@ -8,12 +8,12 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::read::{Capture, Parse, Walk};
 use crate::config::{Overwrite, ProducerKind};
 use crate::consumer::sleep;
-use crate::core::Core;
 use crate::error::{ConsumeError, Error};
 use crate::owner;
+use crate::protocol::capture::{Capture, Parse, Walk};
+use crate::protocol::core::Core;
 use crate::region::mmap::MmapView;
 use crate::ring::Shared;
 use crate::sync::Ordering::Relaxed;

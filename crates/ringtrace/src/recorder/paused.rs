@@ -6,13 +6,13 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::read::Found;
 use super::snapshot::Snapshot;
-use super::PauseToken;
 use crate::config::{Overwrite, ProducerKind};
 use crate::error::PauseError;
 use crate::format::record::HDR_SIZE;
-use crate::overwrite::PauseRefused;
+use crate::protocol::capture::Found;
+use crate::protocol::core::PauseRefused;
+use crate::protocol::core::PauseToken;
 use crate::ring::RingBuf;
 
 /// A paused overwrite ring ([`RingBuf::pause`]): producers' reserves fail at once (and
