@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ringtrace::config::{Mode, Mpsc, ProducerKind, Spsc, WakeupPolicy};
+use ringtrace::config::{Mpsc, ProducerKind, Spsc, WakeupPolicy};
 use ringtrace::{Consumer, FlightRecorder, RingBuf, Snapshot, SnapshotError, Wakeup};
 
 use crate::harness::{batched, run_back_to_back, run_parallel, Measured, RunCfg};
@@ -14,7 +14,7 @@ use crate::{Progress, Row, Selection};
 const RING: u64 = 1 << 20;
 const BATCH: usize = 500;
 
-fn count<K: ProducerKind, M: Mode>(c: &mut Consumer<K, M>) -> u64 {
+fn count<K: ProducerKind>(c: &mut Consumer<K>) -> u64 {
     c.consume(|d| {
         std::hint::black_box(d);
         Ok::<(), Infallible>(())

@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Discard, Mode, Mpsc, ProducerKind};
+use crate::config::{Mpsc, ProducerKind};
 use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
@@ -24,7 +24,7 @@ pub(crate) const DEAD_CHECK: Duration = Duration::from_millis(200);
 const STALL_CLOCK_EVERY: u32 = 8;
 use crate::owner;
 use crate::region::mmap::MmapView;
-use crate::ring::Shared;
+use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 
 /// Reads a ring's records in reservation order, in place. One per ring at a time.
@@ -65,7 +65,7 @@ use crate::sync::Ordering::Relaxed;
 /// t.join().unwrap();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
+pub struct Consumer<K: ProducerKind = Mpsc> {
     /// This handle's copy of the protocol state (a view of `shared.region`).
     core: Core<MmapView>,
     rd: ReadCursor,
@@ -79,16 +79,16 @@ pub struct Consumer<K: ProducerKind = Mpsc, M: Mode = Discard> {
     stalled_since: Option<Instant>,
     /// Keeps the mapping alive.
     shared: Arc<Shared>,
-    _static: PhantomData<fn() -> (K, M)>,
+    _static: PhantomData<fn() -> K>,
 }
 
-impl<K: ProducerKind, M: Mode> fmt::Debug for Consumer<K, M> {
+impl<K: ProducerKind> fmt::Debug for Consumer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Consumer").field("pos", &self.rd.pos).field("published", &self.rd.published).finish()
     }
 }
 
-impl<K: ProducerKind, M: Mode> Consumer<K, M> {
+impl<K: ProducerKind> Consumer<K> {
     pub(crate) fn attach(shared: Arc<Shared>) -> Result<Self, Error> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
@@ -273,7 +273,7 @@ impl<K: ProducerKind, M: Mode> Consumer<K, M> {
     /// assert_eq!(total, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn iter(&mut self) -> Records<'_, K, M> {
+    pub fn iter(&mut self) -> Records<'_, K> {
         self.disarm();
         self.publish();
         Records { consumer: self }
@@ -469,7 +469,7 @@ pub(crate) fn sleep(
     }
 }
 
-impl<K: ProducerKind, M: Mode> AsFd for Consumer<K, M> {
+impl<K: ProducerKind> AsFd for Consumer<K> {
     /// The doorbell: an eventfd that becomes readable when a producer wakes this
     /// consumer. See [`Consumer::arm`]. Rings shared between processes wake their
     /// consumer through a futex instead: their `arm` fails with `Unsupported`.
@@ -478,7 +478,7 @@ impl<K: ProducerKind, M: Mode> AsFd for Consumer<K, M> {
     }
 }
 
-impl<K: ProducerKind, M: Mode> Drop for Consumer<K, M> {
+impl<K: ProducerKind> Drop for Consumer<K> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
@@ -487,17 +487,17 @@ impl<K: ProducerKind, M: Mode> Drop for Consumer<K, M> {
 }
 
 /// Iterator over the records available to a [`Consumer`] ([`Consumer::iter`]).
-pub struct Records<'a, K: ProducerKind = Mpsc, M: Mode = Discard> {
-    consumer: &'a mut Consumer<K, M>,
+pub struct Records<'a, K: ProducerKind = Mpsc> {
+    consumer: &'a mut Consumer<K>,
 }
 
-impl<K: ProducerKind, M: Mode> fmt::Debug for Records<'_, K, M> {
+impl<K: ProducerKind> fmt::Debug for Records<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Records").field("pos", &self.consumer.rd.pos).finish()
     }
 }
 
-impl<'a, K: ProducerKind, M: Mode> Iterator for Records<'a, K, M> {
+impl<'a, K: ProducerKind> Iterator for Records<'a, K> {
     type Item = &'a [u8];
 
     #[inline]

@@ -117,6 +117,8 @@
 #![warn(missing_docs)]
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
+#[cfg(not(loom))]
+mod attach;
 mod barrier;
 #[cfg(not(loom))]
 pub mod channel;
@@ -134,6 +136,8 @@ mod protocol;
 #[cfg(not(loom))]
 pub mod recorder;
 mod region;
+#[cfg(not(loom))]
+mod shared;
 mod sync;
 mod wait;
 
@@ -146,6 +150,8 @@ mod ringfile;
 
 // The crate root: the names most programs need. Everything else is in the modules above.
 #[cfg(not(loom))]
+pub use attach::Access;
+#[cfg(not(loom))]
 pub use channel::{Channel, ChannelReader};
 pub use config::Wakeup;
 #[cfg(not(loom))]
@@ -156,9 +162,9 @@ pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]
 pub use recorder::snapshot::Snapshot;
 #[cfg(not(loom))]
-pub use ring::{Builder, RingBuf, Stats};
+pub use ring::{Builder, RingBuf};
 #[cfg(not(loom))]
-pub use ringfile::Access;
+pub use shared::Stats;
 
 /// A multi-producer ring in discard mode.
 #[cfg(not(loom))]

@@ -13,7 +13,7 @@ use crate::owner;
 use crate::protocol::core::{Core, ProducerCursor, Refused};
 use crate::protocol::repair;
 use crate::region::mmap::MmapView;
-use crate::ring::{Shared, SlotRef};
+use crate::shared::{Shared, SlotRef};
 use crate::sync::Ordering::{Relaxed, Release};
 
 /// Writes records into a ring. `Send`: each thread uses its own handle.

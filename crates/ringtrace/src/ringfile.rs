@@ -40,28 +40,14 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
+use crate::attach::{check_file_at, check_positions, dup, Access};
 use crate::config::{Mode, ProducerKind};
 use crate::error::Error;
-use crate::format::control::{LOCK, PAUSED};
 use crate::protocol::core::Core;
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion};
-use crate::region::Region;
-use crate::ring::{Builder, RingBuf, Shared};
-use crate::sync::Ordering::{Acquire, Relaxed};
-
-/// What a process attaching to a ring file will do with it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Access {
-    /// Produce, consume, snapshot and pause: the whole file is mapped read-write.
-    #[default]
-    Full,
-    /// Consume, snapshot and pause only: [`RingBuf::producer`] is refused, and the data
-    /// area is mapped read-only where the consumer only reads it (single-producer
-    /// discard rings, and overwrite rings; the consumer of a multi-producer discard
-    /// ring zeroes what it consumes, so its data area stays writable).
-    Consumer,
-}
+use crate::ring::{Builder, RingBuf};
+use crate::shared::Shared;
 
 impl<K: ProducerKind, M: Mode> Builder<K, M> {
     /// Creates the ring in a new file at `path` (on tmpfs, such as `/dev/shm`, for
@@ -107,18 +93,6 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     }
 }
 
-/// Bytes a ring image of `capacity` data bytes takes in a file holding several rings
-/// (control block and data area), a multiple of the page size: where the next image
-/// can start ([`Builder::init_at`], [`RingBuf::open_at`]).
-pub(crate) fn image_len(capacity: u64) -> u64 {
-    file::image_len(capacity)
-}
-
-/// A duplicate of `fd` (close-on-exec) for a mapping to own.
-fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Error> {
-    rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(Error::io("duplicating the ring file's descriptor"))
-}
-
 impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// Attaches to the ring in the file at `path`, made by [`Builder::create`] in this
     /// or another process, with [`Access::Full`]. The file must hold a ring of this
@@ -149,7 +123,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
 
     /// [`open_at`](Self::open_at) with a descriptor of its own, which the mapping keeps.
     fn attach(fd: OwnedFd, offset: u64, access: Access) -> Result<Self, Error> {
-        let meta = file::check_file_at(fd.as_fd(), offset)?;
+        let meta = check_file_at(fd.as_fd(), offset)?;
         if meta.kind.code() != K::CODE || meta.mode.code() != M::CODE {
             let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
             return Err(Error::invalid(format!(
@@ -222,90 +196,6 @@ impl<K: ProducerKind, M: Mode> AsFd for RingBuf<K, M> {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.shared.region.file()
     }
-}
-
-/// The largest position attaching accepts.
-const MAX_POSITION: u64 = 1 << 62;
-
-/// Checks the positions of a ring just mapped: they are another process's writes.
-fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Result<(), Error> {
-    let ctl = core.control();
-    let cap = core.capacity();
-    // Acquire: pairs with the Release store of the magic in `init_meta` (its creator's
-    // last initialization store), re-read now through the mapping.
-    if ctl.meta.0.magic.load(Acquire) != crate::format::control::MAGIC {
-        return Err(Error::invalid("the header changed while the ring was being attached"));
-    }
-    // Relaxed: a consistency check of values that may move on; they are re-read under
-    // the protocol's orderings by the handles made later.
-    let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
-    let cons = ctl.consumer.0.pos.load(Relaxed);
-    let bad = |what: String| Err(Error::invalid(format!("positions are inconsistent: {what}")));
-    if prod % 8 != 0 || cons % 8 != 0 {
-        return bad(format!("producer {prod} or consumer {cons} is not a multiple of 8"));
-    }
-    if overwrite {
-        // Relaxed: as above. `Z`'s bit 0 is the lock hint; a single-producer ring never
-        // sets the pause bit of `P` (its producer's plain stores would keep it).
-        let (o, z) = (ctl.overwrite.0.over_pos.load(Relaxed), ctl.overwrite.0.zeroed.load(Relaxed) & !LOCK);
-        if o % 8 != 0 || z % 8 != 0 {
-            return bad(format!("overwrite position {o} or zeroed frontier {z} is not a multiple of 8"));
-        }
-        if core.single_producer() && ctl.producer.0.pos.load(Relaxed) & PAUSED != 0 {
-            return bad("a single-producer ring's producer position has the pause bit set".to_owned());
-        }
-    }
-    // Positions count bytes ever written: 2^62 is 146 years at 1 GB/s. Past it, the
-    // protocol's arithmetic (`pos + capacity`) could overflow.
-    let ow = &ctl.overwrite.0;
-    let words = [
-        prod,
-        cons,
-        ctl.consumer.0.read.load(Relaxed),
-        ow.over_pos.load(Relaxed),
-        ow.zeroed.load(Relaxed),
-        ctl.producer.0.dead_below.load(Relaxed),
-    ];
-    if let Some(w) = words.iter().find(|&&w| w >= MAX_POSITION) {
-        return bad(format!("a position is {w}, past the largest a ring reaches ({MAX_POSITION})"));
-    }
-    // Counters count records, at most one per 8 bytes written: bounded likewise, so
-    // that counting on from them never overflows.
-    let c = &ctl.consumer.0;
-    let mut counts = vec![c.consumed.load(Relaxed), c.skipped.load(Relaxed), c.overwritten.load(Relaxed)];
-    counts.extend([c.dead.load(Relaxed), ow.retired.load(Relaxed), ow.seq.load(Relaxed)]);
-    for line in std::iter::once(&ctl.overflow.0).chain(ctl.slots.iter().map(|l| &l.0)) {
-        counts.extend([line.committed.load(Relaxed), line.discarded.load(Relaxed), line.lost.load(Relaxed)]);
-        counts.extend([line.paused.load(Relaxed), line.too_large.load(Relaxed), line.claiming.load(Relaxed)]);
-    }
-    if let Some(n) = counts.iter().find(|&&n| n >= MAX_POSITION) {
-        return Err(Error::invalid(format!("counters are inconsistent: a count is {n}, more than a ring can reach")));
-    }
-    // The positions move while live processes use the ring, and are read one after
-    // the other: a reading taken mid-move can look inconsistent (the oldest record's
-    // position read after the producer's, and past it). A real inconsistency stays
-    // put; a moving one settles: read again while they move (`wait::settle`). Each
-    // reading loads the positions in the order they stay ordered in (the lower bound
-    // first).
-    crate::wait::settle(|| {
-        // Relaxed: as above.
-        Ok(if overwrite {
-            let o = ow.over_pos.load(Relaxed);
-            let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
-            let z = ow.zeroed.load(Relaxed) & !LOCK;
-            let why = (o > prod || prod.saturating_sub(o) > cap || z < prod || z.saturating_sub(o) > cap)
-                .then(|| format!("overwrite position {o}, producer {prod}, zeroed frontier {z}"));
-            ([o, prod, z], why)
-        } else {
-            let cons = ctl.consumer.0.pos.load(Relaxed);
-            let prod = ctl.producer.0.pos.load(Relaxed) & !PAUSED;
-            let why =
-                (cons > prod || prod - cons > cap).then(|| format!("consumer {cons}, producer {prod}, capacity {cap}"));
-            ([cons, prod, 0], why)
-        })
-    })
-    .map(drop)
-    .or_else(bad)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
 
 use super::*;
+use crate::attach::image_len;
 use crate::config::{Discard, Mpsc, Overwrite, Spsc};
 use crate::format::control::MAX_CAPACITY;
 use crate::Wakeup;

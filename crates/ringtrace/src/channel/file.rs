@@ -11,21 +11,22 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::lane::{ChannelMode, Lane};
+use super::lane::Lane;
 use super::{Builder, Channel, Inner};
+use crate::attach::{image_len, Access};
 use crate::clock::Clock;
+use crate::config::Mode;
 use crate::config::Spsc;
 use crate::error::Error;
 use crate::inspect::channel::{ChannelFile, ChannelHeader};
 use crate::inspect::RingMode;
 use crate::region::file::{self, Backing};
 use crate::ring::RingBuf;
-use crate::ringfile::{image_len, Access};
 
 /// Producer slots of a channel file by default.
 pub const DEFAULT_MAX_PRODUCERS: u32 = 16;
 
-impl<M: ChannelMode, C: Clock> Builder<M, C> {
+impl<M: Mode, C: Clock> Builder<M, C> {
     /// Shared channels: how many producers (slots, each a ring of the channel's
     /// capacity) the file holds, from 1 to 4096. Default [`DEFAULT_MAX_PRODUCERS`].
     pub fn max_producers(mut self, n: u32) -> Self {
@@ -109,7 +110,7 @@ fn short() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::WriteZero, "short write")
 }
 
-impl<M: ChannelMode, C: Clock> Channel<M, C> {
+impl<M: Mode, C: Clock> Channel<M, C> {
     /// Attaches to the channel file at `path` made by [`Builder::create`] (in this or
     /// another process). The file is checked as untrusted input first: its header with
     /// [`inspect`](crate::inspect::channel)'s parser, then every slot's ring as
@@ -165,7 +166,7 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
 /// A slot's ring producer role, and the slot.
 pub(crate) type Claimed<M> = (crate::producer::Producer<Spsc, M>, Arc<Lane<M>>);
 
-impl<M: ChannelMode, C: Clock> Inner<M, C> {
+impl<M: Mode, C: Clock> Inner<M, C> {
     /// A shared channel's new producer: a slot whose ring has no live producer, the
     /// one holding the fewest unread bytes first (an empty slot before one a producer
     /// left records in; among equals, the lowest slot).

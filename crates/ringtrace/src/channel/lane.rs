@@ -1,78 +1,9 @@
-//! One producer's ring in a channel, and what differs between the modes.
+//! One producer's ring in a channel.
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::config::{Discard, Mode, Overwrite, Spsc};
-use crate::error::{ConsumeError, Error};
-use crate::recorder::consumer::OverwriteConsumer;
+use crate::config::{Mode, Spsc};
 use crate::ring::RingBuf;
-use crate::Consumer;
-
-/// What a channel needs of its mode: how a live reader drains one producer's ring, and
-/// what is kept when a producer exits. Implemented by [`Discard`] and [`Overwrite`]
-/// (sealed through [`Mode`]).
-pub trait ChannelMode: Mode + Sized {
-    /// Overwrite mode keeps exited producers' rings for snapshots.
-    #[doc(hidden)]
-    const KEEP_EXITED: bool;
-    /// The ring's consumer.
-    #[doc(hidden)]
-    type Reader: Send;
-    #[doc(hidden)]
-    fn attach(ring: &RingBuf<Spsc, Self>) -> Result<Self::Reader, Error>;
-    /// Calls `f` with up to `max` records, in order.
-    #[doc(hidden)]
-    fn drain(r: &mut Self::Reader, max: usize, f: impl FnMut(&[u8])) -> Result<usize, ConsumeError<Infallible>>;
-    /// Records committed and no longer in the ring unread (overwrite mode).
-    #[doc(hidden)]
-    fn overwritten(ring: &RingBuf<Spsc, Self>) -> u64;
-    /// Records a ring holds that no reader took: what freeing it loses.
-    #[doc(hidden)]
-    fn unread(ring: &RingBuf<Spsc, Self>, read: u64) -> u64;
-}
-
-fn infallible<T>(f: &mut impl FnMut(&[u8]), rec: &[u8]) -> Result<(), T> {
-    f(rec);
-    Ok(())
-}
-
-impl ChannelMode for Discard {
-    const KEEP_EXITED: bool = false;
-    type Reader = Consumer<Spsc, Discard>;
-    fn attach(ring: &RingBuf<Spsc, Self>) -> Result<Self::Reader, Error> {
-        ring.consumer()
-    }
-    fn drain(r: &mut Self::Reader, max: usize, mut f: impl FnMut(&[u8])) -> Result<usize, ConsumeError<Infallible>> {
-        r.consume_n(max, |rec| infallible(&mut f, rec))
-    }
-    fn overwritten(_: &RingBuf<Spsc, Self>) -> u64 {
-        0
-    }
-    fn unread(ring: &RingBuf<Spsc, Self>, read: u64) -> u64 {
-        ring.stats().committed.saturating_sub(read)
-    }
-}
-
-impl ChannelMode for Overwrite {
-    const KEEP_EXITED: bool = true;
-    type Reader = OverwriteConsumer<Spsc>;
-    fn attach(ring: &RingBuf<Spsc, Self>) -> Result<Self::Reader, Error> {
-        ring.consumer()
-    }
-    fn drain(r: &mut Self::Reader, max: usize, mut f: impl FnMut(&[u8])) -> Result<usize, ConsumeError<Infallible>> {
-        r.consume_n(max, |rec| infallible(&mut f, rec))
-    }
-    fn overwritten(ring: &RingBuf<Spsc, Self>) -> u64 {
-        ring.stats().overwritten
-    }
-    fn unread(ring: &RingBuf<Spsc, Self>, _read: u64) -> u64 {
-        // Exact for an exited producer: a snapshot holds every record still readable;
-        // those before the consumer's position were read.
-        let from = ring.stats().consumer_pos;
-        ring.snapshot().map_or(0, |s| s.entries().filter(|&(pos, _)| pos >= from).count() as u64)
-    }
-}
 
 /// One producer's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,7 +28,7 @@ pub struct LaneStats {
 }
 
 /// A producer's ring and what the channel knows of it.
-pub(crate) struct Lane<M: ChannelMode> {
+pub(crate) struct Lane<M: Mode> {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) ring: RingBuf<Spsc, M>,
@@ -110,7 +41,7 @@ pub(crate) struct Lane<M: ChannelMode> {
     read: AtomicU64,
 }
 
-impl<M: ChannelMode> Lane<M> {
+impl<M: Mode> Lane<M> {
     pub(crate) fn new(id: u32, name: String, ring: RingBuf<Spsc, M>) -> Self {
         Lane {
             id,
@@ -172,7 +103,7 @@ impl<M: ChannelMode> Lane<M> {
 
     pub(crate) fn unread(&self) -> u64 {
         // Relaxed: a statistic.
-        M::unread(&self.ring, self.read.load(Ordering::Relaxed))
+        M::unread(&self.ring.shared, self.read.load(Ordering::Relaxed))
     }
 
     pub(crate) fn stats(&self) -> LaneStats {
@@ -182,7 +113,7 @@ impl<M: ChannelMode> Lane<M> {
             exited: self.is_exited(),
             written: s.committed,
             lost: s.lost,
-            overwritten: M::overwritten(&self.ring),
+            overwritten: s.overwritten,
             overwritten_unread: s.overwritten_unread,
             // Relaxed: a statistic.
             read: self.read.load(Ordering::Relaxed),

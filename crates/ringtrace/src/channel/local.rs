@@ -5,10 +5,10 @@
 use std::any::Any;
 use std::cell::RefCell;
 
-use super::lane::ChannelMode;
 use super::writer::ChannelProducer;
 use super::Channel;
 use crate::clock::Clock;
+use crate::config::Mode;
 use crate::config::{Discard, Overwrite, Wakeup};
 use crate::error::Error;
 
@@ -18,7 +18,7 @@ thread_local! {
     static LOCAL: RefCell<Vec<(u64, Box<dyn Any>)>> = const { RefCell::new(Vec::new()) };
 }
 
-impl<M: ChannelMode, C: Clock> Channel<M, C> {
+impl<M: Mode, C: Clock> Channel<M, C> {
     /// Calls `f` with this thread's producer of this channel, made (with its ring) on
     /// the thread's first call. The producer lives until the thread exits, even if the
     /// channel is dropped first (its ring's memory with it).

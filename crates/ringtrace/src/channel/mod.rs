@@ -86,13 +86,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use file::DEFAULT_MAX_PRODUCERS;
-pub use lane::{ChannelMode, LaneStats};
+pub use lane::LaneStats;
 pub use reader::{ChannelReader, ChannelRecord};
 pub use snapshot::{ChannelSnapshot, ChannelSnapshotIter};
 pub use writer::{ChannelProducer, ChannelReservation};
 
 use crate::clock::Clock;
-use crate::config::{Discard, Spsc};
+use crate::config::{Discard, Mode, Spsc};
 use crate::error::Error;
 use crate::ring::RingBuf;
 use lane::Lane;
@@ -104,17 +104,17 @@ pub const DEFAULT_RETAIN_EXITED: usize = 64;
 
 /// A set of single-producer rings, one per producer, read merged in timestamp order.
 /// Cheap to clone (a handle to the same channel). See the [module docs](self).
-pub struct Channel<M: ChannelMode = Discard, C: Clock = crate::clock::Monotonic> {
+pub struct Channel<M: Mode = Discard, C: Clock = crate::clock::Monotonic> {
     inner: Arc<Inner<M, C>>,
 }
 
-impl<M: ChannelMode, C: Clock> Clone for Channel<M, C> {
+impl<M: Mode, C: Clock> Clone for Channel<M, C> {
     fn clone(&self) -> Self {
         Channel { inner: self.inner.clone() }
     }
 }
 
-impl<M: ChannelMode, C: Clock> fmt::Debug for Channel<M, C> {
+impl<M: Mode, C: Clock> fmt::Debug for Channel<M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Channel")
             .field("mode", &M::NAME)
@@ -126,7 +126,7 @@ impl<M: ChannelMode, C: Clock> fmt::Debug for Channel<M, C> {
 
 /// Configures a [`Channel`].
 #[derive(Debug, Clone)]
-pub struct Builder<M: ChannelMode, C: Clock> {
+pub struct Builder<M: Mode, C: Clock> {
     capacity: u64,
     slack_ns: u64,
     retain_exited: usize,
@@ -136,7 +136,7 @@ pub struct Builder<M: ChannelMode, C: Clock> {
     _static: PhantomData<fn() -> (M, C)>,
 }
 
-pub(crate) struct Inner<M: ChannelMode, C: Clock> {
+pub(crate) struct Inner<M: Mode, C: Clock> {
     /// Tells channels apart in the thread-local producer table.
     pub(crate) id: u64,
     pub(crate) clock: C,
@@ -155,7 +155,7 @@ pub(crate) struct Inner<M: ChannelMode, C: Clock> {
     pub(crate) reader_attached: AtomicBool,
 }
 
-pub(crate) struct Registry<M: ChannelMode> {
+pub(crate) struct Registry<M: Mode> {
     pub(crate) lanes: Vec<Arc<Lane<M>>>,
     next_id: u32,
     /// Sums over freed rings (all exited).
@@ -189,7 +189,7 @@ pub struct ChannelStats {
     pub freed_unread: u64,
 }
 
-impl<M: ChannelMode, C: Clock> Channel<M, C> {
+impl<M: Mode, C: Clock> Channel<M, C> {
     /// A builder for a channel whose producers each get a ring of `capacity` bytes (a
     /// power of two, as for a [`RingBuf`]).
     pub fn builder(capacity: u64) -> Builder<M, C> {
@@ -266,7 +266,7 @@ impl<M: ChannelMode, C: Clock> Channel<M, C> {
     }
 }
 
-impl<M: ChannelMode, C: Clock> Builder<M, C> {
+impl<M: Mode, C: Clock> Builder<M, C> {
     /// How long a live reader trusts an idle producer not to commit a record older than
     /// the time of its pass (module docs). Default [`DEFAULT_SLACK_NS`].
     pub fn slack(mut self, slack: std::time::Duration) -> Self {
@@ -321,7 +321,7 @@ impl<M: ChannelMode, C: Clock> Builder<M, C> {
 }
 
 /// The builder of one producer's ring.
-pub(crate) fn ring_builder<M: ChannelMode>(capacity: u64, ahead: Option<u64>) -> crate::Builder<Spsc, M> {
+pub(crate) fn ring_builder<M: Mode>(capacity: u64, ahead: Option<u64>) -> crate::Builder<Spsc, M> {
     let b = RingBuf::<Spsc, M>::builder(capacity);
     match ahead {
         Some(a) => b.retire_ahead(a),
@@ -329,7 +329,7 @@ pub(crate) fn ring_builder<M: ChannelMode>(capacity: u64, ahead: Option<u64>) ->
     }
 }
 
-impl<M: ChannelMode, C: Clock> Inner<M, C> {
+impl<M: Mode, C: Clock> Inner<M, C> {
     /// The registry, even if a thread panicked holding it (it holds only counters and
     /// handles, consistent after every statement).
     pub(crate) fn registry(&self) -> MutexGuard<'_, Registry<M>> {

@@ -9,10 +9,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::lane::{ChannelMode, Lane};
+use super::lane::Lane;
 use super::writer::split_stamp;
 use super::Inner;
 use crate::clock::Clock;
+use crate::config::{Mode, Spsc};
 use crate::error::{ConsumeError, Error};
 
 /// Records taken from one ring per pass at most, so that a fast producer cannot keep a
@@ -35,9 +36,9 @@ pub struct ChannelRecord<'a> {
 }
 
 /// A ring's records copied out and not yet delivered.
-struct Staged<M: ChannelMode> {
+struct Staged<M: Mode> {
     lane: Arc<Lane<M>>,
-    reader: M::Reader,
+    reader: M::Consumer<Spsc>,
     /// `(timestamp, start in bytes, length)`, oldest first.
     recs: VecDeque<(u64, usize, usize)>,
     bytes: Vec<u8>,
@@ -52,7 +53,7 @@ struct Staged<M: ChannelMode> {
     broken: bool,
 }
 
-impl<M: ChannelMode> Staged<M> {
+impl<M: Mode> Staged<M> {
     /// Bytes of records not delivered yet.
     fn pending_bytes(&self) -> usize {
         self.recs.front().map_or(0, |&(_, at, _)| self.bytes.len() - at)
@@ -76,7 +77,7 @@ impl<M: ChannelMode> Staged<M> {
 
 /// Reads a whole [`Channel`](crate::Channel) live, merged in timestamp order. Made by
 /// [`Channel::reader`](crate::Channel::reader); one at a time per channel.
-pub struct ChannelReader<M: ChannelMode, C: Clock> {
+pub struct ChannelReader<M: Mode, C: Clock> {
     inner: Arc<Inner<M, C>>,
     lanes: Vec<Staged<M>>,
     version: u64,
@@ -90,13 +91,13 @@ pub struct ChannelReader<M: ChannelMode, C: Clock> {
     pulled: usize,
 }
 
-impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelReader<M, C> {
+impl<M: Mode, C: Clock> fmt::Debug for ChannelReader<M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChannelReader").field("producers", &self.lanes.len()).field("late", &self.late).finish()
     }
 }
 
-impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
+impl<M: Mode, C: Clock> ChannelReader<M, C> {
     pub(crate) fn new(inner: Arc<Inner<M, C>>) -> Result<Self, Error> {
         // Acquire: pairs with the Release store in `drop`: the last reader's updates of
         // the lanes' counters happen-before ours.
@@ -134,7 +135,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
             l.lane.add_read(std::mem::take(&mut l.delivered));
             l.lane.finish();
             l.settled = true;
-            if !M::KEEP_EXITED {
+            if !M::OVERWRITE {
                 if let Some(i) = reg.lanes.iter().position(|x| Arc::ptr_eq(x, &l.lane)) {
                     let lane = reg.lanes.remove(i);
                     reg.freed.add(&lane.stats());
@@ -147,7 +148,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
         self.lanes.retain(|l| reg.lanes.iter().any(|x| Arc::ptr_eq(x, &l.lane)));
         for lane in reg.lanes.iter() {
             if !self.lanes.iter().any(|l| Arc::ptr_eq(&l.lane, lane)) {
-                let reader = M::attach(&lane.ring)?;
+                let reader = lane.ring.consumer()?;
                 self.lanes.push(Staged {
                     lane: lane.clone(),
                     reader,
@@ -351,7 +352,7 @@ impl<M: ChannelMode, C: Clock> ChannelReader<M, C> {
 }
 
 /// Copies up to a batch of `l`'s records into its staging; how many.
-fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {
+fn stage<M: Mode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {
     let (recs, bytes) = (&mut l.recs, &mut l.bytes);
     M::drain(&mut l.reader, DRAIN_BATCH, |rec| {
         let (ts, body) = split_stamp(clock, rec);
@@ -360,7 +361,7 @@ fn stage<M: ChannelMode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize
     })
 }
 
-impl<M: ChannelMode, C: Clock> Drop for ChannelReader<M, C> {
+impl<M: Mode, C: Clock> Drop for ChannelReader<M, C> {
     fn drop(&mut self) {
         self.publish_counts();
         // The rings' consumers go first, so that a reader made once the flag is clear

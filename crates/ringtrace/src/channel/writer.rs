@@ -4,8 +4,9 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use super::lane::{ChannelMode, Lane};
+use super::lane::Lane;
 use crate::clock::Clock;
+use crate::config::Mode;
 use crate::config::{Discard, Overwrite, Spsc, Wakeup};
 use crate::error::{OutOfBounds, ReserveError};
 use crate::producer::{Producer, Reservation};
@@ -53,19 +54,19 @@ pub(crate) fn split_stamp<'a, C: Clock>(clock: &C, rec: &'a [u8]) -> (u64, &'a [
 /// assert_eq!(seen, [b"abc".to_vec(), b"de".to_vec()]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct ChannelProducer<M: ChannelMode, C: Clock> {
+pub struct ChannelProducer<M: Mode, C: Clock> {
     producer: Producer<Spsc, M>,
     clock: C,
     lane: Arc<Lane<M>>,
 }
 
-impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelProducer<M, C> {
+impl<M: Mode, C: Clock> fmt::Debug for ChannelProducer<M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChannelProducer").field("id", &self.lane.id).field("name", &self.lane.name).finish()
     }
 }
 
-impl<M: ChannelMode, C: Clock> ChannelProducer<M, C> {
+impl<M: Mode, C: Clock> ChannelProducer<M, C> {
     pub(crate) fn new(producer: Producer<Spsc, M>, clock: C, lane: Arc<Lane<M>>) -> Self {
         ChannelProducer { producer, clock, lane }
     }
@@ -137,7 +138,7 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
     }
 }
 
-impl<M: ChannelMode, C: Clock> Drop for ChannelProducer<M, C> {
+impl<M: Mode, C: Clock> Drop for ChannelProducer<M, C> {
     fn drop(&mut self) {
         self.lane.exit();
     }
@@ -146,18 +147,18 @@ impl<M: ChannelMode, C: Clock> Drop for ChannelProducer<M, C> {
 /// Space reserved for one channel record, past its timestamp: a `&mut [u8]` in
 /// discard mode, written with [`write`](ChannelReservation::write) in overwrite mode.
 /// Commit it, discard it, or drop it (which discards it).
-pub struct ChannelReservation<'a, M: ChannelMode, C: Clock> {
+pub struct ChannelReservation<'a, M: Mode, C: Clock> {
     inner: Reservation<'a, Spsc, M>,
     _clock: std::marker::PhantomData<C>,
 }
 
-impl<M: ChannelMode, C: Clock> fmt::Debug for ChannelReservation<'_, M, C> {
+impl<M: Mode, C: Clock> fmt::Debug for ChannelReservation<'_, M, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChannelReservation").field("pos", &self.inner.position()).finish()
     }
 }
 
-impl<M: ChannelMode, C: Clock> ChannelReservation<'_, M, C> {
+impl<M: Mode, C: Clock> ChannelReservation<'_, M, C> {
     /// Publishes the record.
     #[inline(always)]
     pub fn commit(self) {

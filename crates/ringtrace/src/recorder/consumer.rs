@@ -8,14 +8,14 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Overwrite, ProducerKind};
+use crate::config::ProducerKind;
 use crate::consumer::sleep;
 use crate::error::{ConsumeError, Error};
 use crate::owner;
 use crate::protocol::capture::{Capture, Parse, Walk};
 use crate::protocol::core::Core;
 use crate::region::mmap::MmapView;
-use crate::ring::Shared;
+use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
@@ -57,7 +57,7 @@ pub struct OverwriteConsumer<K: ProducerKind = crate::config::Mpsc> {
     batch: u64,
     armed: bool,
     shared: Arc<Shared>,
-    _static: PhantomData<fn() -> (K, Overwrite)>,
+    _static: PhantomData<fn() -> K>,
 }
 
 impl<K: ProducerKind> fmt::Debug for OverwriteConsumer<K> {

@@ -4,16 +4,17 @@
 //! while it is paused.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use super::snapshot::Snapshot;
-use crate::config::{Overwrite, ProducerKind};
+use crate::config::ProducerKind;
 use crate::error::PauseError;
 use crate::format::record::HDR_SIZE;
 use crate::protocol::capture::Found;
 use crate::protocol::core::PauseRefused;
 use crate::protocol::core::PauseToken;
-use crate::ring::RingBuf;
+use crate::shared::Shared;
 
 /// A paused overwrite ring ([`RingBuf::pause`]): producers' reserves fail at once (and
 /// are counted in [`Stats::paused`](crate::Stats::paused)) until it is dropped or
@@ -39,7 +40,8 @@ use crate::ring::RingBuf;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Paused<'a, K: ProducerKind> {
-    ring: &'a RingBuf<K, Overwrite>,
+    ring: &'a Shared,
+    _kind: PhantomData<fn() -> K>,
     token: Option<PauseToken>,
     /// The committed records in `[over_pos, prod)`, oldest first.
     index: Vec<Found>,
@@ -52,15 +54,15 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 }
 
 impl<'a, K: ProducerKind> Paused<'a, K> {
-    pub(crate) fn new(ring: &'a RingBuf<K, Overwrite>, limit: Duration) -> Result<Self, PauseError> {
-        let core = &ring.shared.core;
-        let mut token = core.pause(ring.shared.writable, limit).map_err(|e| match e {
+    pub(crate) fn new(ring: &'a Shared, limit: Duration) -> Result<Self, PauseError> {
+        let core = &ring.core;
+        let mut token = core.pause(ring.writable, limit).map_err(|e| match e {
             PauseRefused::Already => PauseError::AlreadyPaused,
             PauseRefused::Busy => PauseError::Busy { waited: limit },
         })?;
         // The pause's own wait walked the records (with Acquire) and indexed them.
         let index = std::mem::take(&mut token.index);
-        Ok(Paused { ring, token: Some(token), index })
+        Ok(Paused { ring, _kind: PhantomData, token: Some(token), index })
     }
 
     /// Committed records held.
@@ -75,7 +77,7 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
 
     /// The records' payloads, in place, oldest first; `.rev()` walks newest to oldest.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator + '_ {
-        let region = &self.ring.shared.core.region;
+        let region = &self.ring.core.region;
         self.index.iter().map(move |f| {
             // SAFETY: a committed record of the paused ring, contiguous in the double
             // mapping (which lives as long as `self.ring`). Nothing writes it while
@@ -104,7 +106,7 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
     pub fn snapshot(&self) -> Snapshot {
         let (first, end, retired) = self.token.as_ref().map_or((0, 0, 0), |t| (t.over_pos, t.prod, t.retired));
         let mut snap = Snapshot::new();
-        snap.capacity = self.ring.capacity();
+        snap.capacity = self.ring.core.capacity();
         snap.retired_before = retired;
         let cap = &mut snap.cap;
         cap.start = first;
@@ -114,9 +116,9 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
         cap.bytes.resize((end - first) as usize, 0);
         // The paused ring's bytes are final (nothing writes them while we hold the
         // pause), so the reader's copy needs no check here.
-        self.ring.shared.core.copy_words(first, end, &mut cap.bytes);
+        self.ring.core.copy_words(first, end, &mut cap.bytes);
         cap.found.extend_from_slice(&self.index);
-        self.ring.settle(&mut snap);
+        Snapshot::settle(self.ring, &mut snap);
         snap
     }
 
@@ -127,7 +129,7 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
 impl<K: ProducerKind> Drop for Paused<'_, K> {
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
-            self.ring.shared.core.resume(token);
+            self.ring.core.resume(token);
         }
     }
 }

@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 use crate::error::SnapshotError;
 use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
 use crate::protocol::capture::{parse, Capture, Found, Parse, Walk};
+use crate::shared::Shared;
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by
@@ -54,6 +55,45 @@ impl fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
+    /// The records the ring `shared` holds now, copied and checked
+    /// ([`RingBuf::snapshot`](crate::RingBuf::snapshot)).
+    pub(crate) fn take(shared: &Shared) -> Result<Snapshot, SnapshotError> {
+        let mut snap = Snapshot::new();
+        Snapshot::take_into(shared, &mut snap)?;
+        Ok(snap)
+    }
+
+    /// [`take`](Self::take) into `snap`, reusing its memory.
+    pub(crate) fn take_into(shared: &Shared, snap: &mut Snapshot) -> Result<(), SnapshotError> {
+        let core = &shared.core;
+        if core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
+            // Producers overwrote every copy, or a retirer died inside its seqlock
+            // write (then readers stay `Busy` until someone ends it): end it, if so,
+            // and try once more.
+            let recovered = core.recover_lock(shared.writable);
+            if !recovered || core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
+                return Err(SnapshotError::Busy);
+            }
+        }
+        if let crate::protocol::capture::Parse::Corrupt { pos, header } = snap.cap.stop {
+            return Err(SnapshotError::Corrupt { pos, header });
+        }
+        snap.capacity = core.capacity();
+        snap.retired_before = snap.cap.retired_at_first.unwrap_or(0);
+        Snapshot::settle(shared, snap);
+        Ok(())
+    }
+
+    /// Sets `snap.overwritten` from the previous snapshot's end and records this one's:
+    /// committed records before this snapshot's oldest, less those before the previous
+    /// one's newest end (which that snapshot held, or counted).
+    pub(crate) fn settle(shared: &Shared, snap: &mut Snapshot) {
+        let held = snap.retired_before.saturating_add(snap.len() as u64);
+        let mut last = shared.last_snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        snap.missed = snap.retired_before.saturating_sub(*last);
+        *last = (*last).max(held);
+    }
+
     /// An empty snapshot, to fill with
     /// [`RingBuf::snapshot_into`](crate::RingBuf::snapshot_into) (which reuses its memory).
     pub fn new() -> Self {

@@ -13,8 +13,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{
-    fcntl_add_seals, fcntl_get_seals, fstat, ftruncate, linkat, memfd_create, open, AtFlags, FileType, MemfdFlags,
-    Mode, OFlags, SealFlags, CWD,
+    fcntl_add_seals, fstat, ftruncate, linkat, memfd_create, open, AtFlags, FileType, MemfdFlags, Mode, OFlags,
+    SealFlags, CWD,
 };
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
@@ -23,7 +23,6 @@ use rustix::net::{
 
 use crate::error::Error;
 use crate::format::control::CONTROL_SIZE;
-use crate::inspect::{At, Header, RingFile, Source};
 
 /// Where a new ring lives.
 #[derive(Clone, Copy, Debug)]
@@ -131,31 +130,24 @@ pub(crate) fn open_path(path: &Path) -> Result<OwnedFd, Error> {
     Ok(fd)
 }
 
-/// Positioned reads of a descriptor, for [`inspect`](crate::inspect)'s header check.
-struct FdSource<'a>(BorrowedFd<'a>);
-
-impl Source for FdSource<'_> {
-    fn size(&self) -> io::Result<u64> {
-        Ok(u64::try_from(fstat(self.0)?.st_size).unwrap_or(0))
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let mut done = 0;
-        while done < buf.len() {
-            match rustix::io::pread(self.0, &mut buf[done..], offset + done as u64) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => done += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
+/// Reads `buf.len()` bytes of `fd` at `offset` (retrying short and interrupted reads).
+pub(crate) fn pread_exact(fd: BorrowedFd<'_>, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::io::pread(fd, &mut buf[done..], offset + done as u64) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Checks that a ring image may start at `offset` of a file of `len` bytes: a multiple
 /// of the page size (it is mapped from there), before the end of the file (at offset 0,
 /// the header check says how much too short the file is).
-fn check_offset(offset: u64, len: u64) -> Result<(), Error> {
+pub(crate) fn check_offset(offset: u64, len: u64) -> Result<(), Error> {
     let page = rustix::param::page_size() as u64;
     if offset % page != 0 {
         return Err(Error::invalid(format!("ring image offset {offset} is not a multiple of the page size ({page})")));
@@ -186,63 +178,13 @@ pub(crate) fn check_room(fd: BorrowedFd<'_>, offset: u64, capacity: u64) -> Resu
         )));
     }
     let mut block = vec![0u8; CONTROL_SIZE];
-    FdSource(fd).read_at(offset, &mut block).map_err(|e| Error::Io { what: "reading the ring file", source: e })?;
+    pread_exact(fd, offset, &mut block).map_err(|e| Error::Io { what: "reading the ring file", source: e })?;
     if block.iter().any(|&b| b != 0) {
         return Err(Error::invalid(format!(
             "the file is not zero-filled at offset {offset}: a ring image is only initialized over zeroes"
         )));
     }
     Ok(())
-}
-
-/// Checks what `fd` holds before the ring image at `offset` is mapped: a regular file
-/// (or memfd) sealed against shrinking if it is a memfd, and only its owner can write
-/// if it is a named file (checks of the whole file); a page-aligned offset inside the
-/// file; at that offset, a header of this layout version ([`inspect`](crate::inspect)
-/// parses and checks it, as for any untrusted file, through an [`At`] window, so its
-/// size checks cover `offset` too), describing a ring this machine can map and no
-/// longer than the rest of the file. The kind and mode are checked by the caller.
-pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64) -> Result<Header, Error> {
-    let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(Error::invalid("not a regular file"));
-    }
-    if st.st_nlink == 0 {
-        // A memfd (or a deleted file): only seals protect it. Without SHRINK, its
-        // sender could truncate it under our mapping.
-        let sealed = fcntl_get_seals(fd).is_ok_and(|s| s.contains(SealFlags::SHRINK));
-        if !sealed {
-            return Err(Error::invalid("the memfd is not sealed against shrinking (F_SEAL_SHRINK)"));
-        }
-    } else if st.st_mode & 0o002 != 0 {
-        // A named file cannot be sealed: only its owner should be able to write it.
-        return Err(Error::invalid(format!(
-            "the file is writable by every user (mode {:o}): any process could truncate or \
-             corrupt the ring; ring files are created with mode 600",
-            st.st_mode & 0o7777
-        )));
-    }
-    check_offset(offset, u64::try_from(st.st_size).unwrap_or(0))?;
-    let file = RingFile::from_source(At::new(FdSource(fd), offset)).map_err(|e| Error::invalid(e.to_string()))?;
-    let h = file.header();
-    if h.data_offset != data_offset() {
-        return Err(Error::invalid(format!(
-            "data offset {} differs from this machine's {} (made on a machine with another page size?)",
-            h.data_offset,
-            data_offset()
-        )));
-    }
-    if !h.futex() {
-        return Err(Error::invalid("the ring is private to the process that made it (no futex doorbell)"));
-    }
-    if h.retire_ahead > h.capacity / 2 || h.retire_ahead % 8 != 0 {
-        return Err(Error::invalid(format!("retire look-ahead {} is out of range", h.retire_ahead)));
-    }
-    let w = h.watermark;
-    if w > h.capacity && w < u64::MAX - 1 {
-        return Err(Error::invalid(format!("wakeup watermark {w} is larger than the capacity")));
-    }
-    Ok(h.clone())
 }
 
 /// The bytes that go with a memfd over a Unix socket: they identify the message.

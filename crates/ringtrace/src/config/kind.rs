@@ -1,10 +1,6 @@
-//! The static configuration of a ring: its producer kind and its mode are type
-//! parameters, so the fast path is specialized at compile time and carries no runtime
-//! branch on them (the idea of LTTng's client configuration, in Rust's type system).
+//! The producer kind of a ring ([`Mpsc`], [`Spsc`]) and its wakeup flags and policy.
 
 use crate::format::control;
-
-pub use crate::barrier::uses_membarrier;
 
 mod sealed {
     pub trait Sealed {}
@@ -40,41 +36,6 @@ impl ProducerKind for Spsc {
     const MULTI: bool = false;
     const NAME: &'static str = "spsc";
     const CODE: u32 = control::KIND_SPSC;
-}
-
-/// What a producer does when a record does not fit. Sealed: [`Discard`] or
-/// [`Overwrite`].
-pub trait Mode: sealed::Sealed + Send + Sync + 'static {
-    /// True for [`Overwrite`].
-    const OVERWRITE: bool;
-    /// `"discard"` or `"overwrite"`.
-    const NAME: &'static str;
-    #[doc(hidden)]
-    const CODE: u32;
-}
-
-/// A record that does not fit is refused at once and counted as lost; nothing already
-/// in the ring is ever overwritten.
-#[derive(Debug)]
-pub enum Discard {}
-impl sealed::Sealed for Discard {}
-impl Mode for Discard {
-    const OVERWRITE: bool = false;
-    const NAME: &'static str = "discard";
-    const CODE: u32 = control::MODE_DISCARD;
-}
-
-/// Flight-recorder mode: a record that does not fit overwrites the oldest records (whole
-/// records, never one still being written), so the ring always holds the newest records
-/// that fit and producers never wait for a reader. Readers copy records out and check
-/// that they were not overwritten meanwhile (see [`FlightRecorder`](crate::FlightRecorder)).
-#[derive(Debug)]
-pub enum Overwrite {}
-impl sealed::Sealed for Overwrite {}
-impl Mode for Overwrite {
-    const OVERWRITE: bool = true;
-    const NAME: &'static str = "overwrite";
-    const CODE: u32 = control::MODE_OVERWRITE;
 }
 
 /// The wakeup flag of one commit or discard: the BPF ring buffer's flags.
