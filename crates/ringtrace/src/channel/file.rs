@@ -11,8 +11,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::handle::{Builder, Channel};
+use super::inner::{realtime_ns, ring_builder, short, Inner};
 use super::lane::Lane;
-use super::{Builder, Channel, Inner};
 use crate::attach::{image_len, Access};
 use crate::clock::Clock;
 use crate::config::Mode;
@@ -22,9 +23,6 @@ use crate::inspect::channel::{ChannelFile, ChannelHeader};
 use crate::inspect::RingMode;
 use crate::region::file::{self, Backing};
 use crate::ring::RingBuf;
-
-/// Producer slots of a channel file by default.
-pub const DEFAULT_MAX_PRODUCERS: u32 = 16;
 
 impl<M: Mode, C: Clock> Builder<M, C> {
     /// Shared channels: how many producers (slots, each a ring of the channel's
@@ -66,7 +64,7 @@ impl<M: Mode, C: Clock> Builder<M, C> {
         if slots == 0 || slots > crate::format::channel::MAX_SLOTS {
             return Err(Error::invalid(format!("a channel file holds 1 to 4096 producers, not {slots}")));
         }
-        let ring = || super::ring_builder::<M>(self.capacity, self.retire_ahead);
+        let ring = || ring_builder::<M>(self.capacity, self.retire_ahead);
         ring().settings()?;
         let page = rustix::param::page_size() as u64;
         let image = image_len(self.capacity);
@@ -99,15 +97,6 @@ impl<M: Mode, C: Clock> Builder<M, C> {
         }
         Ok(self.finish(clock, lanes))
     }
-}
-
-fn realtime_ns() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn short() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::WriteZero, "short write")
 }
 
 impl<M: Mode, C: Clock> Channel<M, C> {

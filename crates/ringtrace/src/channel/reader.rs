@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::inner::Inner;
 use super::lane::Lane;
 use super::writer::split_stamp;
-use super::Inner;
 use crate::clock::Clock;
 use crate::config::{Mode, Spsc};
 use crate::error::{ConsumeError, Error};

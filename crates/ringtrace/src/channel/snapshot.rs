@@ -3,8 +3,9 @@
 
 use std::fmt;
 
+use super::inner::Inner;
+use super::reader::ChannelRecord;
 use super::writer::split_stamp;
-use super::{Channel, ChannelRecord};
 use crate::clock::Clock;
 use crate::config::Overwrite;
 use crate::error::SnapshotError;
@@ -52,14 +53,10 @@ impl fmt::Debug for ChannelSnapshot {
     }
 }
 
-impl<C: Clock> Channel<Overwrite, C> {
-    /// Snapshots every producer's ring (exited ones kept for snapshots included) and
-    /// merges them by timestamp. A ring that cannot be captured is left out and listed
-    /// in [`ChannelSnapshot::failed`]; the call itself does not fail. Producers go on writing meanwhile; each ring's
-    /// capture is consistent ([`RingBuf::snapshot`](crate::RingBuf::snapshot)), and the
-    /// rings are captured one after the other.
-    pub fn snapshot(&self) -> Result<ChannelSnapshot, SnapshotError> {
-        let lanes: Vec<_> = self.inner.registry().lanes.clone();
+impl ChannelSnapshot {
+    /// The snapshot of a channel ([`Channel::snapshot`](super::Channel::snapshot)).
+    pub(super) fn take<C: Clock>(inner: &Inner<Overwrite, C>) -> ChannelSnapshot {
+        let lanes: Vec<_> = inner.registry().lanes.clone();
         let mut snap = ChannelSnapshot { producers: lanes.len(), ..Default::default() };
         for lane in &lanes {
             let s = match lane.ring.snapshot() {
@@ -73,7 +70,7 @@ impl<C: Clock> Channel<Overwrite, C> {
             };
             snap.overwritten += s.overwritten_before();
             for rec in s.iter() {
-                let (ts, body) = split_stamp(&self.inner.clock, rec);
+                let (ts, body) = split_stamp(&inner.clock, rec);
                 snap.index.push((ts, lane.id, snap.bytes.len(), body.len()));
                 snap.bytes.extend_from_slice(body);
             }
@@ -82,7 +79,7 @@ impl<C: Clock> Channel<Overwrite, C> {
         // order): the stable sort merges these runs (it finds them in linear time),
         // ties staying in producer order.
         snap.index.sort_by_key(|&(ts, ..)| ts);
-        Ok(snap)
+        snap
     }
 }
 
