@@ -8,10 +8,13 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::callback::{Batch, Outcome};
 use crate::config::{Mpsc, ProducerKind};
 use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
+use crate::wait::doorbell::sleep_until_ready;
+use crate::wait::poll::{poll, Poll};
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;
@@ -184,22 +187,26 @@ impl<K: ProducerKind> Consumer<K> {
     /// Calls `f` with every record available now, in order, then hands the space back.
     /// Returns how many records `f` saw. Stops at the first error of `f` (that record
     /// counts as consumed, as in libbpf) and returns it.
+    ///
+    /// The callback returns `()`, or a `Result` to stop early (see [`Outcome`]).
     #[inline]
-    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        self.consume_impl::<false, F, E>(usize::MAX, f)
+        self.consume_impl::<false, _, _>(usize::MAX, |rec| f(rec).into_result())
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
     /// `ring__consume_n`).
     #[inline]
-    pub fn consume_n<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume_n<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        self.consume_impl::<true, F, E>(max, f)
+        self.consume_impl::<true, _, _>(max, |rec| f(rec).into_result())
     }
 
     /// The consume loop; `LIMITED` is false for [`consume`](Self::consume), whose loop
@@ -298,15 +305,12 @@ impl<K: ProducerKind> Consumer<K> {
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it
     /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
     /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
-    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        let n = self.consume(&mut f)?;
-        if n > 0 || !self.wait(timeout)? {
-            return Ok(n);
-        }
-        self.consume(f)
+        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
@@ -328,7 +332,7 @@ impl<K: ProducerKind> Consumer<K> {
             // found after the next commit wakes us: before that there is nothing to
             // deliver anyway.)
             let slice = if self.available() > 0 { Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK))) } else { left };
-            let r = sleep(&core, published, slice, &mut self.armed, ready);
+            let r = sleep_until_ready(&core, published, slice, &mut self.armed, ready);
             self.disarm();
             if r? {
                 return Ok(true);
@@ -437,35 +441,16 @@ impl<K: ProducerKind> Consumer<K> {
     }
 }
 
-/// The wait loop of both consumers: until `ready`, announce the wait at `at` (the
-/// position the consumer's wait word names) and sleep on the doorbell, at most until
-/// `timeout`. The caller disarms afterwards (`armed` says whether it must).
-pub(crate) fn sleep(
-    core: &Core<MmapView>,
-    at: u64,
-    timeout: Option<Duration>,
-    armed: &mut bool,
-    ready: impl Fn(&Core<MmapView>) -> bool,
-) -> io::Result<bool> {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    loop {
-        if ready(core) {
-            return Ok(true);
-        }
-        let token = core.region.prepare_sleep()?;
-        *armed = true;
-        *armed = core.arm(at)?;
-        if !*armed {
-            continue; // a record arrived, or a producer rang: look again
-        }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Ok(ready(core)),
-            },
-        };
-        core.region.sleep(token, left)?;
+impl<K: ProducerKind> Poll for Consumer<K> {
+    type Record<'a> = &'a [u8];
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_impl::<false, _, _>(usize::MAX, f)
+    }
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        self.wait(timeout)
     }
 }
 

@@ -121,6 +121,8 @@
 mod attach;
 mod barrier;
 #[cfg(not(loom))]
+mod callback;
+#[cfg(not(loom))]
 pub mod channel;
 #[cfg(not(loom))]
 pub mod clock;

@@ -7,14 +7,16 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::inner::Inner;
 use super::lane::Lane;
 use super::writer::split_stamp;
+use crate::callback::{BatchBuf, Outcome};
 use crate::clock::Clock;
 use crate::config::{Mode, Spsc};
 use crate::error::{ConsumeError, Error};
+use crate::wait::poll::{poll, Poll};
 
 /// Records taken from one ring per pass at most, so that a fast producer cannot keep a
 /// pass going forever (and its staging memory stays bounded).
@@ -87,6 +89,9 @@ pub struct ChannelReader<M: Mode, C: Clock> {
     late: u64,
     /// Of `late`, those not yet added to the channel's counters.
     late_unpublished: u64,
+    /// The records of the last [`iter`](Self::iter) call, and their producers and times.
+    batch: BatchBuf,
+    batch_meta: Vec<(u32, u64)>,
     /// Records the last pass copied out of the rings.
     pulled: usize,
 }
@@ -111,6 +116,8 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
             last: 0,
             late: 0,
             late_unpublished: 0,
+            batch: BatchBuf::default(),
+            batch_meta: Vec::new(),
             pulled: 0,
         };
         if let Err(e) = reader.refresh() {
@@ -181,7 +188,53 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// [`LaneStats::overwritten_unread`](crate::channel::LaneStats::overwritten_unread). A ring
     /// that is corrupt (a channel file another process wrote badly) is reported once,
     /// with the error, and not read again.
-    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    ///
+    /// The callback returns `()`, or a `Result` to stop early (see [`Outcome`]).
+    pub fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> R,
+        R: Outcome,
+    {
+        self.consume_with(&mut |rec| f(rec).into_result())
+    }
+
+    /// The records available now, merged by timestamp as [`consume`](Self::consume)
+    /// delivers them, copied out: consumed when this returns.
+    ///
+    /// ```
+    /// use ringtrace::clock::Monotonic;
+    /// use ringtrace::config::Discard;
+    /// use ringtrace::{Channel, Wakeup};
+    ///
+    /// let channel = Channel::<Discard, Monotonic>::builder(4096).build(Monotonic)?;
+    /// let mut reader = channel.reader()?;
+    /// channel.output(b"one", Wakeup::Default)?;
+    /// channel.output(b"two", Wakeup::Default)?;
+    /// let start = std::time::Instant::now();
+    /// let mut got = Vec::new();
+    /// while got.len() < 2 && start.elapsed() < std::time::Duration::from_secs(10) {
+    ///     got.extend(reader.iter()?.map(|r| r.data.to_vec()));
+    /// }
+    /// assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter(
+        &mut self,
+    ) -> Result<impl DoubleEndedIterator<Item = ChannelRecord<'_>> + ExactSizeIterator, ConsumeError<Infallible>> {
+        let (mut batch, mut meta) = (std::mem::take(&mut self.batch), std::mem::take(&mut self.batch_meta));
+        batch.clear();
+        meta.clear();
+        let result = self.consume(|r| {
+            batch.push(r.data);
+            meta.push((r.producer, r.timestamp));
+        });
+        (self.batch, self.batch_meta) = (batch, meta);
+        result?;
+        let records = self.batch_meta.iter().zip(self.batch.iter());
+        Ok(records.map(|(&(producer, timestamp), data)| ChannelRecord { producer, timestamp, data }))
+    }
+
+    fn consume_with<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
     {
@@ -224,7 +277,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         if let Some(e) = failed {
             return Err(e.widen());
         }
-        self.merge(Some(floor), &mut f)
+        self.merge(Some(floor), f)
     }
 
     /// Consumes until a pass delivers nothing and every ring is empty: for a channel
@@ -310,25 +363,12 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// Waits up to `timeout` (or forever with `None`) for records to deliver, polling
     /// every millisecond, and delivers them. A channel has no single doorbell: its
     /// reader polls, as LTTng's consumer daemon does on a timer.
-    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+        F: FnMut(ChannelRecord<'_>) -> R,
+        R: Outcome,
     {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let n = self.consume(&mut f)?;
-            if n > 0 {
-                return Ok(n);
-            }
-            let nap = match deadline {
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(1)),
-                    _ => return Ok(0),
-                },
-                None => Duration::from_millis(1),
-            };
-            std::thread::sleep(nap);
-        }
+        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Records this reader delivered out of timestamp order since it was made (see the
@@ -350,6 +390,29 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         }
     }
 }
+
+impl<M: Mode, C: Clock> Poll for ChannelReader<M, C> {
+    type Record<'a> = ChannelRecord<'a>;
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
+    {
+        self.consume_with(f)
+    }
+    /// A channel has no single doorbell: its reader looks again every millisecond, as
+    /// LTTng's consumer daemon does on a timer.
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> std::io::Result<bool> {
+        let nap = timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP));
+        if nap.is_zero() {
+            return Ok(false);
+        }
+        std::thread::sleep(nap);
+        Ok(true)
+    }
+}
+
+/// How often a polling channel reader looks for records.
+const POLL_NAP: Duration = Duration::from_millis(1);
 
 /// Copies up to a batch of `l`'s records into its staging; how many.
 fn stage<M: Mode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {

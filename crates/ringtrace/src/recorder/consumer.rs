@@ -1,6 +1,7 @@
 //! [`OverwriteConsumer`]: follows an overwrite ring, copying records out and checking
 //! them (see the crate's `protocol::read`), and counts what producers overwrote before it could read.
 
+use std::convert::Infallible;
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
@@ -8,8 +9,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::callback::{Batch, BatchBuf, Outcome};
 use crate::config::ProducerKind;
-use crate::consumer::sleep;
 use crate::error::{ConsumeError, Error};
 use crate::owner;
 use crate::protocol::capture::{Capture, Parse, Walk};
@@ -17,6 +18,8 @@ use crate::protocol::core::Core;
 use crate::region::mmap::MmapView;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
+use crate::wait::doorbell::sleep_until_ready;
+use crate::wait::poll::{poll, Poll};
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
 /// ones. Each record is copied out and checked before the callback sees it, so a record
@@ -53,6 +56,8 @@ pub struct OverwriteConsumer<K: ProducerKind = crate::config::Mpsc> {
     skipped: u64,
     overwritten_unread: u64,
     cap: Capture,
+    /// The records of the last [`iter`](Self::iter) call.
+    batch_buf: BatchBuf,
     /// Bytes copied and checked at a time (the builder's `consumer_batch`).
     batch: u64,
     armed: bool,
@@ -85,6 +90,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
             skipped,
             overwritten_unread: overwritten,
             cap: Capture::default(),
+            batch_buf: BatchBuf::default(),
             batch: shared.batch,
             armed: false,
             core,
@@ -99,24 +105,59 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     ///
     /// [`ConsumeError::Busy`] if producers overwrote 16 copies in a row before they
     /// could be checked; [`ConsumeError::Corrupt`] for a header no producer writes.
-    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    ///
+    /// The callback returns `()`, or a `Result` to stop early (see [`Outcome`]).
+    pub fn consume<F, R>(&mut self, f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
         self.consume_n(usize::MAX, f)
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records.
-    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume_n<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
+    where
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
+    {
+        self.consume_up_to(max, &mut |rec| f(rec).into_result())
+    }
+
+    fn consume_up_to<F, E>(&mut self, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(&[u8]) -> Result<(), E>,
     {
         self.disarm();
         let mut cap = std::mem::take(&mut self.cap);
-        let result = self.consume_with(&mut cap, max, &mut f);
+        let result = self.consume_with(&mut cap, max, f);
         self.cap = cap;
         self.publish();
         result
+    }
+
+    /// The records available now, in order, copied out and checked (as
+    /// [`consume`](Self::consume) delivers them): consumed when this returns.
+    ///
+    /// ```
+    /// use ringtrace::{FlightRecorder, Wakeup};
+    ///
+    /// let ring = FlightRecorder::new(4096)?;
+    /// let mut p = ring.producer()?;
+    /// p.output(b"a", Wakeup::Default)?;
+    /// p.output(b"b", Wakeup::Default)?;
+    /// let mut c = ring.consumer()?;
+    /// let newest_first: Vec<&[u8]> = c.iter()?.rev().collect();
+    /// assert_eq!(newest_first, [&b"b"[..], &b"a"[..]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter(&mut self) -> Result<Batch<'_>, ConsumeError<Infallible>> {
+        let mut batch = std::mem::take(&mut self.batch_buf);
+        batch.clear();
+        let result = self.consume(|rec| batch.push(rec));
+        self.batch_buf = batch;
+        result?;
+        Ok(self.batch_buf.iter())
     }
 
     fn consume_with<F, E>(&mut self, cap: &mut Capture, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
@@ -198,15 +239,12 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
     /// the wakeup policy: by default only [`Wakeup::Force`](crate::Wakeup::Force)) or
     /// `timeout` passes, then consumes.
-    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        let n = self.consume(&mut f)?;
-        if n > 0 || !self.wait(timeout)? {
-            return Ok(n);
-        }
-        self.consume(f)
+        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
@@ -214,7 +252,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         self.publish();
         let core = self.core.clone();
         let at = self.pos;
-        let r = sleep(&core, at, timeout, &mut self.armed, |c| ready_at(c, at));
+        let r = sleep_until_ready(&core, at, timeout, &mut self.armed, |c| ready_at(c, at));
         self.disarm();
         r
     }
@@ -224,6 +262,19 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
             self.core.disarm(self.pos);
             self.armed = false;
         }
+    }
+}
+
+impl<K: ProducerKind> Poll for OverwriteConsumer<K> {
+    type Record<'a> = &'a [u8];
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_up_to(usize::MAX, f)
+    }
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        self.wait(timeout)
     }
 }
 

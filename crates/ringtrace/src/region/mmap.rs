@@ -38,16 +38,15 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::time::Duration;
 
-use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags, Timespec};
+use rustix::event::{eventfd, EventfdFlags};
 use rustix::fs::fstat;
 use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
-use rustix::thread::futex;
 
 use super::Region;
 use crate::error::Error;
 use crate::format::control::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
-use crate::sync::Ordering::{Acquire, Release};
+use crate::wait::doorbell::{Bell, BellToken};
 
 /// A ring file mapped into this process, and its doorbell: the owner of the mapping and
 /// the descriptors. Handles use it through [`MmapView`]s.
@@ -192,11 +191,6 @@ impl MmapRegion {
     }
 }
 
-/// What a consumer read from the doorbell before it armed its wait: the futex value
-/// (futex rings) or nothing (the eventfd was reset).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BellToken(u32);
-
 impl MmapView {
     /// Address of position `pos` in the first copy; a record there extends contiguously
     /// up to `capacity` bytes (into the second copy).
@@ -218,42 +212,24 @@ impl MmapView {
         unsafe { BorrowedFd::borrow_raw(self.eventfd) }
     }
 
-    /// Resets the doorbell before the consumer arms its wait: reads the eventfd's counter,
-    /// or the futex word's value.
-    pub(crate) fn prepare_sleep(&self) -> io::Result<BellToken> {
+    /// The ring's doorbell.
+    fn bell(&self) -> Bell<'_> {
         if self.futex {
-            // Acquire: pairs with the Release `fetch_add` in `notify`: a producer that
-            // rang before this load is seen here, and then the wait below sleeps only
-            // if no producer rang since.
-            return Ok(BellToken(self.control().wait.0.futex.load(Acquire)));
-        }
-        let mut buf = [0u8; 8];
-        match rustix::io::read(self.eventfd(), &mut buf) {
-            Ok(_) | Err(rustix::io::Errno::AGAIN) => Ok(BellToken(0)),
-            Err(e) => Err(e.into()),
+            Bell::Futex(&self.control().wait.0.futex)
+        } else {
+            Bell::Eventfd(self.eventfd())
         }
     }
 
-    /// Sleeps until the doorbell rings (after `token` was read), `timeout` passes or a
-    /// signal arrives.
+    /// Resets the doorbell before the consumer arms its wait ([`Bell::token`]).
+    pub(crate) fn prepare_sleep(&self) -> io::Result<BellToken> {
+        self.bell().token()
+    }
+
+    /// Sleeps until the doorbell rings, `timeout` passes or a signal arrives
+    /// ([`Bell::sleep`]).
     pub(crate) fn sleep(&self, token: BellToken, timeout: Option<Duration>) -> io::Result<()> {
-        let ts = timeout.map(|l| Timespec { tv_sec: l.as_secs() as _, tv_nsec: l.subsec_nanos() as _ });
-        if self.futex {
-            // Not FUTEX_PRIVATE: the word is shared with other processes. The kernel
-            // sleeps only if the word still holds `token`, atomically with queueing us.
-            return match futex::wait(&self.control().wait.0.futex, futex::Flags::empty(), token.0, ts.as_ref()) {
-                Ok(()) | Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR | rustix::io::Errno::TIMEDOUT) => {
-                    Ok(())
-                }
-                Err(e) => Err(e.into()),
-            };
-        }
-        let bell = self.eventfd();
-        let mut fds = [PollFd::new(&bell, PollFlags::IN)];
-        match poll(&mut fds, ts.as_ref()) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        self.bell().sleep(token, timeout)
     }
 }
 
@@ -326,17 +302,6 @@ unsafe impl Region for MmapView {
 
     #[inline]
     fn notify(&self) {
-        if self.futex {
-            // Release: pairs with the Acquire load in `prepare_sleep`. Then FUTEX_WAKE:
-            // a consumer that read the old value and went to sleep is woken; one that
-            // has not slept yet finds the value changed and does not.
-            self.control().wait.0.futex.fetch_add(1, Release);
-            let _ = futex::wake(&self.control().wait.0.futex, futex::Flags::empty(), 1);
-            return;
-        }
-        // A full counter (2^64 - 2 unread wakeups) cannot happen: the consumer resets it
-        // before every sleep. Any error leaves the consumer to its timeout; there is no
-        // caller to report it to on the commit path.
-        let _ = rustix::io::write(self.eventfd(), &1u64.to_ne_bytes());
+        self.bell().ring();
     }
 }

@@ -15,6 +15,9 @@ use super::error::{is_permission, map_type_name, BpfError};
 use super::map::KernelMap;
 use super::reader::{BpfStats, Reader, RingMem};
 use super::sys::{self, BPF_F_RB_OVERWRITE};
+use crate::callback::{Batch, BatchBuf, Outcome};
+use crate::wait::epoll::wait_epoll;
+use crate::wait::poll::{poll, Poll};
 
 /// One BPF ring buffer map, attached for reading. One reader per map at a time: the
 /// consumer position is the map's, shared with any other process that reads it.
@@ -47,6 +50,8 @@ pub struct BpfRingBuf {
     /// How long `poll` waits, without arming a wakeup, for more records once it has
     /// caught up (see [`BpfRingBuf::set_linger`]).
     linger: Duration,
+    /// The records of the last [`iter`](Self::iter) call.
+    batch: BatchBuf,
 }
 
 /// The default [`BpfRingBuf::set_linger`].
@@ -103,7 +108,15 @@ impl BpfRingBuf {
         let overwrite = info.map_flags & BPF_F_RB_OVERWRITE != 0;
         let reader = Reader::new(mem, overwrite)
             .map_err(|(consumer, producer)| BpfError::BadPositions { consumer, producer })?;
-        Ok(BpfRingBuf { reader, fd, id: info.id, name: info.name, epoll: None, linger: DEFAULT_LINGER })
+        Ok(BpfRingBuf {
+            reader,
+            fd,
+            id: info.id,
+            name: info.name,
+            epoll: None,
+            linger: DEFAULT_LINGER,
+            batch: BatchBuf::default(),
+        })
     }
 
     /// Attaches to the ring buffer map pinned at `path` in a bpffs.
@@ -144,31 +157,48 @@ impl BpfRingBuf {
     /// first error of `f` (that record counts as consumed, as in libbpf) and returns
     /// it.
     #[inline]
-    pub fn consume<F, E>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    ///
+    /// The callback returns `()`, or a `Result` to stop early (see [`Outcome`]).
+    pub fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        self.reader.consume(usize::MAX, |_, d| f(d))
+        self.reader.consume(usize::MAX, |_, d| f(d).into_result())
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
     /// `ring__consume_n`). The rest stay ready: call again before waiting.
     #[inline]
-    pub fn consume_n<F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume_n<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        self.reader.consume(max, |_, d| f(d))
+        self.reader.consume(max, |_, d| f(d).into_result())
+    }
+
+    /// The records available now, in order, copied out (as [`consume`](Self::consume)
+    /// delivers them): consumed when this returns, their space handed back to the
+    /// kernel.
+    pub fn iter(&mut self) -> Result<Batch<'_>, ConsumeError<Infallible>> {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        let result = self.consume(|rec| batch.push(rec));
+        self.batch = batch;
+        result?;
+        Ok(self.batch.iter())
     }
 
     /// Like [`consume_n`](Self::consume_n), with each record's position (of its
     /// header, in bytes since the map was created) before its payload.
     #[inline]
-    pub fn consume_at<F, E>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn consume_at<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(u64, &[u8]) -> Result<(), E>,
+        F: FnMut(u64, &[u8]) -> R,
+        R: Outcome,
     {
-        self.reader.consume(max, f)
+        self.reader.consume(max, |pos, d| f(pos, d).into_result())
     }
 
     /// Consumes what is available; if nothing is, sleeps until the kernel wakes the
@@ -178,26 +208,12 @@ impl BpfRingBuf {
     /// Having caught up, it first sleeps for the [linger](Self::set_linger) time
     /// (bounded by `timeout`) without asking for a wakeup, and reads again; only if
     /// that finds nothing does it arm a wakeup and sleep until woken.
-    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
     {
-        let n = self.consume(&mut f)?;
-        if n > 0 {
-            return Ok(n);
-        }
-        let mut timeout = timeout;
-        if !self.linger.is_zero() {
-            nap(self.linger, &mut timeout);
-            let n = self.consume(&mut f)?;
-            if n > 0 {
-                return Ok(n);
-            }
-        }
-        if !self.wait(timeout)? {
-            return Ok(0);
-        }
-        self.consume(f)
+        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
@@ -321,6 +337,22 @@ impl BpfRingBuf {
     }
 }
 
+impl Poll for BpfRingBuf {
+    type Record<'a> = &'a [u8];
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(usize::MAX, |_, d| f(d))
+    }
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        self.wait(timeout)
+    }
+    fn linger(&self) -> Duration {
+        self.linger
+    }
+}
+
 impl AsFd for BpfRingBuf {
     /// The map's descriptor: readable (`EPOLLIN`) while records are available. See
     /// [`arm`](BpfRingBuf::arm).
@@ -332,43 +364,5 @@ impl AsFd for BpfRingBuf {
 impl Drop for BpfRingBuf {
     fn drop(&mut self) {
         self.reader.publish();
-    }
-}
-
-/// Sleeps for `linger`, bounded by what is left of `timeout`, which it shortens by the
-/// time slept, as the monotonic clock measured it (a loaded machine oversleeps) (the
-/// linger of `poll`: see [`BpfRingBuf::set_linger`]).
-pub(super) fn nap(linger: Duration, timeout: &mut Option<Duration>) {
-    let nap = timeout.map_or(linger, |t| t.min(linger));
-    let start = std::time::Instant::now();
-    std::thread::sleep(nap);
-    if let Some(t) = timeout {
-        *t = t.saturating_sub(start.elapsed());
-    }
-}
-
-/// One `epoll_wait` on `ep` (interrupted waits are retried with the time left); calls
-/// `on_event` with the data of each event reported.
-pub(super) fn wait_epoll(
-    ep: BorrowedFd<'_>,
-    timeout: Option<Duration>,
-    mut on_event: impl FnMut(u64),
-) -> io::Result<()> {
-    let deadline = timeout.map(|t| std::time::Instant::now() + t);
-    let mut buf = [const { std::mem::MaybeUninit::<epoll::Event>::uninit() }; 16];
-    loop {
-        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
-        let ts = left.map(|l| rustix::time::Timespec {
-            tv_sec: l.as_secs().min(i64::MAX as u64) as i64,
-            tv_nsec: l.subsec_nanos() as i64,
-        });
-        match epoll::wait(ep, &mut buf[..], ts.as_ref()) {
-            Ok((events, _)) => {
-                events.iter().for_each(|e| on_event(e.data.u64()));
-                return Ok(());
-            }
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
     }
 }

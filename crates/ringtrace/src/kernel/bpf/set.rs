@@ -9,8 +9,11 @@ use std::time::Duration;
 use rustix::event::epoll;
 
 use super::error::BpfError;
-use super::ringbuf::{nap, wait_epoll, BpfRingBuf, DEFAULT_LINGER};
+use super::ringbuf::{BpfRingBuf, DEFAULT_LINGER};
+use crate::callback::Outcome;
 use crate::error::ConsumeError;
+use crate::wait::epoll::wait_epoll;
+use crate::wait::poll::{poll, Poll};
 
 /// Several BPF ring buffer maps polled together. The callback is told which map each
 /// record came from (its index, in the order the maps were added).
@@ -91,11 +94,15 @@ impl RingSet {
     /// leaves the list. Returns the records seen. libbpf's `ring_buffer__consume`, but
     /// only over the maps that may hold records. Safe to follow with a wait on
     /// [`as_fd`](AsFd::as_fd) when it leaves the ready list empty.
-    pub fn consume<F, E>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    ///
+    /// The callback gets each record's map index and bytes, and returns `()`, or a
+    /// `Result` to stop early (see [`Outcome`]).
+    pub fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(usize, &[u8]) -> Result<(), E>,
+        F: FnMut(usize, &[u8]) -> R,
+        R: Outcome,
     {
-        self.pass(true, f)
+        self.pass(true, |i, rec| f(i, rec).into_result())
     }
 
     /// One pass over the ready list. With `arm`, every map is armed after it is read,
@@ -129,29 +136,12 @@ impl RingSet {
     ///
     /// As [`BpfRingBuf::poll`], having caught up it first sleeps for the linger time
     /// of the set ([`set_linger`](Self::set_linger)) without asking for wakeups.
-    pub fn poll<F, E>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(usize, &[u8]) -> Result<(), E>,
+        F: FnMut(usize, &[u8]) -> R,
+        R: Outcome,
     {
-        let n = self.pass(false, &mut f)?;
-        if n > 0 {
-            return Ok(n);
-        }
-        let mut timeout = timeout;
-        if !self.linger.is_zero() && !self.ready.is_empty() {
-            nap(self.linger, &mut timeout);
-            let n = self.pass(false, &mut f)?;
-            if n > 0 {
-                return Ok(n);
-            }
-        }
-        // Caught up: arm every map read (the ones found empty leave the list).
-        let n = self.pass(true, &mut f)?;
-        if n > 0 || !self.ready.is_empty() {
-            return Ok(n);
-        }
-        self.wait(timeout)?;
-        self.pass(false, f)
+        poll(self, timeout, |(i, rec)| f(i, rec).into_result())
     }
 
     /// How long [`poll`](Self::poll) sleeps without asking for wakeups once the maps
@@ -175,6 +165,39 @@ impl RingSet {
             }
         })?;
         Ok(!self.ready.is_empty())
+    }
+}
+
+impl Poll for RingSet {
+    type Record<'a> = (usize, &'a [u8]);
+    /// One pass over the ready list, without arming: the kernel is not asked for
+    /// wakeups while the set keeps reading.
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut((usize, &[u8])) -> Result<(), E>,
+    {
+        self.pass(false, |i, rec| f((i, rec)))
+    }
+    /// Caught up: arms every map on the ready list (those found empty leave it), then
+    /// sleeps on epoll if none is left.
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        let mut k = 0;
+        // Bounded: each step either removes an entry or moves past it.
+        while k < self.ready.len() {
+            if self.rings[self.ready[k]].arm() {
+                self.ready.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        self.wait(timeout)
+    }
+    fn linger(&self) -> Duration {
+        if self.ready.is_empty() {
+            Duration::ZERO
+        } else {
+            self.linger
+        }
     }
 }
 

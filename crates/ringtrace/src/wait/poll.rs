@@ -1,0 +1,61 @@
+//! The shape every reader's `poll` has (libbpf's `ring_buffer__poll`): read what is
+//! there; if nothing was, linger (kernel rings: sleep a little without asking for a
+//! wakeup), then wait until a record may be ready, and read again; until a record came
+//! or the timeout passed.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::error::ConsumeError;
+
+/// A reader that [`poll`] drives.
+pub(crate) trait Poll {
+    /// What the callback gets: a record's bytes, or more (a channel record's timestamp
+    /// and producer, a ring set's map index).
+    type Record<'a>;
+    /// Reads every record available now; how many the callback saw.
+    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(Self::Record<'_>) -> Result<(), E>;
+    /// Sleeps until a record may be ready or `timeout` passes (`None`: no timeout);
+    /// false if it timed out.
+    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool>;
+    /// How long to sleep, without asking for a wakeup, once a read found nothing.
+    fn linger(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// Reads what `reader` has; if nothing, lingers and waits (at most `timeout`) and reads
+/// again, until a read delivers or the time is up. Returns the records the callback saw.
+pub(crate) fn poll<P, F, E>(reader: &mut P, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<E>>
+where
+    P: Poll,
+    F: FnMut(P::Record<'_>) -> Result<(), E>,
+{
+    let n = reader.read_now(&mut f)?;
+    if n > 0 {
+        return Ok(n);
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let left = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let linger = reader.linger();
+    if !linger.is_zero() {
+        std::thread::sleep(left().map_or(linger, |l| l.min(linger)));
+        let n = reader.read_now(&mut f)?;
+        if n > 0 {
+            return Ok(n);
+        }
+    }
+    // Bounded by the deadline: every round sleeps until a wakeup or the deadline; with
+    // no deadline it returns at the first read that delivers.
+    loop {
+        if !reader.wait_ready(left())? {
+            return Ok(0);
+        }
+        let n = reader.read_now(&mut f)?;
+        if n > 0 || left().is_some_and(|l| l.is_zero()) {
+            return Ok(n);
+        }
+    }
+}
