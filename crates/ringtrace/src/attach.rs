@@ -2,6 +2,8 @@
 //! ([`Access`]), and the checks of the file and of the positions in it before and after
 //! it is mapped (another process's writes: untrusted input).
 
+#![cfg(not(loom))]
+
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -21,7 +23,7 @@ pub enum Access {
     /// Produce, consume, snapshot and pause: the whole file is mapped read-write.
     #[default]
     Full,
-    /// Consume, snapshot and pause only: [`RingBuf::producer`] is refused, and the data
+    /// Consume, snapshot and pause only: [`crate::RingBuf::producer`] is refused, and the data
     /// area is mapped read-only where the consumer only reads it (single-producer
     /// discard rings, and overwrite rings; the consumer of a multi-producer discard
     /// ring zeroes what it consumes, so its data area stays writable).
@@ -92,7 +94,7 @@ pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64) -> Result<Header, E
 
 /// Bytes a ring image of `capacity` data bytes takes in a file holding several rings
 /// (control block and data area), a multiple of the page size: where the next image
-/// can start ([`Builder::init_at`], [`RingBuf::open_at`]).
+/// can start ([`crate::Builder::init_at`], [`crate::RingBuf::open_at`]).
 pub(crate) fn image_len(capacity: u64) -> u64 {
     crate::region::file::image_len(capacity)
 }

@@ -1,5 +1,7 @@
 //! What every reader hands its caller: the result a consume callback returns
-//! ([`Outcome`]), and the records an `iter` call copied out ([`Batch`]).
+//! ([`Outcome`]), and the iterator over records copied out of a ring ([`Iter`]).
+
+#![cfg(not(loom))]
 
 use std::convert::Infallible;
 use std::fmt;
@@ -64,38 +66,56 @@ impl BatchBuf {
         self.ends.push(self.bytes.len());
     }
 
-    pub(crate) fn iter(&self) -> Batch<'_> {
-        Batch { buf: self, front: 0, back: self.ends.len() }
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        Iter::new(self)
     }
 }
 
-/// The records an `iter` call of a copying reader took, oldest first (double-ended:
-/// `.rev()` walks newest first). They are consumed: the reader goes on after them.
-pub struct Batch<'a> {
-    buf: &'a BatchBuf,
+impl Held for BatchBuf {
+    fn count(&self) -> usize {
+        self.ends.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
+/// Records held in order and read by index: what an [`Iter`] walks.
+pub(crate) trait Held {
+    fn count(&self) -> usize;
+    /// Record `i` (`i < count()`).
+    fn record(&self, i: usize) -> &[u8];
+}
+
+/// An iterator over records copied out of a ring: those an `iter` call of a copying
+/// reader took (consumed: the reader goes on after them), or those a
+/// [`Snapshot`](crate::Snapshot) holds. Oldest first; double-ended (`.rev()` walks
+/// newest first) and exact-size.
+pub struct Iter<'a> {
+    held: &'a dyn Held,
     front: usize,
     back: usize,
 }
 
-impl fmt::Debug for Batch<'_> {
+impl fmt::Debug for Iter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Batch").field("records", &(self.back - self.front)).finish()
+        f.debug_struct("Iter").field("records", &(self.back - self.front)).finish()
     }
 }
 
-impl<'a> Batch<'a> {
-    fn at(&self, i: usize) -> &'a [u8] {
-        let start = if i == 0 { 0 } else { self.buf.ends[i - 1] };
-        &self.buf.bytes[start..self.buf.ends[i]]
+impl<'a> Iter<'a> {
+    pub(crate) fn new(held: &'a dyn Held) -> Self {
+        Iter { held, front: 0, back: held.count() }
     }
 }
 
-impl<'a> Iterator for Batch<'a> {
+impl<'a> Iterator for Iter<'a> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<&'a [u8]> {
         (self.front < self.back).then(|| {
             self.front += 1;
-            self.at(self.front - 1)
+            self.held.record(self.front - 1)
         })
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -103,13 +123,13 @@ impl<'a> Iterator for Batch<'a> {
     }
 }
 
-impl DoubleEndedIterator for Batch<'_> {
+impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         (self.front < self.back).then(|| {
             self.back -= 1;
-            self.at(self.back)
+            self.held.record(self.back)
         })
     }
 }
 
-impl ExactSizeIterator for Batch<'_> {}
+impl ExactSizeIterator for Iter<'_> {}

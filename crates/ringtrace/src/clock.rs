@@ -20,6 +20,8 @@
 //! * [`NoClock`]: records carry no timestamp (8 bytes less per record); a channel
 //!   reader then interleaves producers in no particular order.
 
+#![cfg(not(loom))]
+
 use std::fmt;
 use std::time::Duration;
 

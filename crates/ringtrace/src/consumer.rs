@@ -1,6 +1,8 @@
 //! [`Consumer`]: zero-copy callback and iterator forms, batched publication of the
 //! consumer position, and waiting (blocking, or through a file descriptor).
 
+#![cfg(not(loom))]
+
 use std::fmt;
 use std::io;
 use std::marker::PhantomData;
@@ -8,13 +10,13 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::callback::{Batch, Outcome};
+pub use crate::callback::{Iter, Outcome};
 use crate::config::{Mpsc, ProducerKind};
 use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
-use crate::wait::doorbell::sleep_until_ready;
-use crate::wait::poll::{poll, Poll};
+use crate::wait::poll::byte_reader_poll;
+use crate::wait::sleep::sleep_until_ready;
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;
@@ -209,6 +211,14 @@ impl<K: ProducerKind> Consumer<K> {
         self.consume_impl::<true, _, _>(max, |rec| f(rec).into_result())
     }
 
+    /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
+    fn read_all<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_impl::<false, _, _>(usize::MAX, f)
+    }
+
     /// The consume loop; `LIMITED` is false for [`consume`](Self::consume), whose loop
     /// then has no count to check.
     #[inline(always)]
@@ -300,17 +310,6 @@ impl<K: ProducerKind> Consumer<K> {
             return false;
         }
         self.core.ready(self.rd.pos)
-    }
-
-    /// Consumes what is available; if nothing is, sleeps until a producer wakes it
-    /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
-    /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
-    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
@@ -441,17 +440,11 @@ impl<K: ProducerKind> Consumer<K> {
     }
 }
 
-impl<K: ProducerKind> Poll for Consumer<K> {
-    type Record<'a> = &'a [u8];
-    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
-    where
-        F: FnMut(&[u8]) -> Result<(), E>,
-    {
-        self.consume_impl::<false, _, _>(usize::MAX, f)
-    }
-    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        self.wait(timeout)
-    }
+byte_reader_poll! {
+    /// Consumes what is available; if nothing is, sleeps until a producer wakes it
+    /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
+    /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
+    impl[K: ProducerKind] Consumer<K> { read: read_all }
 }
 
 impl<K: ProducerKind> AsFd for Consumer<K> {

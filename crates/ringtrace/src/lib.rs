@@ -26,17 +26,17 @@
 //!
 //! ## Static configuration
 //!
-//! [`RingBuf<K, M>`](RingBuf) takes the producer kind ([`Mpsc`] or [`Spsc`]) and the
-//! mode ([`Discard`] or [`Overwrite`]) as type parameters, so each combination compiles
+//! [`RingBuf<K, M>`](RingBuf) takes the producer kind ([`crate::config::Mpsc`] or [`crate::config::Spsc`]) and the
+//! mode ([`crate::config::Discard`] or [`crate::config::Overwrite`]) as type parameters, so each combination compiles
 //! to its own fast path with no runtime branch on them.
 //!
 //! ## Flight recorder
 //!
-//! An [`Overwrite`] ring ([`FlightRecorder`]) always holds the newest records that fit:
+//! An [`crate::config::Overwrite`] ring ([`FlightRecorder`]) always holds the newest records that fit:
 //! producers give up the oldest whole records (never one still being written) and never
 //! wait for a reader. Read it with [`RingBuf::snapshot`] (records copied out and checked,
 //! walked both ways, written to a file with [`Snapshot::write_to`]), follow it with
-//! [`OverwriteConsumer`], or [`pause`](RingBuf::pause) it and read it in place.
+//! [`crate::recorder::OverwriteConsumer`], or [`pause`](RingBuf::pause) it and read it in place.
 //!
 //! ```
 //! use ringtrace::{FlightRecorder, Wakeup};
@@ -88,8 +88,8 @@
 //!
 //! A [`Channel`] gives each producer thread its own single-producer ring (no shared
 //! cache line, no atomic read-modify-write on the write path), stamps records with a
-//! static [`Clock`] ([`Tsc`], [`Monotonic`], [`BestClock`], [`NoClock`]), and reads them
-//! merged in timestamp order: exactly in a [`ChannelSnapshot`], live (with a documented
+//! static [`crate::clock::Clock`] ([`crate::clock::Tsc`], [`crate::clock::Monotonic`], [`crate::clock::BestClock`], [`crate::clock::NoClock`]), and reads them
+//! merged in timestamp order: exactly in a [`crate::channel::ChannelSnapshot`], live (with a documented
 //! bound) in a [`ChannelReader`]. A channel file holds one ring per producer slot for
 //! producers in several processes. See [`channel`].
 //!
@@ -117,65 +117,30 @@
 #![warn(missing_docs)]
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
-#[cfg(not(loom))]
 mod attach;
 mod barrier;
-#[cfg(not(loom))]
 mod callback;
-#[cfg(not(loom))]
 pub mod channel;
-#[cfg(not(loom))]
 pub mod clock;
 pub mod config;
-#[cfg(not(loom))]
 pub mod consumer;
 pub mod error;
 pub mod format;
+mod front;
 pub mod inspect;
 pub mod kernel;
 mod owner;
+mod producer;
 mod protocol;
-#[cfg(not(loom))]
 pub mod recorder;
 mod region;
-#[cfg(not(loom))]
+mod ring;
+mod ringfile;
 mod shared;
 mod sync;
 mod wait;
 
+// The crate root: the names most programs need (all in `front`, which the loom models,
+// checking the protocol core alone, leave out). Everything else is in the modules above.
 #[cfg(not(loom))]
-mod producer;
-#[cfg(not(loom))]
-mod ring;
-#[cfg(not(loom))]
-mod ringfile;
-
-// The crate root: the names most programs need. Everything else is in the modules above.
-#[cfg(not(loom))]
-pub use attach::Access;
-#[cfg(not(loom))]
-pub use channel::{Channel, ChannelReader};
-pub use config::Wakeup;
-#[cfg(not(loom))]
-pub use consumer::Consumer;
-pub use error::{ConsumeError, Error, PauseError, ReserveError, SnapshotError};
-#[cfg(not(loom))]
-pub use producer::{Producer, Reservation};
-#[cfg(not(loom))]
-pub use recorder::snapshot::Snapshot;
-#[cfg(not(loom))]
-pub use ring::{Builder, RingBuf};
-#[cfg(not(loom))]
-pub use shared::Stats;
-
-/// A multi-producer ring in discard mode.
-#[cfg(not(loom))]
-pub type MpscRing = RingBuf<config::Mpsc, config::Discard>;
-/// A single-producer ring in discard mode.
-#[cfg(not(loom))]
-pub type SpscRing = RingBuf<config::Spsc, config::Discard>;
-/// A multi-producer ring in overwrite mode: a flight recorder that always holds the
-/// newest records that fit. See [`config::Overwrite`], [`RingBuf::snapshot`],
-/// [`RingBuf::pause`].
-#[cfg(not(loom))]
-pub type FlightRecorder = RingBuf<config::Mpsc, config::Overwrite>;
+pub use front::*;

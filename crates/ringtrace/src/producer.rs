@@ -1,5 +1,7 @@
 //! [`Producer`] and its zero-copy [`Reservation`].
 
+#![cfg(not(loom))]
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;

@@ -1,5 +1,7 @@
 //! [`RingBuf`], its [`Builder`], and [`Stats`].
 
+#![cfg(not(loom))]
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::os::fd::OwnedFd;
@@ -74,7 +76,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// A ring of `capacity` bytes with the default wakeup policy
     /// ([`WakeupPolicy::CaughtUp`]) and consumer batch (a quarter of the capacity).
     ///
-    /// `capacity` must be a power of two from one page to [`MAX_CAPACITY`](crate::format::control::MAX_CAPACITY); anything
+    /// `capacity` must be a power of two from one page to [`MAX_CAPACITY`]; anything
     /// else is [`Error::InvalidCapacity`].
     ///
     /// ```

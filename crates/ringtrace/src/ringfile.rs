@@ -36,6 +36,8 @@
 //! After every process has died, the committed records are still in the file:
 //! `ringtrace snapshot FILE` (or [`inspect`](crate::inspect)) reads them.
 
+#![cfg(not(loom))]
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;

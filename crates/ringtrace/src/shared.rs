@@ -1,6 +1,8 @@
 //! What every handle of one ring shares ([`Shared`]), a producer's counter slot
 //! ([`SlotRef`]), and the ring's counters ([`Stats`]).
 
+#![cfg(not(loom))]
+
 use std::ptr::NonNull;
 
 use crate::format::control::{Counters, N_SLOTS};
@@ -24,7 +26,7 @@ pub(crate) struct Shared {
     pub(crate) last_snapshot: std::sync::Mutex<u64>,
 }
 
-/// Counters and positions of a ring ([`RingBuf::stats`]).
+/// Counters and positions of a ring ([`crate::RingBuf::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {

@@ -26,7 +26,7 @@ use crate::ring::RingBuf;
 
 impl<M: Mode, C: Clock> Builder<M, C> {
     /// Shared channels: how many producers (slots, each a ring of the channel's
-    /// capacity) the file holds, from 1 to 4096. Default [`DEFAULT_MAX_PRODUCERS`].
+    /// capacity) the file holds, from 1 to 4096. Default [`crate::channel::DEFAULT_MAX_PRODUCERS`].
     pub fn max_producers(mut self, n: u32) -> Self {
         self.max_producers = n;
         self

@@ -18,7 +18,7 @@ use crate::config::{Discard, Mode, Overwrite, Wakeup};
 use crate::error::{Error, SnapshotError};
 
 /// A set of single-producer rings, one per producer, read merged in timestamp order.
-/// Cheap to clone (a handle to the same channel). See the [module docs](self).
+/// Cheap to clone (a handle to the same channel). See the [module docs](crate::channel).
 pub struct Channel<M: Mode = Discard, C: Clock = crate::clock::Monotonic> {
     pub(super) inner: Arc<Inner<M, C>>,
 }
@@ -53,7 +53,7 @@ pub struct Builder<M: Mode, C: Clock> {
 
 impl<M: Mode, C: Clock> Channel<M, C> {
     /// A builder for a channel whose producers each get a ring of `capacity` bytes (a
-    /// power of two, as for a [`RingBuf`]).
+    /// power of two, as for a [`crate::RingBuf`]).
     pub fn builder(capacity: u64) -> Builder<M, C> {
         Builder {
             capacity,

@@ -66,7 +66,7 @@ pub struct ChannelStats {
     /// longer than the slack to commit them (see the module docs). Included in `read`.
     pub late: u64,
     /// Records still held in exited producers' rings freed to keep at most
-    /// [`Builder::retain_exited`] of them; never read.
+    /// [`crate::channel::Builder::retain_exited`] of them; never read.
     pub freed_unread: u64,
 }
 

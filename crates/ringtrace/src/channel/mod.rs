@@ -3,7 +3,7 @@
 //! Desnoyers' LTTng-derived "Generic Ring Buffer Library (v2)", LKML, August 2010, says
 //! "the write-side scales almost linearly with the number of cores"): writers never
 //! share a cache line, and a write is a single producer's claim (plain stores, no
-//! atomic read-modify-write, no lock, no syscall) plus, if the channel's [`Clock`]
+//! atomic read-modify-write, no lock, no syscall) plus, if the channel's [`crate::clock::Clock`]
 //! stamps records, one clock read.
 //!
 //! ```
@@ -37,11 +37,11 @@
 //! # Records
 //!
 //! A channel record is a ring record whose payload starts with an 8-byte stamp (native
-//! byte order) when the clock stamps records ([`Clock::STAMPED`]): the clock's
-//! [`raw`](Clock::raw) reading, TSC ticks for [`Tsc`](crate::clock::Tsc) (the writer pays one
+//! byte order) when the clock stamps records ([`crate::clock::Clock::STAMPED`]): the clock's
+//! [`raw`](crate::clock::Clock::raw) reading, TSC ticks for [`Tsc`](crate::clock::Tsc) (the writer pays one
 //! `rdtsc`, no conversion) and nanoseconds for the others. Readers hand the caller the
 //! timestamp converted to nanoseconds in `CLOCK_MONOTONIC`'s time base
-//! ([`Clock::raw_to_ns`]; a channel file stores the calibration, and
+//! ([`crate::clock::Clock::raw_to_ns`]; a channel file stores the calibration, and
 //! [`ChannelHeader::to_ns`](crate::inspect::channel::ChannelHeader::to_ns) converts
 //! for tools), and the rest. The stamp is taken at reserve, before the claim, so each
 //! producer's records are in timestamp order in its ring.
@@ -72,6 +72,8 @@
 //! attached); past that, the oldest is freed and its unread records counted
 //! ([`ChannelStats::freed_unread`]), so a program that starts threads without end
 //! does not grow without end.
+
+#![cfg(not(loom))]
 
 mod file;
 mod handle;

@@ -25,18 +25,18 @@ use crate::sync::{AtomicU32, AtomicU64};
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// Version of this layout; bumped on any incompatible change.
 pub const LAYOUT_VERSION: u32 = 4;
-/// [`Meta::flags`]: the doorbell is the futex word [`WaitLine::futex`].
+/// `Meta::flags`: the doorbell is the futex word `WaitLine::futex`.
 pub const FLAG_FUTEX: u32 = 1;
 /// The flags this version knows; a ring with any other is refused.
 pub const KNOWN_FLAGS: u32 = FLAG_FUTEX;
 
-/// [`Meta::kind`] of a multi-producer ring.
+/// `Meta::kind` of a multi-producer ring.
 pub const KIND_MPSC: u32 = 1;
-/// [`Meta::kind`] of a single-producer ring.
+/// `Meta::kind` of a single-producer ring.
 pub const KIND_SPSC: u32 = 2;
-/// [`Meta::mode`] of a discard-mode ring.
+/// `Meta::mode` of a discard-mode ring.
 pub const MODE_DISCARD: u32 = 1;
-/// [`Meta::mode`] of an overwrite-mode ring (a flight recorder).
+/// `Meta::mode` of an overwrite-mode ring (a flight recorder).
 pub const MODE_OVERWRITE: u32 = 2;
 
 /// The smallest capacity a ring file can have (one 4 KiB page).
@@ -47,9 +47,9 @@ pub const MAX_CAPACITY: u64 = 1 << 32;
 /// 1 MiB.
 pub const MAX_DATA_OFFSET: u64 = 1 << 20;
 
-/// [`Meta::watermark`] of `WakeupPolicy::Never`: only forced wakeups.
+/// `Meta::watermark` of `WakeupPolicy::Never`: only forced wakeups.
 pub const NEVER_WAKE: u64 = u64::MAX;
-/// [`Meta::watermark`] of `WakeupPolicy::HalfRing`: wake every half ring.
+/// `Meta::watermark` of `WakeupPolicy::HalfRing`: wake every half ring.
 pub const HALF_RING: u64 = u64::MAX - 1;
 
 /// [`WaitLine::word`] flag: the consumer is asleep (or about to be).
@@ -59,18 +59,19 @@ pub(crate) const BLOCKED: u64 = 2;
 /// [`WaitLine::word`]: the flag bits; the rest is the position waited at.
 pub(crate) const WAIT_FLAGS: u64 = 7;
 
-/// Bit 0 of [`OverwriteLine::zeroed`]: a producer is giving up space (a hint for the
+/// Bit 0 of `OverwriteLine::zeroed`: a producer is giving up space (a hint for the
 /// others; the lock itself is `lock_pid`).
 pub const LOCK: u64 = 1;
-/// Bit 31 of [`OverwriteLine::lock_pid`]: the holder is pausing the ring (process ids
+/// Bit 31 of `OverwriteLine::lock_pid`: the holder is pausing the ring (process ids
 /// are below 2^22).
 pub const PAUSER: u32 = 1 << 31;
-/// Bit 0 of the producer position ([`ProducerLine::pos`]): the ring is paused.
+/// Bit 0 of the producer position (`ProducerLine::pos`): the ring is paused.
 pub const PAUSED: u64 = 1;
 
 /// Per-producer counter slots in the control block.
 #[cfg(not(loom))]
 pub const N_SLOTS: usize = 58;
+/// Per-producer counter slots in the loom models' control block (two keep them small).
 #[cfg(loom)]
 pub const N_SLOTS: usize = 2;
 
@@ -163,7 +164,7 @@ pub(crate) struct WaitLine {
     pub(crate) futex: AtomicU32,
 }
 
-/// Overwrite mode's shared state (see [`crate::protocol::retire`]), written by the holder of
+/// Overwrite mode's shared state (see the crate's `protocol::retire`), written by the holder of
 /// the retire lock (`lock_pid`) and read by everyone.
 #[repr(C)]
 #[derive(Debug, Default)]

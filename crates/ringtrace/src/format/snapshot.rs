@@ -16,7 +16,7 @@
 //! | 32 | position of the end of the newest record |
 //! | 40 | committed records held |
 //! | 48 | committed records overwritten before the oldest one |
-//! | 56 | committed records no snapshot held, overwritten since the previous one ([`Snapshot::missed`]) |
+//! | 56 | committed records no snapshot held, overwritten since the previous one ([`crate::Snapshot::missed`]) |
 //! | 64 | records still being written (skipped) |
 //! | 72 | length of the ring bytes that follow (`end - oldest`) |
 //! | 80 | CRC32C of the ring bytes (`u32`), then 4 zero bytes |

@@ -25,7 +25,7 @@ pub enum InspectError {
         /// What it is.
         kind: &'static str,
     },
-    /// A ring image's offset ([`RingFile::open_at`]) is at or past the end of the file.
+    /// A ring image's offset ([`crate::inspect::RingFile::open_at`]) is at or past the end of the file.
     #[error("ring image offset {offset} is at or past the end of the file ({len} bytes)")]
     OffsetPastEnd {
         /// The offset asked for.
@@ -82,7 +82,7 @@ pub enum InspectError {
     /// The header changed after the file was opened.
     #[error("the ring header changed while reading (was the ring re-created?)")]
     HeaderChanged,
-    /// [`RingFile::records_from`] was given a position past the newest record.
+    /// [`crate::inspect::RingFile::records_from`] was given a position past the newest record.
     #[error("position {from} is past the producer position {end} (was the ring re-created?)")]
     PastEnd {
         /// The position asked for.
@@ -90,7 +90,7 @@ pub enum InspectError {
         /// The producer position.
         end: u64,
     },
-    /// [`RingFile::records_from`] was given a position that is not a multiple of 8.
+    /// [`crate::inspect::RingFile::records_from`] was given a position that is not a multiple of 8.
     #[error("position {0} is not a record boundary (positions are multiples of 8)")]
     Unaligned(u64),
     /// Not enough memory to copy the records.

@@ -57,8 +57,8 @@ struct Found {
     len: u32,
 }
 
-/// The records a ring held, oldest first ([`RingFile::records`],
-/// [`RingFile::records_from`]), with what was skipped.
+/// The records a ring held, oldest first ([`crate::inspect::RingFile::records`],
+/// [`crate::inspect::RingFile::records_from`]), with what was skipped.
 #[derive(Clone, Debug, Default)]
 pub struct Records {
     /// The ring's bytes of `[start, start + bytes.len())`.
@@ -114,7 +114,7 @@ impl Records {
         self.end
     }
 
-    /// Where a follower reads next ([`RingFile::records_from`]): the first unfinished
+    /// Where a follower reads next ([`crate::inspect::RingFile::records_from`]): the first unfinished
     /// record if the walk stopped there, else [`end`](Self::end).
     pub fn resume_at(&self) -> u64 {
         self.resume
@@ -147,7 +147,7 @@ impl Records {
         self.gone
     }
 
-    /// [`RingFile::records_from`]: bytes of records between the position asked for and
+    /// [`crate::inspect::RingFile::records_from`]: bytes of records between the position asked for and
     /// the oldest record still held, which were consumed or overwritten before they
     /// could be read.
     pub fn missed_bytes(&self) -> u64 {

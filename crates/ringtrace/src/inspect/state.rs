@@ -4,7 +4,7 @@ use super::header::RingMode;
 use crate::format::control::{LOCK, PAUSED};
 use crate::format::offsets::{self as f, u32_at, u64_at};
 
-/// A ring's positions and counters at one moment ([`RingFile::state`]).
+/// A ring's positions and counters at one moment ([`crate::inspect::RingFile::state`]).
 ///
 /// Positions are byte positions since the ring was created. The words are read with
 /// plain reads while producers may write them, so counters can be a little apart from

@@ -121,7 +121,7 @@ pub(crate) struct Core<R> {
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
     pub(super) aux_bits: u64,
-    /// 0 for `CaughtUp`, [`NEVER_WAKE`], [`HALF_RING`], else the watermark in bytes.
+    /// 0 for `CaughtUp`, [`crate::format::control::NEVER_WAKE`], [`crate::format::control::HALF_RING`], else the watermark in bytes.
     pub(super) watermark: u64,
     /// Whether this process uses the asymmetric barrier pair ([`barrier::init`]).
     pub(super) asymmetric: bool,

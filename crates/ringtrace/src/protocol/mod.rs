@@ -1,7 +1,7 @@
 //! The protocol: reserve, commit and discard without a lock, consume in reservation
 //! order, and wake the consumer without ever losing a wakeup. Generic over the
-//! [`Region`] that holds the bytes, so loom runs exactly this code, producer and
-//! consumer sides alike ([`Core::next`] is the consumer's whole reading step).
+//! [`crate::region::Region`] that holds the bytes, so loom runs exactly this code, producer and
+//! consumer sides alike ([`crate::protocol::core::Core::next`] is the consumer's whole reading step).
 //!
 //! The producer kinds differ only in how they claim space (`reserve::<MULTI>`, a
 //! constant, so each kind compiles to its own branch-free path); publishing, reading,
@@ -29,7 +29,7 @@
 //! ```
 //!
 //! A single producer knows where its next header will be, so it zeroes ahead of itself
-//! instead ([`Core::zero_ahead`]): in bulk, up to a kilobyte past its next header (or
+//! instead ([`crate::protocol::core::Core::zero_ahead`]): in bulk, up to a kilobyte past its next header (or
 //! to the end of the free space), always before the commit whose Release header store
 //! lets the consumer read there. A reserve
 //! needs 8 bytes of room past the record (the next header), and the consumer zeroes

@@ -13,7 +13,7 @@
 //!    unbounded loop).
 //!
 //! Parsing trusts nothing it copied: a length that runs past the copy or past the
-//! largest record is [`Parse::Corrupt`], never an out-of-bounds read.
+//! largest record is [`crate::protocol::capture::Parse::Corrupt`], never an out-of-bounds read.
 
 use super::capture::{parse, Capture, Walk, MAX_ATTEMPTS};
 use super::core::Core;
@@ -86,7 +86,7 @@ impl<R: Region> Core<R> {
     }
 
     /// A snapshot's copy: the whole ring, **newest first**, in chunks of `chunk` bytes
-    /// ([`CHUNK`]; a multiple of 8), checking `O` after each, and stopping where
+    /// ([`crate::protocol::capture::CHUNK`]; a multiple of 8), checking `O` after each, and stopping where
     /// producers overwrote what was left to copy.
     ///
     /// Copying oldest first loses the race with producers that write faster than the

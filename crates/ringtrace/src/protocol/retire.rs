@@ -24,7 +24,7 @@
 //!   reads zero ("wait") and a producer's claim needs no lock. Bit 0 says the retire
 //!   lock is held (a hint: producers that fit below `Z` need not wait for it).
 //! * `lock_pid` (the overwrite line): the retire lock itself, holding its holder's
-//!   process id (with [`PAUSER`](crate::format::control::PAUSER) for a pause), so that a holder killed while it holds
+//!   process id (with [`PAUSER`] for a pause), so that a holder killed while it holds
 //!   it is found out and its work finished by the next producer ([`super::lock`]).
 //! * `O` and `retired` (the overwrite line, under a seqlock `seq`): the oldest record
 //!   still readable, and how many committed records lie before it.

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::callback::{Batch, BatchBuf, Outcome};
+use crate::callback::{BatchBuf, Iter, Outcome};
 use crate::config::ProducerKind;
 use crate::error::{ConsumeError, Error};
 use crate::owner;
@@ -18,8 +18,8 @@ use crate::protocol::core::Core;
 use crate::region::mmap::MmapView;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
-use crate::wait::doorbell::sleep_until_ready;
-use crate::wait::poll::{poll, Poll};
+use crate::wait::poll::byte_reader_poll;
+use crate::wait::sleep::sleep_until_ready;
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
 /// ones. Each record is copied out and checked before the callback sees it, so a record
@@ -124,6 +124,14 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         self.consume_up_to(max, &mut |rec| f(rec).into_result())
     }
 
+    /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
+    fn read_all<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.consume_up_to(usize::MAX, f)
+    }
+
     fn consume_up_to<F, E>(&mut self, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(&[u8]) -> Result<(), E>,
@@ -151,7 +159,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     /// assert_eq!(newest_first, [&b"b"[..], &b"a"[..]]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn iter(&mut self) -> Result<Batch<'_>, ConsumeError<Infallible>> {
+    pub fn iter(&mut self) -> Result<Iter<'_>, ConsumeError<Infallible>> {
         let mut batch = std::mem::take(&mut self.batch_buf);
         batch.clear();
         let result = self.consume(|rec| batch.push(rec));
@@ -236,17 +244,6 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         ready_at(&self.core, self.pos)
     }
 
-    /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
-    /// the wakeup policy: by default only [`Wakeup::Force`](crate::Wakeup::Force)) or
-    /// `timeout` passes, then consumes.
-    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        poll(self, timeout, |rec| f(rec).into_result())
-    }
-
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         self.publish();
@@ -265,17 +262,11 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     }
 }
 
-impl<K: ProducerKind> Poll for OverwriteConsumer<K> {
-    type Record<'a> = &'a [u8];
-    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
-    where
-        F: FnMut(&[u8]) -> Result<(), E>,
-    {
-        self.consume_up_to(usize::MAX, f)
-    }
-    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        self.wait(timeout)
-    }
+byte_reader_poll! {
+    /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
+    /// the wakeup policy: by default only [`Wakeup::Force`](crate::Wakeup::Force)) or
+    /// `timeout` passes, then consumes.
+    impl[K: ProducerKind] OverwriteConsumer<K> { read: read_all }
 }
 
 /// A record is ready at `at`, or the consumer there was overtaken (the oldest record is

@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use super::snapshot::Snapshot;
+use crate::callback::{Held, Iter};
 use crate::config::ProducerKind;
 use crate::error::PauseError;
 use crate::format::record::HDR_SIZE;
@@ -16,7 +17,7 @@ use crate::protocol::core::PauseRefused;
 use crate::protocol::core::PauseToken;
 use crate::shared::Shared;
 
-/// A paused overwrite ring ([`RingBuf::pause`]): producers' reserves fail at once (and
+/// A paused overwrite ring ([`crate::RingBuf::pause`]): producers' reserves fail at once (and
 /// are counted in [`Stats::paused`](crate::Stats::paused)) until it is dropped or
 /// [`resume`](Self::resume)d, and the records it holds can be read in place, without a
 /// copy, in either direction.
@@ -76,20 +77,8 @@ impl<'a, K: ProducerKind> Paused<'a, K> {
     }
 
     /// The records' payloads, in place, oldest first; `.rev()` walks newest to oldest.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator + '_ {
-        let region = &self.ring.core.region;
-        self.index.iter().map(move |f| {
-            // SAFETY: a committed record of the paused ring, contiguous in the double
-            // mapping (which lives as long as `self.ring`). Nothing writes it while
-            // `self` lives: producers cannot claim it (a multi-producer ring's pause flag
-            // stops every claim; a single producer claims only past the frozen `P`, in
-            // free space below `Z`), no producer can give up space (we hold the retire
-            // lock), every record claimed before the
-            // pause finished (`Core::pause` waited with Acquire loads, so its bytes are
-            // final and visible), and readers only read. The slice borrows `self`,
-            // which resumes only when dropped or consumed.
-            unsafe { std::slice::from_raw_parts(region.data_ptr(f.pos + HDR_SIZE), f.len() as usize) }
-        })
+    pub fn iter(&self) -> Iter<'_> {
+        Iter::new(self)
     }
 
     /// Position of the oldest record.
@@ -131,5 +120,25 @@ impl<K: ProducerKind> Drop for Paused<'_, K> {
         if let Some(token) = self.token.take() {
             self.ring.core.resume(token);
         }
+    }
+}
+
+impl<K: ProducerKind> Held for Paused<'_, K> {
+    fn count(&self) -> usize {
+        self.index.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        let f = self.index[i];
+        let region = &self.ring.core.region;
+        // SAFETY: a committed record of the paused ring, contiguous in the double
+        // mapping (which lives as long as `self.ring`). Nothing writes it while
+        // `self` lives: producers cannot claim it (a multi-producer ring's pause flag
+        // stops every claim; a single producer claims only past the frozen `P`, in
+        // free space below `Z`), no producer can give up space (we hold the retire
+        // lock), every record claimed before the
+        // pause finished (`Core::pause` waited with Acquire loads, so its bytes are
+        // final and visible), and readers only read. The slice borrows `self`,
+        // which resumes only when dropped or consumed.
+        unsafe { std::slice::from_raw_parts(region.data_ptr(f.pos + HDR_SIZE), f.len() as usize) }
     }
 }

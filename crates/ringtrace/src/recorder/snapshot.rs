@@ -6,9 +6,10 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
+use crate::callback::{Held, Iter};
 use crate::error::SnapshotError;
 use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
-use crate::protocol::capture::{parse, Capture, Found, Parse, Walk};
+use crate::protocol::capture::{parse, Capture, Parse, Walk};
 use crate::shared::Shared;
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
@@ -117,8 +118,8 @@ impl Snapshot {
     }
 
     /// The records' payloads, oldest first; `.rev()` walks newest to oldest.
-    pub fn iter(&self) -> SnapshotIter<'_> {
-        SnapshotIter { snap: self, front: 0, back: self.cap.found.len() }
+    pub fn iter(&self) -> Iter<'_> {
+        Iter::new(self)
     }
 
     /// The records with their positions and their producers' process ids (the header's
@@ -259,41 +260,11 @@ impl Snapshot {
     }
 }
 
-/// Iterator over a [`Snapshot`]'s payloads ([`Snapshot::iter`]); double-ended.
-#[derive(Debug, Clone)]
-pub struct SnapshotIter<'a> {
-    snap: &'a Snapshot,
-    front: usize,
-    back: usize,
-}
-
-impl<'a> SnapshotIter<'a> {
-    fn at(&self, i: usize) -> &'a [u8] {
-        let f: Found = self.snap.cap.found[i];
-        self.snap.cap.payload(f)
+impl Held for Snapshot {
+    fn count(&self) -> usize {
+        self.cap.found.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        self.cap.payload(self.cap.found[i])
     }
 }
-
-impl<'a> Iterator for SnapshotIter<'a> {
-    type Item = &'a [u8];
-    fn next(&mut self) -> Option<&'a [u8]> {
-        (self.front < self.back).then(|| {
-            self.front += 1;
-            self.at(self.front - 1)
-        })
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.back - self.front, Some(self.back - self.front))
-    }
-}
-
-impl DoubleEndedIterator for SnapshotIter<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        (self.front < self.back).then(|| {
-            self.back -= 1;
-            self.at(self.back)
-        })
-    }
-}
-
-impl ExactSizeIterator for SnapshotIter<'_> {}

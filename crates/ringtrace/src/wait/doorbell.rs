@@ -3,19 +3,17 @@
 //! A ring private to one process rings an eventfd (which its consumer can also hand to
 //! an event loop); a ring shared between processes rings a futex on the control block's
 //! [`WaitLine::futex`](crate::format::control::WaitLine) word, which any process can
-//! wake. The consumer reads the doorbell ([`token`]) before it arms its wait, so a ring
+//! wake. The consumer reads the doorbell ([`Bell::token`]) before it arms its wait, so a ring
 //! between that read and its sleep is not missed: the eventfd then stays readable, the
 //! futex word then differs from the token and `FUTEX_WAIT` returns at once.
 
 use std::io;
 use std::os::fd::BorrowedFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::thread::futex;
 
-use crate::protocol::core::Core;
-use crate::region::mmap::MmapView;
 use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Release};
 
@@ -94,38 +92,5 @@ impl Bell<'_> {
                 let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
             }
         }
-    }
-}
-
-/// The wait loop of both consumers of a user-space ring: until `ready`, announce the
-/// wait at `at` (the position the consumer's wait word names) and sleep on the
-/// doorbell, at most until `timeout`. The caller disarms afterwards (`armed` says
-/// whether it must).
-pub(crate) fn sleep_until_ready(
-    core: &Core<MmapView>,
-    at: u64,
-    timeout: Option<Duration>,
-    armed: &mut bool,
-    ready: impl Fn(&Core<MmapView>) -> bool,
-) -> io::Result<bool> {
-    let deadline = timeout.map(|t| Instant::now() + t);
-    loop {
-        if ready(core) {
-            return Ok(true);
-        }
-        let token = core.region.prepare_sleep()?;
-        *armed = true;
-        *armed = core.arm(at)?;
-        if !*armed {
-            continue; // a record arrived, or a producer rang: look again
-        }
-        let left = match deadline {
-            None => None,
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Ok(ready(core)),
-            },
-        };
-        core.region.sleep(token, left)?;
     }
 }

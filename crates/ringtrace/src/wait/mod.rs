@@ -2,7 +2,8 @@
 //! process ([`patience`]: spin, then yield, then sleep, and give up at a deadline),
 //! sleeping on a ring's doorbell (`doorbell`: the futex of a ring shared between
 //! processes, the eventfd of a private one), on epoll (`epoll`: kernel ring buffer
-//! maps), and the shape every reader's `poll` has (`poll`).
+//! maps), a user-space consumer's sleep (`sleep`), and the shape every reader's `poll`
+//! has (`poll`).
 //!
 //! How long a spin or a yield takes depends on the machine and its load: on an idle
 //! core a `sched_yield` returns in well under a microsecond, on a loaded one it may
@@ -24,5 +25,7 @@ pub(crate) mod epoll;
 pub(crate) mod patience;
 #[cfg(not(loom))]
 pub(crate) mod poll;
+#[cfg(not(loom))]
+pub(crate) mod sleep;
 
 pub(crate) use patience::{settle, Patience};

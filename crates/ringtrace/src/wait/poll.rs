@@ -59,3 +59,45 @@ where
         }
     }
 }
+
+/// The one definition of a byte-record reader's public `poll` and of its [`Poll`]
+/// implementation ([`Consumer`](crate::Consumer),
+/// [`OverwriteConsumer`](crate::recorder::OverwriteConsumer),
+/// [`BpfRingBuf`](crate::kernel::bpf::BpfRingBuf)). `read` names the reader's method
+/// that reads every record available now (`fn(&mut self, &mut F) -> Result<usize,
+/// ConsumeError<E>>`); `linger`, if given, the field holding its linger time.
+macro_rules! byte_reader_poll {
+    ($(#[$doc:meta])* impl[$($gen:tt)*] $ty:ty { read: $read:ident $(, linger: $linger:ident)? }) => {
+        impl<$($gen)*> $ty {
+            $(#[$doc])*
+            pub fn poll<F, R>(
+                &mut self,
+                timeout: Option<std::time::Duration>,
+                mut f: F,
+            ) -> Result<usize, $crate::error::ConsumeError<R::Error>>
+            where
+                F: FnMut(&[u8]) -> R,
+                R: $crate::callback::Outcome,
+            {
+                $crate::wait::poll::poll(self, timeout, |rec| f(rec).into_result())
+            }
+        }
+
+        impl<$($gen)*> $crate::wait::poll::Poll for $ty {
+            type Record<'a> = &'a [u8];
+            fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, $crate::error::ConsumeError<E>>
+            where
+                F: FnMut(&[u8]) -> Result<(), E>,
+            {
+                self.$read(f)
+            }
+            fn wait_ready(&mut self, timeout: Option<std::time::Duration>) -> std::io::Result<bool> {
+                self.wait(timeout)
+            }
+            $(fn linger(&self) -> std::time::Duration {
+                self.$linger
+            })?
+        }
+    };
+}
+pub(crate) use byte_reader_poll;

@@ -8,7 +8,7 @@
 //! (zero-copy) in the order the kernel reserved them, discarded ones skipped, as with
 //! the user-space rings' [`Consumer`](crate::Consumer): the same `consume`,
 //! `consume_n`, `poll`, `wait`, `release` and `arm` (which cannot fail here, so it
-//! returns a plain `bool`), and the same [`ConsumeError`].
+//! returns a plain `bool`), and the same [`crate::ConsumeError`].
 //!
 //! What differs from libbpf's consumer, and why, is in the docs of `reader.rs`: the
 //! consumer position is published in batches, and waiting is safe with edge-triggered

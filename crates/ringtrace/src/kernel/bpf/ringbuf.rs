@@ -15,9 +15,9 @@ use super::error::{is_permission, map_type_name, BpfError};
 use super::map::KernelMap;
 use super::reader::{BpfStats, Reader, RingMem};
 use super::sys::{self, BPF_F_RB_OVERWRITE};
-use crate::callback::{Batch, BatchBuf, Outcome};
+use crate::callback::{BatchBuf, Iter, Outcome};
 use crate::wait::epoll::wait_epoll;
-use crate::wait::poll::{poll, Poll};
+use crate::wait::poll::byte_reader_poll;
 
 /// One BPF ring buffer map, attached for reading. One reader per map at a time: the
 /// consumer position is the map's, shared with any other process that reads it.
@@ -178,10 +178,18 @@ impl BpfRingBuf {
         self.reader.consume(max, |_, d| f(d).into_result())
     }
 
+    /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
+    fn read_all<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
+    where
+        F: FnMut(&[u8]) -> Result<(), E>,
+    {
+        self.reader.consume(usize::MAX, |_, d| f(d))
+    }
+
     /// The records available now, in order, copied out (as [`consume`](Self::consume)
     /// delivers them): consumed when this returns, their space handed back to the
     /// kernel.
-    pub fn iter(&mut self) -> Result<Batch<'_>, ConsumeError<Infallible>> {
+    pub fn iter(&mut self) -> Result<Iter<'_>, ConsumeError<Infallible>> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let result = self.consume(|rec| batch.push(rec));
@@ -199,21 +207,6 @@ impl BpfRingBuf {
         R: Outcome,
     {
         self.reader.consume(max, |pos, d| f(pos, d).into_result())
-    }
-
-    /// Consumes what is available; if nothing is, sleeps until the kernel wakes the
-    /// map's waiters or `timeout` passes (`None`: no timeout), then consumes. Returns
-    /// the records seen. libbpf's `ring_buffer__poll` for one map.
-    ///
-    /// Having caught up, it first sleeps for the [linger](Self::set_linger) time
-    /// (bounded by `timeout`) without asking for a wakeup, and reads again; only if
-    /// that finds nothing does it arm a wakeup and sleep until woken.
-    pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        poll(self, timeout, |rec| f(rec).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
@@ -337,20 +330,15 @@ impl BpfRingBuf {
     }
 }
 
-impl Poll for BpfRingBuf {
-    type Record<'a> = &'a [u8];
-    fn read_now<F, E>(&mut self, f: &mut F) -> Result<usize, ConsumeError<E>>
-    where
-        F: FnMut(&[u8]) -> Result<(), E>,
-    {
-        self.reader.consume(usize::MAX, |_, d| f(d))
-    }
-    fn wait_ready(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        self.wait(timeout)
-    }
-    fn linger(&self) -> Duration {
-        self.linger
-    }
+byte_reader_poll! {
+    /// Consumes what is available; if nothing is, sleeps until the kernel wakes the
+    /// map's waiters or `timeout` passes (`None`: no timeout), then consumes. Returns
+    /// the records seen. libbpf's `ring_buffer__poll` for one map.
+    ///
+    /// Having caught up, it first sleeps for the [linger](Self::set_linger) time
+    /// (bounded by `timeout`) without asking for a wakeup, and reads again; only if
+    /// that finds nothing does it arm a wakeup and sleep until woken.
+    impl[] BpfRingBuf { read: read_all, linger: linger }
 }
 
 impl AsFd for BpfRingBuf {

@@ -13,7 +13,7 @@ pub const RECORD_LOST: u32 = perf_event_open_sys::bindings::PERF_RECORD_LOST;
 pub const RECORD_THROTTLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_THROTTLE;
 /// `PERF_RECORD_UNTHROTTLE`: sampling started again.
 pub const RECORD_UNTHROTTLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_UNTHROTTLE;
-/// `PERF_RECORD_SAMPLE`: one sample; see [`Sample::parse`].
+/// `PERF_RECORD_SAMPLE`: one sample; see [`crate::kernel::perf::Sample::parse`].
 pub const RECORD_SAMPLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_SAMPLE;
 
 /// One record of a perf ring, lent to a read callback.
@@ -177,7 +177,7 @@ pub enum PerfError {
         moved: &'static str,
         /// The direction this ring reads.
         expected: &'static str,
-        /// What [`EventBuilder::backward`] must be given.
+        /// What [`crate::kernel::perf::EventBuilder::backward`] must be given.
         backward: bool,
     },
     /// A data area for the pure walks that is not a power of two of at least 8 bytes.
