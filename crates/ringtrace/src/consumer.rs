@@ -42,9 +42,8 @@ use crate::sync::Ordering::Relaxed;
 ///
 /// A consumer that busy-polls [`consume`](Self::consume) instead should back off (yield,
 /// or pause) when a call returns nothing: re-reading the cache line a producer is writing
-/// takes it back from the producer on every poll, so a consumer that spins moves
-/// records between two threads several times slower than one that yields between
-/// empty calls.
+/// takes it back from the producer on every poll: spinning moves records between two
+/// threads several times slower than yielding between empty calls.
 ///
 /// ```
 /// use ringtrace::MpscRing;
