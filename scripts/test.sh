@@ -29,7 +29,7 @@ cargo test --workspace --release
 echo "release test step: $((SECONDS - idle_start)) s"
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
-cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_perf
+cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
 cargo test -p ringtrace --lib kernel::
 
 echo "== the timing-sensitive tests again, on a busy machine (two CPU-bound processes)"

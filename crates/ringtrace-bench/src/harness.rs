@@ -7,9 +7,8 @@
 //! whatever the implementation. A producer that retries in a tight loop on a full queue
 //! measures the scheduler, not the queue: with 8 producers and a consumer on 2 cores,
 //! the consumer gets its fair share, 2/9 of the CPU against 2/3 with 2 producers, and
-//! every implementation delivers about a third as much (measured with ringtrace:
-//! consumer at 67% then 22% of a CPU, 50.8 then 16.3 M records/s; with the yield, 72
-//! then 66). The yield models what a real producer does when its event is dropped: it
+//! every implementation delivers about a third as much; with the yield, about as much
+//! with 8 producers as with 2. The yield models what a real producer does when its event is dropped: it
 //! goes back to its own work.
 //!
 //! Every consumer follows one policy when a poll finds nothing ([`Idle`]): spin for 64
@@ -200,8 +199,8 @@ pub fn batched<P: FnMut() -> bool>(mut push: P) -> impl FnMut(usize) -> u64 {
 /// `push_batch(n)` pushes `n` records and returns how many went in: the loop over a
 /// batch runs inside the implementation's own closure, as in a producer's own code,
 /// where the compiler can keep the producer's state in registers (a loop here, calling
-/// a closure per record, made ringtrace reload its state from memory on each record:
-/// 3.54 against 3.30 ns per record, best of 10 in one process).
+/// a closure per record, made ringtrace reload its state from memory on each record,
+/// which slowed its `back-to-back` row).
 pub fn run_back_to_back<P: FnMut(usize) -> u64, C: FnMut() -> u64>(
     cfg: &RunCfg,
     batch: usize,

@@ -4,9 +4,9 @@
 //! Every clock gives nanoseconds in `CLOCK_MONOTONIC`'s time base, so records stamped
 //! by different clocks, threads and processes compare directly:
 //!
-//! * [`Tsc`]: the CPU's time-stamp counter, one `rdtsc` (about 11 ns on the machine this
-//!   was built on, against 24 ns for `clock_gettime`), converted with a multiply and a
-//!   shift. Only where the CPU says its TSC is invariant (constant rate, running in
+//! * [`Tsc`]: the CPU's time-stamp counter, one `rdtsc` (cheaper than the vDSO's
+//!   `clock_gettime`, which reads it too and converts it), converted with a multiply and
+//!   a shift. Only where the CPU says its TSC is invariant (constant rate, running in
 //!   every sleep state: CPUID leaf `0x8000_0007`, EDX bit 8), x86-64 only. Calibrated
 //!   once against `CLOCK_MONOTONIC` ([`Tsc::calibrate`], about 20 ms); within one
 //!   calibration, the order of timestamps is the order of the TSC reads, exactly.

@@ -201,5 +201,4 @@ impl<K: ProducerKind, M: Mode> AsFd for RingBuf<K, M> {
 }
 
 #[cfg(test)]
-#[path = "ringfile_tests.rs"]
 mod tests;

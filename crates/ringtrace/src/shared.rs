@@ -178,8 +178,8 @@ impl SlotRef {
     /// Adds one to a counter of this slot: a plain load and store when the slot is ours
     /// alone (no read-modify-write; x86 compiles the pair to one `inc` on memory), an
     /// atomic add on the shared one. (A private copy of the count in the handle, stored
-    /// to the line, cost a second store and a load-add-store chain through the handle:
-    /// 0.3 ns of a 3.5 ns record written and read back to back.)
+    /// to the line, cost a second store and a load-add-store chain through the handle,
+    /// a visible share of a record written and read back to back.)
     #[inline(always)]
     pub(crate) fn bump(&self, counter: &crate::sync::AtomicU64) {
         if self.index < N_SLOTS {

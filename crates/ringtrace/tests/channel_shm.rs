@@ -23,28 +23,10 @@ use ringtrace::{Channel, Error, MpscRing, ReserveError, Wakeup};
 const PER_CHILD: u64 = 100_000;
 
 fn temp_path(name: &str) -> PathBuf {
-    let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-    let p = dir.join(format!("ringtrace-chan-{}-{name}.chan", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
+    common::temp_file(name, "chan")
 }
 
-/// Record: tag, seq, checksum (24 bytes).
-fn record(tag: u64, seq: u64) -> [u8; 24] {
-    let mut r = [0u8; 24];
-    r[..8].copy_from_slice(&tag.to_le_bytes());
-    r[8..16].copy_from_slice(&seq.to_le_bytes());
-    r[16..].copy_from_slice(&(tag ^ seq.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
-    r
-}
-
-fn parse(rec: &ChannelRecord<'_>) -> (u64, u64) {
-    assert_eq!(rec.data.len(), 24);
-    let w = |i: usize| u64::from_le_bytes(rec.data[i * 8..i * 8 + 8].try_into().unwrap());
-    assert_eq!(w(2), (w(0) ^ w(1).rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15), "torn record");
-    (w(0), w(1))
-}
-
+use common::channel::{parse, record};
 use common::{result_of as finish, spawn_child as spawn};
 
 /// A child killed when dropped (the test failed while it runs forever).

@@ -4,26 +4,25 @@
 //! each producer's sequence only increases in every view; the counts add up exactly.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Barrier;
 
+use common::fnv1a;
 use ringtrace::{ConsumeError, FlightRecorder, PauseError, ReserveError, SnapshotError, Wakeup};
 
 const PRODUCERS: usize = 4;
 const PER_PRODUCER: u32 = 150_000;
 
-fn fnv(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193))
-}
-
-/// `producer (4) | seq (4) | filler | fnv of all before (4)`.
+/// `producer (4) | seq (4) | filler | FNV-1a of all before (4)`.
 fn record(producer: u32, seq: u32, len: usize, buf: &mut Vec<u8>) {
     buf.clear();
     buf.extend_from_slice(&producer.to_le_bytes());
     buf.extend_from_slice(&seq.to_le_bytes());
     buf.extend((8..len - 4).map(|k| (seq as usize * 31 + k) as u8));
-    let sum = fnv(buf);
+    let sum = fnv1a(buf);
     buf.extend_from_slice(&sum.to_le_bytes());
 }
 
@@ -31,7 +30,7 @@ fn record(producer: u32, seq: u32, len: usize, buf: &mut Vec<u8>) {
 fn check(rec: &[u8]) -> (usize, u32) {
     assert!(rec.len() >= 12, "short record {rec:?}");
     let (body, sum) = rec.split_at(rec.len() - 4);
-    assert_eq!(fnv(body), u32::from_le_bytes(sum.try_into().unwrap()), "torn record {rec:?}");
+    assert_eq!(fnv1a(body), u32::from_le_bytes(sum.try_into().unwrap()), "torn record {rec:?}");
     let p = u32::from_le_bytes(rec[0..4].try_into().unwrap()) as usize;
     assert!(p < PRODUCERS);
     (p, u32::from_le_bytes(rec[4..8].try_into().unwrap()))

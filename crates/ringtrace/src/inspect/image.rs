@@ -1,6 +1,9 @@
 //! Byte images of ring files for tests (of this crate, its fuzz target and the
 //! `ringtrace` command): a header, positions and records laid out as a ring would have
 //! them, which tests then break on purpose. Not a way to make rings: use the ring API.
+//!
+//! For tests only, and not part of the public API (hidden from the docs): it is public
+//! so that doctests and integration tests can use it, and it may change without notice.
 
 use super::{RingKind, RingMode};
 use crate::format::control::{CONTROL_SIZE, LAYOUT_VERSION, MAGIC};

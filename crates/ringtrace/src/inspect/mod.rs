@@ -43,6 +43,7 @@ pub mod channel;
 mod error;
 mod file;
 mod header;
+#[doc(hidden)]
 pub mod image;
 mod records;
 mod source;

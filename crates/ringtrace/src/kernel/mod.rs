@@ -10,10 +10,10 @@ pub mod bpf;
 #[cfg(not(loom))]
 pub mod perf;
 
-#[cfg(all(test, loom))]
-#[path = "bpf/loom_tests.rs"]
-mod bpf_loom_tests;
 /// The BPF reader's algorithm alone, with loom's atomics, for its models.
 #[cfg(loom)]
 #[path = "bpf/reader.rs"]
 pub(crate) mod bpf_reader;
+#[cfg(all(test, loom))]
+#[path = "bpf/reader_loom.rs"]
+mod bpf_reader_loom;

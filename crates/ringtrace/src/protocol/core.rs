@@ -136,10 +136,10 @@ pub(crate) const STUCK_CHECK: u32 = 16;
 /// How long a producer that needs space waits while another holds the retire lock,
 /// before its reserve fails with `Pending`: it spins for [`RETIRE_SPIN`] (a running
 /// holder finishes a retire of 1 KiB in 300-500 cycles), then yields, so that a holder
-/// preempted on this core gets to run and finish. With 3 writer threads on 2 cores,
-/// yielding up to 1 ms cut the reserves refused from 0.03% to at most 0.002% and raised
-/// the rate by a fifth, against spinning for 20 µs and giving up (README, overwrite
-/// mode). A time bound: a count of spins or yields would last ten times longer on one
+/// preempted on this core gets to run and finish. With more writer threads than cores,
+/// yielding (up to 1 ms) refuses far fewer reserves, and writes more, than spinning for
+/// 20 µs and giving up (measured: docs/design/overview.md, "Flight recorder (overwrite
+/// mode)"). A time bound: a count of spins or yields would last ten times longer on one
 /// machine than on another.
 pub(super) const RETIRE_WAIT: Duration = Duration::from_millis(1);
 /// The spinning part of [`RETIRE_WAIT`].

@@ -90,8 +90,8 @@ impl<R: Region> Core<R> {
     /// producers overwrote what was left to copy.
     ///
     /// Copying oldest first loses the race with producers that write faster than the
-    /// copy goes (measured: 1% of a 1 MiB ring kept under 2 producers): by the time the
-    /// copy ends, they have overwritten all of it. Newest first, the copy and the
+    /// copy goes (under two producers, next to nothing of a large ring is kept): by the
+    /// time the copy ends, they have overwritten all of it. Newest first, the copy and the
     /// producers' overwriting meet in the middle, and what lies above is kept.
     ///
     /// Within a chunk words are copied in ascending order, so a header orders the loads

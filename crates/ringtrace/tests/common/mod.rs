@@ -1,9 +1,38 @@
-//! What the multi-process tests share: children are the test binary run again with
-//! `RINGTRACE_CHILD` naming their role (its `child` test runs it and exits), and they
-//! report with one `RESULT n n ...` line on stdout.
+//! What the integration tests share. The multi-process tests: children are the test
+//! binary run again with `RINGTRACE_CHILD` naming their role (its `child` test runs it
+//! and exits), and they report with one `RESULT n n ...` line on stdout. Checksums and
+//! temporary files; the records of the channel tests ([`channel`]); the shared-ring
+//! tests' records, files and child roles ([`shm`]); the BPF map tests' skip and checks
+//! ([`bpf`]).
 #![allow(dead_code)]
 
+#[macro_use]
+pub mod bpf;
+pub mod channel;
+pub mod shm;
+
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+/// A flight recorder of `cap` bytes that retires nothing ahead of its producers, so
+/// that its positions are exactly the kernel's (`retire_ahead(0)`).
+pub fn exact(cap: u64) -> ringtrace::FlightRecorder {
+    ringtrace::FlightRecorder::builder(cap).retire_ahead(0).build().unwrap()
+}
+
+/// FNV-1a, the records' checksum.
+pub fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+}
+
+/// A fresh path `ringtrace-test-<pid>-<name>.<ext>` for a file of this test process, in
+/// `/dev/shm` where there is one (any file there is removed first).
+pub fn temp_file(name: &str, ext: &str) -> PathBuf {
+    let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let p = dir.join(format!("ringtrace-test-{}-{name}.{ext}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
 
 /// Runs this test binary as a child in `role`, with `args`.
 pub fn spawn_child(role: &str, args: &[&str]) -> Child {

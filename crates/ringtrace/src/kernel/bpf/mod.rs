@@ -26,8 +26,6 @@ mod reader;
 mod ringbuf;
 mod set;
 mod sys;
-#[cfg(test)]
-mod tests;
 
 pub use error::BpfError;
 pub use reader::BpfStats;

@@ -380,3 +380,6 @@ impl<M: RingMem> Reader<M> {
         Ok(Snapshot::from_capture(self.cap.clone(), self.mem.size()))
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
