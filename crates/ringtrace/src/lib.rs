@@ -156,7 +156,7 @@ pub use channel::{Channel, ChannelReader};
 pub use config::Wakeup;
 #[cfg(not(loom))]
 pub use consumer::Consumer;
-pub use error::{ConsumeError, Error, PauseError, ReserveError, SnapshotError};
+pub use error::{ConsumeError, Error, FormatError, ReserveError};
 #[cfg(not(loom))]
 pub use producer::{Producer, Reservation};
 #[cfg(not(loom))]

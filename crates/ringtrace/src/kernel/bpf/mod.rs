@@ -29,7 +29,7 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
-pub use error::BpfError;
+pub use crate::error::KernelError;
 pub use reader::BpfStats;
 pub use ringbuf::{BpfRingBuf, DEFAULT_LINGER};
 pub use set::RingSet;
