@@ -164,7 +164,7 @@ impl Error {
 }
 
 /// Why a reservation was refused (each refusal is counted in the ring's
-/// [`Stats`](crate::Stats)), or why a write into a reservation was.
+/// [`Stats`](crate::Stats)), or a write into a reservation ([`ReserveError::OutOfBounds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReserveError {

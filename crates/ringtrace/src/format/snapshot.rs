@@ -28,8 +28,8 @@
 //! checks the header's checksum before it trusts any field, then every field against
 //! the others, then the ring bytes' checksum, then every record header against the data;
 //! a checksum that does not match is [`FormatError::Checksum`], naming the part and
-//! its byte range; anything else inconsistent is [`FormatError::InvalidSnapshot`]. Version 1
-//! files (no checksums) are refused: take the snapshot again.
+//! its byte range; anything else inconsistent is [`FormatError::InvalidSnapshot`].
+//! Version 1 files (no checksums) are refused: take the snapshot again.
 
 use std::io::{self, Read};
 

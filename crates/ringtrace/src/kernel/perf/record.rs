@@ -12,7 +12,7 @@ pub const RECORD_LOST: u32 = perf_event_open_sys::bindings::PERF_RECORD_LOST;
 pub const RECORD_THROTTLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_THROTTLE;
 /// `PERF_RECORD_UNTHROTTLE`: sampling started again.
 pub const RECORD_UNTHROTTLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_UNTHROTTLE;
-/// `PERF_RECORD_SAMPLE`: one sample; see [`Sample::parse`].
+/// `PERF_RECORD_SAMPLE`: one sample; see [`Sample::parse`](super::Sample::parse).
 pub const RECORD_SAMPLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_SAMPLE;
 
 /// One record of a perf ring, lent to a read callback.
