@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ringtrace::config::{Mpsc, ProducerKind, Spsc, WakeupPolicy};
-use ringtrace::{Consumer, FlightRecorder, RingBuf, Snapshot, SnapshotError, Wakeup};
+use ringtrace::{ConsumeError, Consumer, FlightRecorder, RingBuf, Snapshot, Wakeup};
 
 use crate::harness::{batched, run_back_to_back, run_parallel, Measured, RunCfg};
 use crate::{Progress, Row, Selection};
@@ -102,7 +102,7 @@ fn overwrite(cfg: &RunCfg, producers: usize, snapshots: bool) -> Measured {
             }
             // Producers lapped the copy 16 times: the reader loaded the ring as much as
             // a snapshot that succeeded, which is what this row measures; take the next.
-            Err(SnapshotError::Busy) => {}
+            Err(ConsumeError::Busy) => {}
             Err(e) => panic!("snapshot of a ring only ringtrace writes: {e}"),
         }
         // Records captured are not records delivered: 0 keeps the row producer-side.

@@ -27,9 +27,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ringtrace::kernel::perf::{
-    BackwardRing, PerfError, PerfEvent, PerfReadError, Software, SAMPLE_ADDR, SAMPLE_IP, SAMPLE_PERIOD, SAMPLE_TID,
-    SAMPLE_TIME,
+    BackwardRing, KernelError, PerfEvent, Software, SAMPLE_ADDR, SAMPLE_IP, SAMPLE_PERIOD, SAMPLE_TID, SAMPLE_TIME,
 };
+use ringtrace::ConsumeError;
 
 use crate::{Measured, Progress, Row, RunCfg, Selection};
 
@@ -112,7 +112,7 @@ fn measure(cfg: &RunCfg) -> Result<Reads, String> {
 
 /// One full read (pause, walk newest to oldest, resume): `(records, bytes)` walked. The
 /// callback folds each record's size and time field into `sum`.
-fn full_read(ring: &mut BackwardRing, sum: &mut u64) -> Result<(u64, u64), PerfError> {
+fn full_read(ring: &mut BackwardRing, sum: &mut u64) -> Result<(u64, u64), KernelError> {
     let mut bytes = 0u64;
     let n = ring
         .read(|rec| {
@@ -123,8 +123,8 @@ fn full_read(ring: &mut BackwardRing, sum: &mut u64) -> Result<(u64, u64), PerfE
             Ok::<(), Infallible>(())
         })
         .map_err(|e| match e {
-            PerfReadError::Perf(e) => e,
-            PerfReadError::Callback(never) => match never {},
+            ConsumeError::Kernel(e) => e,
+            ConsumeError::Callback(never) => match never {},
             _ => unreachable!("a read fails with a perf error or the callback's"),
         })?;
     Ok((n as u64, bytes))

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ringtrace::inspect::InspectError;
+use ringtrace::inspect::FormatError;
 
 /// Why a command stopped.
 #[derive(Debug)]
@@ -46,8 +46,8 @@ impl std::fmt::Display for Failure {
     }
 }
 
-impl From<InspectError> for Failure {
-    fn from(e: InspectError) -> Self {
+impl From<FormatError> for Failure {
+    fn from(e: FormatError) -> Self {
         Failure::Message(e.to_string())
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use ringtrace::format::channel::CHANNEL_MAGIC;
 use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
 use ringtrace::inspect::channel::{is_channel_file, ChannelFile};
-use ringtrace::inspect::{InspectError, RingFile};
+use ringtrace::inspect::{FormatError, RingFile};
 use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::Snapshot;
 
@@ -120,7 +120,7 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, Failure> {
 /// reported as such rather than as "not a ring file".
 fn open_ring(path: &Path) -> Result<RingFile<File>, Failure> {
     RingFile::open(path).map_err(|e| match e {
-        InspectError::BadMagic { found } if found.to_le_bytes()[..7] == CHANNEL_MAGIC.to_le_bytes()[..7] => {
+        FormatError::BadMagic { found } if found.to_le_bytes()[..7] == CHANNEL_MAGIC.to_le_bytes()[..7] => {
             Failure::msg(format!(
                 "channel file format {} is not supported (magic is {found:#018x}; this ringtrace reads format {})",
                 found.to_le_bytes()[7],
@@ -136,13 +136,13 @@ fn open_ring(path: &Path) -> Result<RingFile<File>, Failure> {
 fn open_channel(path: &Path) -> Result<ChannelFile<File>, Failure> {
     ChannelFile::open(path).map_err(|e| {
         Failure::msg(match e {
-            InspectError::BadField { field, value, expected } => {
+            FormatError::BadField { field, value, expected } => {
                 format!("invalid channel header: {field} is {value}, expected {expected}")
             }
-            InspectError::TooSmall { len, need } => {
+            FormatError::TooSmall { len, need } => {
                 format!("channel file is {len} bytes, the header alone needs {need}")
             }
-            InspectError::Truncated { len, need, .. } => {
+            FormatError::Truncated { len, need, .. } => {
                 format!("channel file is {len} bytes but its header says {need} (truncated?)")
             }
             e => e.to_string(),

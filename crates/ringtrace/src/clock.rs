@@ -25,6 +25,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::error::Error;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -124,18 +126,6 @@ pub struct Tsc {
     mult: u64,
 }
 
-/// Why the TSC cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ClockError {
-    /// Not an x86-64 CPU, or its TSC is not invariant (CPUID `0x8000_0007` EDX bit 8).
-    #[error("this CPU has no invariant TSC (CPUID 0x80000007 EDX bit 8); use the Monotonic clock")]
-    NoInvariantTsc,
-    /// The calibration measured a rate that makes no sense (a TSC that does not advance,
-    /// or a clock that jumped).
-    #[error("TSC calibration failed: {0}")]
-    Calibration(String),
-}
-
 /// Reads the TSC (no fence: a timestamp may be taken a few instructions early or
 /// late, which orders nothing else anyway).
 #[cfg(target_arch = "x86_64")]
@@ -179,34 +169,42 @@ impl Tsc {
     /// calibration's error is about the clock reads' jitter over that span: a part per
     /// million or so). Each end takes the tightest of several `clock_gettime` reads
     /// bracketed by TSC reads.
-    pub fn calibrate() -> Result<Tsc, ClockError> {
+    pub fn calibrate() -> Result<Tsc, Error> {
         Self::calibrate_over(Duration::from_millis(20))
     }
 
     /// [`calibrate`](Self::calibrate) over `span`.
-    pub fn calibrate_over(span: Duration) -> Result<Tsc, ClockError> {
+    pub fn calibrate_over(span: Duration) -> Result<Tsc, Error> {
         if !Self::available() {
-            return Err(ClockError::NoInvariantTsc);
+            return Err(Error::NoInvariantTsc);
         }
         let (t0, n0) = anchor();
         std::thread::sleep(span);
         let (t1, n1) = anchor();
         let (dt, dn) = (t1.wrapping_sub(t0), n1.saturating_sub(n0));
         if dt == 0 || dn < span.as_nanos() as u64 / 2 {
-            return Err(ClockError::Calibration(format!("{dt} ticks in {dn} ns")));
+            return Err(Error::TscCalibration(format!("{dt} ticks in {dn} ns")));
         }
         let mult = ((u128::from(dn) << 32) / u128::from(dt)) as u64;
         // Rates from 100 MHz to 20 GHz: anything else is not a TSC.
         if !((1u64 << 32) / 20..=(10u64 << 32)).contains(&mult) {
-            return Err(ClockError::Calibration(format!("{dt} ticks in {dn} ns")));
+            return Err(Error::TscCalibration(format!("{dt} ticks in {dn} ns")));
         }
         Ok(Tsc { tsc0: t1, ns0: n1, mult })
     }
 
     /// The calibration made once per process (the first call calibrates).
-    pub fn shared() -> Result<Tsc, ClockError> {
-        static CAL: std::sync::OnceLock<Result<Tsc, ClockError>> = std::sync::OnceLock::new();
-        CAL.get_or_init(Tsc::calibrate).clone()
+    pub fn shared() -> Result<Tsc, Error> {
+        // The outcome in a form that can be cloned (`Error` cannot): why the
+        // calibration failed, or `None` for no invariant TSC.
+        static CAL: std::sync::OnceLock<Result<Tsc, Option<String>>> = std::sync::OnceLock::new();
+        let cal = CAL.get_or_init(|| {
+            Tsc::calibrate().map_err(|e| match e {
+                Error::TscCalibration(why) => Some(why),
+                _ => None,
+            })
+        });
+        cal.clone().map_err(|why| why.map_or(Error::NoInvariantTsc, Error::TscCalibration))
     }
 
     /// TSC ticks per second, as calibrated.

@@ -6,7 +6,7 @@ pub use crate::attach::Access;
 pub use crate::channel::{Channel, ChannelReader};
 pub use crate::config::Wakeup;
 pub use crate::consumer::Consumer;
-pub use crate::error::{ConsumeError, Error, PauseError, ReserveError, SnapshotError};
+pub use crate::error::{ConsumeError, Error, FormatError, ReserveError};
 pub use crate::producer::{Producer, Reservation};
 pub use crate::recorder::snapshot::Snapshot;
 pub use crate::ring::{Builder, RingBuf};

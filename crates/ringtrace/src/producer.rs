@@ -9,7 +9,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use crate::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Wakeup};
-use crate::error::{Error, OutOfBounds, ReserveError};
+use crate::error::{Error, ReserveError};
 use crate::format::record::HDR_SIZE;
 use crate::owner;
 use crate::protocol::core::{Core, ProducerCursor, Refused};
@@ -307,13 +307,13 @@ impl<K: ProducerKind> Reservation<'_, K, Overwrite> {
     /// Writes `data` at byte `offset` of the record (with atomic word stores: readers
     /// may copy these bytes meanwhile, and discard their copy as torn).
     #[inline]
-    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), ReserveError> {
         match offset.checked_add(data.len()) {
             Some(end) if end <= self.len as usize => {
                 self.producer.core.write_payload(self.pos, offset, data);
                 Ok(())
             }
-            _ => Err(OutOfBounds { offset, len: data.len(), record_len: self.len as usize }),
+            _ => Err(ReserveError::OutOfBounds { offset, len: data.len(), record_len: self.len as usize }),
         }
     }
 

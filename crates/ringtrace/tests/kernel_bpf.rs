@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::os::fd::{AsFd, OwnedFd};
 
 use common::bpf::{seq, setup, Checker};
-use ringtrace::kernel::bpf::{BpfError, BpfRingBuf, BPF_F_RB_OVERWRITE};
+use ringtrace::kernel::bpf::{BpfRingBuf, KernelError, BPF_F_RB_OVERWRITE};
 use ringtrace::ConsumeError;
 use ringtrace_fixtures::{create_array_map, expected_payload, BpfFs, Method, ProgSpec, RingMap, SeqProgram};
 
@@ -165,19 +165,19 @@ fn bad_input_gives_errors_that_say_which() {
     // Not a ring buffer map.
     let array = create_array_map(8, 4).unwrap();
     let e = BpfRingBuf::from_fd(array).unwrap_err();
-    assert!(matches!(e, BpfError::NotRingBuf { map_type: 2, .. }), "{e}");
+    assert!(matches!(e, KernelError::NotRingBuf { map_type: 2, .. }), "{e}");
     assert!(e.to_string().contains("of type array (2), not a ring buffer"), "{e}");
     // Not a BPF map at all.
     let file: OwnedFd = std::fs::File::open("/proc/self/stat").unwrap().into();
     let e = BpfRingBuf::from_fd(file).unwrap_err();
-    assert!(matches!(e, BpfError::NotAMap { .. }), "{e}");
+    assert!(matches!(e, KernelError::NotAMap { .. }), "{e}");
     // No map with this id.
     let e = BpfRingBuf::open_id(u32::MAX - 7).unwrap_err();
-    assert!(matches!(e, BpfError::NoSuchMap { .. }), "{e}");
+    assert!(matches!(e, KernelError::NoSuchMap { .. }), "{e}");
     assert!(e.to_string().contains("no BPF map has id"), "{e}");
     // Nothing pinned there.
     let e = BpfRingBuf::open_pinned("/nonexistent/rb").unwrap_err();
-    assert!(matches!(e, BpfError::NotPinned { .. }), "{e}");
+    assert!(matches!(e, KernelError::NotPinned { .. }), "{e}");
 }
 
 #[test]
@@ -221,10 +221,10 @@ fn unprivileged_child() {
     rustix::thread::set_thread_res_gid(g, g, g).unwrap();
     rustix::thread::set_thread_res_uid(u, u, u).unwrap();
     let e = BpfRingBuf::open_id(id.parse().unwrap()).unwrap_err();
-    assert!(matches!(e, BpfError::Permission { .. }), "{e}");
+    assert!(matches!(e, KernelError::Permission { .. }), "{e}");
     assert!(e.to_string().contains("CAP_SYS_ADMIN"), "{e}");
     let e = BpfRingBuf::open_pinned(&pin).unwrap_err();
-    assert!(matches!(e, BpfError::Permission { .. } | BpfError::NotPinned { .. }), "{e}");
+    assert!(matches!(e, KernelError::Permission { .. } | KernelError::NotPinned { .. }), "{e}");
     println!("UNPRIV-OK");
 }
 

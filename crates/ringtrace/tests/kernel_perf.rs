@@ -8,16 +8,17 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ringtrace::kernel::perf::{
-    BackwardRing, EventBuilder, ForwardRing, PerfError, PerfEvent, PerfReadError, Sample, Software, RECORD_LOST,
-    RECORD_SAMPLE, SAMPLE_ADDR, SAMPLE_TID, SAMPLE_TIME,
+    BackwardRing, EventBuilder, ForwardRing, KernelError, PerfEvent, Sample, Software, RECORD_LOST, RECORD_SAMPLE,
+    SAMPLE_ADDR, SAMPLE_TID, SAMPLE_TIME,
 };
+use ringtrace::ConsumeError;
 
 /// Opens the event, or prints why the test is skipped and returns `None`.
 fn open_or_skip(test: &str, b: EventBuilder) -> Option<PerfEvent> {
     match b.open() {
         Ok(e) => Some(e),
-        Err(e @ PerfError::Open { .. }) => {
-            let PerfError::Open { source, .. } = &e else { unreachable!() };
+        Err(e @ KernelError::Open { .. }) => {
+            let KernelError::Open { source, .. } = &e else { unreachable!() };
             if matches!(source.raw_os_error(), Some(libc::EACCES | libc::EPERM | libc::ENOENT)) {
                 println!("skipped {test}: {e}");
                 return None;
@@ -204,7 +205,7 @@ fn backward_ring_of_1_mib_delivers_every_whole_record() {
         Ok(r) => r,
         // Past perf_event_mlock_kb and RLIMIT_MEMLOCK without CAP_IPC_LOCK.
         Err(e)
-            if matches!(&e, PerfError::Map { source, .. }
+            if matches!(&e, KernelError::Map { source, .. }
                 if matches!(source.raw_os_error(), Some(libc::EPERM | libc::ENOMEM))) =>
         {
             println!("skipped backward 1 MiB: {e}");
@@ -246,7 +247,7 @@ fn rings_refuse_events_written_the_other_way() {
     let mut ring = BackwardRing::new(&ev, 1).unwrap();
     fault_pages();
     let e = ring.read(|_| Ok::<(), Infallible>(())).unwrap_err();
-    assert!(matches!(e, PerfReadError::Perf(PerfError::Direction { .. })), "{e}");
+    assert!(matches!(e, ConsumeError::Kernel(KernelError::Direction { .. })), "{e}");
     assert!(e.to_string().contains("backward(true)"), "{e}");
 
     let bwd = PerfEvent::software(Software::PageFaults).sample_period(1).sample_type(SAMPLE_TIME).backward(true);
@@ -254,7 +255,7 @@ fn rings_refuse_events_written_the_other_way() {
     let mut ring = ForwardRing::new(&ev, 1).unwrap();
     fault_pages();
     let e = ring.read(|_| Ok::<(), Infallible>(())).unwrap_err();
-    assert!(matches!(e, PerfReadError::Perf(PerfError::Direction { .. })), "{e}");
+    assert!(matches!(e, ConsumeError::Kernel(KernelError::Direction { .. })), "{e}");
 }
 
 #[test]
@@ -263,12 +264,12 @@ fn invalid_page_counts_and_waiting() {
     let Some(ev) = open_or_skip("pages", b) else { return };
     for pages in [0, 3, 6] {
         let e = ForwardRing::new(&ev, pages).unwrap_err();
-        assert!(matches!(e, PerfError::InvalidPages { .. }), "{e}");
+        assert!(matches!(e, KernelError::InvalidPages { .. }), "{e}");
         assert!(e.to_string().contains("power of two"), "{e}");
     }
     let mut ring = ForwardRing::new(&ev, 2).unwrap();
     // Mapped once: a second ring of another size is refused by the kernel.
-    assert!(matches!(ForwardRing::new(&ev, 4), Err(PerfError::Map { .. })));
+    assert!(matches!(ForwardRing::new(&ev, 4), Err(KernelError::Map { .. })));
     ring.read(|_| Ok::<(), Infallible>(())).unwrap();
     ev.disable().unwrap();
     let _ = ring.wait(Some(Duration::ZERO)).unwrap(); // takes a wakeup still pending

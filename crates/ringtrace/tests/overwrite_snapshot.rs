@@ -7,7 +7,7 @@ mod common;
 
 use common::exact;
 use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
-use ringtrace::{Snapshot, SnapshotError, Wakeup};
+use ringtrace::{FormatError, Snapshot, Wakeup};
 
 #[test]
 fn discarded_and_unfinished_records_are_not_in_snapshots() {
@@ -52,7 +52,7 @@ fn snapshot_files_round_trip_and_bad_files_are_errors() {
     );
 
     let format = |bytes: &[u8]| match Snapshot::read_from(bytes) {
-        Err(SnapshotError::Format(msg)) => msg,
+        Err(FormatError::InvalidSnapshot(msg)) => msg,
         other => panic!("expected a format error, got {other:?}"),
     };
     assert!(format(&file[..40]).contains("truncated"));
@@ -133,12 +133,12 @@ fn every_flipped_bit_of_a_snapshot_file_is_refused() {
         bad[bit / 8] ^= 1 << (bit % 8);
         match Snapshot::read_from(&bad[..]) {
             Ok(_) => panic!("bit {bit} (byte {}) flipped: read as a valid snapshot", bit / 8),
-            Err(SnapshotError::Checksum { part: "header", start: 0, end: 88, .. }) => header += 1,
-            Err(SnapshotError::Checksum { part: "ring bytes", start, end, .. }) => {
+            Err(FormatError::Checksum { part: "header", start: 0, end: 88, .. }) => header += 1,
+            Err(FormatError::Checksum { part: "ring bytes", start, end, .. }) => {
                 assert_eq!((start, end), (96, file.len() as u64));
                 data += 1;
             }
-            Err(SnapshotError::Format(_)) if bit < 128 => other += 1, // magic, version, flags
+            Err(FormatError::InvalidSnapshot(_)) if bit < 128 => other += 1, // magic, version, flags
             Err(e) => panic!("bit {bit}: {e}"),
         }
     }
@@ -173,19 +173,19 @@ fn crafted_snapshot_files_are_errors_not_panics() {
     // Not a whole word of data.
     let mut f = header(4096, 0, 4, 0, 4);
     f.extend_from_slice(&[1, 0, 0, 0]);
-    assert!(matches!(Snapshot::read_from(&reseal(f)[..]), Err(SnapshotError::Format(_))));
+    assert!(matches!(Snapshot::read_from(&reseal(f)[..]), Err(FormatError::InvalidSnapshot(_))));
     // Positions at the top of the range: a record length that would wrap them.
     let first = u64::MAX - 23;
     let mut f = header(4096, first & !7, (first & !7) + 16, 1, 16);
     f.extend_from_slice(&record(100));
     f.extend_from_slice(&[0; 8]);
-    assert!(matches!(Snapshot::read_from(&reseal(f)[..]), Err(SnapshotError::Format(_))));
+    assert!(matches!(Snapshot::read_from(&reseal(f)[..]), Err(FormatError::InvalidSnapshot(_))));
     // 4 GiB of data announced, 16 bytes present.
     let mut f = header(1 << 32, 0, 1 << 32, 1, 1 << 32);
     f.extend_from_slice(&record(8));
     f.extend_from_slice(&[0; 8]);
     match Snapshot::read_from(&reseal(f)[..]) {
-        Err(SnapshotError::Format(msg)) => assert!(msg.contains("truncated"), "{msg}"),
+        Err(FormatError::InvalidSnapshot(msg)) => assert!(msg.contains("truncated"), "{msg}"),
         other => panic!("{other:?}"),
     }
 }

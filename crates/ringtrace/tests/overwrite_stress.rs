@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Barrier;
 
 use common::fnv1a;
-use ringtrace::{ConsumeError, FlightRecorder, PauseError, ReserveError, SnapshotError, Wakeup};
+use ringtrace::{ConsumeError, Error, FlightRecorder, ReserveError, Wakeup};
 
 const PRODUCERS: usize = 4;
 const PER_PRODUCER: u32 = 150_000;
@@ -123,7 +123,7 @@ fn run(ring: FlightRecorder) {
                             assert_eq!(paused.iter().rev().count(), n);
                             pauses += 1;
                         }
-                        Err(PauseError::Busy { .. }) => busy += 1,
+                        Err(Error::PauseBusy { .. }) => busy += 1,
                         Err(e) => panic!("{e}"),
                     }
                     continue;
@@ -133,7 +133,7 @@ fn run(ring: FlightRecorder) {
                         increasing(snap.iter());
                         snaps += 1;
                     }
-                    Err(SnapshotError::Busy) => busy += 1,
+                    Err(ConsumeError::Busy) => busy += 1,
                     Err(e) => panic!("{e}"),
                 }
             }

@@ -104,7 +104,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     /// another process). The file is checked as untrusted input first: its header with
     /// [`inspect`](crate::inspect::channel)'s parser, then every slot's ring as
     /// [`RingBuf::open`] checks a ring file. Its mode and clock must be `M` and `C`, and
-    /// a TSC clock's calibration usable here (else [`Error::Clock`]): every process
+    /// a TSC clock's calibration usable here (else [`Error::NoInvariantTsc`]): every process
     /// stamps with the creator's calibration, so their timestamps compare exactly.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
@@ -133,7 +133,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
                 image_len(header.capacity)
             )));
         }
-        let clock = C::from_calibration(header.calibration).ok_or(crate::clock::ClockError::NoInvariantTsc)?;
+        let clock = C::from_calibration(header.calibration).ok_or(Error::NoInvariantTsc)?;
         let mut lanes = Vec::with_capacity(header.slots as usize);
         for i in 0..header.slots {
             let r = RingBuf::<Spsc, M>::open_at(file.as_fd(), header.ring_offset(i), Access::Full)?;

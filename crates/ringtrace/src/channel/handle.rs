@@ -15,7 +15,7 @@ use super::snapshot::ChannelSnapshot;
 use super::writer::{self, ChannelProducer};
 use crate::clock::Clock;
 use crate::config::{Discard, Mode, Overwrite, Wakeup};
-use crate::error::{Error, SnapshotError};
+use crate::error::{ConsumeError, Error};
 
 /// A set of single-producer rings, one per producer, read merged in timestamp order.
 /// Cheap to clone (a handle to the same channel). See the [module docs](crate::channel).
@@ -164,7 +164,7 @@ impl<C: Clock> Channel<Overwrite, C> {
     /// in [`ChannelSnapshot::failed`]; the call itself does not fail. Producers go on writing meanwhile; each ring's
     /// capture is consistent ([`RingBuf::snapshot`](crate::RingBuf::snapshot)), and the
     /// rings are captured one after the other.
-    pub fn snapshot(&self) -> Result<ChannelSnapshot, SnapshotError> {
+    pub fn snapshot(&self) -> Result<ChannelSnapshot, ConsumeError> {
         Ok(ChannelSnapshot::take(&self.inner))
     }
 

@@ -8,7 +8,7 @@ use super::reader::ChannelRecord;
 use super::writer::split_stamp;
 use crate::clock::Clock;
 use crate::config::Overwrite;
-use crate::error::SnapshotError;
+use crate::error::ConsumeError;
 
 /// Every producer's records at the time of the snapshot, merged by timestamp (ties in
 /// producer order), readable oldest to newest or newest to oldest, as often as wanted.
@@ -41,7 +41,7 @@ pub struct ChannelSnapshot {
     overwritten: u64,
     producers: usize,
     /// Rings that could not be captured, and why.
-    failed: Vec<(u32, SnapshotError)>,
+    failed: Vec<(u32, ConsumeError)>,
 }
 
 impl fmt::Debug for ChannelSnapshot {
@@ -107,7 +107,7 @@ impl ChannelSnapshot {
 
     /// The producers whose rings could not be captured, and why (their records are not
     /// in the snapshot).
-    pub fn failed(&self) -> &[(u32, SnapshotError)] {
+    pub fn failed(&self) -> &[(u32, ConsumeError)] {
         &self.failed
     }
 

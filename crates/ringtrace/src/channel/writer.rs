@@ -8,7 +8,7 @@ use super::lane::Lane;
 use crate::clock::Clock;
 use crate::config::Mode;
 use crate::config::{Discard, Overwrite, Spsc, Wakeup};
-use crate::error::{OutOfBounds, ReserveError};
+use crate::error::ReserveError;
 use crate::producer::{Producer, Reservation};
 
 /// Bytes of timestamp at the start of every record of a channel with clock `C`.
@@ -84,6 +84,7 @@ impl<M: Mode, C: Clock> ChannelProducer<M, C> {
             ReserveError::Pending { .. } => ReserveError::Pending { len },
             ReserveError::Paused { .. } => ReserveError::Paused { len },
             ReserveError::TooLarge { max, .. } => ReserveError::TooLarge { len, max: max - stamp_len::<C>() },
+            ReserveError::OutOfBounds { .. } => e,
         }
     }
 }
@@ -181,12 +182,13 @@ impl<M: Mode, C: Clock> ChannelReservation<'_, M, C> {
 impl<C: Clock> ChannelReservation<'_, Overwrite, C> {
     /// Writes `data` at byte `offset` of the record (past its timestamp).
     #[inline]
-    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), OutOfBounds> {
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), ReserveError> {
         let d = stamp_len::<C>();
-        self.inner.write(offset.saturating_add(d), data).map_err(|e| OutOfBounds {
-            offset,
-            len: data.len(),
-            record_len: e.record_len - d,
+        self.inner.write(offset.saturating_add(d), data).map_err(|e| match e {
+            ReserveError::OutOfBounds { record_len, .. } => {
+                ReserveError::OutOfBounds { offset, len: data.len(), record_len: record_len - d }
+            }
+            other => other,
         })
     }
 }

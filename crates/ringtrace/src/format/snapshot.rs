@@ -27,13 +27,13 @@
 //! up to 3 flipped bits and every burst of up to 32 bits in parts of this size. Reading
 //! checks the header's checksum before it trusts any field, then every field against
 //! the others, then the ring bytes' checksum, then every record header against the data;
-//! a checksum that does not match is [`SnapshotError::Checksum`], naming the part and
-//! its byte range; anything else inconsistent is [`SnapshotError::Format`]. Version 1
-//! files (no checksums) are refused: take the snapshot again.
+//! a checksum that does not match is [`FormatError::Checksum`], naming the part and
+//! its byte range; anything else inconsistent is [`FormatError::InvalidSnapshot`].
+//! Version 1 files (no checksums) are refused: take the snapshot again.
 
 use std::io::{self, Read};
 
-use crate::error::SnapshotError;
+use crate::error::FormatError;
 
 /// The file's first eight bytes.
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"RTSNAP\0\x01";
@@ -99,7 +99,7 @@ impl FileHeader {
 
     /// Reads the header and checks its magic, version, checksum, flags, capacity and
     /// positions; returns it with the ring bytes' stored checksum.
-    pub(crate) fn read<R: Read>(r: &mut R) -> Result<(FileHeader, u32), SnapshotError> {
+    pub(crate) fn read<R: Read>(r: &mut R) -> Result<(FileHeader, u32), FormatError> {
         let mut h = [0u8; HEADER_LEN];
         // The magic and version first, so that a file of another kind or version is
         // named as such even when it is shorter than this version's header.
@@ -121,7 +121,7 @@ impl FileHeader {
         let stored = u32_at(&h, HEADER_CRC_AT);
         let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
         if stored != computed || u32_at(&h, HEADER_CRC_AT + 4) != 0 {
-            return Err(SnapshotError::Checksum {
+            return Err(FormatError::Checksum {
                 part: "header",
                 start: 0,
                 end: HEADER_CRC_AT as u64,
@@ -162,23 +162,23 @@ impl FileHeader {
     }
 }
 
-pub(crate) fn format_err(msg: impl Into<String>) -> SnapshotError {
-    SnapshotError::Format(msg.into())
+pub(crate) fn format_err(msg: impl Into<String>) -> FormatError {
+    FormatError::InvalidSnapshot(msg.into())
 }
 
 /// One `read`, retried when interrupted.
-pub(crate) fn read_some<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, SnapshotError> {
+pub(crate) fn read_some<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, FormatError> {
     loop {
         match r.read(buf) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            other => return other.map_err(SnapshotError::Io),
+            other => return other.map_err(FormatError::io("snapshot file")),
         }
     }
 }
 
-fn read_exact<R: Read>(r: &mut R, buf: &mut [u8], what: &str) -> Result<(), SnapshotError> {
+fn read_exact<R: Read>(r: &mut R, buf: &mut [u8], what: &str) -> Result<(), FormatError> {
     r.read_exact(buf).map_err(|e| match e.kind() {
         io::ErrorKind::UnexpectedEof => format_err(format!("truncated in {what}")),
-        _ => SnapshotError::Io(e),
+        _ => FormatError::io("snapshot file")(e),
     })
 }

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::{At, InspectError, RingFile, RingMode, Source};
+use super::{At, FormatError, RingFile, RingMode, Source};
 use crate::format::channel::*;
 use crate::format::control::MIN_CAPACITY;
 use crate::format::offsets::{u32_at, u64_at};
@@ -97,15 +97,15 @@ impl ChannelHeader {
 
     /// Checks a header read from a file of `len` bytes. Each ring image is checked
     /// again when it is opened ([`ChannelFile::ring`]).
-    pub fn parse(b: &[u8], len: u64) -> Result<ChannelHeader, InspectError> {
+    pub fn parse(b: &[u8], len: u64) -> Result<ChannelHeader, FormatError> {
         if b.len() < HEADER_LEN {
-            return Err(InspectError::TooSmall { len, need: HEADER_LEN as u64 });
+            return Err(FormatError::TooSmall { len, need: HEADER_LEN as u64 });
         }
-        let bad = |field, value: u64, expected| InspectError::BadField { field, value, expected };
+        let bad = |field, value: u64, expected| FormatError::BadField { field, value, expected };
         match u64_at(b, MAGIC) {
-            0 => return Err(InspectError::Uninitialized),
+            0 => return Err(FormatError::Uninitialized),
             CHANNEL_MAGIC => {}
-            found => return Err(InspectError::BadMagic { found }),
+            found => return Err(FormatError::BadMagic { found }),
         }
         let version = u32_at(b, VERSION);
         if version != CHANNEL_VERSION {
@@ -153,7 +153,7 @@ impl ChannelHeader {
         };
         // At most 2^20 + 4096 * (2^32 + 2^21): no overflow.
         if len < h.file_len() {
-            return Err(InspectError::Truncated { len, capacity, need: h.file_len() });
+            return Err(FormatError::Truncated { len, capacity, need: h.file_len() });
         }
         Ok(h)
     }
@@ -169,20 +169,20 @@ pub struct ChannelFile<S> {
 impl ChannelFile<File> {
     /// Opens the channel file at `path` read-only (regular files only, as
     /// [`RingFile::open`]) and checks its header.
-    pub fn open(path: impl AsRef<Path>) -> Result<ChannelFile<File>, InspectError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<ChannelFile<File>, FormatError> {
         ChannelFile::from_source(super::file::open_regular(path.as_ref())?)
     }
 }
 
 impl<S: Source> ChannelFile<S> {
     /// Reads and checks the header of the channel held by `source`.
-    pub fn from_source(source: S) -> Result<ChannelFile<S>, InspectError> {
-        let len = source.size().map_err(InspectError::io("cannot get the channel file's size"))?;
+    pub fn from_source(source: S) -> Result<ChannelFile<S>, FormatError> {
+        let len = source.size().map_err(FormatError::io("cannot get the channel file's size"))?;
         if len < HEADER_LEN as u64 {
-            return Err(InspectError::TooSmall { len, need: HEADER_LEN as u64 });
+            return Err(FormatError::TooSmall { len, need: HEADER_LEN as u64 });
         }
         let mut b = [0u8; HEADER_LEN];
-        source.read_at(0, &mut b).map_err(InspectError::io("cannot read the channel header"))?;
+        source.read_at(0, &mut b).map_err(FormatError::io("cannot read the channel header"))?;
         let header = ChannelHeader::parse(&b, len)?;
         Ok(ChannelFile { source, header })
     }
@@ -194,14 +194,14 @@ impl<S: Source> ChannelFile<S> {
 
     /// Slot `i`'s ring, its own header checked (and required to be a single-producer
     /// ring of the channel's mode and capacity).
-    pub fn ring(&self, i: u32) -> Result<RingFile<At<&S>>, InspectError> {
+    pub fn ring(&self, i: u32) -> Result<RingFile<At<&S>>, FormatError> {
         if i >= self.header.slots {
-            return Err(InspectError::BadField { field: "slot", value: i.into(), expected: "below the slot count" });
+            return Err(FormatError::BadField { field: "slot", value: i.into(), expected: "below the slot count" });
         }
         let ring = RingFile::from_source(At::new(&self.source, self.header.ring_offset(i)))?;
         let h = ring.header();
         if h.mode != self.header.mode || h.capacity != self.header.capacity || h.kind != super::RingKind::Spsc {
-            return Err(InspectError::Positions(format!(
+            return Err(FormatError::Positions(format!(
                 "slot {i} holds an {} {} ring of {} bytes, not the channel's spsc {} ring of {}",
                 h.kind, h.mode, h.capacity, self.header.mode, self.header.capacity
             )));
@@ -212,7 +212,7 @@ impl<S: Source> ChannelFile<S> {
 
 /// Whether the file at `path` starts with the channel magic (for tools that take ring
 /// and channel files alike). Errors only if it cannot be read at all.
-pub fn is_channel_file(path: impl AsRef<Path>) -> Result<bool, InspectError> {
+pub fn is_channel_file(path: impl AsRef<Path>) -> Result<bool, FormatError> {
     let file = super::file::open_regular(path.as_ref())?;
     let mut b = [0u8; 8];
     Ok(file.read_at(0, &mut b).is_ok() && u64::from_ne_bytes(b) == CHANNEL_MAGIC)

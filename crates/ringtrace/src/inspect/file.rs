@@ -3,11 +3,11 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::error::InspectError;
 use super::header::Header;
 use super::records::{AtUnfinished, Records};
 use super::source::{At, Source};
 use super::state::State;
+use crate::error::FormatError;
 use crate::format::control::CONTROL_SIZE;
 use crate::format::offsets as fields;
 
@@ -20,7 +20,7 @@ pub struct RingFile<S> {
     source: S,
     header: Header,
     /// The meta line as it was when opened: a later read that finds it changed fails
-    /// with [`InspectError::HeaderChanged`] instead of using a stale capacity.
+    /// with [`FormatError::HeaderChanged`] instead of using a stale capacity.
     meta: Vec<u8>,
 }
 
@@ -36,9 +36,9 @@ impl RingFile<File> {
     ///
     /// let ring = RingFile::open("/dev/shm/app.ring")?;
     /// println!("{} bytes, {} mode", ring.header().capacity, ring.header().mode);
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// # Ok::<(), ringtrace::inspect::FormatError>(())
     /// ```
-    pub fn open(path: impl AsRef<Path>) -> Result<RingFile<File>, InspectError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<RingFile<File>, FormatError> {
         RingFile::from_source(open_regular(path.as_ref())?)
     }
 }
@@ -47,28 +47,28 @@ impl RingFile<At<File>> {
     /// Opens the ring image at `offset` in the file at `path` (one of several rings in
     /// one file), with [`open`](RingFile::open)'s checks of the file and
     /// [`from_source_at`](RingFile::from_source_at)'s of the offset.
-    pub fn open_at(path: impl AsRef<Path>, offset: u64) -> Result<RingFile<At<File>>, InspectError> {
+    pub fn open_at(path: impl AsRef<Path>, offset: u64) -> Result<RingFile<At<File>>, FormatError> {
         RingFile::from_source_at(open_regular(path.as_ref())?, offset)
     }
 }
 
 /// Opens `path` read-only and nonblocking, refusing anything but a regular file.
-pub(super) fn open_regular(path: &Path) -> Result<File, InspectError> {
+pub(super) fn open_regular(path: &Path) -> Result<File, FormatError> {
     use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(InspectError::io(format!("cannot open {shown}")))?;
+    let meta = std::fs::metadata(path).map_err(FormatError::io(format!("cannot open {shown}")))?;
     check_regular(&meta, &shown)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)
-        .map_err(InspectError::io(format!("cannot open {shown}")))?;
-    let meta = file.metadata().map_err(InspectError::io(format!("cannot stat {shown}")))?;
+        .map_err(FormatError::io(format!("cannot open {shown}")))?;
+    let meta = file.metadata().map_err(FormatError::io(format!("cannot stat {shown}")))?;
     check_regular(&meta, &shown)?;
     Ok(file)
 }
 
-fn check_regular(meta: &std::fs::Metadata, path: &str) -> Result<(), InspectError> {
+fn check_regular(meta: &std::fs::Metadata, path: &str) -> Result<(), FormatError> {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     let kind = if t.is_file() {
@@ -86,19 +86,19 @@ fn check_regular(meta: &std::fs::Metadata, path: &str) -> Result<(), InspectErro
     } else {
         "special file"
     };
-    Err(InspectError::NotRegular { path: path.to_owned(), kind })
+    Err(FormatError::NotRegular { path: path.to_owned(), kind })
 }
 
 impl<S: Source> RingFile<S> {
     /// Reads and checks the header of a ring held by `source` (a [`File`], a
     /// `Vec<u8>`, a `&[u8]`, or your own [`Source`]).
-    pub fn from_source(source: S) -> Result<RingFile<S>, InspectError> {
-        let len = source.size().map_err(InspectError::io("cannot get the ring file's size"))?;
+    pub fn from_source(source: S) -> Result<RingFile<S>, FormatError> {
+        let len = source.size().map_err(FormatError::io("cannot get the ring file's size"))?;
         if len < CONTROL_SIZE as u64 {
-            return Err(InspectError::TooSmall { len, need: CONTROL_SIZE as u64 });
+            return Err(FormatError::TooSmall { len, need: CONTROL_SIZE as u64 });
         }
         let mut meta = vec![0u8; fields::META_LEN];
-        source.read_at(0, &mut meta).map_err(InspectError::io("cannot read the ring header"))?;
+        source.read_at(0, &mut meta).map_err(FormatError::io("cannot read the ring header"))?;
         let header = Header::parse(&meta, len)?;
         Ok(RingFile { source, header, meta })
     }
@@ -106,24 +106,24 @@ impl<S: Source> RingFile<S> {
     /// Reads and checks the header of the ring image at `offset` in `source` (one of
     /// several rings in one file): the ring is read through [`At`], so every offset and
     /// length the reader checks is relative to the image. An offset at or past the end
-    /// of the source is [`InspectError::OffsetPastEnd`]; the image may be followed by
+    /// of the source is [`FormatError::OffsetPastEnd`]; the image may be followed by
     /// other bytes.
     ///
     /// ```
-    /// use ringtrace::inspect::{image::ImageBuilder, InspectError, RingFile, RingMode};
+    /// use ringtrace::inspect::{image::ImageBuilder, FormatError, RingFile, RingMode};
     ///
     /// let mut file = vec![0u8; 4096]; // a header page of the file's own
     /// file.extend(ImageBuilder::new(4096, RingMode::Overwrite).record(b"x").build());
     /// let ring = RingFile::from_source_at(&file, 4096)?;
     /// assert_eq!(ring.state()?.committed, 1);
     /// let past = RingFile::from_source_at(&file, 1 << 20).unwrap_err();
-    /// assert!(matches!(past, InspectError::OffsetPastEnd { .. }));
-    /// # Ok::<(), InspectError>(())
+    /// assert!(matches!(past, FormatError::OffsetPastEnd { .. }));
+    /// # Ok::<(), FormatError>(())
     /// ```
-    pub fn from_source_at(source: S, offset: u64) -> Result<RingFile<At<S>>, InspectError> {
-        let len = source.size().map_err(InspectError::io("cannot get the ring file's size"))?;
+    pub fn from_source_at(source: S, offset: u64) -> Result<RingFile<At<S>>, FormatError> {
+        let len = source.size().map_err(FormatError::io("cannot get the ring file's size"))?;
         if offset >= len {
-            return Err(InspectError::OffsetPastEnd { offset, len });
+            return Err(FormatError::OffsetPastEnd { offset, len });
         }
         RingFile::from_source(At::new(source, offset))
     }
@@ -139,11 +139,11 @@ impl<S: Source> RingFile<S> {
     }
 
     /// Reads the control block again and checks that its header is the one opened.
-    fn read_control(&self) -> Result<Vec<u8>, InspectError> {
+    fn read_control(&self) -> Result<Vec<u8>, FormatError> {
         let mut block = vec![0u8; CONTROL_SIZE];
-        self.source.read_at(0, &mut block).map_err(InspectError::io("cannot read the ring's control block"))?;
+        self.source.read_at(0, &mut block).map_err(FormatError::io("cannot read the ring's control block"))?;
         if block[..fields::META_LEN] != self.meta[..] {
-            return Err(InspectError::HeaderChanged);
+            return Err(FormatError::HeaderChanged);
         }
         Ok(block)
     }
@@ -151,7 +151,7 @@ impl<S: Source> RingFile<S> {
     /// Reads the ring's positions and counters, and checks the positions.
     ///
     /// A live ring moves between the reads; positions that disagree are read again a
-    /// few times before the call gives up with [`InspectError::Positions`].
+    /// few times before the call gives up with [`FormatError::Positions`].
     ///
     /// ```
     /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
@@ -159,9 +159,9 @@ impl<S: Source> RingFile<S> {
     /// let image = ImageBuilder::new(4096, RingMode::Discard).record(b"abc").build();
     /// let state = RingFile::from_source(image)?.state()?;
     /// assert_eq!((state.consumer_read, state.producer_pos), (0, 16));
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// # Ok::<(), ringtrace::inspect::FormatError>(())
     /// ```
-    pub fn state(&self) -> Result<State, InspectError> {
+    pub fn state(&self) -> Result<State, FormatError> {
         let mode = self.header.mode;
         // A live ring's words move between the reads: read again while they move, and
         // report an inconsistency that stays put (`wait::settle`).
@@ -172,9 +172,9 @@ impl<S: Source> RingFile<S> {
             let mut line = vec![0u8; fields::PRODUCER_LINE_LEN];
             self.source
                 .read_at(fields::PRODUCER_LINE as u64, &mut line)
-                .map_err(InspectError::io("cannot read the ring's producer position"))?;
+                .map_err(FormatError::io("cannot read the ring's producer position"))?;
             let s = State::from_block(&block, &line, mode);
-            let why = s.check(mode, self.header.capacity).err().map(InspectError::Positions);
+            let why = s.check(mode, self.header.capacity).err().map(FormatError::Positions);
             Ok((s, why))
         })
     }
@@ -199,9 +199,9 @@ impl<S: Source> RingFile<S> {
     /// let payloads: Vec<&[u8]> = records.iter().map(|r| r.payload).collect();
     /// assert_eq!(payloads, [&b"one"[..], &b"three, wrapped"[..]]);
     /// assert_eq!((records.discarded(), records.unfinished_count()), (1, 1));
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// # Ok::<(), ringtrace::inspect::FormatError>(())
     /// ```
-    pub fn records(&self) -> Result<Records, InspectError> {
+    pub fn records(&self) -> Result<Records, FormatError> {
         self.read_records(None, AtUnfinished::Skip)
     }
 
@@ -221,23 +221,23 @@ impl<S: Source> RingFile<S> {
     /// let rest = ring.records_from(first_end, true)?;
     /// assert_eq!(rest.iter().map(|r| r.payload).collect::<Vec<_>>(), [b"b"]);
     /// assert_eq!(rest.resume_at(), all.end());
-    /// # Ok::<(), ringtrace::inspect::InspectError>(())
+    /// # Ok::<(), ringtrace::inspect::FormatError>(())
     /// ```
-    pub fn records_from(&self, from: u64, stop_at_unfinished: bool) -> Result<Records, InspectError> {
+    pub fn records_from(&self, from: u64, stop_at_unfinished: bool) -> Result<Records, FormatError> {
         if from % 8 != 0 {
-            return Err(InspectError::Unaligned(from));
+            return Err(FormatError::Unaligned(from));
         }
         let at = if stop_at_unfinished { AtUnfinished::Stop } else { AtUnfinished::Skip };
         self.read_records(Some(from), at)
     }
 
     /// `from`: `None` for the whole window.
-    fn read_records(&self, from: Option<u64>, at_unfinished: AtUnfinished) -> Result<Records, InspectError> {
+    fn read_records(&self, from: Option<u64>, at_unfinished: AtUnfinished) -> Result<Records, FormatError> {
         let h = &self.header;
         let s1 = self.state()?;
         let (lo, hi) = s1.window(h.mode);
         if let Some(from) = from.filter(|&f| f > hi) {
-            return Err(InspectError::PastEnd { from, end: hi });
+            return Err(FormatError::PastEnd { from, end: hi });
         }
         let start = lo.max(from.unwrap_or(0));
         let bytes = self.read_data(start, hi)?;
@@ -252,20 +252,20 @@ impl<S: Source> RingFile<S> {
     /// Copies the data of positions `[from, to)` (`to - from <= capacity`, checked by
     /// [`State`]) in one or two reads (the second when the range wraps around the end of
     /// the data area).
-    fn read_data(&self, from: u64, to: u64) -> Result<Vec<u8>, InspectError> {
+    fn read_data(&self, from: u64, to: u64) -> Result<Vec<u8>, FormatError> {
         let cap = self.header.capacity;
         let len = to.saturating_sub(from).min(cap);
         let mut bytes = Vec::new();
-        let n = usize::try_from(len).map_err(|_| InspectError::OutOfMemory(len))?;
-        bytes.try_reserve_exact(n).map_err(|_| InspectError::OutOfMemory(len))?;
+        let n = usize::try_from(len).map_err(|_| FormatError::OutOfMemory(len))?;
+        bytes.try_reserve_exact(n).map_err(|_| FormatError::OutOfMemory(len))?;
         bytes.resize(n, 0);
         let first_at = from & (cap - 1);
         let first_len = (cap - first_at).min(len) as usize;
         let (a, b) = bytes.split_at_mut(first_len);
         let what = "cannot read the ring's data area";
-        self.source.read_at(self.header.data_offset + first_at, a).map_err(InspectError::io(what))?;
+        self.source.read_at(self.header.data_offset + first_at, a).map_err(FormatError::io(what))?;
         if !b.is_empty() {
-            self.source.read_at(self.header.data_offset, b).map_err(InspectError::io(what))?;
+            self.source.read_at(self.header.data_offset, b).map_err(FormatError::io(what))?;
         }
         Ok(bytes)
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::error::InspectError;
+use crate::error::FormatError;
 use crate::format::control::{
     CONTROL_SIZE, FLAG_FUTEX, KIND_MPSC, KIND_SPSC, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DATA_OFFSET,
     MIN_CAPACITY, MODE_DISCARD, MODE_OVERWRITE,
@@ -109,19 +109,19 @@ impl Header {
     }
 
     /// Parses and checks the control block's meta line; `len` is the file's length.
-    pub(super) fn parse(block: &[u8], len: u64) -> Result<Header, InspectError> {
+    pub(super) fn parse(block: &[u8], len: u64) -> Result<Header, FormatError> {
         let magic = u64_at(block, fields::MAGIC);
         if magic == 0 {
-            return Err(InspectError::Uninitialized);
+            return Err(FormatError::Uninitialized);
         }
         if magic != MAGIC {
-            return Err(InspectError::BadMagic { found: u64::from_le_bytes(magic.to_ne_bytes()) });
+            return Err(FormatError::BadMagic { found: u64::from_le_bytes(magic.to_ne_bytes()) });
         }
         let version = u32_at(block, fields::VERSION);
         if version != LAYOUT_VERSION {
-            return Err(InspectError::Version { found: version });
+            return Err(FormatError::Version { found: version });
         }
-        let bad = |field, value: u64, expected| InspectError::BadField { field, value, expected };
+        let bad = |field, value: u64, expected| FormatError::BadField { field, value, expected };
         let kind = match u32_at(block, fields::KIND) {
             KIND_MPSC => RingKind::Mpsc,
             KIND_SPSC => RingKind::Spsc,
@@ -147,7 +147,7 @@ impl Header {
         // Both at most 2^32 + 2^20: no overflow.
         let need = data_offset + capacity;
         if len < need {
-            return Err(InspectError::Truncated { len, capacity, need });
+            return Err(FormatError::Truncated { len, capacity, need });
         }
         Ok(Header {
             version,

@@ -72,7 +72,7 @@ enum Entry {
 /// assert_eq!(image.len(), 8192 + 4096);
 /// let records = RingFile::from_source(image)?.records()?;
 /// assert_eq!(records.iter().next().unwrap().pid, 7);
-/// # Ok::<(), ringtrace::inspect::InspectError>(())
+/// # Ok::<(), ringtrace::inspect::FormatError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct ImageBuilder {

@@ -5,7 +5,7 @@
 //! file can put anything in it, so this reader trusts none of it: it never maps the file
 //! (a process that truncates it cannot make us fault), it reads with positioned reads
 //! through [`Source`], checks every header field before using it, and every position
-//! against the others. Whatever the bytes, the result is a value or an [`InspectError`]
+//! against the others. Whatever the bytes, the result is a value or a [`FormatError`]
 //! with a one-line message; records that make no sense are skipped and counted, and the
 //! walk stops at the first header that cannot be one a producer wrote. Work and memory
 //! are bounded by the file's size: at most one copy of the data area is read per call.
@@ -25,7 +25,7 @@
 //! let records = ring.records()?;
 //! let payloads: Vec<&[u8]> = records.iter().map(|r| r.payload).collect();
 //! assert_eq!(payloads, [&b"hello"[..], &b"world"[..]]);
-//! # Ok::<(), ringtrace::inspect::InspectError>(())
+//! # Ok::<(), ringtrace::inspect::FormatError>(())
 //! ```
 //!
 //! A ring image inside a larger file (one of several rings in one file, at some
@@ -40,7 +40,6 @@
 #![forbid(unsafe_code)]
 
 pub mod channel;
-mod error;
 mod file;
 mod header;
 #[doc(hidden)]
@@ -49,7 +48,7 @@ mod records;
 mod source;
 mod state;
 
-pub use error::InspectError;
+pub use crate::error::FormatError;
 pub use file::RingFile;
 pub use header::{Header, RingKind, RingMode};
 pub use records::{Corrupt, Record, Records, RecordsIter, Unfinished, MAX_LISTED_UNFINISHED};

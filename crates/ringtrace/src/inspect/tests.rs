@@ -7,7 +7,7 @@ fn payloads(r: &Records) -> Vec<Vec<u8>> {
     r.iter().map(|r| r.payload.to_vec()).collect()
 }
 
-fn open(img: Vec<u8>) -> Result<RingFile<Vec<u8>>, InspectError> {
+fn open(img: Vec<u8>) -> Result<RingFile<Vec<u8>>, FormatError> {
     RingFile::from_source(img)
 }
 
@@ -91,8 +91,8 @@ fn follower_stops_at_unfinished_and_resumes() {
     assert_eq!(r.resume_at(), 16);
     let r = ring.records_from(16, false).unwrap();
     assert_eq!(payloads(&r), [b"b".to_vec()]);
-    assert!(matches!(ring.records_from(4, true), Err(InspectError::Unaligned(4))));
-    assert!(matches!(ring.records_from(1 << 20, true), Err(InspectError::PastEnd { .. })));
+    assert!(matches!(ring.records_from(4, true), Err(FormatError::Unaligned(4))));
+    assert!(matches!(ring.records_from(1 << 20, true), Err(FormatError::PastEnd { .. })));
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn header_change_is_detected() {
     let a = ImageBuilder::new(4096, RingMode::Discard).build();
     let b = ImageBuilder::new(4096, RingMode::Overwrite).build();
     let ring = RingFile::from_source(Swap(0.into(), a, b)).unwrap();
-    assert!(matches!(ring.state(), Err(InspectError::HeaderChanged)));
+    assert!(matches!(ring.state(), Err(FormatError::HeaderChanged)));
 }
 
 #[test]
@@ -283,20 +283,20 @@ fn offsets_outside_the_file_are_errors() {
     let len = file.len() as u64;
     for offset in [len, len + 1, 1 << 40, u64::MAX] {
         match RingFile::from_source_at(&file, offset) {
-            Err(e @ InspectError::OffsetPastEnd { .. }) => assert!(e.to_string().contains("past the end")),
+            Err(e @ FormatError::OffsetPastEnd { .. }) => assert!(e.to_string().contains("past the end")),
             other => panic!("offset {offset}: expected OffsetPastEnd, got {other:?}"),
         }
         // The bare window: empty, its reads fail.
         let at = At::new(&file, offset);
         assert_eq!(at.size().unwrap(), 0);
         assert!(at.read_at(0, &mut [0u8; 8]).is_err());
-        assert!(matches!(RingFile::from_source(at), Err(InspectError::TooSmall { len: 0, .. })));
+        assert!(matches!(RingFile::from_source(at), Err(FormatError::TooSmall { len: 0, .. })));
     }
     // Inside the file but not a ring: garbage, or the image cut short.
-    assert!(matches!(RingFile::from_source_at(&file, 0), Err(InspectError::BadMagic { .. })));
-    assert!(matches!(RingFile::from_source_at(&file, len - 100), Err(InspectError::TooSmall { len: 100, .. })));
+    assert!(matches!(RingFile::from_source_at(&file, 0), Err(FormatError::BadMagic { .. })));
+    assert!(matches!(RingFile::from_source_at(&file, len - 100), Err(FormatError::TooSmall { len: 100, .. })));
     let cut = &file[..file.len() - 8];
-    assert!(matches!(RingFile::from_source_at(cut, 4096), Err(InspectError::Truncated { .. })));
+    assert!(matches!(RingFile::from_source_at(cut, 4096), Err(FormatError::Truncated { .. })));
     // A read whose offset overflows past the base fails.
     let at = At::new(&file, 4096);
     assert!(at.read_at(u64::MAX - 10, &mut [0u8; 4]).is_err());
@@ -313,5 +313,5 @@ fn open_at_reads_a_ring_image_in_a_file() {
     let past = RingFile::open_at(&path, 1 << 30);
     std::fs::remove_file(&path).unwrap();
     assert_eq!(payloads(&ring.unwrap().records().unwrap()), [b"in a file".to_vec()]);
-    assert!(matches!(past, Err(InspectError::OffsetPastEnd { .. })));
+    assert!(matches!(past, Err(FormatError::OffsetPastEnd { .. })));
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::snapshot::Snapshot;
 use crate::callback::{Held, Iter};
 use crate::config::ProducerKind;
-use crate::error::PauseError;
+use crate::error::Error;
 use crate::format::record::HDR_SIZE;
 use crate::protocol::capture::Found;
 use crate::protocol::core::PauseRefused;
@@ -55,11 +55,11 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 }
 
 impl<'a, K: ProducerKind> Paused<'a, K> {
-    pub(crate) fn new(ring: &'a Shared, limit: Duration) -> Result<Self, PauseError> {
+    pub(crate) fn new(ring: &'a Shared, limit: Duration) -> Result<Self, Error> {
         let core = &ring.core;
         let mut token = core.pause(ring.writable, limit).map_err(|e| match e {
-            PauseRefused::Already => PauseError::AlreadyPaused,
-            PauseRefused::Busy => PauseError::Busy { waited: limit },
+            PauseRefused::Already => Error::AlreadyPaused,
+            PauseRefused::Busy => Error::PauseBusy { waited: limit },
         })?;
         // The pause's own wait walked the records (with Acquire) and indexed them.
         let index = std::mem::take(&mut token.index);

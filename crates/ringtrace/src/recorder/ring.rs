@@ -5,7 +5,7 @@
 use super::paused::Paused;
 use super::snapshot::Snapshot;
 use crate::config::{Overwrite, ProducerKind};
-use crate::error::{PauseError, SnapshotError};
+use crate::error::{ConsumeError, Error};
 use crate::protocol::core::DEFAULT_PAUSE_TIMEOUT;
 use crate::ring::RingBuf;
 use std::time::Duration;
@@ -15,9 +15,9 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// stopping producers. Records still being written are left out (and counted in
     /// [`Snapshot::unfinished`]).
     ///
-    /// [`SnapshotError::Busy`] if producers overwrote every copy before it could be
+    /// [`ConsumeError::Busy`] if producers overwrote every copy before it could be
     /// checked, 16 times in a row: then [`pause`](Self::pause) first.
-    pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
+    pub fn snapshot(&self) -> Result<Snapshot, ConsumeError> {
         let mut snap = Snapshot::new();
         self.snapshot_into(&mut snap)?;
         Ok(snap)
@@ -25,7 +25,7 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
 
     /// [`snapshot`](Self::snapshot) into an existing one, reusing its memory (no
     /// allocation once it has held a full ring).
-    pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), SnapshotError> {
+    pub fn snapshot_into(&self, snap: &mut Snapshot) -> Result<(), ConsumeError> {
         Snapshot::take_into(&self.shared, snap)
     }
 
@@ -38,9 +38,9 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// discarded, for at most 1 second (see [`pause_timeout`](Self::pause_timeout));
     /// a record whose producer died is stepped over, not waited for.
     ///
-    /// Errors: [`PauseError::AlreadyPaused`]; [`PauseError::Busy`] if a producer did
+    /// Errors: [`Error::AlreadyPaused`]; [`Error::PauseBusy`] if a producer did
     /// not finish its record in time (the ring is then left running).
-    pub fn pause(&self) -> Result<Paused<'_, K>, PauseError> {
+    pub fn pause(&self) -> Result<Paused<'_, K>, Error> {
         Paused::new(&self.shared, DEFAULT_PAUSE_TIMEOUT)
     }
 
@@ -52,18 +52,18 @@ impl<K: ProducerKind> RingBuf<K, Overwrite> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ringtrace::{FlightRecorder, PauseError, Wakeup};
+    /// use ringtrace::{Error, FlightRecorder, Wakeup};
     ///
     /// let ring = FlightRecorder::new(4096)?;
     /// let mut p = ring.producer()?;
     /// let rec = p.reserve(8)?;                       // still being written
     /// let err = ring.pause_timeout(Duration::from_millis(5)).unwrap_err();
-    /// assert!(matches!(err, PauseError::Busy { .. }));
+    /// assert!(matches!(err, Error::PauseBusy { .. }));
     /// rec.commit();
     /// assert_eq!(ring.pause_timeout(Duration::ZERO)?.len(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn pause_timeout(&self, timeout: Duration) -> Result<Paused<'_, K>, PauseError> {
+    pub fn pause_timeout(&self, timeout: Duration) -> Result<Paused<'_, K>, Error> {
         Paused::new(&self.shared, timeout)
     }
 

@@ -7,7 +7,7 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use crate::callback::{Held, Iter};
-use crate::error::SnapshotError;
+use crate::error::{ConsumeError, FormatError};
 use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
 use crate::protocol::capture::{parse, Capture, Parse, Walk};
 use crate::shared::Shared;
@@ -58,14 +58,14 @@ impl fmt::Debug for Snapshot {
 impl Snapshot {
     /// The records the ring `shared` holds now, copied and checked
     /// ([`RingBuf::snapshot`](crate::RingBuf::snapshot)).
-    pub(crate) fn take(shared: &Shared) -> Result<Snapshot, SnapshotError> {
+    pub(crate) fn take(shared: &Shared) -> Result<Snapshot, ConsumeError> {
         let mut snap = Snapshot::new();
         Snapshot::take_into(shared, &mut snap)?;
         Ok(snap)
     }
 
     /// [`take`](Self::take) into `snap`, reusing its memory.
-    pub(crate) fn take_into(shared: &Shared, snap: &mut Snapshot) -> Result<(), SnapshotError> {
+    pub(crate) fn take_into(shared: &Shared, snap: &mut Snapshot) -> Result<(), ConsumeError> {
         let core = &shared.core;
         if core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
             // Producers overwrote every copy, or a retirer died inside its seqlock
@@ -73,11 +73,11 @@ impl Snapshot {
             // and try once more.
             let recovered = core.recover_lock(shared.writable);
             if !recovered || core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
-                return Err(SnapshotError::Busy);
+                return Err(ConsumeError::Busy);
             }
         }
         if let crate::protocol::capture::Parse::Corrupt { pos, header } = snap.cap.stop {
-            return Err(SnapshotError::Corrupt { pos, header });
+            return Err(ConsumeError::Corrupt { pos, header });
         }
         snap.capacity = core.capacity();
         snap.retired_before = snap.cap.retired_at_first.unwrap_or(0);
@@ -218,20 +218,20 @@ impl Snapshot {
     /// Reads a snapshot written by [`write_to`](Self::write_to), checking it whole
     /// (checksums, fields, records: see the module docs), to the end of `r`: bytes
     /// after the records are an error too.
-    pub fn read_from<R: Read>(mut r: R) -> Result<Snapshot, SnapshotError> {
+    pub fn read_from<R: Read>(mut r: R) -> Result<Snapshot, FormatError> {
         let (h, data_crc) = FileHeader::read(&mut r)?;
         let FileHeader { capacity, first, end, count, retired_before, missed, unfinished, data_len } = h;
         // Read through `take`, so a header that claims gigabytes costs memory only for
         // the bytes the file really holds.
         let mut bytes = Vec::new();
-        (&mut r).take(data_len).read_to_end(&mut bytes)?;
+        (&mut r).take(data_len).read_to_end(&mut bytes).map_err(FormatError::io("snapshot file"))?;
         if bytes.len() as u64 != data_len {
             return Err(format_err(format!("truncated in the records ({} of {data_len} bytes)", bytes.len())));
         }
         let (stored, computed) = (data_crc, crc32c::crc32c(&bytes));
         if stored != computed {
             let (start, end) = (HEADER_LEN as u64, HEADER_LEN as u64 + data_len);
-            return Err(SnapshotError::Checksum { part: "ring bytes", start, end, stored, computed });
+            return Err(FormatError::Checksum { part: "ring bytes", start, end, stored, computed });
         }
         let mut extra = [0u8; 1];
         if read_some(&mut r, &mut extra)? != 0 {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use ringtrace::format::channel::CHANNEL_VERSION;
 use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
-use ringtrace::inspect::{InspectError, RingMode};
+use ringtrace::inspect::{FormatError, RingMode};
 use serde::Serialize;
 
 use crate::failure::Failure;
@@ -97,7 +97,7 @@ struct Json {
     totals: Totals,
 }
 
-fn read_slot(ch: &ChannelFile<File>, i: u32) -> Result<Slot, InspectError> {
+fn read_slot(ch: &ChannelFile<File>, i: u32) -> Result<Slot, FormatError> {
     let overwrite = ch.header().mode == RingMode::Overwrite;
     let ring = ch.ring(i)?;
     let s = ring.state()?;

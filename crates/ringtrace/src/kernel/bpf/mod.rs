@@ -27,7 +27,7 @@ mod ringbuf;
 mod set;
 mod sys;
 
-pub use error::BpfError;
+pub use crate::error::KernelError;
 pub use reader::BpfStats;
 pub use ringbuf::{BpfRingBuf, DEFAULT_LINGER};
 pub use set::RingSet;

@@ -11,11 +11,12 @@ use rustix::event::epoll;
 use crate::error::ConsumeError;
 use crate::recorder::snapshot::Snapshot;
 
-use super::error::{is_permission, map_type_name, BpfError};
+use super::error::{is_permission, map_type_name};
 use super::map::KernelMap;
 use super::reader::{BpfStats, Reader, RingMem};
 use super::sys::{self, BPF_F_RB_OVERWRITE};
 use crate::callback::{BatchBuf, Iter, Outcome};
+use crate::error::KernelError;
 use crate::wait::epoll::wait_epoll;
 use crate::wait::poll::byte_reader_poll;
 
@@ -59,23 +60,23 @@ pub const DEFAULT_LINGER: Duration = Duration::from_micros(50);
 
 impl BpfRingBuf {
     /// Attaches to the ring buffer map `fd` (which the reader keeps).
-    pub fn from_fd(fd: OwnedFd) -> Result<BpfRingBuf, BpfError> {
+    pub fn from_fd(fd: OwnedFd) -> Result<BpfRingBuf, KernelError> {
         let raw = fd.as_raw_fd();
         let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).map(|p| p.display().to_string());
         match &link {
             Ok(l) if l == "anon_inode:bpf-map" => {}
-            Ok(l) => return Err(BpfError::NotAMap { fd: raw, what: l.clone() }),
+            Ok(l) => return Err(KernelError::NotAMap { fd: raw, what: l.clone() }),
             // No /proc: let the kernel tell.
             Err(_) => {}
         }
         let info = sys::map_info(fd.as_fd()).map_err(|source| match source.raw_os_error() {
             Some(libc::EINVAL) | Some(libc::EBADF) => {
-                BpfError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
+                KernelError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
             }
             _ if is_permission(&source) => {
-                BpfError::Permission { what: "reading the map's info".into(), needs: "CAP_BPF", source }
+                KernelError::Permission { what: "reading the map's info".into(), needs: "CAP_BPF", source }
             }
-            _ => BpfError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
+            _ => KernelError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
         })?;
         if info.map_type != sys::MAP_TYPE_RINGBUF {
             let hint = if info.map_type == sys::MAP_TYPE_USER_RINGBUF {
@@ -85,7 +86,7 @@ impl BpfRingBuf {
             } else {
                 ""
             };
-            return Err(BpfError::NotRingBuf {
+            return Err(KernelError::NotRingBuf {
                 name: info.name,
                 id: info.id,
                 map_type: info.map_type,
@@ -96,18 +97,18 @@ impl BpfRingBuf {
         let page = rustix::param::page_size() as u64;
         let size = info.max_entries;
         if !size.is_power_of_two() || (size as u64) % page != 0 {
-            return Err(BpfError::BadSize { size });
+            return Err(KernelError::BadSize { size });
         }
         let mem = KernelMap::new(fd.as_fd(), size as u64).map_err(|source| {
             if is_permission(&source) {
-                BpfError::Permission { what: "mapping the ring buffer".into(), needs: "CAP_BPF", source }
+                KernelError::Permission { what: "mapping the ring buffer".into(), needs: "CAP_BPF", source }
             } else {
-                BpfError::Io { what: "mapping the ring buffer (mmap)", source }
+                KernelError::Io { what: "mapping the ring buffer (mmap)", source }
             }
         })?;
         let overwrite = info.map_flags & BPF_F_RB_OVERWRITE != 0;
         let reader = Reader::new(mem, overwrite)
-            .map_err(|(consumer, producer)| BpfError::BadPositions { consumer, producer })?;
+            .map_err(|(consumer, producer)| KernelError::BadPositions { consumer, producer })?;
         Ok(BpfRingBuf {
             reader,
             fd,
@@ -120,33 +121,33 @@ impl BpfRingBuf {
     }
 
     /// Attaches to the ring buffer map pinned at `path` in a bpffs.
-    pub fn open_pinned(path: impl AsRef<Path>) -> Result<BpfRingBuf, BpfError> {
+    pub fn open_pinned(path: impl AsRef<Path>) -> Result<BpfRingBuf, KernelError> {
         let path = path.as_ref();
         let fd = sys::obj_get(path).map_err(|source| {
             if is_permission(&source) {
-                BpfError::Permission {
+                KernelError::Permission {
                     what: format!("opening pinned map {}", path.display()),
                     needs: "CAP_BPF and access to the bpffs path",
                     source,
                 }
             } else {
-                BpfError::NotPinned { path: path.to_path_buf(), source }
+                KernelError::NotPinned { path: path.to_path_buf(), source }
             }
         })?;
         Self::from_fd(fd)
     }
 
     /// Attaches to the ring buffer map with id `id` (as `bpftool map` lists them).
-    pub fn open_id(id: u32) -> Result<BpfRingBuf, BpfError> {
+    pub fn open_id(id: u32) -> Result<BpfRingBuf, KernelError> {
         let fd = sys::map_get_fd_by_id(id).map_err(|source| match source.raw_os_error() {
-            Some(libc::ENOENT) => BpfError::NoSuchMap { id },
-            _ if is_permission(&source) => BpfError::Permission {
+            Some(libc::ENOENT) => KernelError::NoSuchMap { id },
+            _ if is_permission(&source) => KernelError::Permission {
                 what: format!("opening map id {id}"),
                 // BPF_MAP_GET_FD_BY_ID checks CAP_SYS_ADMIN, not CAP_BPF.
                 needs: "CAP_SYS_ADMIN (opening a map by id)",
                 source,
             },
-            _ => BpfError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
+            _ => KernelError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
         })?;
         Self::from_fd(fd)
     }

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use rustix::event::epoll;
 
-use super::error::BpfError;
 use super::ringbuf::{BpfRingBuf, DEFAULT_LINGER};
 use crate::callback::Outcome;
-use crate::error::ConsumeError;
+use crate::error::{ConsumeError, KernelError};
 use crate::wait::epoll::wait_epoll;
 use crate::wait::poll::{poll, Poll};
 
@@ -53,14 +52,14 @@ pub struct RingSet {
 
 impl RingSet {
     /// An empty set.
-    pub fn new() -> Result<RingSet, BpfError> {
+    pub fn new() -> Result<RingSet, KernelError> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)
-            .map_err(|e| BpfError::Io { what: "creating an epoll instance", source: e.into() })?;
+            .map_err(|e| KernelError::Io { what: "creating an epoll instance", source: e.into() })?;
         Ok(RingSet { rings: Vec::new(), ready: Vec::new(), epoll, linger: DEFAULT_LINGER })
     }
 
     /// Adds a map; returns its index.
-    pub fn add(&mut self, ring: BpfRingBuf) -> Result<usize, BpfError> {
+    pub fn add(&mut self, ring: BpfRingBuf) -> Result<usize, KernelError> {
         let i = self.rings.len();
         epoll::add(
             &self.epoll,
@@ -68,7 +67,7 @@ impl RingSet {
             epoll::EventData::new_u64(i as u64),
             epoll::EventFlags::IN | epoll::EventFlags::ET,
         )
-        .map_err(|e| BpfError::Io { what: "adding a map to the epoll instance", source: e.into() })?;
+        .map_err(|e| KernelError::Io { what: "adding a map to the epoll instance", source: e.into() })?;
         self.rings.push(ring);
         // Records written before it was added raise no edge: read it on the next call.
         self.ready.push(i);

@@ -8,8 +8,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use perf_event_open_sys as pe;
 use perf_event_open_sys::bindings as sys;
 
-use super::record::PerfError;
 use super::sample::{SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME};
+use crate::error::KernelError;
 
 /// A software event: counted by the kernel itself, so it works without hardware counters
 /// (in virtual machines too).
@@ -157,7 +157,7 @@ impl EventBuilder {
     }
 
     /// Opens the event (`perf_event_open(2)`, close-on-exec).
-    pub fn open(self) -> Result<PerfEvent, PerfError> {
+    pub fn open(self) -> Result<PerfEvent, KernelError> {
         let mut attr = sys::perf_event_attr { type_: sys::PERF_TYPE_SOFTWARE, ..Default::default() };
         attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
         attr.config = self.kind.config();
@@ -187,7 +187,7 @@ impl EventBuilder {
         if fd < 0 {
             let source = io::Error::last_os_error();
             let hint = open_hint(&source, self.pid, self.exclude_kernel);
-            return Err(PerfError::Open { event: self.kind.name(), source, hint });
+            return Err(KernelError::Open { event: self.kind.name(), source, hint });
         }
         // SAFETY: `fd` is a new file descriptor returned by perf_event_open that nothing
         // else owns.
@@ -254,12 +254,12 @@ impl PerfEvent {
     }
 
     /// Starts counting and sampling (`PERF_EVENT_IOC_ENABLE`).
-    pub fn enable(&self) -> Result<(), PerfError> {
+    pub fn enable(&self) -> Result<(), KernelError> {
         int_ioctl(self.fd.as_fd(), pe::ioctls::ENABLE, 0, "PERF_EVENT_IOC_ENABLE")
     }
 
     /// Stops counting and sampling (`PERF_EVENT_IOC_DISABLE`).
-    pub fn disable(&self) -> Result<(), PerfError> {
+    pub fn disable(&self) -> Result<(), KernelError> {
         int_ioctl(self.fd.as_fd(), pe::ioctls::DISABLE, 0, "PERF_EVENT_IOC_DISABLE")
     }
 
@@ -286,11 +286,11 @@ fn int_ioctl(
     ioctl: unsafe fn(libc::c_int, libc::c_uint) -> libc::c_int,
     arg: libc::c_uint,
     op: &'static str,
-) -> Result<(), PerfError> {
+) -> Result<(), KernelError> {
     // SAFETY: an ioctl that takes an integer argument, on a borrowed, open file
     // descriptor; on one that is not a perf event's, the kernel refuses it (ENOTTY).
     if unsafe { ioctl(fd.as_raw_fd(), arg) } < 0 {
-        Err(PerfError::Ioctl { op, source: io::Error::last_os_error() })
+        Err(KernelError::Ioctl { op, source: io::Error::last_os_error() })
     } else {
         Ok(())
     }
@@ -298,7 +298,7 @@ fn int_ioctl(
 
 /// `PERF_EVENT_IOC_PAUSE_OUTPUT`: while paused, the kernel writes nothing into the event's
 /// ring (it counts what it drops as lost).
-pub(super) fn pause_output(fd: BorrowedFd<'_>, paused: bool) -> Result<(), PerfError> {
+pub(super) fn pause_output(fd: BorrowedFd<'_>, paused: bool) -> Result<(), KernelError> {
     let op = if paused { "PERF_EVENT_IOC_PAUSE_OUTPUT(1)" } else { "PERF_EVENT_IOC_PAUSE_OUTPUT(0)" };
     int_ioctl(fd, pe::ioctls::PAUSE_OUTPUT, paused as libc::c_uint, op)
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::record::PerfError;
+use crate::error::KernelError;
 
 /// The most data pages a ring may have (2 GiB of 4 KiB pages; the kernel's own limit is
 /// near there, and its `perf_event_mlock_kb` limit usually far below).
@@ -45,9 +45,9 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `1 + data_pages` pages of the perf event `fd`, writable (forward mode: the
     /// kernel respects `data_tail`) or read-only (the kernel overwrites).
-    pub(super) fn new(fd: BorrowedFd<'_>, data_pages: usize, writable: bool) -> Result<Mapping, PerfError> {
+    pub(super) fn new(fd: BorrowedFd<'_>, data_pages: usize, writable: bool) -> Result<Mapping, KernelError> {
         if data_pages == 0 || !data_pages.is_power_of_two() || data_pages > MAX_PAGES {
-            return Err(PerfError::InvalidPages { pages: data_pages, max: MAX_PAGES });
+            return Err(KernelError::InvalidPages { pages: data_pages, max: MAX_PAGES });
         }
         let page = rustix::param::page_size();
         let len = (1 + data_pages) * page;
@@ -60,13 +60,13 @@ impl Mapping {
             Err(e) => {
                 let source = io::Error::from(e);
                 let hint = map_hint(&source);
-                return Err(PerfError::Map { bytes: len, source, hint });
+                return Err(KernelError::Map { bytes: len, source, hint });
             }
         };
         let Some(base) = NonNull::new(ptr.cast::<u8>()) else {
             // Not at address 0 without MAP_FIXED; refuse rather than use it.
             let source = io::Error::from(io::ErrorKind::AddrNotAvailable);
-            return Err(PerfError::Map { bytes: len, source, hint: "mmap returned address 0".into() });
+            return Err(KernelError::Map { bytes: len, source, hint: "mmap returned address 0".into() });
         };
         let mut m = Mapping { base, len, data_off: 0, data_len: 0 };
         // The kernel sets these before mmap returns (kernels before 4.1 leave them 0:
@@ -76,7 +76,7 @@ impl Mapping {
         let fits = off.checked_add(size).is_some_and(|end| end <= len as u64) && off >= page as u64;
         if !fits || !size.is_power_of_two() || size < 8 {
             // Dropping `m` unmaps.
-            return Err(PerfError::Layout { offset: off, size, mapped: len });
+            return Err(KernelError::Layout { offset: off, size, mapped: len });
         }
         (m.data_off, m.data_len) = (off as usize, size as usize);
         Ok(m)

@@ -18,7 +18,7 @@
 //!   record once the oldest record is partly overwritten.
 //! * [`walk_forward`] and [`walk_backward`] are the decoding core on their own: they take
 //!   a data area as bytes and positions, so a copied image can be decoded too. Ring
-//!   content is untrusted: a header that cannot be right is a [`PerfError::Corrupt`]
+//!   content is untrusted: a header that cannot be right is a [`KernelError::Corrupt`]
 //!   naming its offset and size, and every walk ends after at most one buffer size.
 //! * [`Sample::parse`] decodes the fixed fields of a `PERF_RECORD_SAMPLE`.
 //!
@@ -64,11 +64,9 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
+pub use crate::error::{CorruptReason, KernelError};
 pub use event::{EventBuilder, PerfEvent, Software};
-pub use record::{
-    CorruptReason, PerfError, PerfReadError, PerfRecord, HEADER_SIZE, RECORD_LOST, RECORD_SAMPLE, RECORD_THROTTLE,
-    RECORD_UNTHROTTLE,
-};
+pub use record::{PerfRecord, HEADER_SIZE, RECORD_LOST, RECORD_SAMPLE, RECORD_THROTTLE, RECORD_UNTHROTTLE};
 pub use ring::{BackwardRing, ForwardRing, PausedRing};
 pub use sample::{
     Sample, SAMPLE_ADDR, SAMPLE_CPU, SAMPLE_ID, SAMPLE_IDENTIFIER, SAMPLE_IP, SAMPLE_PERIOD, SAMPLE_STREAM_ID,

@@ -9,13 +9,14 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::event::pause_output;
 use super::map::Mapping;
-use super::record::{PerfError, PerfReadError, PerfRecord};
+use super::record::PerfRecord;
 use super::walk::{walk_backward, walk_forward};
+use crate::error::{ConsumeError, KernelError};
 
 /// A reader's own handle on the event: a duplicate of its file descriptor, so the ring
 /// does not borrow the [`PerfEvent`](super::PerfEvent).
-fn own_fd(event: &impl AsFd) -> Result<OwnedFd, PerfError> {
-    event.as_fd().try_clone_to_owned().map_err(PerfError::Dup)
+fn own_fd(event: &impl AsFd) -> Result<OwnedFd, KernelError> {
+    event.as_fd().try_clone_to_owned().map_err(KernelError::Dup)
 }
 
 /// A perf event's ring mapped writable: the kernel writes records forward and never
@@ -51,7 +52,7 @@ impl ForwardRing {
     /// Maps the ring of `event` (opened without [`backward`](super::EventBuilder::backward)):
     /// one metadata page and `data_pages` data pages, a power of two from 1 up. An event
     /// has one ring: map it once.
-    pub fn new(event: &impl AsFd, data_pages: usize) -> Result<ForwardRing, PerfError> {
+    pub fn new(event: &impl AsFd, data_pages: usize) -> Result<ForwardRing, KernelError> {
         let fd = own_fd(event)?;
         let map = Mapping::new(fd.as_fd(), data_pages, true)?;
         Ok(ForwardRing { fd, map, scratch: Vec::new(), lost: 0 })
@@ -79,10 +80,10 @@ impl ForwardRing {
     /// added to [`lost`](Self::lost). Returns the number of records delivered.
     ///
     /// The record lent to `f` is valid for that call only. If `f` fails, the records up
-    /// to and including the one it failed on count as read. On a [`PerfError`] (a corrupt
+    /// to and including the one it failed on count as read. On a [`KernelError`] (a corrupt
     /// header, inconsistent positions) nothing after the error can be decoded, so the
     /// tail skips to the head: the records there are dropped and the ring keeps working.
-    pub fn read<E, F>(&mut self, mut f: F) -> Result<usize, PerfReadError<E>>
+    pub fn read<E, F>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -90,7 +91,7 @@ impl ForwardRing {
         let start = self.map.tail();
         let size = self.capacity() as u64;
         if head.wrapping_sub(start) > size && start.wrapping_sub(head) <= size {
-            return Err(PerfError::Direction {
+            return Err(KernelError::Direction {
                 ring: "ForwardRing",
                 head,
                 moved: "backward",
@@ -107,7 +108,7 @@ impl ForwardRing {
             }
             f(rec)
         });
-        if let Err(PerfReadError::Perf(_)) = r {
+        if let Err(ConsumeError::Kernel(_)) = r {
             tail = head;
         }
         if tail != start {
@@ -151,7 +152,7 @@ impl ForwardRing {
 ///
 /// An event opened without `backward(true)` cannot be read this way (its oldest record
 /// cannot be found once the ring wrapped): its `data_head` moves up instead of down,
-/// which [`read`](Self::read) reports as [`PerfError::Direction`] as soon as the kernel
+/// which [`read`](Self::read) reports as [`KernelError::Direction`] as soon as the kernel
 /// wrote a record.
 ///
 /// ```
@@ -191,7 +192,7 @@ impl BackwardRing {
     /// [`backward(true)`](super::EventBuilder::backward), read-only: one metadata page and
     /// `data_pages` data pages, a power of two from 1 up. An event has one ring: map it
     /// once.
-    pub fn new(event: &impl AsFd, data_pages: usize) -> Result<BackwardRing, PerfError> {
+    pub fn new(event: &impl AsFd, data_pages: usize) -> Result<BackwardRing, KernelError> {
         let fd = own_fd(event)?;
         let map = Mapping::new(fd.as_fd(), data_pages, false)?;
         let ring = BackwardRing { fd, map, scratch: Vec::new(), last_head: None };
@@ -211,10 +212,10 @@ impl BackwardRing {
     }
 
     /// `data_head`, checked to have moved down from 0.
-    fn head(&self) -> Result<u64, PerfError> {
+    fn head(&self) -> Result<u64, KernelError> {
         let head = self.map.head();
         if (head as i64) > 0 {
-            return Err(PerfError::Direction {
+            return Err(KernelError::Direction {
                 ring: "BackwardRing",
                 head,
                 moved: "forward",
@@ -230,7 +231,7 @@ impl BackwardRing {
     /// new records and counts them: after the resume, its next record is preceded by a
     /// `PERF_RECORD_LOST` saying how many (so the newest record of a later read may be
     /// one).
-    pub fn pause(&mut self) -> Result<PausedRing<'_>, PerfError> {
+    pub fn pause(&mut self) -> Result<PausedRing<'_>, KernelError> {
         pause_output(self.fd.as_fd(), true)?;
         Ok(PausedRing { ring: self })
     }
@@ -240,7 +241,7 @@ impl BackwardRing {
     /// the walk fails). See [`PausedRing::read`]. Each call delivers everything the ring
     /// holds, including records an earlier call delivered; [`read_new`](Self::read_new)
     /// delivers only newer ones.
-    pub fn read<E, F>(&mut self, f: F) -> Result<usize, PerfReadError<E>>
+    pub fn read<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -250,7 +251,7 @@ impl BackwardRing {
     /// The records written since the last successful read ([`read`](Self::read) or
     /// `read_new`), newest first; everything (as `read`) if there was none. See
     /// [`PausedRing::read_new`].
-    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, PerfReadError<E>>
+    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -258,7 +259,7 @@ impl BackwardRing {
     }
 
     /// Pause, walk (everything, or only what is new), resume.
-    fn paused_walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, PerfReadError<E>>
+    fn paused_walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -285,7 +286,7 @@ pub struct PausedRing<'a> {
 
 impl PausedRing<'_> {
     /// `data_head`: the position of the newest record (the kernel counts it down from 0).
-    pub fn head(&self) -> Result<u64, PerfError> {
+    pub fn head(&self) -> Result<u64, KernelError> {
         self.ring.head()
     }
 
@@ -294,7 +295,7 @@ impl PausedRing<'_> {
     /// record that would not fit in what is left of one ring size (the oldest, partly
     /// overwritten). Returns the number delivered. Repeated reads deliver the same
     /// records again, plus any written in between.
-    pub fn read<E, F>(&mut self, f: F) -> Result<usize, PerfReadError<E>>
+    pub fn read<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -304,14 +305,14 @@ impl PausedRing<'_> {
     /// As [`read`](Self::read), but stops at the newest record the last successful read
     /// delivered: delivers only records written since (all of them when more than the
     /// ring's size was written since, or when there was no read before).
-    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, PerfReadError<E>>
+    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
         self.walk(true, f)
     }
 
-    fn walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, PerfReadError<E>>
+    fn walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(PerfRecord<'_>) -> Result<(), E>,
     {
@@ -331,7 +332,7 @@ impl PausedRing<'_> {
 
     /// Resumes the kernel's output, reporting an error (dropping the guard resumes too,
     /// ignoring errors).
-    pub fn resume(self) -> Result<(), PerfError> {
+    pub fn resume(self) -> Result<(), KernelError> {
         // Not dropped: the drop would resume a second time.
         let this = std::mem::ManuallyDrop::new(self);
         pause_output(this.ring.fd.as_fd(), false)

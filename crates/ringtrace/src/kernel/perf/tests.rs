@@ -6,6 +6,7 @@ use std::convert::Infallible;
 use proptest::prelude::*;
 
 use super::*;
+use crate::error::ConsumeError;
 
 /// Writes `bytes` at ring position `pos`, wrapping around the end of `data`.
 fn put(data: &mut [u8], pos: u64, bytes: &[u8]) {
@@ -49,8 +50,8 @@ type Got = Vec<(u32, u64, Vec<u8>)>;
 
 /// Collects `(kind, pos, bytes)` of a walk, checking the count it returns.
 fn collect(
-    walk: impl FnOnce(&mut dyn FnMut(PerfRecord<'_>) -> Result<(), Infallible>) -> Result<usize, PerfReadError<Infallible>>,
-) -> Result<Got, PerfError> {
+    walk: impl FnOnce(&mut dyn FnMut(PerfRecord<'_>) -> Result<(), Infallible>) -> Result<usize, ConsumeError<Infallible>>,
+) -> Result<Got, KernelError> {
     let mut out = Vec::new();
     match walk(&mut |r| {
         out.push((r.kind, r.pos, r.bytes.to_vec()));
@@ -60,22 +61,23 @@ fn collect(
             assert_eq!(n, out.len());
             Ok(out)
         }
-        Err(PerfReadError::Perf(e)) => Err(e),
-        Err(PerfReadError::Callback(never)) => match never {},
+        Err(ConsumeError::Kernel(e)) => Err(e),
+        Err(ConsumeError::Callback(never)) => match never {},
+        Err(e) => panic!("a walk fails with a kernel error only: {e}"),
     }
 }
 
-fn collect_forward(data: &[u8], tail: &mut u64, head: u64) -> Result<Got, PerfError> {
+fn collect_forward(data: &[u8], tail: &mut u64, head: u64) -> Result<Got, KernelError> {
     collect(|f| walk_forward(data, tail, head, &mut Vec::new(), f))
 }
 
-fn collect_backward(data: &[u8], head: u64, limit: u64) -> Result<Got, PerfError> {
+fn collect_backward(data: &[u8], head: u64, limit: u64) -> Result<Got, KernelError> {
     collect(|f| walk_backward(data, head, limit, &mut Vec::new(), f))
 }
 
-fn corrupt(e: PerfError) -> (u64, u64, CorruptReason) {
+fn corrupt(e: KernelError) -> (u64, u64, CorruptReason) {
     match e {
-        PerfError::Corrupt { offset, size, reason, .. } => (offset, size, reason),
+        KernelError::Corrupt { offset, size, reason, .. } => (offset, size, reason),
         other => panic!("expected a corrupt header, got {other}"),
     }
 }
@@ -173,12 +175,12 @@ fn forward_head_more_than_a_buffer_ahead_is_an_overrun() {
     let data = vec![0u8; 64];
     let mut tail = 8;
     match collect_forward(&data, &mut tail, 8 + 65).unwrap_err() {
-        PerfError::Overrun { head: 73, tail: 8, size: 64 } => {}
+        KernelError::Overrun { head: 73, tail: 8, size: 64 } => {}
         e => panic!("{e}"),
     }
     assert_eq!(tail, 8);
     // A head behind the tail is the same (it wraps to a huge distance).
-    assert!(matches!(collect_forward(&data, &mut tail, 0).unwrap_err(), PerfError::Overrun { .. }));
+    assert!(matches!(collect_forward(&data, &mut tail, 0).unwrap_err(), KernelError::Overrun { .. }));
 }
 
 #[test]
@@ -187,7 +189,7 @@ fn forward_callback_error_counts_its_record_as_read() {
     let head = write_forward(&mut data, 0, &[record(1, 8, 0), record(2, 16, 0), record(3, 8, 0)]);
     let mut tail = 0;
     let r = walk_forward(&data, &mut tail, head, &mut Vec::new(), |r| if r.kind == 2 { Err("stop") } else { Ok(()) });
-    assert!(matches!(r, Err(PerfReadError::Callback("stop"))));
+    assert!(matches!(r, Err(ConsumeError::Callback("stop"))));
     assert_eq!(tail, 24);
 }
 
@@ -195,8 +197,8 @@ fn forward_callback_error_counts_its_record_as_read() {
 fn walks_refuse_a_data_area_that_is_not_a_power_of_two() {
     for len in [0usize, 4, 24, 100] {
         let data = vec![0u8; len];
-        assert!(matches!(collect_forward(&data, &mut 0, 0), Err(PerfError::InvalidDataArea { .. })));
-        assert!(matches!(collect_backward(&data, 0, 8), Err(PerfError::InvalidDataArea { .. })));
+        assert!(matches!(collect_forward(&data, &mut 0, 0), Err(KernelError::InvalidDataArea { .. })));
+        assert!(matches!(collect_backward(&data, 0, 8), Err(KernelError::InvalidDataArea { .. })));
     }
 }
 
@@ -269,7 +271,7 @@ fn backward_corrupt_header_is_named() {
         n += 1;
         Ok::<(), Infallible>(())
     });
-    let Err(PerfReadError::Perf(e)) = r else { panic!("expected an error") };
+    let Err(ConsumeError::Kernel(e)) = r else { panic!("expected an error") };
     let msg = e.to_string();
     assert_eq!(corrupt(e), (48, u16::from_ne_bytes([4, 0]) as u64, CorruptReason::TooSmall));
     assert!(msg.contains("data offset 48"), "{msg}");
@@ -391,8 +393,9 @@ proptest! {
         });
         match r {
             Ok(_) => prop_assert_eq!(cursor, head),
-            Err(PerfReadError::Callback(e)) => return Err(e),
-            Err(PerfReadError::Perf(_)) => prop_assert_eq!(cursor, expect_pos),
+            Err(ConsumeError::Callback(e)) => return Err(e),
+            Err(ConsumeError::Kernel(_)) => prop_assert_eq!(cursor, expect_pos),
+            Err(e) => panic!("a walk fails with a kernel error or the callback's: {e:?}"),
         }
 
         let mut walked = 0u64;
@@ -404,7 +407,7 @@ proptest! {
             prop_assert_eq!(rec.bytes, &at(rec.pos, rec.bytes.len())[..]);
             Ok(())
         });
-        if let Err(PerfReadError::Callback(e)) = r {
+        if let Err(ConsumeError::Callback(e)) = r {
             return Err(e);
         }
     }

@@ -7,12 +7,13 @@
 //! `scratch`), and every walk covers at most one data area's size, advancing by at least
 //! 8 bytes a step, so it ends after at most `data.len() / 8` records.
 
-use super::record::{CorruptReason, PerfError, PerfReadError, PerfRecord, HEADER_SIZE};
+use super::record::{PerfRecord, HEADER_SIZE};
+use crate::error::{ConsumeError, CorruptReason, KernelError};
 
 /// Checks the data area's length; returns it as the ring's size.
-fn area_size(data: &[u8]) -> Result<u64, PerfError> {
+fn area_size(data: &[u8]) -> Result<u64, KernelError> {
     if data.len() < HEADER_SIZE || !data.len().is_power_of_two() {
-        return Err(PerfError::InvalidDataArea { len: data.len() });
+        return Err(KernelError::InvalidDataArea { len: data.len() });
     }
     Ok(data.len() as u64)
 }
@@ -54,7 +55,7 @@ fn bytes_at<'a>(data: &'a [u8], pos: u64, len: usize, scratch: &'a mut Vec<u8>) 
 /// Checks a header's size against what kernel records can be; `available` is how many
 /// bytes from the header's start may belong to records.
 #[inline(always)]
-fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), PerfError> {
+fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), KernelError> {
     let reason = if size == 0 {
         CorruptReason::Zero
     } else if (size as usize) < HEADER_SIZE {
@@ -66,7 +67,7 @@ fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), Pe
     } else {
         return Ok(());
     };
-    Err(PerfError::Corrupt { offset: pos & (data.len() as u64 - 1), pos, size: size as u64, reason })
+    Err(KernelError::Corrupt { offset: pos & (data.len() as u64 - 1), pos, size: size as u64, reason })
 }
 
 /// Delivers the records of a forward ring from `*tail` up to `head`, oldest first.
@@ -77,9 +78,9 @@ fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), Pe
 /// record whose callback failed counts as delivered), whether the walk succeeded or not;
 /// it is `head` after a complete walk.
 ///
-/// Errors: [`PerfError::Overrun`] if `head - tail` is larger than the area (nothing is
-/// walked); [`PerfError::Corrupt`] for a header of size 0, smaller than 8 bytes, not a
-/// multiple of 8, or running past `head`; [`PerfReadError::Callback`] when `f` fails.
+/// Errors: [`KernelError::Overrun`] if `head - tail` is larger than the area (nothing is
+/// walked); [`KernelError::Corrupt`] for a header of size 0, smaller than 8 bytes, not a
+/// multiple of 8, or running past `head`; [`ConsumeError::Callback`] when `f` fails.
 ///
 /// ```
 /// use ringtrace::kernel::perf::walk_forward;
@@ -106,13 +107,13 @@ pub fn walk_forward<E, F>(
     head: u64,
     scratch: &mut Vec<u8>,
     mut f: F,
-) -> Result<usize, PerfReadError<E>>
+) -> Result<usize, ConsumeError<E>>
 where
     F: FnMut(PerfRecord<'_>) -> Result<(), E>,
 {
     let size = area_size(data)?;
     if head.wrapping_sub(*tail) > size {
-        return Err(PerfError::Overrun { head, tail: *tail, size }.into());
+        return Err(KernelError::Overrun { head, tail: *tail, size }.into());
     }
     let mut n = 0;
     // Each step moves `*tail` at least 8 bytes closer to `head`, which is at most `size`
@@ -124,7 +125,7 @@ where
         let bytes = bytes_at(data, pos, len as usize, scratch);
         *tail = pos.wrapping_add(len as u64);
         n += 1;
-        f(PerfRecord { kind, misc, pos, bytes }).map_err(PerfReadError::Callback)?;
+        f(PerfRecord { kind, misc, pos, bytes }).map_err(ConsumeError::Callback)?;
     }
     Ok(n)
 }
@@ -141,8 +142,8 @@ where
 /// * `limit` itself.
 ///
 /// Returns the number of records delivered, newest first. Errors:
-/// [`PerfError::Corrupt`] for a header smaller than 8 bytes or not a multiple of 8;
-/// [`PerfReadError::Callback`] when `f` fails (after it, nothing more is delivered).
+/// [`KernelError::Corrupt`] for a header smaller than 8 bytes or not a multiple of 8;
+/// [`ConsumeError::Callback`] when `f` fails (after it, nothing more is delivered).
 ///
 /// ```
 /// use ringtrace::kernel::perf::walk_backward;
@@ -169,7 +170,7 @@ pub fn walk_backward<E, F>(
     limit: u64,
     scratch: &mut Vec<u8>,
     mut f: F,
-) -> Result<usize, PerfReadError<E>>
+) -> Result<usize, ConsumeError<E>>
 where
     F: FnMut(PerfRecord<'_>) -> Result<(), E>,
 {
@@ -189,13 +190,13 @@ where
             Ok(()) => {}
             // The oldest record, partly overwritten by the newest: it ends past the
             // newest record's start.
-            Err(PerfError::Corrupt { reason: CorruptReason::PastEnd { .. }, .. }) => break,
+            Err(KernelError::Corrupt { reason: CorruptReason::PastEnd { .. }, .. }) => break,
             Err(e) => return Err(e.into()),
         }
         let bytes = bytes_at(data, pos, len as usize, scratch);
         walked += len as u64;
         n += 1;
-        f(PerfRecord { kind, misc, pos, bytes }).map_err(PerfReadError::Callback)?;
+        f(PerfRecord { kind, misc, pos, bytes }).map_err(ConsumeError::Callback)?;
     }
     Ok(n)
 }
