@@ -317,6 +317,29 @@ impl<K: ProducerKind> Reservation<'_, K, Overwrite> {
         }
     }
 
+    /// Writes the whole payload: the overwrite-mode counterpart of the discard-mode
+    /// reservation's `copy_from_slice` (through its `&mut [u8]`), so the same code
+    /// writes a record in either mode.
+    ///
+    /// # Panics
+    ///
+    /// If `src.len()` is not the record's length, as
+    /// [`<[u8]>::copy_from_slice`](slice::copy_from_slice) does.
+    ///
+    /// ```
+    /// let ring = ringtrace::FlightRecorder::new(4096)?;
+    /// let mut p = ring.producer()?;
+    /// let mut rec = p.reserve(5)?;
+    /// rec.copy_from_slice(b"hello");
+    /// rec.commit();
+    /// assert_eq!(ring.snapshot()?.iter().next(), Some(&b"hello"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn copy_from_slice(&mut self, src: &[u8]) {
+        assert_eq!(src.len(), self.len as usize, "source slice length does not match the record's length");
+        self.producer.core.write_payload(self.pos, 0, src);
+    }
+
     /// The record's payload length.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -350,6 +373,21 @@ impl<K: ProducerKind> DerefMut for Reservation<'_, K, Discard> {
 }
 
 impl<K: ProducerKind> Reservation<'_, K, Discard> {
+    /// Writes `data` at byte `offset` of the record: the discard-mode counterpart of the
+    /// overwrite-mode reservation's `write`, so the same code writes a record in
+    /// either mode. [`ReserveError::OutOfBounds`] if it does not fit.
+    #[inline]
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), ReserveError> {
+        let record_len = self.len as usize;
+        match self.get_mut(offset..).and_then(|rest| rest.get_mut(..data.len())) {
+            Some(dst) => {
+                dst.copy_from_slice(data);
+                Ok(())
+            }
+            None => Err(ReserveError::OutOfBounds { offset, len: data.len(), record_len }),
+        }
+    }
+
     #[inline(always)]
     fn payload_ptr(&self) -> *mut u8 {
         self.producer.core.region.data_ptr(self.pos + HDR_SIZE)

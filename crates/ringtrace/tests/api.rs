@@ -327,3 +327,69 @@ fn single_producer_reattaches_anywhere() {
     assert_eq!(read, written);
     assert!(written > 10_000, "{written}");
 }
+
+/// A record is written the same way in either mode: `copy_from_slice` for the whole
+/// payload, `write(offset, bytes)` for a part, which refuses what does not fit.
+#[test]
+fn reservations_write_the_same_in_both_modes() {
+    let discard = ringtrace::MpscRing::new(4096).unwrap();
+    let recorder = ringtrace::FlightRecorder::new(4096).unwrap();
+    let (mut pd, mut po) = (discard.producer().unwrap(), recorder.producer().unwrap());
+
+    let mut rec = pd.reserve(5).unwrap();
+    rec.copy_from_slice(b"hello");
+    rec.commit();
+    let mut rec = po.reserve(5).unwrap();
+    rec.copy_from_slice(b"hello");
+    rec.commit();
+
+    let mut rec = pd.reserve(4).unwrap();
+    rec.write(0, b"ab").unwrap();
+    rec.write(2, b"cd").unwrap();
+    let err = rec.write(3, b"xy").unwrap_err();
+    assert!(matches!(err, ringtrace::ReserveError::OutOfBounds { offset: 3, len: 2, record_len: 4 }), "{err}");
+    rec.commit();
+    let mut rec = po.reserve(4).unwrap();
+    rec.write(0, b"ab").unwrap();
+    rec.write(2, b"cd").unwrap();
+    let err = rec.write(3, b"xy").unwrap_err();
+    assert!(matches!(err, ringtrace::ReserveError::OutOfBounds { offset: 3, len: 2, record_len: 4 }), "{err}");
+    rec.commit();
+
+    let from_discard: Vec<Vec<u8>> = discard.consumer().unwrap().iter().map(<[u8]>::to_vec).collect();
+    let mut c = recorder.consumer().unwrap();
+    let from_recorder: Vec<Vec<u8>> = c.iter().unwrap().map(<[u8]>::to_vec).collect();
+    assert_eq!(from_discard, [b"hello".to_vec(), b"abcd".to_vec()]);
+    assert_eq!(from_recorder, from_discard);
+}
+
+/// A consume callback may return `()` (it cannot fail) or a `Result` (its error stops
+/// the call); the same in every reader, and `poll` returns what it read or, at the
+/// deadline, zero.
+#[test]
+fn callbacks_may_return_unit_or_result_and_poll_keeps_its_deadline() {
+    let ring = ringtrace::MpscRing::new(4096).unwrap();
+    let mut p = ring.producer().unwrap();
+    let mut c = ring.consumer().unwrap();
+    for i in 0..3u8 {
+        p.output(&[i], Wakeup::Default).unwrap();
+    }
+    let mut seen = Vec::new();
+    assert_eq!(c.consume_n(1, |rec| seen.push(rec[0])).unwrap(), 1);
+    let stopped = c.consume(|rec| {
+        if rec[0] == 2 {
+            return Err(rec[0]);
+        }
+        seen.push(rec[0]);
+        Ok(())
+    });
+    assert!(matches!(stopped, Err(ringtrace::ConsumeError::Callback(2))));
+    assert_eq!(seen, [0, 1]);
+
+    let start = std::time::Instant::now();
+    let n = c.poll(Some(std::time::Duration::from_millis(30)), |_| ()).unwrap();
+    assert_eq!(n, 0);
+    assert!(start.elapsed() >= std::time::Duration::from_millis(30));
+    p.output(b"x", Wakeup::Default).unwrap();
+    assert_eq!(c.poll(None, |rec| assert_eq!(rec, b"x")).unwrap(), 1);
+}

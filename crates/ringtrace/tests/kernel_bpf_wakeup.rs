@@ -123,7 +123,7 @@ fn an_event_loop_waits_on_the_map_fd_edge_triggered() {
             Ok::<(), Infallible>(())
         })
         .unwrap();
-        if ring.arm() {
+        if ring.arm().unwrap() {
             let ts = rustix::time::Timespec { tv_sec: 10, tv_nsec: 0 };
             events.clear();
             let n = epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&ts)).unwrap();

@@ -35,7 +35,7 @@ pub fn run(source: Source, reverse: bool, format: Format, output: Option<&Path>)
                 w.flush()
             })
         }
-        Source::Bpf(mut ring) => {
+        Source::Bpf(ring) => {
             // A copy of what the map holds: its consumer position does not move.
             let snap = ring.snapshot().map_err(|e| Failure::msg(format!("cannot copy the map's records: {e}")))?;
             write_output(output, |w| {

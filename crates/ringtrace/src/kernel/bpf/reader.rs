@@ -286,8 +286,7 @@ impl<M: RingMem> Reader<M> {
 
     /// Copies the ring's records from the read position on (or from the oldest the
     /// kernel has not started to rewrite, if that is past it), at most `limit` bytes,
-    /// into `self.cap` and checks the copy; `cap.first` is where the checked records
-    /// start.
+    /// into `cap` and checks the copy; `cap.first` is where the checked records start.
     ///
     /// The argument, in overwrite mode: the kernel stores `overwrite_pos` past a record
     /// before it rewrites any byte of it, and publishes both with its release store of
@@ -298,7 +297,7 @@ impl<M: RingMem> Reader<M> {
     /// store and its rewriting stores (which follow the release), so a torn record is
     /// possible there, as with the kernel's own proposed reader. Discard mode: the same
     /// with `consumer_pos`, below which the kernel may rewrite.
-    fn capture(&mut self, walk: Walk, limit: u64) -> Result<(), ConsumeError<std::convert::Infallible>> {
+    fn capture(&self, walk: Walk, limit: u64, cap: &mut Capture) -> Result<(), ConsumeError> {
         let size = self.mem.size();
         for _ in 0..MAX_ATTEMPTS {
             // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos),
@@ -316,9 +315,9 @@ impl<M: RingMem> Reader<M> {
             }
             let start = self.pos.max(floor).min(prod);
             let end = prod.min(start + limit);
-            self.cap.bytes.clear();
-            self.cap.bytes.resize((end - start) as usize, 0);
-            self.mem.copy(start, &mut self.cap.bytes);
+            cap.bytes.clear();
+            cap.bytes.resize((end - start) as usize, 0);
+            self.mem.copy(start, &mut cap.bytes);
             // Acquire fence: the loads of the copy above are ordered before the reload
             // of the floor below, so a rewrite that reached the copy shows in it (see
             // above for what the kernel's side guarantees).
@@ -327,11 +326,11 @@ impl<M: RingMem> Reader<M> {
             if floor2 > end {
                 continue; // everything copied may have been rewritten: copy again
             }
-            self.cap.start = start;
-            self.cap.first = start.max(floor2);
-            self.cap.retired_at_first = None;
-            parse(walk, size, end, end < prod, &mut self.cap);
-            if let Parse::Corrupt { pos, header } = self.cap.stop {
+            cap.start = start;
+            cap.first = start.max(floor2);
+            cap.retired_at_first = None;
+            parse(walk, size, end, end < prod, cap);
+            if let Parse::Corrupt { pos, header } = cap.stop {
                 return Err(ConsumeError::Corrupt { pos, header });
             }
             return Ok(());
@@ -344,7 +343,10 @@ impl<M: RingMem> Reader<M> {
     where
         F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
-        self.capture(Walk::Consumer, COPY_LIMIT).map_err(ConsumeError::widen)?;
+        let mut cap = std::mem::take(&mut self.cap);
+        let captured = self.capture(Walk::Consumer, COPY_LIMIT, &mut cap);
+        self.cap = cap;
+        captured.map_err(ConsumeError::widen)?;
         if self.cap.first > self.pos {
             self.stats.overwritten_bytes += self.cap.first - self.pos;
             self.pos = self.cap.first;
@@ -375,9 +377,10 @@ impl<M: RingMem> Reader<M> {
     /// The records from the read position (or the oldest not overwritten) to the
     /// producer position, copied and checked, without consuming them.
     #[cfg(not(loom))]
-    pub(crate) fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<std::convert::Infallible>> {
-        self.capture(Walk::Snapshot, self.mem.size())?;
-        Ok(Snapshot::from_capture(self.cap.clone(), self.mem.size()))
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, ConsumeError> {
+        let mut cap = Capture::default();
+        self.capture(Walk::Snapshot, self.mem.size(), &mut cap)?;
+        Ok(Snapshot::from_capture(cap, self.mem.size()))
     }
 }
 

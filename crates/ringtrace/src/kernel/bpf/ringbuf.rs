@@ -236,7 +236,15 @@ impl BpfRingBuf {
     /// is fine): publishes what was read and says whether it is safe to wait now.
     /// `true`: nothing is ready, and the kernel will wake the descriptor when a record
     /// is. `false`: records are ready; consume again first.
-    pub fn arm(&mut self) -> bool {
+    ///
+    /// Never fails (the map's words are memory); the `Result` is that of every
+    /// reader's `arm`.
+    pub fn arm(&mut self) -> io::Result<bool> {
+        Ok(self.reader.arm())
+    }
+
+    /// [`arm`](Self::arm) for a ring set, which has no error to report.
+    pub(crate) fn arm_now(&mut self) -> bool {
         self.reader.arm()
     }
 
@@ -326,7 +334,7 @@ impl BpfRingBuf {
     /// [`Snapshot::unfinished`]. Read it oldest to newest or, with `.rev()`, newest to
     /// oldest. The kernel does not count what it overwrote, so the snapshot's
     /// `overwritten` counts are zero; see [`BpfStats::overwritten_bytes`].
-    pub fn snapshot(&mut self) -> Result<Snapshot, ConsumeError<Infallible>> {
+    pub fn snapshot(&self) -> Result<Snapshot, ConsumeError> {
         self.reader.snapshot()
     }
 }

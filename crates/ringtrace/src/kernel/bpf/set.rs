@@ -120,7 +120,7 @@ impl RingSet {
             let ring = &mut self.rings[i];
             let got = ring.consume(|rec| f(i, rec))?; // on error the map stays on the list
             n += got;
-            if arm && ring.arm() {
+            if arm && ring.arm_now() {
                 self.ready.swap_remove(k);
             } else {
                 k += 1; // read again on the next pass, without waiting
@@ -183,7 +183,7 @@ impl Poll for RingSet {
         let mut k = 0;
         // Bounded: each step either removes an entry or moves past it.
         while k < self.ready.len() {
-            if self.rings[self.ready[k]].arm() {
+            if self.rings[self.ready[k]].arm_now() {
                 self.ready.swap_remove(k);
             } else {
                 k += 1;

@@ -334,7 +334,7 @@ fn a_snapshot_beside_another_reader_starts_at_its_consumer_position() {
     // `ringtrace snapshot` opens its own handle while the map's reader consumes: what
     // that reader handed back, the kernel rewrites, so the copy starts at consumer_pos.
     let sim = Sim::new(1024, false);
-    let mut inspector = Reader::new(sim.clone(), false).unwrap(); // opened at 0
+    let inspector = Reader::new(sim.clone(), false).unwrap(); // opened at 0
     let mut reader = Reader::new(sim.clone(), false).unwrap();
     let mut s = 0;
     for _ in 0..20 {

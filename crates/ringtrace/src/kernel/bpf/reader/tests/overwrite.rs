@@ -51,7 +51,7 @@ fn overwrite_mode_keeps_the_newest_records_and_counts_the_bytes_lost() {
 #[test]
 fn overwrite_snapshot_of_an_unread_ring_starts_at_overwrite_pos() {
     let sim = Sim::new(4096, true);
-    let mut r = Reader::new(sim.clone(), true).unwrap();
+    let r = Reader::new(sim.clone(), true).unwrap();
     for s in 0..500u64 {
         assert!(sim.output(&record(s, 40)));
     }
