@@ -1,22 +1,9 @@
 //! Whether a process named in a ring file is still alive.
 
-// The library's inspect API will expose this.
-/// Whether process `pid` exists and has not exited (a zombie, exited and not yet
-/// reaped, counts as exited); true if `/proc` is not mounted and it cannot be told. A
-/// pid the kernel has since given to another process counts as alive: pids are what
-/// ring files record.
+/// Whether process `pid` still runs (the library's test, the one ringtrace uses to
+/// take over the roles of dead processes).
 pub fn alive(pid: impl Into<u64>) -> bool {
-    let pid = pid.into();
-    if pid == 0 || pid > u64::from(u32::MAX) {
-        return false;
-    }
-    if !std::path::Path::new("/proc/self/stat").exists() {
-        return true;
-    }
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else { return false };
-    // "pid (comm) S ...": the state follows the last ')'.
-    let state = stat.iter().rposition(|&b| b == b')').and_then(|i| stat.get(i + 2));
-    !matches!(state, Some(b'Z' | b'X'))
+    u32::try_from(pid.into()).is_ok_and(ringtrace::inspect::process_alive)
 }
 
 /// `1234`, or `1234 (exited)` for a process that is gone; `none` for 0.

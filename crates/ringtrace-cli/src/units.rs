@@ -1,6 +1,8 @@
 //! Units for people: sizes (`64 KiB`), wakeup watermarks in words, UTC times, ages;
 //! and sizes as people type them (`1MiB`, `64k`, `65536`).
 
+use ringtrace::format::control::{HALF_RING, NEVER_WAKE as NEVER};
+
 /// `4096 bytes (4 KiB)`: the exact count, then the size in the largest binary unit
 /// (one decimal unless whole); just `100 bytes` below 1 KiB.
 pub fn bytes(n: u64) -> String {
@@ -69,10 +71,9 @@ pub fn parse_capacity(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-/// The special watermark values of a ring header (the library's `WakeupPolicy`).
+/// The watermark of `WakeupPolicy::CaughtUp` in a ring header (the others are the
+/// library's `NEVER_WAKE` and `HALF_RING`).
 const CAUGHT_UP: u64 = 0;
-const NEVER: u64 = u64::MAX;
-const HALF_RING: u64 = u64::MAX - 1;
 
 /// A ring header's wakeup policy in words: the watermark field holds 0 (wake when the
 /// consumer has caught up), `u64::MAX` (forced wakeups only), `u64::MAX - 1` (every

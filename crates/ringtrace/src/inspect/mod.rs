@@ -57,3 +57,18 @@ pub use state::{SlotInfo, State};
 
 #[cfg(test)]
 mod tests;
+
+/// Whether the process `pid` a ring file names (a creator, an attached producer or
+/// consumer, a lock holder) still runs: false when the kernel knows no such process
+/// (`kill(pid, 0)` fails with `ESRCH`) or it is a zombie (exited, not yet reaped); a
+/// process this one may not signal exists. The test ringtrace itself uses to take over
+/// the roles of processes that died. A pid the kernel has since given to another
+/// process counts as alive: pids are what ring files record.
+///
+/// ```
+/// assert!(ringtrace::inspect::process_alive(std::process::id()));
+/// assert!(!ringtrace::inspect::process_alive(0));
+/// ```
+pub fn process_alive(pid: u32) -> bool {
+    crate::owner::alive(pid)
+}

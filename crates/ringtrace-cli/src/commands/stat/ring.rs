@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::path::Path;
 
+use ringtrace::format::control::PAUSER;
 use ringtrace::inspect::{Header, RingFile, RingKind, RingMode, State};
 use serde::Serialize;
 
@@ -12,9 +13,6 @@ use crate::failure::Failure;
 use crate::liveness::{alive, pid_text};
 use crate::output::{print, print_json};
 use crate::units::{bytes, utc, wakeup_name, wakeups, watermark_bytes};
-
-/// Bit 31 of the retire lock word: its holder is pausing the ring.
-const PAUSER: u32 = 1 << 31;
 
 pub fn stat(path: &Path, ring: &RingFile<File>, json: bool) -> Result<(), Failure> {
     let state = ring.state()?;
