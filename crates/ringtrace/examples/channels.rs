@@ -4,7 +4,6 @@
 //!
 //! Run: `cargo run --release -p ringtrace --example channels`
 
-use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use ringtrace::clock::BestClock;
@@ -52,7 +51,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     println!("ts {} ns  producer {}  data {:?}", rec.timestamp, rec.producer, rec.data);
                 }
                 read += 1;
-                Ok::<(), Infallible>(())
             })?;
         }
         Ok(())

@@ -8,7 +8,6 @@
 //! id), and pin it with `bpftool map pin id ID /sys/fs/bpf/NAME`. Needs root, or
 //! CAP_BPF (pinned path) / CAP_SYS_ADMIN (id).
 
-use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use ringtrace::kernel::bpf::BpfRingBuf;
@@ -47,7 +46,6 @@ fn bpf_map(map: &str, duration: Duration) -> Result<(), Box<dyn std::error::Erro
                 println!("record of {} bytes: {:02x?}", rec.len(), &rec[..rec.len().min(16)]);
             }
             n += 1;
-            Ok::<(), Infallible>(())
         })?;
     }
     println!("{n} records in {duration:?}");
@@ -81,7 +79,6 @@ fn perf_ring() -> Result<(), Box<dyn std::error::Error>> {
             }
             samples += 1;
         }
-        Ok::<(), Infallible>(())
     })?;
     println!("{samples} samples read, {} lost", ring.lost());
     Ok(())

@@ -3,7 +3,6 @@
 //!
 //! Run: `cargo run --release -p ringtrace --example logger`
 
-use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use ringtrace::{MpscRing, Wakeup};
@@ -46,7 +45,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("read: {}", String::from_utf8_lossy(rec));
             }
             read += 1;
-            Ok::<(), Infallible>(())
         })?;
     }
     for t in threads {

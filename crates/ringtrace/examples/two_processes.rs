@@ -8,7 +8,6 @@
 //! application that creates the ring (`Builder::create`) and a tool that opens it
 //! (`open_with(path, Access::Consumer)`), for example `ringtrace tail -f PATH`.
 
-use std::convert::Infallible;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -74,7 +73,6 @@ fn consumer(path: &str) -> Result<(), Box<dyn std::error::Error>> {
                 }
                 read += 1;
             }
-            Ok::<(), Infallible>(())
         })?;
     }
     println!("[consumer] read {read} records, then \"bye\"");

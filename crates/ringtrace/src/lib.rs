@@ -65,7 +65,6 @@
 //!
 //! ```
 //! use ringtrace::{Access, MpscRing, Wakeup};
-//! use std::convert::Infallible;
 //!
 //! let path = std::env::temp_dir().join(format!("lib-doc-{}.ring", std::process::id()));
 //! let ring = MpscRing::builder(1 << 16).create(&path)?;   // in the traced program
@@ -77,7 +76,6 @@
 //! producer.output(b"across processes", Wakeup::Default)?;
 //! let n = consumer.consume(|rec| {
 //!     assert_eq!(rec, b"across processes");
-//!     Ok::<(), Infallible>(())
 //! })?;
 //! assert_eq!(n, 1);
 //! std::fs::remove_file(&path)?;

@@ -11,6 +11,7 @@ use super::event::pause_output;
 use super::map::Mapping;
 use super::record::PerfRecord;
 use super::walk::{walk_backward, walk_forward};
+use crate::callback::Outcome;
 use crate::error::{ConsumeError, KernelError};
 
 /// A reader's own handle on the event: a duplicate of its file descriptor, so the ring
@@ -83,9 +84,10 @@ impl ForwardRing {
     /// to and including the one it failed on count as read. On a [`KernelError`] (a corrupt
     /// header, inconsistent positions) nothing after the error can be decoded, so the
     /// tail skips to the head: the records there are dropped and the ring keeps working.
-    pub fn read<E, F>(&mut self, mut f: F) -> Result<usize, ConsumeError<E>>
+    pub fn read<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+        F: FnMut(PerfRecord<'_>) -> R,
+        R: Outcome,
     {
         let head = self.map.head();
         let start = self.map.tail();
@@ -106,7 +108,7 @@ impl ForwardRing {
             if let Some(n) = rec.lost() {
                 *lost = lost.saturating_add(n);
             }
-            f(rec)
+            f(rec).into_result()
         });
         if let Err(ConsumeError::Kernel(_)) = r {
             tail = head;
@@ -241,21 +243,23 @@ impl BackwardRing {
     /// the walk fails). See [`PausedRing::read`]. Each call delivers everything the ring
     /// holds, including records an earlier call delivered; [`read_new`](Self::read_new)
     /// delivers only newer ones.
-    pub fn read<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn read<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+        F: FnMut(PerfRecord<'_>) -> R,
+        R: Outcome,
     {
-        self.paused_walk(false, f)
+        self.paused_walk(false, |r| f(r).into_result())
     }
 
     /// The records written since the last successful read ([`read`](Self::read) or
     /// `read_new`), newest first; everything (as `read`) if there was none. See
     /// [`PausedRing::read_new`].
-    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn read_new<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+        F: FnMut(PerfRecord<'_>) -> R,
+        R: Outcome,
     {
-        self.paused_walk(true, f)
+        self.paused_walk(true, |r| f(r).into_result())
     }
 
     /// Pause, walk (everything, or only what is new), resume.
@@ -295,21 +299,23 @@ impl PausedRing<'_> {
     /// record that would not fit in what is left of one ring size (the oldest, partly
     /// overwritten). Returns the number delivered. Repeated reads deliver the same
     /// records again, plus any written in between.
-    pub fn read<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn read<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+        F: FnMut(PerfRecord<'_>) -> R,
+        R: Outcome,
     {
-        self.walk(false, f)
+        self.walk(false, |r| f(r).into_result())
     }
 
     /// As [`read`](Self::read), but stops at the newest record the last successful read
     /// delivered: delivers only records written since (all of them when more than the
     /// ring's size was written since, or when there was no read before).
-    pub fn read_new<E, F>(&mut self, f: F) -> Result<usize, ConsumeError<E>>
+    pub fn read_new<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
-        F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+        F: FnMut(PerfRecord<'_>) -> R,
+        R: Outcome,
     {
-        self.walk(true, f)
+        self.walk(true, |r| f(r).into_result())
     }
 
     fn walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, ConsumeError<E>>
