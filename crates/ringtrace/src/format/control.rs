@@ -23,6 +23,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// `b"RINGTRC\0"`: the first word of a ring's control block.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
+/// The bytes sent with a ring's memfd over a Unix socket (`SCM_RIGHTS`), which say what
+/// the message is.
+pub const FD_HELLO: [u8; 8] = *b"RINGTRC\x01";
 /// Version of this layout; bumped on any incompatible change.
 pub const LAYOUT_VERSION: u32 = 4;
 /// `Meta::flags`: the doorbell is the futex word `WaitLine::futex`.

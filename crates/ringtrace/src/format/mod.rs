@@ -1,7 +1,7 @@
 //! Every byte format ringtrace reads or writes, each constant defined here once: the
 //! record header ([`record`]), the control block at the start of every ring and the
 //! values of its words ([`control`], with the byte offsets of its fields in
-//! `offsets`), channel files ([`channel`]) and snapshot files ([`snapshot`]).
+//! [`offsets`]), channel files ([`channel`]) and snapshot files ([`snapshot`]).
 //!
 //! A ring in memory or in a file:
 //!
@@ -18,6 +18,6 @@
 pub mod channel;
 pub mod control;
 #[cfg(not(loom))]
-pub(crate) mod offsets;
+pub mod offsets;
 pub mod record;
 pub mod snapshot;

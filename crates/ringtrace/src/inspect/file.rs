@@ -171,7 +171,7 @@ impl<S: Source> RingFile<S> {
             // only grow, so the producer position read last is at or past the others.
             let mut line = vec![0u8; fields::PRODUCER_LINE_LEN];
             self.source
-                .read_at(fields::PRODUCER_LINE as u64, &mut line)
+                .read_at(fields::PRODUCER_LINE_AT as u64, &mut line)
                 .map_err(FormatError::io("cannot read the ring's producer position"))?;
             let s = State::from_block(&block, &line, mode);
             let why = s.check(mode, self.header.capacity).err().map(FormatError::Positions);

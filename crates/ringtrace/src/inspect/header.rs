@@ -110,37 +110,37 @@ impl Header {
 
     /// Parses and checks the control block's meta line; `len` is the file's length.
     pub(super) fn parse(block: &[u8], len: u64) -> Result<Header, FormatError> {
-        let magic = u64_at(block, fields::MAGIC);
+        let magic = u64_at(block, fields::MAGIC_AT);
         if magic == 0 {
             return Err(FormatError::Uninitialized);
         }
         if magic != MAGIC {
             return Err(FormatError::BadMagic { found: u64::from_le_bytes(magic.to_ne_bytes()) });
         }
-        let version = u32_at(block, fields::VERSION);
+        let version = u32_at(block, fields::VERSION_AT);
         if version != LAYOUT_VERSION {
             return Err(FormatError::Version { found: version });
         }
         let bad = |field, value: u64, expected| FormatError::BadField { field, value, expected };
-        let kind = match u32_at(block, fields::KIND) {
+        let kind = match u32_at(block, fields::KIND_AT) {
             KIND_MPSC => RingKind::Mpsc,
             KIND_SPSC => RingKind::Spsc,
             k => return Err(bad("kind", k.into(), "1 (mpsc) or 2 (spsc)")),
         };
-        let mode = match u32_at(block, fields::MODE) {
+        let mode = match u32_at(block, fields::MODE_AT) {
             MODE_DISCARD => RingMode::Discard,
             MODE_OVERWRITE => RingMode::Overwrite,
             m => return Err(bad("mode", m.into(), "1 (discard) or 2 (overwrite)")),
         };
-        let capacity = u64_at(block, fields::CAPACITY);
+        let capacity = u64_at(block, fields::CAPACITY_AT);
         if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
             return Err(bad("capacity", capacity, "a power of two from 4096 to 4294967296"));
         }
-        let data_offset = u64_at(block, fields::DATA_OFFSET);
+        let data_offset = u64_at(block, fields::DATA_OFFSET_AT);
         if !data_offset.is_power_of_two() || !(CONTROL_SIZE as u64..=MAX_DATA_OFFSET).contains(&data_offset) {
             return Err(bad("data offset", data_offset, "8192 rounded up to the page size"));
         }
-        let flags = u32_at(block, fields::FLAGS);
+        let flags = u32_at(block, fields::FLAGS_AT);
         if flags & !KNOWN_FLAGS != 0 {
             return Err(bad("flags", flags.into(), "a combination of the known flags (1: futex)"));
         }
@@ -153,14 +153,14 @@ impl Header {
             version,
             kind,
             mode,
-            creator_pid: u32_at(block, fields::CREATOR_PID),
+            creator_pid: u32_at(block, fields::CREATOR_PID_AT),
             capacity,
             data_offset,
-            watermark: u64_at(block, fields::WATERMARK),
+            watermark: u64_at(block, fields::WATERMARK_AT),
             flags,
-            clock: u32_at(block, fields::CLOCK),
-            created_ns: u64_at(block, fields::CREATED_NS),
-            retire_ahead: u64_at(block, fields::RETIRE_AHEAD),
+            clock: u32_at(block, fields::CLOCK_AT),
+            created_ns: u64_at(block, fields::CREATED_NS_AT),
+            retire_ahead: u64_at(block, fields::RETIRE_AHEAD_AT),
         })
     }
 }

@@ -10,32 +10,10 @@ use crate::format::control::{CONTROL_SIZE, LAYOUT_VERSION, MAGIC};
 use crate::format::offsets as f;
 use crate::format::record::{footprint, pack, BUSY_BIT, DISCARD_BIT, HDR_SIZE};
 
-/// Offset of the magic (`u64`) in a ring file.
-pub const MAGIC_AT: usize = f::MAGIC;
-/// Offset of the layout version (`u32`).
-pub const VERSION_AT: usize = f::VERSION;
-/// Offset of the producer kind (`u32`).
-pub const KIND_AT: usize = f::KIND;
-/// Offset of the mode (`u32`).
-pub const MODE_AT: usize = f::MODE;
-/// Offset of the capacity (`u64`).
-pub const CAPACITY_AT: usize = f::CAPACITY;
-/// Offset of the data offset (`u64`).
-pub const DATA_OFFSET_AT: usize = f::DATA_OFFSET;
-/// Offset of the flags (`u32`).
-pub const FLAGS_AT: usize = f::FLAGS;
-/// Offset of the producer position (`u64`).
-pub const PRODUCER_POS_AT: usize = f::PRODUCER_POS;
-/// Offset of the consumer position (`u64`).
-pub const CONSUMER_POS_AT: usize = f::CONSUMER_POS;
-/// Offset of the consumer's read position (`u64`).
-pub const CONSUMER_READ_AT: usize = f::CONSUMER_READ;
-/// Offset of the overwrite position (`u64`).
-pub const OVER_POS_AT: usize = f::OVER_POS;
-/// Offset of the retired-record count (`u64`).
-pub const RETIRED_AT: usize = f::RETIRED;
-/// Offset of the zeroed frontier, with the retire lock's hint in bit 0 (`u64`).
-pub const ZEROED_AT: usize = f::ZEROED;
+pub use crate::format::offsets::{
+    CAPACITY_AT, CONSUMER_POS_AT, CONSUMER_READ_AT, DATA_OFFSET_AT, FLAGS_AT, KIND_AT, MAGIC_AT, MODE_AT, OVER_POS_AT,
+    PRODUCER_POS_AT, RETIRED_AT, VERSION_AT, ZEROED_AT,
+};
 /// Offset of the data area in the images built here.
 pub const DATA_AT: usize = CONTROL_SIZE;
 /// Offsets of every `u64` position field, for tests that set them to extreme values.
@@ -170,26 +148,26 @@ impl ImageBuilder {
             pos += footprint(word & crate::format::record::LEN_MASK);
         }
         let (m, s) = (&mut img, self.start);
-        set_u64(m, f::MAGIC, MAGIC);
-        set_u32(m, f::VERSION, LAYOUT_VERSION);
-        set_u32(m, f::KIND, self.kind.code());
-        set_u32(m, f::MODE, self.mode.code());
-        set_u32(m, f::CREATOR_PID, self.pid);
-        set_u64(m, f::CAPACITY, cap);
-        set_u64(m, f::DATA_OFFSET, CONTROL_SIZE as u64);
-        set_u32(m, f::FLAGS, crate::format::control::FLAG_FUTEX);
-        set_u64(m, f::CREATED_NS, 1_700_000_000_000_000_000);
-        set_u64(m, f::PRODUCER_POS, pos);
-        set_u64(m, f::CONSUMER_POS, s);
-        set_u64(m, f::CONSUMER_READ, s);
+        set_u64(m, f::MAGIC_AT, MAGIC);
+        set_u32(m, f::VERSION_AT, LAYOUT_VERSION);
+        set_u32(m, f::KIND_AT, self.kind.code());
+        set_u32(m, f::MODE_AT, self.mode.code());
+        set_u32(m, f::CREATOR_PID_AT, self.pid);
+        set_u64(m, f::CAPACITY_AT, cap);
+        set_u64(m, f::DATA_OFFSET_AT, CONTROL_SIZE as u64);
+        set_u32(m, f::FLAGS_AT, crate::format::control::FLAG_FUTEX);
+        set_u64(m, f::CREATED_NS_AT, 1_700_000_000_000_000_000);
+        set_u64(m, f::PRODUCER_POS_AT, pos);
+        set_u64(m, f::CONSUMER_POS_AT, s);
+        set_u64(m, f::CONSUMER_READ_AT, s);
         if self.mode == RingMode::Overwrite {
-            set_u64(m, f::OVER_POS, s);
-            set_u64(m, f::RETIRED, s / 64);
-            set_u64(m, f::ZEROED, s + cap);
+            set_u64(m, f::OVER_POS_AT, s);
+            set_u64(m, f::RETIRED_AT, s / 64);
+            set_u64(m, f::ZEROED_AT, s + cap);
         }
-        set_u64(m, f::SLOTS + f::OWNER, self.pid.into());
-        set_u64(m, f::SLOTS + f::COMMITTED, committed);
-        set_u64(m, f::SLOTS + f::DISCARDED, discarded);
+        set_u64(m, f::SLOTS_AT + f::OWNER_AT, self.pid.into());
+        set_u64(m, f::SLOTS_AT + f::COMMITTED_AT, committed);
+        set_u64(m, f::SLOTS_AT + f::DISCARDED_AT, discarded);
         img
     }
 }

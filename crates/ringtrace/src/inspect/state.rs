@@ -95,43 +95,43 @@ impl State {
     }
 
     pub(super) fn from_block(block: &[u8], producer_line: &[u8], mode: RingMode) -> State {
-        let raw_p = u64_at(producer_line, f::PRODUCER_POS - f::PRODUCER_LINE);
+        let raw_p = u64_at(producer_line, f::PRODUCER_POS_AT - f::PRODUCER_LINE_AT);
         let (producer_pos, paused) = match mode {
             RingMode::Overwrite => (raw_p & !PAUSED, raw_p & PAUSED != 0),
             RingMode::Discard => (raw_p, false),
         };
-        let zeroed = u64_at(block, f::ZEROED);
+        let zeroed = u64_at(block, f::ZEROED_AT);
         let mut s = State {
             producer_pos,
             paused,
-            producer_attached: u32_at(producer_line, f::PRODUCER_ATTACHED - f::PRODUCER_LINE),
-            consumer_pos: u64_at(block, f::CONSUMER_POS),
-            consumer_read: u64_at(block, f::CONSUMER_READ),
-            consumer_attached: u32_at(block, f::CONSUMER_ATTACHED),
-            over_pos: u64_at(block, f::OVER_POS),
-            overwritten: u64_at(block, f::RETIRED),
+            producer_attached: u32_at(producer_line, f::PRODUCER_ATTACHED_AT - f::PRODUCER_LINE_AT),
+            consumer_pos: u64_at(block, f::CONSUMER_POS_AT),
+            consumer_read: u64_at(block, f::CONSUMER_READ_AT),
+            consumer_attached: u32_at(block, f::CONSUMER_ATTACHED_AT),
+            over_pos: u64_at(block, f::OVER_POS_AT),
+            overwritten: u64_at(block, f::RETIRED_AT),
             zeroed: zeroed & !LOCK,
             retire_locked: zeroed & LOCK != 0,
-            lock_pid: u32_at(block, f::LOCK_PID),
-            consumed: u64_at(block, f::CONSUMED),
-            skipped: u64_at(block, f::SKIPPED),
-            overwritten_unread: u64_at(block, f::OVERWRITTEN),
-            dead: u64_at(block, f::DEAD),
+            lock_pid: u32_at(block, f::LOCK_PID_AT),
+            consumed: u64_at(block, f::CONSUMED_AT),
+            skipped: u64_at(block, f::SKIPPED_AT),
+            overwritten_unread: u64_at(block, f::OVERWRITTEN_AT),
+            dead: u64_at(block, f::DEAD_AT),
             ..State::default()
         };
         // The overflow line (index None) and every slot; hostile values saturate.
-        let lines = std::iter::once((None, f::OVERFLOW))
-            .chain((0..f::N_COUNTER_SLOTS).map(|i| (Some(i), f::SLOTS + i * f::SLOT_LEN)));
+        let lines = std::iter::once((None, f::OVERFLOW_AT))
+            .chain((0..f::N_COUNTER_SLOTS).map(|i| (Some(i), f::SLOTS_AT + i * f::SLOT_LEN)));
         for (slot, at) in lines {
             let get = |field: usize| u64_at(block, at + field);
-            s.committed = s.committed.saturating_add(get(f::COMMITTED));
-            s.discarded = s.discarded.saturating_add(get(f::DISCARDED));
-            s.lost = s.lost.saturating_add(get(f::LOST));
-            s.refused_paused = s.refused_paused.saturating_add(get(f::PAUSED));
-            s.too_large = s.too_large.saturating_add(get(f::TOO_LARGE));
-            let owner = get(f::OWNER);
+            s.committed = s.committed.saturating_add(get(f::COMMITTED_AT));
+            s.discarded = s.discarded.saturating_add(get(f::DISCARDED_AT));
+            s.lost = s.lost.saturating_add(get(f::LOST_AT));
+            s.refused_paused = s.refused_paused.saturating_add(get(f::PAUSED_AT));
+            s.too_large = s.too_large.saturating_add(get(f::TOO_LARGE_AT));
+            let owner = get(f::OWNER_AT);
             if let (Some(slot), true) = (slot, owner != 0) {
-                s.producers.push(SlotInfo { slot, owner, committed: get(f::COMMITTED) });
+                s.producers.push(SlotInfo { slot, owner, committed: get(f::COMMITTED_AT) });
             }
         }
         s

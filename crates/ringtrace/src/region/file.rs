@@ -23,6 +23,7 @@ use rustix::net::{
 
 use crate::error::Error;
 use crate::format::control::CONTROL_SIZE;
+use crate::format::control::FD_HELLO;
 
 /// Where a new ring lives.
 #[derive(Clone, Copy, Debug)]
@@ -187,9 +188,6 @@ pub(crate) fn check_room(fd: BorrowedFd<'_>, offset: u64, capacity: u64) -> Resu
     Ok(())
 }
 
-/// The bytes that go with a memfd over a Unix socket: they identify the message.
-const HELLO: &[u8; 8] = b"RINGTRC\x01";
-
 /// Sends `fd` over `sock` (`SCM_RIGHTS`).
 pub(crate) fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>) -> Result<(), Error> {
     let fds = [fd];
@@ -198,9 +196,9 @@ pub(crate) fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>) -> Result<(), Error
     if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(Error::io("preparing SCM_RIGHTS")(rustix::io::Errno::NOBUFS));
     }
-    let n = sendmsg(sock.as_fd(), &[IoSlice::new(HELLO)], &mut cmsg, SendFlags::NOSIGNAL)
+    let n = sendmsg(sock.as_fd(), &[IoSlice::new(&FD_HELLO)], &mut cmsg, SendFlags::NOSIGNAL)
         .map_err(Error::io("sending the ring's memfd"))?;
-    if n != HELLO.len() {
+    if n != FD_HELLO.len() {
         return Err(Error::io("sending the ring's memfd")(rustix::io::Errno::MSGSIZE));
     }
     Ok(())
@@ -222,7 +220,7 @@ pub(crate) fn recv_fd(sock: &UnixStream) -> Result<OwnedFd, Error> {
         }
     }
     match got {
-        Some(fd) if msg.bytes == HELLO.len() && &buf == HELLO => Ok(fd),
+        Some(fd) if msg.bytes == FD_HELLO.len() && buf == FD_HELLO => Ok(fd),
         Some(_) => Err(Error::invalid("the message with the descriptor is not a ringtrace hand-over")),
         None => Err(Error::invalid("no descriptor received (the peer closed, or sent none)")),
     }

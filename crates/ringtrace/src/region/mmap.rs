@@ -249,7 +249,7 @@ impl Drop for MmapRegion {
 unsafe impl Region for MmapView {
     /// One 4 KiB page, the smallest page of any Linux target (the builder requires at
     /// least one page).
-    const MIN_CAPACITY: u64 = 4096;
+    const MIN_CAPACITY: u64 = crate::format::control::MIN_CAPACITY;
     #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned,
