@@ -195,7 +195,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         F: FnMut(ChannelRecord<'_>) -> R,
         R: Outcome,
     {
-        self.consume_with(&mut |rec| f(rec).into_result())
+        self.consume_with(&mut move |rec| f(rec).into_result())
     }
 
     /// The records available now, merged by timestamp as [`consume`](Self::consume)
@@ -368,7 +368,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         F: FnMut(ChannelRecord<'_>) -> R,
         R: Outcome,
     {
-        poll(self, timeout, |rec| f(rec).into_result())
+        poll(self, timeout, move |rec| f(rec).into_result())
     }
 
     /// Records this reader delivered out of timestamp order since it was made (see the

@@ -121,7 +121,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.consume_up_to(max, &mut |rec| f(rec).into_result())
+        self.consume_up_to(max, &mut move |rec| f(rec).into_result())
     }
 
     /// Every record available now, for [`Poll`](crate::wait::poll::Poll).

@@ -79,7 +79,7 @@ macro_rules! byte_reader_poll {
                 F: FnMut(&[u8]) -> R,
                 R: $crate::callback::Outcome,
             {
-                $crate::wait::poll::poll(self, timeout, |rec| f(rec).into_result())
+                $crate::wait::poll::poll(self, timeout, move |rec| f(rec).into_result())
             }
         }
 

@@ -165,7 +165,7 @@ impl BpfRingBuf {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.reader.consume(usize::MAX, |_, d| f(d).into_result())
+        self.reader.consume(usize::MAX, move |_, d| f(d).into_result())
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
@@ -176,7 +176,7 @@ impl BpfRingBuf {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.reader.consume(max, |_, d| f(d).into_result())
+        self.reader.consume(max, move |_, d| f(d).into_result())
     }
 
     /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
@@ -207,7 +207,7 @@ impl BpfRingBuf {
         F: FnMut(u64, &[u8]) -> R,
         R: Outcome,
     {
-        self.reader.consume(max, |pos, d| f(pos, d).into_result())
+        self.reader.consume(max, move |pos, d| f(pos, d).into_result())
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.

@@ -101,7 +101,7 @@ impl RingSet {
         F: FnMut(usize, &[u8]) -> R,
         R: Outcome,
     {
-        self.pass(true, |i, rec| f(i, rec).into_result())
+        self.pass(true, move |i, rec| f(i, rec).into_result())
     }
 
     /// One pass over the ready list. With `arm`, every map is armed after it is read,
@@ -140,7 +140,7 @@ impl RingSet {
         F: FnMut(usize, &[u8]) -> R,
         R: Outcome,
     {
-        poll(self, timeout, |(i, rec)| f(i, rec).into_result())
+        poll(self, timeout, move |(i, rec)| f(i, rec).into_result())
     }
 
     /// How long [`poll`](Self::poll) sleeps without asking for wakeups once the maps

@@ -248,7 +248,7 @@ impl BackwardRing {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        self.paused_walk(false, |r| f(r).into_result())
+        self.paused_walk(false, move |r| f(r).into_result())
     }
 
     /// The records written since the last successful read ([`read`](Self::read) or
@@ -259,7 +259,7 @@ impl BackwardRing {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        self.paused_walk(true, |r| f(r).into_result())
+        self.paused_walk(true, move |r| f(r).into_result())
     }
 
     /// Pause, walk (everything, or only what is new), resume.
@@ -304,7 +304,7 @@ impl PausedRing<'_> {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        self.walk(false, |r| f(r).into_result())
+        self.walk(false, move |r| f(r).into_result())
     }
 
     /// As [`read`](Self::read), but stops at the newest record the last successful read
@@ -315,7 +315,7 @@ impl PausedRing<'_> {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        self.walk(true, |r| f(r).into_result())
+        self.walk(true, move |r| f(r).into_result())
     }
 
     fn walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, ConsumeError<E>>
