@@ -192,23 +192,23 @@ impl<K: ProducerKind> Consumer<K> {
     ///
     /// The callback returns `()`, or a `Result` to stop early (see [`Outcome`]).
     #[inline]
-    pub fn consume<F, R>(&mut self, f: F) -> Result<usize, ConsumeError<R::Error>>
+    pub fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.consume_impl::<false, _, _>(usize::MAX, f)
+        self.consume_impl::<false, _, _>(usize::MAX, move |rec| f(rec).into_result())
     }
 
     /// Like [`consume`](Self::consume), but at most `max` records (libbpf's
     /// `ring__consume_n`).
     #[inline]
-    pub fn consume_n<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
+    pub fn consume_n<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.consume_impl::<true, _, _>(max, f)
+        self.consume_impl::<true, _, _>(max, move |rec| f(rec).into_result())
     }
 
     /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
@@ -222,10 +222,9 @@ impl<K: ProducerKind> Consumer<K> {
     /// The consume loop; `LIMITED` is false for [`consume`](Self::consume), whose loop
     /// then has no count to check.
     #[inline(always)]
-    fn consume_impl<const LIMITED: bool, F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
+    fn consume_impl<const LIMITED: bool, F, E>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<E>>
     where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
+        F: FnMut(&[u8]) -> Result<(), E>,
     {
         self.disarm();
         let mut rd = self.rd;
@@ -247,7 +246,7 @@ impl<K: ProducerKind> Consumer<K> {
                     // lent to `f` for this call.
                     let data =
                         unsafe { std::slice::from_raw_parts(core.region.data_ptr(pos + HDR_SIZE), len as usize) };
-                    if let Err(e) = f(data).into_result() {
+                    if let Err(e) = f(data) {
                         break Err(ConsumeError::Callback(e));
                     }
                     if rd.pos >= batch_end {
