@@ -22,14 +22,16 @@ trap 'rm -rf "$copy"' EXIT
 tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$copy"
 find "$copy/crates" -name '*.rs' -exec sed -i -E '/^[[:space:]]*#!?\[cfg\(not\(loom\)\)\][[:space:]]*$/d' {} +
 
-# Which graphs to check: "lib" (the library), "cli" (the command); both by default.
+# Which graphs to check: "lib" (the library), "cli" (the command), "tracing" (the
+# tracing layer); all by default.
 targets=()
-for which in "${@:-lib cli}"; do
+for which in "${@:-lib cli tracing}"; do
   for w in $which; do
     case $w in
       lib) targets+=("-p ringtrace --lib") ;;
       cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
-      *) echo "acyclic: unknown graph $w (lib or cli)" >&2; exit 2 ;;
+      tracing) targets+=("-p ringtrace-tracing --lib") ;;
+      *) echo "acyclic: unknown graph $w (lib, cli or tracing)" >&2; exit 2 ;;
     esac
   done
 done

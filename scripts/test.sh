@@ -21,7 +21,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 
 echo "== module graph: imports run one way (no module cycles)"
-bash scripts/acyclic.sh lib cli
+bash scripts/acyclic.sh lib cli tracing
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
 idle_start=$SECONDS
@@ -30,6 +30,8 @@ echo "release test step: $((SECONDS - idle_start)) s"
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
+# The trace decoder's damaged, cut and hostile inputs, and its record decoder's fuzz target.
+cargo test -p ringtrace-tracing --test hostile --lib
 cargo test -p ringtrace --lib kernel::
 
 echo "== the timing-sensitive tests again, on a busy machine (two CPU-bound processes)"
@@ -61,9 +63,10 @@ echo "== bench smoke run (one bench, quick)"
 cargo run --release -q -p ringtrace-bench -- --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
 test "$(wc -l < target/bench-smoke.json)" -ge 5
 
-echo "== examples (crates/ringtrace/examples, each checks its own results)"
-for ex in crates/ringtrace/examples/*.rs; do
-  cargo run --release -q -p ringtrace --example "$(basename "$ex" .rs)" >/dev/null
+echo "== examples (crates/*/examples, each checks its own results)"
+for ex in crates/ringtrace/examples/*.rs crates/ringtrace-tracing/examples/*.rs; do
+  crate=$(basename "$(dirname "$(dirname "$ex")")")
+  cargo run --release -q -p "$crate" --example "$(basename "$ex" .rs)" >/dev/null
 done
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"

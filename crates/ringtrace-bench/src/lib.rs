@@ -19,11 +19,14 @@
 //! while `Mrec/s` stays wall-clock; see `channel.rs`), `kernel-bpf` (a BPF program
 //! writing 8-byte records into a ring buffer map, consumed by ringtrace's `BpfRingBuf`
 //! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `perf-backward` (full reads
-//! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`).
+//! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`), `tracing`
+//! (one `tracing` event with two fields in a span, through `ringtrace-tracing` and the
+//! tracing layers users would otherwise pick; see `layers.rs`).
 
 mod channel;
 pub mod harness;
 mod kernel;
+mod layers;
 pub mod libbpf;
 mod ours;
 pub mod peers;
@@ -103,7 +106,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 12] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -115,6 +118,7 @@ const ORDER: [&str; 11] = [
     "channel-scaling",
     "kernel-bpf",
     "perf-backward",
+    "tracing",
 ];
 
 /// Runs the selected matrix; prints the table; writes the files asked for.
@@ -151,6 +155,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(channel::rows(&cfg, &one, &mut progress));
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
             rows.extend(perf::rows(&cfg, &one, &mut progress));
+            rows.extend(layers::rows(&cfg, &one, &mut progress));
         }
         rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);

@@ -170,7 +170,8 @@ pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
         "(Mrec/s: the median round; min-max: the lowest and highest round; \
          ns/rec: wall time per record; CPUns/rec: CPU time of all the row's threads per record, \
          - where the work is another process's or the kernel's; channel-scaling: the writers' CPU time, \
-         LTTng's metric)"
+         LTTng's metric; tracing: per event recorded, ns/rec the writers' CPU time, CPUns/rec the whole \
+         process's)"
     )?;
     Ok(())
 }

@@ -111,7 +111,40 @@ pub const TARGETS: &[Target] = &[
         ours: side("kernel-bpf", "ringtrace", "parallel", 1),
         goal: Goal::RateAtLeast(side("kernel-bpf", "libbpf", "parallel", 1), 1.5),
     },
+    // `tracing`: writer CPU ns per event, both recorder modes against each peer.
+    tracing_cost("flight", "tracing-appender", "non_blocking+fmt", 0.2),
+    tracing_cost("flight", "tracing-flight-recorder", "1000-events", 1.0 / 3.0),
+    tracing_cost("flight", "tracing-chrome", "file", 1.0 / 3.0),
+    tracing_cost("flight", "tracing-perfetto", "file", 1.0 / 3.0),
+    tracing_cost("stream", "tracing-appender", "non_blocking+fmt", 0.2),
+    tracing_cost("stream", "tracing-flight-recorder", "1000-events", 1.0 / 3.0),
+    tracing_cost("stream", "tracing-chrome", "file", 1.0 / 3.0),
+    tracing_cost("stream", "tracing-perfetto", "file", 1.0 / 3.0),
+    Target {
+        ours: side("tracing", "ringtrace-tracing", "flight", 2),
+        goal: Goal::RateAtLeast(side("tracing", "ringtrace-tracing", "flight", 1), 1.8),
+    },
+    Target {
+        ours: side("tracing", "ringtrace-tracing", "stream", 2),
+        goal: Goal::RateAtLeast(side("tracing", "ringtrace-tracing", "stream", 1), 1.8),
+    },
+    // The moonshot: within 2x of what `tracing` itself costs with a layer that does nothing.
+    tracing_cost("flight", "noop-layer", "registry", 2.0),
 ];
+
+/// A factor in at most three decimals (`0.333`, `1.5`, `2`).
+fn short(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// `ringtrace-tracing`'s `variant` at one thread: writer CPU ns per event at most `x`
+/// times the peer's.
+const fn tracing_cost(variant: &'static str, peer: &'static str, peer_variant: &'static str, x: f64) -> Target {
+    Target {
+        ours: side("tracing", "ringtrace-tracing", variant, 1),
+        goal: Goal::NsAtMost(side("tracing", peer, peer_variant, 1), x),
+    }
+}
 
 /// A target's verdict over the rounds.
 #[derive(Clone, Debug)]
@@ -204,8 +237,8 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     )?;
     for v in verdicts {
         let (goal, unit) = match v.target.goal {
-            Goal::RateAtLeast(_, x) => (format!("Mrec/s >= {x}x"), "x"),
-            Goal::NsAtMost(_, x) => (format!("ns/rec <= {x}x"), "x"),
+            Goal::RateAtLeast(_, x) => (format!("Mrec/s >= {}x", short(x)), "x"),
+            Goal::NsAtMost(_, x) => (format!("ns/rec <= {}x", short(x)), "x"),
             Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);

@@ -31,7 +31,7 @@ pub enum Command {
     /// producer and counters; a snapshot file's header (its checksums checked); a
     /// kernel BPF ring buffer map's size, mode, positions and records held.
     Stat {
-        /// A ring, channel or snapshot file (for example /dev/shm/app.ring), or
+        /// A ring, channel, snapshot or trace file (for example /dev/shm/app.ring), a recorder directory, or
         /// bpf-pin:PATH or bpf-id:N.
         source: PathBuf,
         /// text: aligned lines, sizes in KiB/MiB; json: one object, exact numbers, the
@@ -53,7 +53,7 @@ pub enum Command {
     /// records in order, waiting for them (with --follow, every record from then on),
     /// handing their space back to the kernel as the map's reader would.
     Tail {
-        /// A ring, channel or snapshot file, or bpf-pin:PATH or bpf-id:N.
+        /// A ring, channel, snapshot or trace file, a recorder directory, or bpf-pin:PATH or bpf-id:N.
         source: PathBuf,
         /// How many of the newest records to print.
         #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
@@ -76,7 +76,7 @@ pub enum Command {
     /// checksums are checked first. BPF ring buffer maps: the records not consumed yet
     /// (overwrite maps: those not overwritten).
     Snapshot {
-        /// A ring, channel or snapshot file, or bpf-pin:PATH or bpf-id:N.
+        /// A ring, channel, snapshot or trace file, a recorder directory, or bpf-pin:PATH or bpf-id:N.
         source: PathBuf,
         /// Newest first.
         #[arg(short, long)]
@@ -87,6 +87,24 @@ pub enum Command {
         /// Write to this file instead of stdout.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Print a ringtrace-tracing trace, one event a line, merged across threads by time.
+    ///
+    /// SOURCE: a trace file (a flight recorder's dump, a stream) or a recorder directory,
+    /// read live without stopping its process, or after the process died. Text lines
+    /// are in the spirit of tracing-subscriber's fmt: time (UTC), level, thread, span
+    /// context, target, message, fields. Lost events print as lines of their own; what
+    /// was lost, overwritten or unreadable is summed up on stderr.
+    Decode {
+        /// A trace file or a recorder directory.
+        source: PathBuf,
+        /// text: one event a line; json: one JSON object a line (time, ts_ns, level,
+        /// thread, tid, target, name, spans, fields).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// The same as --format json.
+        #[arg(long)]
+        json: bool,
     },
     /// Create a ring file for producers and a consumer to attach to.
     Create {

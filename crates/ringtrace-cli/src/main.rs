@@ -8,9 +8,10 @@
 //!
 //! * `cli`: the command line (clap): subcommands, arguments, help text.
 //! * `commands::*`: one module per subcommand (`stat` has one per kind of source).
-//! * `source`: what a SOURCE argument names, opened (ring, channel or snapshot file,
-//!   BPF map).
+//! * `source`: what a SOURCE argument names, opened (ring, channel, snapshot or trace
+//!   file, recorder directory, BPF map).
 //! * `merge`: a channel file's slots read and merged by timestamp.
+//! * `traced`: `ringtrace-tracing` traces (trace files, recorder directories) decoded.
 //! * `follow`: `tail --follow` of one ring.
 //! * `records`: record lines (text, hex, JSON).
 //! * `output`: stdout, stderr, output files, JSON reports.
@@ -26,6 +27,7 @@ mod merge;
 mod output;
 mod records;
 mod source;
+mod traced;
 mod units;
 
 use std::path::Path;
@@ -34,7 +36,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, DemoProducer};
-use commands::{create, demo, docs, snapshot, stat, tail, write};
+use commands::{create, decode, demo, docs, snapshot, stat, tail, write};
 use failure::Failure;
 use output::ReportFormat;
 use source::Source;
@@ -68,6 +70,10 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Tail { source, count, follow, format } => on(&source, &|s| tail::run(s, count, follow, format)),
         Command::Snapshot { source, reverse, format, output } => {
             on(&source, &|s| snapshot::run(s, reverse, format, output.as_deref()))
+        }
+        Command::Decode { source, format, json } => {
+            let format = if json { records::Format::Json } else { format };
+            on(&source, &|s| decode::run(s, format))
         }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))

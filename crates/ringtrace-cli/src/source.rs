@@ -3,9 +3,11 @@
 //!
 //! * `bpf-pin:PATH` (a map pinned in a bpffs) or `bpf-id:N` (a map id, as `bpftool map`
 //!   lists them): a kernel BPF ring buffer map.
-//! * Otherwise a path, told apart by its first bytes: a channel file (a header page,
-//!   then one single-producer ring per slot), a snapshot file (`Snapshot::write_to`,
-//!   its checksums checked on opening), or else a ring file (its header checked).
+//! * A directory: a `ringtrace-tracing` recorder directory (its rings and catalog).
+//! * Otherwise a path, told apart by its first bytes: a `ringtrace-tracing` trace file
+//!   (a dump or a stream), a channel file (a header page, then one single-producer ring
+//!   per slot), a snapshot file (`Snapshot::write_to`, its checksums checked on
+//!   opening), or else a ring file (its header checked).
 //!
 //! Every file is read with `pread`, never mapped: a damaged or truncated file is an
 //! error message, not a signal.
@@ -23,6 +25,7 @@ use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::Snapshot;
 
 use crate::failure::Failure;
+use crate::traced::Traced;
 
 /// A source, opened.
 pub enum Source {
@@ -34,6 +37,9 @@ pub enum Source {
     Snapshot(Snapshot),
     /// A kernel BPF ring buffer map (`bpf-pin:PATH` or `bpf-id:N`).
     Bpf(BpfRingBuf),
+    /// A `ringtrace-tracing` trace: a trace file or a recorder directory (read by the
+    /// command that needs it).
+    Traced(Traced),
 }
 
 /// What a SOURCE argument names, before it is opened.
@@ -77,8 +83,23 @@ impl Source {
             Spec::BpfPin(p) => BpfRingBuf::open_pinned(p).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
             Spec::BpfId(id) => BpfRingBuf::open_id(id).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
             Spec::File(path) => {
+                if path.is_dir() {
+                    return if path.join(ringtrace_tracing::RINGS_FILE).exists() {
+                        Ok(Source::Traced(Traced::Dir(path)))
+                    } else {
+                        Err(Failure::msg(format!(
+                            "{} is a directory, not a regular file, nor a recorder directory (it has no {})",
+                            path.display(),
+                            ringtrace_tracing::RINGS_FILE
+                        )))
+                    };
+                }
+                // `is_channel_file` refuses what is not a regular file (a FIFO would block
+                // the magic reads below).
                 if is_channel_file(&path)? {
                     open_channel(&path).map(Source::Channel)
+                } else if has_magic(&path, TRACE_MAGIC) {
+                    Ok(Source::Traced(Traced::File(path)))
                 } else if is_snapshot_file(&path) {
                     read_snapshot(&path).map(Source::Snapshot)
                 } else {
@@ -95,6 +116,8 @@ impl Source {
             Source::Channel(_) => "a channel file",
             Source::Snapshot(_) => "a snapshot file",
             Source::Bpf(_) => "a BPF ring buffer map",
+            Source::Traced(Traced::Dir(_)) => "a recorder directory",
+            Source::Traced(Traced::File(_)) => "a trace file",
         }
     }
 }
@@ -105,10 +128,18 @@ impl std::fmt::Debug for Source {
     }
 }
 
+/// A `ringtrace-tracing` trace file's first bytes.
+const TRACE_MAGIC: [u8; 8] = *b"RTTRACE\0";
+
+/// Whether `path` starts with `magic`.
+fn has_magic(path: &Path, magic: [u8; 8]) -> bool {
+    let mut first = [0u8; 8];
+    File::open(path).and_then(|mut f| f.read_exact(&mut first)).is_ok() && first == magic
+}
+
 /// Whether `path` starts with the snapshot file magic.
 fn is_snapshot_file(path: &Path) -> bool {
-    let mut magic = [0u8; 8];
-    File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == SNAPSHOT_MAGIC
+    has_magic(path, SNAPSHOT_MAGIC)
 }
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, Failure> {

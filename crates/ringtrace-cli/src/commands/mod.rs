@@ -3,6 +3,7 @@
 //! subcommand: what they share lives in the modules beside `commands`.
 
 pub mod create;
+pub mod decode;
 pub mod demo;
 pub mod docs;
 pub mod snapshot;

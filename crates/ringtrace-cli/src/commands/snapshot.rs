@@ -1,5 +1,7 @@
 //! `ringtrace snapshot`: every record a source holds, oldest (or newest) first, to
-//! stdout or a file. Nothing is consumed.
+//! stdout or a file. Nothing is consumed. A `ringtrace-tracing` recorder directory:
+//! its events decoded, or with `--output`, a trace file of its rings as they are now
+//! (the process goes on running).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -11,9 +13,19 @@ use crate::merge::{merge, read_all, rings};
 use crate::output::write_output;
 use crate::records::{warn_corrupt, write_record, write_records, Format};
 use crate::source::Source;
+use crate::traced::{self, Traced};
 
 pub fn run(source: Source, reverse: bool, format: Format, output: Option<&Path>) -> Result<(), Failure> {
     match source {
+        // A recorder directory's snapshot into a file is a trace file (a dump that
+        // `ringtrace decode` reads); to stdout, its events decoded.
+        Source::Traced(Traced::Dir(dir)) if output.is_some() => {
+            if reverse {
+                return Err(Failure::msg("--reverse prints events; a snapshot into a file is a trace file"));
+            }
+            traced::snapshot_to(&dir, output.expect("checked"))
+        }
+        Source::Traced(t) => traced::print(&t.read()?, traced::line_format(format)?, None, reverse, output),
         Source::Ring(ring) => {
             let records = ring.records()?;
             warn_corrupt(&records, "");

@@ -28,6 +28,12 @@ pub fn run(source: Source, count: usize, follow: bool, format: Format) -> Result
         Source::Channel(ch) => channel_tail(&ch, count, follow, format),
         Source::Snapshot(snap) => snapshot_tail(&snap, count, follow, format),
         Source::Bpf(mut map) => bpf_tail(&mut map, count, follow, format),
+        Source::Traced(t) => {
+            if follow {
+                return Err(Failure::msg("--follow reads rings; a trace is read whole (decode prints it all)"));
+            }
+            crate::traced::print(&t.read()?, crate::traced::line_format(format)?, Some(count), false, None)
+        }
     }
 }
 

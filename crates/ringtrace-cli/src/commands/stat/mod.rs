@@ -20,5 +20,6 @@ pub fn run(path: &Path, source: Source, format: ReportFormat) -> Result<(), Fail
         Source::Channel(ch) => channel::stat(path, &ch, json),
         Source::Snapshot(snap) => snapfile::stat(path, &snap, json),
         Source::Bpf(mut map) => kernel::stat(&mut map, json),
+        Source::Traced(t) => crate::traced::stat(path, &t.read()?, json),
     }
 }

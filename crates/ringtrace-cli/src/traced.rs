@@ -1,0 +1,134 @@
+//! Traces of `ringtrace-tracing`: a trace file (a dump or a stream) or a recorder
+//! directory, decoded into events. What `decode`, `snapshot`, `tail` and `stat` share.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use ringtrace_tracing::decode::text::{self, Format as LineFormat};
+use ringtrace_tracing::decode::Trace;
+
+use crate::failure::Failure;
+use crate::output::{stdout_err, warn, write_output};
+use crate::records::Format;
+
+/// A trace source, before it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Traced {
+    /// A recorder directory (its rings read live, or after its process died).
+    Dir(PathBuf),
+    /// A trace file.
+    File(PathBuf),
+}
+
+impl Traced {
+    /// Reads and checks it; what was skipped is said on stderr.
+    pub fn read(&self) -> Result<Trace, Failure> {
+        let trace = match self {
+            Traced::Dir(p) | Traced::File(p) => Trace::open(p).map_err(|e| Failure::msg(e.to_string()))?,
+        };
+        let summary = text::summary(&trace);
+        if !summary.is_empty() {
+            warn(&summary);
+        }
+        Ok(trace)
+    }
+}
+
+/// The line format of a record format: text or JSON (hex has no meaning for events).
+pub fn line_format(format: Format) -> Result<LineFormat, Failure> {
+    match format {
+        Format::Text => Ok(LineFormat::Text),
+        Format::Json => Ok(LineFormat::Json),
+        Format::Hex => Err(Failure::msg("a trace's events print as text or json, not hex")),
+    }
+}
+
+/// Prints the events of `trace` (the newest `last`, if given; newest first if
+/// `reverse`), one a line, to `output` or stdout.
+pub fn print(
+    trace: &Trace,
+    format: LineFormat,
+    last: Option<usize>,
+    reverse: bool,
+    output: Option<&Path>,
+) -> Result<(), Failure> {
+    if last.is_none() && !reverse {
+        return write_output(output, |w| {
+            let mut w = BufWriter::new(w);
+            text::write(trace, format, &mut w)?;
+            w.flush()
+        });
+    }
+    let events = trace.events();
+    let from = last.map_or(0, |n| events.len().saturating_sub(n));
+    write_output(output, |w| {
+        let mut w = BufWriter::new(w);
+        let shown = &events[from..];
+        if reverse {
+            shown.iter().rev().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
+        } else {
+            shown.iter().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
+        }
+        w.flush()
+    })
+}
+
+/// Writes a recorder directory's snapshot as a trace file at `file`.
+pub fn snapshot_to(dir: &Path, file: &Path) -> Result<(), Failure> {
+    let err = |e: std::io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
+    let f = std::fs::File::create(file).map_err(err)?;
+    let mut w = BufWriter::new(f);
+    let s = ringtrace_tracing::snapshot(dir, &mut w).map_err(|e| Failure::msg(e.to_string()))?;
+    w.into_inner().map_err(|e| err(e.into_error()))?.sync_all().map_err(err)?;
+    if s.unfinished > 0 {
+        warn(&format!("{} records being written were stepped over", s.unfinished));
+    }
+    for (slot, why) in &s.unreadable {
+        warn(&format!("ring {slot} is not in the snapshot: {why}"));
+    }
+    let _ = writeln!(std::io::stderr(), "{} records written to {}", s.records, file.display());
+    Ok(())
+}
+
+/// `stat` of a trace: what it holds and lost.
+pub fn stat(path: &Path, trace: &Trace, json: bool) -> Result<(), Failure> {
+    let events = trace.events().len();
+    let threads = trace.threads().len();
+    let mut out = std::io::stdout().lock();
+    let p = &trace.problems;
+    if json {
+        let mut o = serde_json::json!({
+            "path": path.display().to_string(),
+            "kind": "trace",
+            "records": trace.len(),
+            "events": events,
+            "threads": threads,
+            "lost": trace.lost(),
+            "incomplete": p.incomplete,
+            "bad_records": p.bad_records,
+            "unfinished": p.unfinished,
+        });
+        if let Some(proc_) = &trace.process {
+            o["pid"] = proc_.pid.into();
+            o["program"] = proc_.program.clone().into();
+        }
+        for (name, v) in &trace.stats {
+            o["stats"][name] = (*v).into();
+        }
+        writeln!(out, "{o}").map_err(stdout_err)
+    } else {
+        let mut s = format!("{}: a ringtrace-tracing trace\n", path.display());
+        if let Some(proc_) = &trace.process {
+            s += &format!("  process   {} (pid {})\n", proc_.program, proc_.pid);
+        }
+        s += &format!(
+            "  records   {} ({events} events)\n  threads   {threads}\n  lost      {}\n",
+            trace.len(),
+            trace.lost()
+        );
+        for (name, v) in &trace.stats {
+            s += &format!("  {name:<9} {v}\n");
+        }
+        out.write_all(s.as_bytes()).map_err(stdout_err)
+    }
+}

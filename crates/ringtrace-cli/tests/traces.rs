@@ -1,0 +1,107 @@
+//! `ringtrace decode`, and `snapshot`, `tail` and `stat` of `ringtrace-tracing` traces:
+//! a recorder directory read from outside the process that writes it, and the trace
+//! file `snapshot --output` makes of it.
+
+use tracing_subscriber::layer::SubscriberExt;
+
+mod common;
+
+use common::{run, temp};
+
+/// A recorder directory holding three events in a span, from a thread named "worker";
+/// the recorder is kept alive (as a live process's would be).
+fn recorder() -> (ringtrace_tracing::Recorder, String) {
+    let dir = temp("rec");
+    let (layer, recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).directory(&dir).build().unwrap();
+    let d = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    std::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            tracing::dispatcher::with_default(&d, || {
+                let span = tracing::info_span!("request", id = 7u64);
+                let _e = span.enter();
+                for n in 0..3u64 {
+                    tracing::warn!(n, path = "/a b", "slow write");
+                }
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    (recorder, dir.to_str().unwrap().to_owned())
+}
+
+#[test]
+fn decode_prints_a_live_recorder_directory_one_event_a_line() {
+    let (_recorder, dir) = recorder();
+    let o = run(&["decode", &dir]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", o.stdout);
+    for (n, line) in lines.iter().enumerate() {
+        assert!(
+            line.ends_with(&format!(" WARN worker: request{{id=7}}: traces: slow write n={n} path=\"/a b\"")),
+            "{line}"
+        );
+    }
+    let o = run(&["decode", &dir, "--format", "json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let first: serde_json::Value = serde_json::from_str(o.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["level"], "WARN");
+    assert_eq!(first["thread"], "worker");
+    assert_eq!(first["fields"]["path"], "/a b");
+    assert_eq!(first["spans"][0]["name"], "request");
+    assert_eq!(run(&["decode", &dir, "--json"]).stdout, o.stdout, "--json is --format json");
+}
+
+#[test]
+fn snapshot_of_a_recorder_directory_writes_a_trace_file_that_decodes_the_same() {
+    let (_recorder, dir) = recorder();
+    let file = temp("snap.rtt");
+    let file = file.to_str().unwrap();
+    let o = run(&["snapshot", &dir, "--output", file]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("3 records written") || o.stderr.contains("records written"), "{}", o.stderr);
+    assert_eq!(run(&["decode", file]).stdout, run(&["decode", &dir]).stdout);
+    // Without --output: the events, newest first with --reverse.
+    let o = run(&["snapshot", &dir, "--reverse"]);
+    assert!(o.stdout.lines().next().unwrap().contains("n=2"), "{}", o.stdout);
+    let o = run(&["tail", "-n", "1", file]);
+    assert_eq!(o.stdout.lines().count(), 1);
+    assert!(o.stdout.contains("n=2"), "{}", o.stdout);
+    let o = run(&["stat", file, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!((v["events"].as_u64(), v["threads"].as_u64(), v["lost"].as_u64()), (Some(3), Some(1), Some(0)));
+}
+
+#[test]
+fn decode_refuses_what_is_not_a_trace_with_one_line() {
+    let junk = temp("junk.rtt");
+    std::fs::write(&junk, b"RTTRACE\0\x09\0\0\0\0\0\0\0").unwrap();
+    let o = run(&["decode", junk.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains("version 9"), "{}", o.stderr);
+    let dir = temp("empty-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = run(&["decode", dir.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("nor a recorder directory"), "{}", o.stderr);
+    let ring = temp("a.ring");
+    assert_eq!(run(&["create", ring.to_str().unwrap(), "--capacity", "4k"]).code, 0);
+    let o = run(&["decode", ring.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("not a ring file"), "{}", o.stderr);
+}
+
+#[test]
+fn a_damaged_trace_file_decodes_as_far_as_it_is_sound_and_says_what_was_skipped() {
+    let (_recorder, dir) = recorder();
+    let file = temp("cut.rtt");
+    assert_eq!(run(&["snapshot", &dir, "--output", file.to_str().unwrap()]).code, 0);
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 30]).unwrap();
+    let o = run(&["decode", file.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("not read") && o.stderr.contains("no end chunk"), "{}", o.stderr);
+}

@@ -1,0 +1,56 @@
+//! A program instrumented with `tracing` gets a flight recorder by adding one layer:
+//! each thread's newest events stay in a ring of its own, in a directory that
+//! `ringtrace decode DIR` reads from outside (live, or after a crash), and a panic
+//! dumps them to a file.
+//!
+//!     cargo run --release -p ringtrace-tracing --example flight_recorder
+//!     ringtrace decode /tmp/ringtrace-example/panic.rtt
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join("ringtrace-example");
+    let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder()
+        .per_thread_bytes(1 << 20) // the newest ~1 MiB of events per thread
+        .directory(dir.join("recorder")) // readable from outside: ringtrace decode DIR
+        .replace_existing(true)
+        .build()?;
+    recorder.install_panic_hook(dir.join("panic.rtt"))?;
+    tracing_subscriber::registry().with(layer).init();
+
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            std::thread::Builder::new().name(format!("worker-{w}")).spawn(move || {
+                for job in 0..10_000u64 {
+                    let span = tracing::info_span!("job", worker = w, job);
+                    let _entered = span.enter();
+                    tracing::debug!(bytes = job * 64, path = "/data/in", "read");
+                    if job % 1000 == 999 {
+                        tracing::warn!(elapsed_ms = 12.5, "slow job");
+                    }
+                }
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    for w in workers {
+        w.join().expect("worker");
+    }
+
+    // On demand: the newest events of every thread, merged by time.
+    recorder.dump(dir.join("dump.rtt"))?;
+    let trace = ringtrace_tracing::decode::Trace::open(dir.join("dump.rtt"))?;
+    let events = trace.events();
+    let newest = events.last().ok_or("the dump holds no event")?;
+    assert_eq!(newest.spans[0].name, "job");
+    assert_eq!(trace.lost(), 0, "a flight recorder overwrites, it does not lose");
+    println!(
+        "{} events kept of {} written; {} older ones overwritten; newest: {}",
+        events.len(),
+        recorder.stats().written,
+        recorder.stats().overwritten,
+        ringtrace_tracing::decode::text::event_line(&trace, newest, ringtrace_tracing::decode::text::Format::Text)
+    );
+    println!("read it: ringtrace decode {}", dir.join("dump.rtt").display());
+    Ok(())
+}

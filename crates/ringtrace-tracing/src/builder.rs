@@ -1,0 +1,225 @@
+//! [`Builder`]: the recorder's mode, sizes and place, then the layer and its handle.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ringtrace::channel::Channel;
+use ringtrace::clock::BestClock;
+use ringtrace::config::{Discard, Overwrite};
+
+use crate::catalog::Catalog;
+use crate::error::Error;
+use crate::file::{self, chunk, Process, CATALOG_FILE, RINGS_FILE};
+use crate::layer::RingLayer;
+use crate::recorder::Recorder;
+use crate::shared::{Limits, Shared, Sink};
+use crate::stream::Drain;
+use crate::wire::{MAX_VALUE_LIMIT, MIN_RECORD_LIMIT};
+
+/// Each thread's ring: 1 MiB unless set.
+pub const DEFAULT_PER_THREAD: u64 = 1 << 20;
+/// A record's bound: 4 KiB unless set.
+pub const DEFAULT_MAX_RECORD: usize = 4096;
+/// A text value's bound: 1 KiB unless set.
+pub const DEFAULT_MAX_VALUE: usize = 1024;
+/// Threads a recorder directory holds rings for: 256 unless set.
+pub const DEFAULT_MAX_THREADS: u32 = 256;
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Flight { directory: Option<PathBuf> },
+    Stream { path: PathBuf },
+}
+
+/// Configures a recorder: a flight recorder (the newest events of each thread, in
+/// memory or in a directory another process can read) or a stream (every event, drained
+/// into a trace file by a background thread).
+///
+/// ```
+/// use tracing_subscriber::layer::SubscriberExt;
+///
+/// let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).build()?;
+/// let subscriber = tracing_subscriber::registry().with(layer);
+/// tracing::subscriber::with_default(subscriber, || {
+///     tracing::info!(answer = 42, "hello");
+/// });
+/// let path = std::env::temp_dir().join(format!("doc-{}.rtt", std::process::id()));
+/// recorder.dump(&path)?;
+/// let trace = ringtrace_tracing::decode::Trace::open(&path)?;
+/// assert_eq!(trace.events()[0].message(), Some("hello"));
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    kind: Kind,
+    per_thread: u64,
+    max_threads: u32,
+    /// `None`: the default, or less if a ring cannot hold it.
+    max_record: Option<usize>,
+    max_value: usize,
+    replace: bool,
+}
+
+impl Builder {
+    fn new(kind: Kind) -> Builder {
+        Builder {
+            kind,
+            per_thread: DEFAULT_PER_THREAD,
+            max_threads: DEFAULT_MAX_THREADS,
+            max_record: None,
+            max_value: DEFAULT_MAX_VALUE,
+            replace: false,
+        }
+    }
+
+    /// A flight recorder: each thread's ring keeps its newest events, overwriting the
+    /// oldest; [`Recorder::dump`] writes them out.
+    pub fn flight_recorder() -> Builder {
+        Builder::new(Kind::Flight { directory: None })
+    }
+
+    /// A stream: a background thread drains every thread's ring into the trace file at
+    /// `path` (made new, never replacing a file). An event that finds its thread's ring
+    /// full is lost, counted, and the count written into the trace.
+    pub fn stream(path: impl AsRef<Path>) -> Builder {
+        Builder::new(Kind::Stream { path: path.as_ref().into() })
+    }
+
+    /// Each thread's ring, in bytes: a power of two from 4 KiB (default 1 MiB). A flight
+    /// recorder keeps about this much of each thread's newest events.
+    pub fn per_thread_bytes(mut self, bytes: u64) -> Self {
+        self.per_thread = bytes;
+        self
+    }
+
+    /// Flight recorder: keep the rings in files in `dir` (made if missing), so that
+    /// `ringtrace snapshot DIR` and `ringtrace decode DIR` read them from outside the
+    /// process, live or after it died. The directory holds [`RINGS_FILE`] and
+    /// [`CATALOG_FILE`]; if they exist already, `build` fails unless
+    /// [`replace_existing`](Self::replace_existing) is set.
+    pub fn directory(mut self, dir: impl AsRef<Path>) -> Self {
+        if let Kind::Flight { directory } = &mut self.kind {
+            *directory = Some(dir.as_ref().into());
+        }
+        self
+    }
+
+    /// Removes a recorder directory's files left by an earlier run before making new ones.
+    pub fn replace_existing(mut self, replace: bool) -> Self {
+        self.replace = replace;
+        self
+    }
+
+    /// Recorder directory: threads that can hold a ring at once, 1 to 4096 (default
+    /// 256); the file takes this many rings. A thread that finds every ring taken by a
+    /// live thread records nothing, and its events are counted
+    /// ([`Stats::no_ring`](crate::Stats::no_ring)). A thread's ring is free again when
+    /// it exits.
+    pub fn max_threads(mut self, n: u32) -> Self {
+        self.max_threads = n;
+        self
+    }
+
+    /// A record's largest size in bytes (default 4 KiB, or what a smaller ring can
+    /// hold; at least 64, at most what a ring can hold): values past it are dropped, and the record says how many.
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.max_record = Some(bytes);
+        self
+    }
+
+    /// A text value's largest size in bytes (`&str`, `Debug`, `Display` and error
+    /// values; default 1 KiB, at most 65,535): longer text is cut on a character
+    /// boundary and marked cut.
+    pub fn max_value_bytes(mut self, bytes: usize) -> Self {
+        self.max_value = bytes;
+        self
+    }
+
+    /// Makes the rings (and files) and returns the layer to install and the handle
+    /// that dumps, reports and finishes.
+    pub fn build(self) -> Result<(RingLayer, Recorder), Error> {
+        if let Some(n) = self.max_record.filter(|&n| n < MIN_RECORD_LIMIT) {
+            return Err(Error::Config(format!("max_record_bytes {n} is under {MIN_RECORD_LIMIT}")));
+        }
+        if self.max_value == 0 || self.max_value > MAX_VALUE_LIMIT {
+            return Err(Error::Config(format!("max_value_bytes {} is not 1 to {MAX_VALUE_LIMIT}", self.max_value)));
+        }
+        let clock = BestClock::new();
+        let process = Process::now();
+        let (sink, catalog, drain_to) = match &self.kind {
+            Kind::Flight { directory: None } => {
+                let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread).build(clock)?;
+                (Sink::Flight(ch), Catalog::default(), None)
+            }
+            Kind::Flight { directory: Some(dir) } => {
+                let (ch, catalog) = self.make_directory(dir, clock, &process)?;
+                (Sink::Flight(ch), catalog, None)
+            }
+            Kind::Stream { path } => {
+                let out = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(|e| Error::io("creating the stream file", path, e))?;
+                let ch = Channel::<Discard, BestClock>::builder(self.per_thread).build(clock)?;
+                (Sink::Stream(ch), Catalog::default(), Some((out, path.clone())))
+            }
+        };
+        let max_record = self.max_record.unwrap_or(DEFAULT_MAX_RECORD.min(sink.max_record_len()));
+        if max_record > sink.max_record_len() {
+            return Err(Error::Config(format!(
+                "max_record_bytes {max_record} is over the {}-byte record a {}-byte ring holds",
+                sink.max_record_len(),
+                self.per_thread
+            )));
+        }
+        let limits = Limits { max_record, max_value: self.max_value };
+        let shared = Arc::new(Shared::new(sink, catalog, limits, process));
+        let drain = match drain_to {
+            Some((out, path)) => Some(Drain::start(shared.clone(), out, path)?),
+            None => None,
+        };
+        Ok((RingLayer { shared: shared.clone() }, Recorder::new(shared, drain, self.dir_path().map(Into::into))))
+    }
+
+    fn dir_path(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Flight { directory: Some(d) } => Some(d),
+            _ => None,
+        }
+    }
+
+    fn make_directory(
+        &self,
+        dir: &Path,
+        clock: BestClock,
+        process: &Process,
+    ) -> Result<(Channel<Overwrite, BestClock>, Catalog), Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("making the recorder directory", dir, e))?;
+        let (rings, catalog) = (dir.join(RINGS_FILE), dir.join(CATALOG_FILE));
+        for p in [&rings, &catalog] {
+            if p.exists() {
+                if !self.replace {
+                    return Err(Error::Exists(p.clone()));
+                }
+                std::fs::remove_file(p).map_err(|e| Error::io("removing an earlier run's file", p, e))?;
+            }
+        }
+        // The catalog first: a reader that finds the rings finds what names them.
+        let mut f: File = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&catalog)
+            .map_err(|e| Error::io("creating the catalog", &catalog, e))?;
+        let mut head = file::header().to_vec();
+        head.extend_from_slice(&file::encode_chunk(chunk::PROCESS, &process.encode()));
+        f.write_all(&head).map_err(|e| Error::io("writing the catalog", &catalog, e))?;
+        let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread)
+            .max_producers(self.max_threads)
+            .create(&rings, clock)?;
+        Ok((ch, Catalog::with_file(f)))
+    }
+}

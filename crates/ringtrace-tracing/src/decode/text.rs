@@ -1,0 +1,223 @@
+//! A trace as lines, the way `ringtrace decode` prints it: one event a line in the
+//! spirit of `tracing-subscriber`'s `fmt` (time, level, thread, span context, target,
+//! message, fields), or one JSON object a line; lost events as lines of their own.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value as Json};
+
+use super::resolve::{EntryKind, Event, Field, SpanContext};
+use super::trace::Trace;
+use crate::wire::Value;
+
+/// How lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ` of nanoseconds since the epoch (UTC).
+pub fn rfc3339(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z", rem / 3600, rem / 60 % 60, rem % 60, ns % 1_000_000_000)
+}
+
+fn value_text(f: &Field) -> String {
+    let mut s = match &f.value {
+        Value::Str(v) => format!("{v:?}"),
+        v => v.to_string(),
+    };
+    if f.cut {
+        s.push_str("…[cut]");
+    }
+    s
+}
+
+fn fields_text(out: &mut String, fields: &[Field], skip_message: bool) {
+    let mut first = true;
+    for f in fields.iter().filter(|f| !(skip_message && f.name == "message")) {
+        if !first {
+            out.push(' ');
+        }
+        first = false;
+        let _ = write!(out, "{}={}", f.name, value_text(f));
+    }
+}
+
+fn spans_text(out: &mut String, spans: &[SpanContext]) {
+    for (i, s) in spans.iter().enumerate() {
+        if i > 0 {
+            out.push(':');
+        }
+        out.push_str(&s.name);
+        match &s.fields {
+            Some(f) if !f.is_empty() => {
+                out.push('{');
+                fields_text(out, f, false);
+                out.push('}');
+            }
+            Some(_) => {}
+            None => out.push_str("{?}"),
+        }
+    }
+}
+
+fn json_value(v: &Value) -> Json {
+    match v {
+        Value::U64(x) => json!(x),
+        Value::I64(x) => json!(x),
+        Value::F64(x) => json!(x),
+        Value::Bool(x) => json!(x),
+        // JSON numbers beyond 64 bits lose precision in most readers: text.
+        Value::U128(x) => json!(x.to_string()),
+        Value::I128(x) => json!(x.to_string()),
+        Value::Str(s) | Value::Debug(s) | Value::Error(s) => json!(s),
+    }
+}
+
+fn json_fields(fields: &[Field]) -> Map<String, Json> {
+    fields.iter().map(|f| (f.name.clone(), json_value(&f.value))).collect()
+}
+
+/// An event as one line (no newline).
+pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
+    let wall = trace.process.as_ref().map_or(e.ts_ns, |p| p.wall_ns(e.ts_ns));
+    let thread = e.thread.map_or_else(|| format!("lane-{}", e.lane), |t| t.label());
+    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_str()).collect();
+    match format {
+        Format::Text => {
+            let mut s = format!("{} {:>5} {thread}: ", rfc3339(wall), e.level());
+            if !e.spans.is_empty() {
+                spans_text(&mut s, &e.spans);
+                s.push_str(": ");
+            }
+            s.push_str(e.target());
+            s.push(':');
+            if let Some(m) = e.message() {
+                s.push(' ');
+                s.push_str(m);
+            }
+            if e.fields.iter().any(|f| f.name != "message") {
+                s.push(' ');
+                fields_text(&mut s, &e.fields, true);
+            }
+            if e.dropped > 0 {
+                let _ = write!(s, " [{} values dropped]", e.dropped);
+            }
+            s
+        }
+        Format::Json => {
+            let mut o = Map::new();
+            o.insert("time".into(), json!(rfc3339(wall)));
+            o.insert("ts_ns".into(), json!(e.ts_ns));
+            o.insert("level".into(), json!(e.level().as_str()));
+            o.insert("thread".into(), json!(thread));
+            if let Some(t) = e.thread {
+                o.insert("tid".into(), json!(t.tid));
+            }
+            o.insert("target".into(), json!(e.target()));
+            if let Some(c) = e.callsite {
+                o.insert("name".into(), json!(c.name));
+            }
+            let spans: Vec<Json> = e
+                .spans
+                .iter()
+                .map(|s| json!({"name": s.name, "id": s.id, "fields": s.fields.as_deref().map(json_fields)}))
+                .collect();
+            o.insert("spans".into(), Json::Array(spans));
+            o.insert("fields".into(), Json::Object(json_fields(&e.fields)));
+            if !cut.is_empty() {
+                o.insert("cut".into(), json!(cut));
+            }
+            if e.dropped > 0 {
+                o.insert("dropped".into(), json!(e.dropped));
+            }
+            Json::Object(o).to_string()
+        }
+    }
+}
+
+/// Writes every event (and every `lost` record) of `trace`, one a line. Returns the
+/// number of events written.
+pub fn write(trace: &Trace, format: Format, out: &mut impl Write) -> io::Result<u64> {
+    let mut n = 0;
+    for entry in trace.entries() {
+        match &entry.kind {
+            EntryKind::Event(e) => {
+                writeln!(out, "{}", event_line(trace, e, format))?;
+                n += 1;
+            }
+            EntryKind::Lost { count } => {
+                let wall = trace.process.as_ref().map_or(entry.ts_ns, |p| p.wall_ns(entry.ts_ns));
+                let thread = entry.thread.map_or_else(|| format!("lane-{}", entry.lane), |t| t.label());
+                match format {
+                    Format::Text => writeln!(
+                        out,
+                        "{}  WARN {thread}: ringtrace: {count} events lost here (ring full)",
+                        rfc3339(wall)
+                    )?,
+                    Format::Json => writeln!(
+                        out,
+                        "{}",
+                        json!({"time": rfc3339(wall), "ts_ns": entry.ts_ns, "thread": thread, "lost": count})
+                    )?,
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(n)
+}
+
+/// A one-paragraph account of what the trace lost or could not read, for stderr
+/// (empty if nothing).
+pub fn summary(trace: &Trace) -> String {
+    let mut s = String::new();
+    let lost = trace.lost();
+    if lost > 0 {
+        let _ = write!(s, "{lost} events lost; ");
+    }
+    if let Some(n) = trace.stat("overwritten").filter(|&n| n > 0) {
+        let _ = write!(s, "{n} older records overwritten (flight recorder); ");
+    }
+    if let Some(n) = trace.stat("cut").filter(|&n| n > 0) {
+        let _ = write!(s, "{n} records with values cut at the size bounds; ");
+    }
+    let p = &trace.problems;
+    if let Some(d) = &p.damage {
+        let _ = write!(s, "{} bytes at offset {} not read ({}); ", d.bytes, d.offset, d.reason);
+    }
+    if p.incomplete {
+        s.push_str("the file has no end chunk (its writer did not finish); ");
+    }
+    for (what, n) in [
+        ("records skipped as unreadable", p.bad_records),
+        ("chunks skipped as unreadable", p.bad_chunks),
+        ("chunks of unknown kind skipped", p.unknown_chunks),
+        ("records being written stepped over", p.unfinished),
+    ] {
+        if n > 0 {
+            let _ = write!(s, "{n} {what}; ");
+        }
+    }
+    for (slot, why) in &p.unreadable_rings {
+        let _ = write!(s, "ring {slot} unreadable: {why}; ");
+    }
+    if let Some(e) = &p.first_error {
+        let _ = write!(s, "first error: {e}; ");
+    }
+    s.trim_end_matches("; ").to_owned()
+}

@@ -1,0 +1,203 @@
+//! Each thread's state for each recorder: its ring's producer, the spans it has
+//! entered, its cache of callsite numbers and its scratch buffer. Nothing here is
+//! shared with another thread, so the event path touches no shared cache line.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use tracing_core::Metadata;
+
+use crate::catalog::ThreadInfo;
+use crate::shared::{Counters, LaneProducer, Shared};
+use crate::wire::{self, kind};
+
+/// Hashes a metadata address: the address itself, its low (alignment) bits dropped.
+#[derive(Default)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the multiplication spreads the address over the high bits
+        // that hashbrown's control bytes take.
+        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+pub(crate) struct Local {
+    pub shared: Arc<Shared>,
+    /// `None`: no ring could be had (every slot of a recorder directory taken).
+    producer: Option<LaneProducer>,
+    /// Entered spans, innermost last: `(span id, callsite number)`.
+    pub stack: Vec<(u64, u32)>,
+    cache: HashMap<usize, u32, BuildHasherDefault<AddrHasher>>,
+    /// Where records are encoded; taken out while field values are formatted.
+    pub scratch: Vec<u8>,
+    /// Records this thread could not write since its last written one.
+    lost: u64,
+}
+
+impl Local {
+    fn new(shared: Arc<Shared>) -> Local {
+        let producer = shared.sink.producer().ok();
+        if let Some(p) = &producer {
+            let t = std::thread::current();
+            let info = ThreadInfo {
+                lane: p.lane(),
+                tid: rustix::thread::gettid().as_raw_nonzero().get() as u32,
+                number: shared.thread_number(),
+                since_ns: shared.sink.now_ns(),
+                name: t.name().unwrap_or("").to_owned(),
+            };
+            shared.catalog.add_thread(&info);
+        }
+        let scratch = Vec::with_capacity(shared.limits.max_record);
+        Local { shared, producer, stack: Vec::new(), cache: HashMap::default(), scratch, lost: 0 }
+    }
+
+    /// The number of `meta`'s callsite, from this thread's cache.
+    #[inline]
+    pub fn callsite(&mut self, meta: &'static Metadata<'static>) -> u32 {
+        let key = meta as *const Metadata<'static> as usize;
+        if let Some(&id) = self.cache.get(&key) {
+            return id;
+        }
+        let id = self.shared.callsite_id(meta);
+        self.cache.insert(key, id);
+        id
+    }
+
+    /// The innermost entered span and its callsite (zeros: none).
+    #[inline]
+    pub fn current(&self) -> (u64, u32) {
+        self.stack.last().copied().unwrap_or((0, 0))
+    }
+
+    /// Writes `bytes` as one record, after a `lost` record if earlier ones were lost.
+    /// Once a stream is finishing, nothing more is written: the record is counted as
+    /// lost and unreported (the file is being closed).
+    #[inline]
+    pub fn write(&mut self, bytes: &[u8]) {
+        let Some(p) = &mut self.producer else {
+            return Counters::bump(&self.shared.counters.no_ring, 1);
+        };
+        let c = &self.shared.counters;
+        if self.shared.is_closed() {
+            Counters::bump(&c.lost, 1);
+            return Counters::bump(&c.unreported, 1);
+        }
+        // The count goes first; while it cannot be written, neither is the record (room
+        // freed in between would put the record before the count of what preceded it).
+        if self.lost > 0 && p.output(&lost_record(self.lost)).is_ok() {
+            Counters::take(&c.unreported, self.lost);
+            self.lost = 0;
+        }
+        if self.lost > 0 || p.output(bytes).is_err() {
+            self.lost += 1;
+            Counters::bump(&c.lost, 1);
+            Counters::bump(&c.unreported, 1);
+        }
+    }
+
+    /// Writes a record of a kind without values.
+    pub fn write_simple(&mut self, k: u8, a: u64, b: Option<u64>) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        wire::simple(&mut buf, k, a, b);
+        self.write(&buf);
+        self.scratch = buf;
+    }
+}
+
+/// How long an exiting thread waits for room to write the count of its lost records.
+const EXIT_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let lost = std::mem::take(&mut self.lost);
+        if lost == 0 {
+            return;
+        }
+        let shared = self.shared.clone();
+        // A stream's drain makes room as it runs: the thread waits a little for it, so
+        // the count lands where the losses were rather than only in the totals.
+        let deadline = std::time::Instant::now() + EXIT_PATIENCE;
+        let written = self.producer.as_mut().is_some_and(|p| loop {
+            if shared.is_closed() {
+                break false;
+            }
+            if p.output(&lost_record(lost)).is_ok() {
+                break true;
+            }
+            if !p.is_stream() || std::time::Instant::now() >= deadline {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        });
+        if written {
+            Counters::take(&shared.counters.unreported, lost);
+        }
+        // Else it stays counted unreported, where the recorder's stats (and a dump's or
+        // a stream's end) see it.
+    }
+}
+
+/// A `lost` record's bytes.
+fn lost_record(count: u64) -> [u8; 9] {
+    let mut b = [0u8; 9];
+    b[0] = kind::LOST;
+    b[1..].copy_from_slice(&count.to_le_bytes());
+    b
+}
+
+thread_local! {
+    /// This thread's state for each recorder it has written to.
+    static LOCALS: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls `f` with this thread's state for `shared`'s recorder, made on first use.
+/// `None`, counted, while the thread is being torn down, or when the state is already
+/// borrowed further up this thread's stack (which the layer never lets happen: no user
+/// code runs while it holds the state).
+#[inline]
+pub(crate) fn with<R>(shared: &Arc<Shared>, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    let r = LOCALS.try_with(|cell| {
+        let Ok(mut locals) = cell.try_borrow_mut() else {
+            Counters::bump(&shared.counters.busy, 1);
+            return None;
+        };
+        let i = match locals.iter().position(|l| l.shared.id == shared.id) {
+            Some(i) => i,
+            None => {
+                locals.push(Local::new(shared.clone()));
+                locals.len() - 1
+            }
+        };
+        Some(f(&mut locals[i]))
+    });
+    match r {
+        Ok(r) => r,
+        Err(_) => {
+            Counters::bump(&shared.counters.teardown, 1);
+            None
+        }
+    }
+}
+
+/// Forgets this thread's state for `shared`'s recorder (its producer released), so a
+/// recorder that is finished does not keep its rings alive through this thread.
+pub(crate) fn release(shared: &Shared) {
+    let _ = LOCALS.try_with(|cell| {
+        if let Ok(mut locals) = cell.try_borrow_mut() {
+            locals.retain(|l| l.shared.id != shared.id);
+        }
+    });
+}

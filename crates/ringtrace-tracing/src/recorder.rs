@@ -1,0 +1,262 @@
+//! [`Recorder`]: the handle beside the layer. Dumps a flight recorder (on demand or from
+//! a panic hook), reports what was lost, finishes a stream.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::file::{self, chunk};
+use crate::shared::{Counters, Shared, Sink};
+use crate::stream::Drain;
+
+/// Records per records chunk: chunks stay well under the reader's limit.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// What a recorder wrote and lost: every event that did not reach a ring, or reached it
+/// cut, is counted here by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Threads that wrote.
+    pub threads: u64,
+    /// Records committed into the rings (spans' records included).
+    pub written: u64,
+    /// Records a thread's ring refused (full, in a stream); each thread writes the count
+    /// into its ring before its next record.
+    pub lost: u64,
+    /// Of `lost`, those whose count no ring holds: not written yet (a thread writes it
+    /// before its next record), or never (the thread exited with its ring still full,
+    /// or a stream finished first). A trace counts these in its stats.
+    pub unreported: u64,
+    /// Records of threads that found no free ring (recorder directory full).
+    pub no_ring: u64,
+    /// Records emitted while a thread was exiting (its state gone).
+    pub teardown: u64,
+    /// Records emitted while the thread's state was in use (never expected).
+    pub busy: u64,
+    /// Records written with a value cut or dropped at the size bounds.
+    pub cut: u64,
+    /// Flight recorder: records given up to make room for newer ones.
+    pub overwritten: u64,
+    /// Stream: records written into the trace file. After [`Recorder::finish`],
+    /// `written - drained` counts records committed after the last pass (events
+    /// emitted after `finish` began), which the file does not hold.
+    pub drained: u64,
+}
+
+/// The handle of a recorder: [`dump`](Self::dump) a flight recorder, read its
+/// [`stats`](Self::stats), [`finish`](Self::finish) a stream. Dropping a stream's
+/// recorder finishes it too.
+pub struct Recorder {
+    shared: Arc<Shared>,
+    drain: Mutex<Option<Drain>>,
+    directory: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").field("directory", &self.directory).field("stats", &self.stats()).finish()
+    }
+}
+
+/// What a dump wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Dumped {
+    /// Records written.
+    pub records: usize,
+    /// Rings that could not be captured (their records are not in the dump).
+    pub failed_rings: usize,
+}
+
+impl Recorder {
+    pub(crate) fn new(shared: Arc<Shared>, drain: Option<Drain>, directory: Option<PathBuf>) -> Recorder {
+        Recorder { shared, drain: Mutex::new(drain), directory }
+    }
+
+    /// The recorder directory, if the rings are in one.
+    pub fn directory(&self) -> Option<&Path> {
+        self.directory.as_deref()
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> Stats {
+        let c = &self.shared.counters;
+        let ch = match &self.shared.sink {
+            Sink::Flight(ch) => ch.stats(),
+            Sink::Stream(ch) => ch.stats(),
+        };
+        Stats {
+            threads: self.shared.thread_count(),
+            written: ch.written,
+            lost: Counters::get(&c.lost),
+            unreported: Counters::get(&c.unreported),
+            no_ring: Counters::get(&c.no_ring),
+            teardown: Counters::get(&c.teardown),
+            busy: Counters::get(&c.busy),
+            cut: Counters::get(&c.cut),
+            overwritten: ch.overwritten,
+            drained: Counters::get(&c.drained),
+        }
+    }
+
+    /// Writes the flight recorder's newest events, every thread's, to a new trace file
+    /// at `path` (written beside it, then renamed into place), while threads go on
+    /// recording. `ringtrace decode PATH` prints it.
+    pub fn dump(&self, path: impl AsRef<Path>) -> Result<Dumped, Error> {
+        dump_path(&self.shared, path.as_ref(), Duration::from_secs(1))
+    }
+
+    /// Writes the dump to `w` (see [`dump`](Self::dump)).
+    pub fn dump_to(&self, w: &mut impl Write) -> Result<Dumped, Error> {
+        dump(&self.shared, w, Duration::from_secs(1)).map_err(|e| e.into_error(Path::new("the writer")))
+    }
+
+    /// On a panic, before the panic unwinds or aborts the process: dumps the flight
+    /// recorder to `path` (a new file each time: `path` with `.N` added if it exists),
+    /// says so on stderr, then runs the hook that was installed before. A dump from a
+    /// panic hook waits at most 100 ms for the catalog, whose lock the panicking thread
+    /// may hold.
+    pub fn install_panic_hook(&self, path: impl Into<PathBuf>) -> Result<(), Error> {
+        if !matches!(self.shared.sink, Sink::Flight(_)) {
+            return Err(Error::NotFlight);
+        }
+        let (shared, path) = (self.shared.clone(), path.into());
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let target = free_name(&path);
+            match dump_path(&shared, &target, Duration::from_millis(100)) {
+                Ok(d) => eprintln!(
+                    "ringtrace-tracing: flight recorder dumped to {} ({} records)",
+                    target.display(),
+                    d.records
+                ),
+                Err(e) => eprintln!("ringtrace-tracing: the flight recorder could not be dumped: {e}"),
+            }
+            previous(info);
+        }));
+        Ok(())
+    }
+
+    /// Stream: drains what the rings still hold, writes the final counts and closes the
+    /// trace file. Flight recorder: nothing to do. Returns the counters.
+    pub fn finish(self) -> Result<Stats, Error> {
+        self.stop()?;
+        Ok(self.stats())
+    }
+
+    fn stop(&self) -> Result<(), Error> {
+        crate::local::release(&self.shared);
+        let drain = self.drain.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match drain {
+            Some(d) => d.finish(&self.shared),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("ringtrace-tracing: finishing the stream failed: {e}");
+        }
+    }
+}
+
+/// `path`, or `path.1`, `path.2`, ... : the first that does not exist.
+fn free_name(path: &Path) -> PathBuf {
+    let mut name = path.to_path_buf();
+    for i in 1..1000 {
+        if !name.exists() {
+            break;
+        }
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        name = s.into();
+    }
+    name
+}
+
+/// A dump's failure before it knows its path.
+pub(crate) enum DumpError {
+    Io(std::io::Error),
+    Other(Error),
+}
+
+impl DumpError {
+    fn into_error(self, path: &Path) -> Error {
+        match self {
+            DumpError::Io(e) => Error::io("writing the dump", path, e),
+            DumpError::Other(e) => e,
+        }
+    }
+}
+
+impl From<std::io::Error> for DumpError {
+    fn from(e: std::io::Error) -> Self {
+        DumpError::Io(e)
+    }
+}
+
+fn dump_path(shared: &Shared, path: &Path, patience: Duration) -> Result<Dumped, Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let f = File::create(&tmp).map_err(|e| Error::io("creating the dump", &tmp, e))?;
+    let mut w = BufWriter::new(f);
+    let d = dump(shared, &mut w, patience).map_err(|e| e.into_error(&tmp))?;
+    w.into_inner()
+        .map_err(|e| Error::io("writing the dump", &tmp, e.into_error()))?
+        .sync_all()
+        .map_err(|e| Error::io("writing the dump", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io("renaming the dump into place", path, e))?;
+    Ok(d)
+}
+
+fn dump(shared: &Shared, w: &mut impl Write, patience: Duration) -> Result<Dumped, DumpError> {
+    let Sink::Flight(ch) = &shared.sink else { return Err(DumpError::Other(Error::NotFlight)) };
+    let snap = ch.snapshot().map_err(|e| DumpError::Other(e.into()))?;
+    w.write_all(&file::header())?;
+    file::write_chunk(w, chunk::PROCESS, &shared.process.encode())?;
+    // The catalog after the snapshot: every record in it was written after its
+    // callsite's and thread's entries were added.
+    let catalog_missing = match shared.catalog.try_lock_for(patience) {
+        Some(entries) => {
+            for (kind, payload) in &entries.chunks {
+                file::write_chunk(w, *kind, payload)?;
+            }
+            0
+        }
+        None => 1,
+    };
+    let mut buf = Vec::with_capacity(CHUNK_BYTES + 4096);
+    for rec in snap.iter() {
+        file::put_record(&mut buf, rec.producer, rec.timestamp, rec.data);
+        if buf.len() >= CHUNK_BYTES {
+            file::write_chunk(w, chunk::RECORDS, &buf)?;
+            buf.clear();
+        }
+    }
+    if !buf.is_empty() {
+        file::write_chunk(w, chunk::RECORDS, &buf)?;
+    }
+    let c = &shared.counters;
+    let stats = [
+        ("overwritten", snap.overwritten()),
+        ("lost", Counters::get(&c.lost)),
+        ("unreported", Counters::get(&c.unreported)),
+        ("no_ring", Counters::get(&c.no_ring)),
+        ("teardown", Counters::get(&c.teardown)),
+        ("busy", Counters::get(&c.busy)),
+        ("cut", Counters::get(&c.cut)),
+        ("failed_rings", snap.failed().len() as u64),
+        ("catalog_missing", catalog_missing),
+    ];
+    file::write_chunk(w, chunk::STATS, &file::encode_stats(&stats))?;
+    file::write_chunk(w, chunk::END, &[])?;
+    w.flush()?;
+    Ok(Dumped { records: snap.len(), failed_rings: snap.failed().len() })
+}
