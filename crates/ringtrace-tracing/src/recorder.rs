@@ -243,18 +243,12 @@ fn dump(shared: &Shared, w: &mut impl Write, patience: Duration) -> Result<Dumpe
     if !buf.is_empty() {
         file::write_chunk(w, chunk::RECORDS, &buf)?;
     }
-    let c = &shared.counters;
-    let stats = [
+    let mut stats = shared.counters.named().to_vec();
+    stats.extend([
         ("overwritten", snap.overwritten()),
-        ("lost", Counters::get(&c.lost)),
-        ("unreported", Counters::get(&c.unreported)),
-        ("no_ring", Counters::get(&c.no_ring)),
-        ("teardown", Counters::get(&c.teardown)),
-        ("busy", Counters::get(&c.busy)),
-        ("cut", Counters::get(&c.cut)),
         ("failed_rings", snap.failed().len() as u64),
         ("catalog_missing", catalog_missing),
-    ];
+    ]);
     file::write_chunk(w, chunk::STATS, &file::encode_stats(&stats))?;
     file::write_chunk(w, chunk::END, &[])?;
     w.flush()?;

@@ -112,6 +112,18 @@ impl Counters {
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
     }
+
+    /// The loss counters by the names a trace file's stats chunk gives them.
+    pub fn named(&self) -> [(&'static str, u64); 6] {
+        [
+            ("lost", Counters::get(&self.lost)),
+            ("unreported", Counters::get(&self.unreported)),
+            ("no_ring", Counters::get(&self.no_ring)),
+            ("teardown", Counters::get(&self.teardown)),
+            ("busy", Counters::get(&self.busy)),
+            ("cut", Counters::get(&self.cut)),
+        ]
+    }
 }
 
 /// Size bounds of records and text values.

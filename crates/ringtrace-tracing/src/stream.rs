@@ -122,15 +122,7 @@ impl Writer {
                 idle = Duration::from_millis(1);
             }
         }
-        let c = &self.shared.counters;
-        let stats = [
-            ("lost", Counters::get(&c.lost)),
-            ("unreported", Counters::get(&c.unreported)),
-            ("no_ring", Counters::get(&c.no_ring)),
-            ("teardown", Counters::get(&c.teardown)),
-            ("busy", Counters::get(&c.busy)),
-            ("cut", Counters::get(&c.cut)),
-        ];
+        let stats = self.shared.counters.named();
         file::write_chunk(&mut self.out, chunk::STATS, &file::encode_stats(&stats))?;
         file::write_chunk(&mut self.out, chunk::END, &[])?;
         self.out.flush()?;
