@@ -106,6 +106,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a ringtrace-tracing trace in a format other tools open.
+    ///
+    /// chrome: Chrome's Trace Event Format (JSON), for chrome://tracing and
+    /// ui.perfetto.dev: a track per thread, spans as slices (B/E when entered and
+    /// exited), events as instants with every field in args, lost events as instants
+    /// named "ringtrace: events lost"; times exact to the nanosecond.
+    Export {
+        /// A trace file or a recorder directory.
+        source: PathBuf,
+        /// The output format.
+        #[arg(long, value_enum)]
+        format: crate::commands::export::ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Create a ring file for producers and a consumer to attach to.
     Create {
         /// The file to create (on tmpfs, such as /dev/shm, for speed); mode 0600.

@@ -36,7 +36,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, DemoProducer};
-use commands::{create, decode, demo, docs, snapshot, stat, tail, write};
+use commands::{create, decode, demo, docs, export, snapshot, stat, tail, write};
 use failure::Failure;
 use output::ReportFormat;
 use source::Source;
@@ -75,6 +75,7 @@ fn run(command: Command) -> Result<(), Failure> {
             let format = if json { records::Format::Json } else { format };
             on(&source, &|s| decode::run(s, format))
         }
+        Command::Export { source, format, output } => on(&source, &|s| export::run(s, format, output.as_deref())),
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
         }

@@ -105,3 +105,26 @@ fn a_damaged_trace_file_decodes_as_far_as_it_is_sound_and_says_what_was_skipped(
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stderr.contains("not read") && o.stderr.contains("no end chunk"), "{}", o.stderr);
 }
+
+#[test]
+fn export_chrome_writes_json_a_trace_viewer_reads() {
+    let (_recorder, dir) = recorder();
+    let out = temp("chrome.json");
+    let o = run(&["export", "--format", "chrome", &dir, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.starts_with("3 events, 1 span slices and 0 lost-event markers written to "), "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let instants: Vec<_> = evs.iter().filter(|e| e["ph"] == "i").collect();
+    assert_eq!(instants.len(), 3);
+    assert_eq!(instants[2]["args"]["n"], 2);
+    assert_eq!(instants[2]["args"]["path"], "/a b");
+    assert!(evs.iter().any(|e| e["ph"] == "M" && e["args"]["name"] == "worker"));
+    // To stdout without -o; a ring file is refused.
+    assert_eq!(run(&["export", "--format", "chrome", &dir]).stdout, std::fs::read_to_string(&out).unwrap());
+    let ring = temp("b.ring");
+    assert_eq!(run(&["create", ring.to_str().unwrap(), "--capacity", "4k"]).code, 0);
+    let o = run(&["export", "--format", "chrome", ring.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("export reads ringtrace-tracing traces"), "{}", o.stderr);
+}

@@ -65,6 +65,7 @@ mod catalog;
 pub mod decode;
 mod directory;
 mod error;
+pub mod export;
 mod file;
 mod layer;
 mod local;

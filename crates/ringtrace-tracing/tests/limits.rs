@@ -66,7 +66,7 @@ fn a_full_stream_ring_loses_events_counted_exactly() {
     assert_eq!(trace.stat("lost"), Some(stats.lost));
     // Each `lost` record sits where the gap is: the seq numbers before and after differ
     // by one more than the count.
-    let entries = trace.entries();
+    let entries: Vec<_> = trace.entries().collect();
     let mut last = None::<u64>;
     let mut pending = 0;
     for e in &entries {

@@ -61,7 +61,7 @@ fn check(trace: &Trace) {
     }
     assert!(events.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns), "merged by timestamp");
     // Span lifecycle: each thread's two spans are made, entered, exited and closed.
-    let entries = trace.entries();
+    let entries: Vec<_> = trace.entries().collect();
     let count = |f: fn(&EntryKind<'_>) -> bool| entries.iter().filter(|e| f(&e.kind)).count() as u64;
     assert_eq!(count(|k| matches!(k, EntryKind::NewSpan { .. })), THREADS * 2);
     assert_eq!(count(|k| matches!(k, EntryKind::Enter { .. })), THREADS * 2);
@@ -145,5 +145,5 @@ fn spans_records_and_follows_from_round_trip() {
     assert_eq!(ev[1].spans[0].name, "a");
     assert_eq!(ev[1].spans[0].fields.as_ref().unwrap()[0].value, Value::U64(5), "recorded later, merged in");
     assert!(ev[2].spans.is_empty());
-    assert!(trace.entries().iter().any(|e| matches!(e.kind, EntryKind::FollowsFrom { .. })));
+    assert!(trace.entries().any(|e| matches!(e.kind, EntryKind::FollowsFrom { .. })));
 }

@@ -6,6 +6,7 @@ pub mod create;
 pub mod decode;
 pub mod demo;
 pub mod docs;
+pub mod export;
 pub mod snapshot;
 pub mod stat;
 pub mod tail;

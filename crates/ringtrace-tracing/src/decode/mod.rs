@@ -22,5 +22,5 @@ pub use crate::catalog::{Callsite, ThreadInfo};
 pub use crate::file::{Damage, Process};
 pub use crate::wire::Value;
 pub use load::Problems;
-pub use resolve::{Entry, EntryKind, Event, Field, SpanContext};
+pub use resolve::{Entries, Entry, EntryKind, Event, Field, SpanContext};
 pub use trace::Trace;

@@ -118,6 +118,7 @@ pub struct Entry<'a> {
     pub kind: EntryKind<'a>,
 }
 
+#[derive(Debug)]
 struct SpanState {
     callsite: u32,
     parent: u64,
@@ -138,66 +139,87 @@ fn fields(callsite: Option<&Callsite>, values: &[RawValue]) -> Vec<Field> {
         .collect()
 }
 
-impl Trace {
-    /// Every record, resolved, in timestamp order.
-    pub fn entries(&self) -> Vec<Entry<'_>> {
-        let mut spans: HashMap<u64, SpanState> = HashMap::new();
-        let mut out = Vec::with_capacity(self.records.len());
-        for r in &self.records {
-            let kind = match &r.raw {
-                RawRecord::Event { callsite, span, span_callsite, values, dropped } => {
-                    let cs = self.callsite(*callsite);
-                    EntryKind::Event(Event {
-                        ts_ns: r.ts,
-                        lane: r.lane,
-                        thread: self.thread(r.lane, r.ts),
-                        callsite: cs,
-                        fields: fields(cs, values),
-                        dropped: *dropped,
-                        spans: self.context(&spans, *span, *span_callsite),
-                    })
-                }
-                RawRecord::NewSpan { callsite, span, parent, values, .. } => {
-                    let cs = self.callsite(*callsite);
-                    let f = fields(cs, values);
-                    spans.insert(*span, SpanState { callsite: *callsite, parent: *parent, fields: f.clone() });
-                    EntryKind::NewSpan { span: *span, parent: *parent, callsite: cs, fields: f }
-                }
-                RawRecord::Record { span, values, .. } => {
-                    let f = match spans.get_mut(span) {
-                        Some(s) => {
-                            let f = fields(self.callsite(s.callsite), values);
-                            for new in &f {
-                                match s.fields.iter_mut().find(|old| old.name == new.name) {
-                                    Some(old) => *old = new.clone(),
-                                    None => s.fields.push(new.clone()),
-                                }
+/// Every record of a trace, resolved as it is reached ([`Trace::entries`]): only the
+/// spans still open are held, so going through a trace takes no memory beyond the
+/// trace's own.
+#[derive(Debug)]
+pub struct Entries<'a> {
+    trace: &'a Trace,
+    next: usize,
+    spans: HashMap<u64, SpanState>,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        let t = self.trace;
+        let r = t.records.get(self.next)?;
+        self.next += 1;
+        let spans = &mut self.spans;
+        let kind = match &r.raw {
+            RawRecord::Event { callsite, span, span_callsite, values, dropped } => {
+                let cs = t.callsite(*callsite);
+                EntryKind::Event(Event {
+                    ts_ns: r.ts,
+                    lane: r.lane,
+                    thread: t.thread(r.lane, r.ts),
+                    callsite: cs,
+                    fields: fields(cs, values),
+                    dropped: *dropped,
+                    spans: t.context(spans, *span, *span_callsite),
+                })
+            }
+            RawRecord::NewSpan { callsite, span, parent, values, .. } => {
+                let cs = t.callsite(*callsite);
+                let f = fields(cs, values);
+                spans.insert(*span, SpanState { callsite: *callsite, parent: *parent, fields: f.clone() });
+                EntryKind::NewSpan { span: *span, parent: *parent, callsite: cs, fields: f }
+            }
+            RawRecord::Record { span, values, .. } => {
+                let f = match spans.get_mut(span) {
+                    Some(s) => {
+                        let f = fields(t.callsite(s.callsite), values);
+                        for new in &f {
+                            match s.fields.iter_mut().find(|old| old.name == new.name) {
+                                Some(old) => *old = new.clone(),
+                                None => s.fields.push(new.clone()),
                             }
-                            f
                         }
-                        None => fields(None, values),
-                    };
-                    EntryKind::Record { span: *span, fields: f }
-                }
-                RawRecord::Enter { span } => EntryKind::Enter { span: *span },
-                RawRecord::Exit { span } => EntryKind::Exit { span: *span },
-                RawRecord::Close { span } => {
-                    // Span ids are reused once closed.
-                    spans.remove(span);
-                    EntryKind::Close { span: *span }
-                }
-                RawRecord::FollowsFrom { span, follows } => EntryKind::FollowsFrom { span: *span, follows: *follows },
-                RawRecord::Lost { count } => EntryKind::Lost { count: *count },
-            };
-            out.push(Entry { ts_ns: r.ts, lane: r.lane, thread: self.thread(r.lane, r.ts), kind });
-        }
-        out
+                        f
+                    }
+                    None => fields(None, values),
+                };
+                EntryKind::Record { span: *span, fields: f }
+            }
+            RawRecord::Enter { span } => EntryKind::Enter { span: *span },
+            RawRecord::Exit { span } => EntryKind::Exit { span: *span },
+            RawRecord::Close { span } => {
+                // Span ids are reused once closed.
+                spans.remove(span);
+                EntryKind::Close { span: *span }
+            }
+            RawRecord::FollowsFrom { span, follows } => EntryKind::FollowsFrom { span: *span, follows: *follows },
+            RawRecord::Lost { count } => EntryKind::Lost { count: *count },
+        };
+        Some(Entry { ts_ns: r.ts, lane: r.lane, thread: t.thread(r.lane, r.ts), kind })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.trace.records.len() - self.next;
+        (n, Some(n))
+    }
+}
+
+impl Trace {
+    /// Every record, resolved, in timestamp order, as the iteration reaches it.
+    pub fn entries(&self) -> Entries<'_> {
+        Entries { trace: self, next: 0, spans: HashMap::new() }
     }
 
     /// The events alone, resolved, in timestamp order.
     pub fn events(&self) -> Vec<Event<'_>> {
         self.entries()
-            .into_iter()
             .filter_map(|e| match e.kind {
                 EntryKind::Event(ev) => Some(ev),
                 _ => None,

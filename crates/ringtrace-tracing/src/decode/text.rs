@@ -75,7 +75,7 @@ fn spans_text(out: &mut String, spans: &[SpanContext]) {
     }
 }
 
-fn json_value(v: &Value) -> Json {
+pub(crate) fn json_value(v: &Value) -> Json {
     match v {
         Value::U64(x) => json!(x),
         Value::I64(x) => json!(x),
@@ -88,7 +88,7 @@ fn json_value(v: &Value) -> Json {
     }
 }
 
-fn json_fields(fields: &[Field]) -> Map<String, Json> {
+pub(crate) fn json_fields(fields: &[Field]) -> Map<String, Json> {
     fields.iter().map(|f| (f.name.clone(), json_value(&f.value))).collect()
 }
 

@@ -1,0 +1,53 @@
+//! `ringtrace export`: a `ringtrace-tracing` trace (a trace file or a recorder
+//! directory) in a format other tools read.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use ringtrace_tracing::export::chrome;
+
+use crate::failure::Failure;
+use crate::output::write_output;
+use crate::source::Source;
+
+/// The formats `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome's Trace Event Format (JSON): chrome://tracing, ui.perfetto.dev.
+    Chrome,
+}
+
+pub fn run(source: Source, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
+    let Source::Traced(t) = source else {
+        return Err(Failure::msg(format!(
+            "export reads ringtrace-tracing traces (a trace file or a recorder directory), not {}",
+            source.kind()
+        )));
+    };
+    let trace = t.read()?;
+    let done = std::cell::Cell::new(None);
+    write_output(output, |w| {
+        let mut w = BufWriter::new(w);
+        let x = match format {
+            ExportFormat::Chrome => chrome::write(&trace, &mut w)?,
+        };
+        w.flush()?;
+        done.set(Some(x));
+        Ok(())
+    })?;
+    if let (Some(x), Some(path)) = (done.take(), output) {
+        crate::output::eprint_line(format_args!(
+            "{} events, {} span slices and {} lost-event markers written to {}{}",
+            x.events,
+            x.slices,
+            x.lost_markers,
+            path.display(),
+            if x.unmatched_exits > 0 {
+                format!(" ({} span exits left out: their enters were no longer in the trace)", x.unmatched_exits)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(())
+}

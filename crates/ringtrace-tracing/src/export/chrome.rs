@@ -1,0 +1,167 @@
+//! Chrome's Trace Event Format (the JSON that `chrome://tracing`, Perfetto's UI and
+//! `trace_processor` read; specification: "Trace Event Format", Google, the document
+//! linked from the Catapult project's trace-viewer pages).
+//!
+//! * `{"traceEvents": [...], "displayTimeUnit": "ns"}`, one event a line.
+//! * `M` metadata: the process's name, each thread's name and sort order.
+//! * Spans: `B` when a thread enters one and `E` when it exits, on that thread, with the
+//!   span's fields (as known when entered) in `args`. An `E` whose `B` the trace no
+//!   longer holds (a flight recorder overwrote it) is left out, since the format nests
+//!   `B`/`E` per thread; a `B` still open at the end of the trace is closed at the last
+//!   timestamp, marked `"unfinished": true`.
+//! * Events: `i` (thread scope), named by their message (else their callsite's name),
+//!   `cat` their target; `args` holds every field, the level, and `cut`/`dropped` where
+//!   values were bounded.
+//! * Lost events: an `i` event named `ringtrace: events lost` with `args.count`, where
+//!   the thread lost them.
+//! * `ts` in microseconds, written as decimal text with three fraction digits: exact to
+//!   the nanosecond (a JSON double would round past 2^53 ns).
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::decode::text::json_fields;
+use crate::decode::{EntryKind, Event, Trace};
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Exported {
+    /// Events (instants) written.
+    pub events: u64,
+    /// Span slices written (a `B` and its `E`).
+    pub slices: u64,
+    /// Exits left out because their enter was not in the trace.
+    pub unmatched_exits: u64,
+    /// Lost-event markers written.
+    pub lost_markers: u64,
+}
+
+/// Microseconds of a nanosecond time, as JSON number text with three fraction digits.
+fn micros(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Writes trace events, one a line, comma-separated.
+struct Events<'a, W: Write> {
+    out: &'a mut W,
+    first: bool,
+    pid: u32,
+}
+
+impl<W: Write> Events<'_, W> {
+    /// One trace event: the fixed members, then `args` (if not null).
+    fn put(&mut self, ph: &str, name: &str, cat: &str, ts: u64, tid: u64, args: &Json) -> io::Result<()> {
+        self.out.write_all(if self.first { b"\n" } else { b",\n" })?;
+        self.first = false;
+        write!(
+            self.out,
+            r#"{{"ph":"{ph}","name":{},"cat":{},"ts":{},"pid":{},"tid":{tid}"#,
+            Json::from(name),
+            Json::from(cat),
+            micros(ts),
+            self.pid
+        )?;
+        if ph == "i" {
+            self.out.write_all(br#","s":"t""#)?;
+        }
+        if !args.is_null() {
+            write!(self.out, r#","args":{args}"#)?;
+        }
+        self.out.write_all(b"}")
+    }
+}
+
+fn event_args(e: &Event<'_>) -> Json {
+    let mut args = json_fields(&e.fields);
+    args.insert("level".into(), json!(e.level().as_str()));
+    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_str()).collect();
+    if !cut.is_empty() {
+        args.insert("cut".into(), json!(cut));
+    }
+    if e.dropped > 0 {
+        args.insert("dropped".into(), json!(e.dropped));
+    }
+    Json::Object(args)
+}
+
+/// Writes `trace` as Chrome trace JSON to `out`.
+pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
+    let pid = trace.process.as_ref().map_or(1, |p| p.pid);
+    let program = trace.process.as_ref().map_or("", |p| p.program.as_str());
+    let mut x = Exported::default();
+    out.write_all(br#"{"displayTimeUnit":"ns","traceEvents":["#)?;
+    let mut ev = Events { out, first: true, pid };
+    ev.put("M", "process_name", "", 0, 0, &json!({ "name": program }))?;
+    for (i, t) in trace.threads().iter().enumerate() {
+        let tid = u64::from(t.tid);
+        ev.put("M", "thread_name", "", 0, tid, &json!({ "name": t.label() }))?;
+        ev.put("M", "thread_sort_index", "", 0, tid, &json!({ "sort_index": i }))?;
+    }
+    // Span names and fields as known so far, and each thread's open slices.
+    let mut spans: HashMap<u64, (String, String, Map<String, Json>)> = HashMap::new();
+    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut last = 0;
+    for entry in trace.entries() {
+        last = last.max(entry.ts_ns);
+        // A lane no thread entry names (its catalog entry lost) gets a tid of its own.
+        let tid = entry.thread.map_or(u64::from(u32::MAX) + u64::from(entry.lane), |t| u64::from(t.tid));
+        match &entry.kind {
+            EntryKind::NewSpan { span, callsite, fields, .. } => {
+                let (name, cat) = callsite.map_or(("?".into(), String::new()), |c| (c.name.clone(), c.target.clone()));
+                spans.insert(*span, (name, cat, json_fields(fields)));
+            }
+            EntryKind::Record { span, fields } => {
+                if let Some(s) = spans.get_mut(span) {
+                    s.2.extend(json_fields(fields));
+                }
+            }
+            EntryKind::Enter { span } => {
+                let (name, cat, args) =
+                    spans.get(span).cloned().unwrap_or_else(|| ("?".into(), String::new(), Map::new()));
+                let mut args = args;
+                args.insert("span_id".into(), json!(span));
+                ev.put("B", &name, &cat, entry.ts_ns, tid, &Json::Object(args))?;
+                open.entry(tid).or_default().push(*span);
+            }
+            EntryKind::Exit { span } => {
+                let stack = open.entry(tid).or_default();
+                match stack.iter().rposition(|s| s == span) {
+                    // Only the innermost can end: B/E nest per thread.
+                    Some(i) if i + 1 == stack.len() => {
+                        stack.pop();
+                        ev.put("E", "", "", entry.ts_ns, tid, &Json::Null)?;
+                        x.slices += 1;
+                    }
+                    _ => x.unmatched_exits += 1,
+                }
+            }
+            EntryKind::Close { span } => {
+                spans.remove(span);
+            }
+            EntryKind::FollowsFrom { .. } => {}
+            EntryKind::Event(e) => {
+                let name = e.message().map(str::to_owned).or_else(|| e.callsite.map(|c| c.name.clone()));
+                ev.put("i", name.as_deref().unwrap_or("?"), e.target(), e.ts_ns, tid, &event_args(e))?;
+                x.events += 1;
+            }
+            EntryKind::Lost { count } => {
+                ev.put("i", "ringtrace: events lost", "ringtrace", entry.ts_ns, tid, &json!({ "count": count }))?;
+                x.lost_markers += 1;
+            }
+        }
+    }
+    // Slices still open: closed at the end of the trace, marked.
+    let mut tids: Vec<_> = open.into_iter().collect();
+    tids.sort();
+    for (tid, stack) in tids {
+        for _ in stack {
+            ev.put("E", "", "", last, tid, &json!({ "unfinished": true }))?;
+            x.slices += 1;
+        }
+    }
+    ev.out.write_all(b"\n]}\n")?;
+    Ok(x)
+}

@@ -1,0 +1,139 @@
+//! Exports, read back by a reader of their own format: every event and every field of
+//! the trace appears, with its time exact to the nanosecond.
+
+mod common;
+
+use common::{dispatch, TempDir};
+use ringtrace_tracing::decode::{Trace, Value};
+use ringtrace_tracing::export::chrome;
+use ringtrace_tracing::Builder;
+use serde_json::Value as Json;
+
+fn trace_with_spans_events_and_losses(dir: &TempDir) -> Trace {
+    // A stream with small rings, so that some events are lost and counted.
+    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(4096).build().unwrap();
+    let d = dispatch(layer);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let d = d.clone();
+            std::thread::Builder::new()
+                .name(format!("w{t}"))
+                .spawn_scoped(s, move || {
+                    tracing::dispatcher::with_default(&d, || {
+                        for round in 0..50u64 {
+                            let outer = tracing::info_span!("outer", t, round);
+                            let _o = outer.enter();
+                            let inner = tracing::info_span!("inner");
+                            let _i = inner.enter();
+                            for seq in 0..200u64 {
+                                tracing::info!(
+                                    seq,
+                                    s = "text",
+                                    f = 0.25,
+                                    b = false,
+                                    i = -1i64,
+                                    big = u128::MAX,
+                                    "ev {seq}"
+                                );
+                            }
+                        }
+                    })
+                })
+                .unwrap();
+        }
+    });
+    recorder.finish().unwrap();
+    Trace::open(dir.join("s.rtt")).unwrap()
+}
+
+fn json_of(v: &Value) -> Json {
+    match v {
+        Value::U64(x) => Json::from(*x),
+        Value::I64(x) => Json::from(*x),
+        Value::F64(x) => Json::from(*x),
+        Value::Bool(x) => Json::from(*x),
+        Value::U128(x) => Json::from(x.to_string()),
+        Value::I128(x) => Json::from(x.to_string()),
+        Value::Str(s) | Value::Debug(s) | Value::Error(s) => Json::from(s.as_str()),
+    }
+}
+
+#[test]
+fn chrome_json_holds_every_event_field_and_loss_and_nests_slices() {
+    let dir = TempDir::new("chrome");
+    let trace = trace_with_spans_events_and_losses(&dir);
+    assert!(trace.lost() > 0, "the test needs losses");
+    let mut out = Vec::new();
+    let x = chrome::write(&trace, &mut out).unwrap();
+    let v: Json = serde_json::from_slice(&out).expect("valid JSON");
+    let evs = v["traceEvents"].as_array().unwrap();
+
+    // Every event, in order, with its time to the nanosecond, its thread and every field.
+    let instants: Vec<&Json> = evs.iter().filter(|e| e["ph"] == "i" && e["cat"] != "ringtrace").collect();
+    let events = trace.events();
+    assert_eq!(instants.len(), events.len());
+    assert_eq!(x.events as usize, events.len());
+    for (j, e) in instants.iter().zip(&events) {
+        let ts_ns = (j["ts"].as_f64().unwrap() * 1000.0).round() as u64;
+        assert_eq!(ts_ns, e.ts_ns);
+        assert_eq!(j["tid"].as_u64().unwrap(), u64::from(e.thread.unwrap().tid));
+        assert_eq!(j["name"], e.message().unwrap());
+        assert_eq!(j["args"]["level"], "INFO");
+        for f in &e.fields {
+            assert_eq!(j["args"][&f.name], json_of(&f.value), "field {}", f.name);
+        }
+    }
+    // Every loss, counted where it happened.
+    let lost: u64 = evs
+        .iter()
+        .filter(|e| e["name"] == "ringtrace: events lost")
+        .map(|e| e["args"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(lost + trace.stat("unreported").unwrap_or(0), trace.lost());
+    // Thread names, and B/E nesting per thread with matching counts.
+    let names: Vec<&str> =
+        evs.iter().filter(|e| e["name"] == "thread_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"w0") && names.contains(&"w1"), "{names:?}");
+    let mut depth = std::collections::HashMap::<u64, i64>::new();
+    for e in evs {
+        let d = depth.entry(e["tid"].as_u64().unwrap()).or_default();
+        match e["ph"].as_str().unwrap() {
+            "B" => *d += 1,
+            "E" => {
+                *d -= 1;
+                assert!(*d >= 0, "an E without its B");
+            }
+            _ => {}
+        }
+    }
+    assert!(depth.values().all(|&d| d == 0));
+    let begins = evs.iter().filter(|e| e["ph"] == "B").count() as u64;
+    assert_eq!(begins, x.slices);
+    // The span's fields are the slice's args.
+    let outer = evs.iter().find(|e| e["ph"] == "B" && e["name"] == "outer").unwrap();
+    assert!(outer["args"]["t"].is_u64() && outer["args"]["round"].is_u64(), "{outer}");
+}
+
+#[test]
+fn a_flight_recorder_whose_enters_were_overwritten_exports_nested_slices() {
+    let dir = TempDir::new("chrome-flight");
+    let (layer, recorder) = Builder::flight_recorder().per_thread_bytes(4096).build().unwrap();
+    tracing::dispatcher::with_default(&dispatch(layer), || {
+        let _long = tracing::info_span!("long").entered();
+        for i in 0..2000u64 {
+            let _s = tracing::info_span!("short", i).entered();
+            tracing::info!(i);
+        }
+    });
+    recorder.dump(dir.join("d.rtt")).unwrap();
+    let trace = Trace::open(dir.join("d.rtt")).unwrap();
+    let mut out = Vec::new();
+    let x = chrome::write(&trace, &mut out).unwrap();
+    let v: Json = serde_json::from_slice(&out).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    assert!(x.unmatched_exits > 0, "the oldest enters were overwritten: {x:?}");
+    let b = evs.iter().filter(|e| e["ph"] == "B").count();
+    let e = evs.iter().filter(|e| e["ph"] == "E").count();
+    assert_eq!(b, e);
+    assert_eq!(x.events as usize, trace.events().len());
+}
