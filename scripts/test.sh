@@ -69,5 +69,12 @@ for ex in crates/ringtrace/examples/*.rs crates/ringtrace-tracing/examples/*.rs;
   cargo run --release -q -p "$crate" --example "$(basename "$ex" .rs)" >/dev/null
 done
 
+echo "== the Perfetto export read by Perfetto's own message classes (PyPI perfetto), event by event against decode"
+python3 -m pip install -q --disable-pip-version-check perfetto protobuf 2>&1 | grep -v "Running pip as the 'root' user" || true
+dump=${TMPDIR:-/tmp}/ringtrace-example/dump.rtt   # written by the flight_recorder example above
+./target/release/ringtrace export --format perfetto "$dump" -o target/example.pftrace 2>/dev/null
+./target/release/ringtrace decode --format json "$dump" > target/example.jsonl 2>/dev/null
+python3 scripts/check-perfetto.py target/example.pftrace target/example.jsonl
+
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
 cargo run --release -q -p ringtrace-cli -- demo --seconds 1 >/dev/null

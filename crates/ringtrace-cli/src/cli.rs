@@ -111,7 +111,9 @@ pub enum Command {
     /// chrome: Chrome's Trace Event Format (JSON), for chrome://tracing and
     /// ui.perfetto.dev: a track per thread, spans as slices (B/E when entered and
     /// exited), events as instants with every field in args, lost events as instants
-    /// named "ringtrace: events lost"; times exact to the nanosecond.
+    /// named "ringtrace: events lost"; times exact to the nanosecond. perfetto: the
+    /// same as Perfetto's protobuf TrackEvent packets (a track per thread under the
+    /// process, names interned per thread), for ui.perfetto.dev and trace_processor.
     Export {
         /// A trace file or a recorder directory.
         source: PathBuf,

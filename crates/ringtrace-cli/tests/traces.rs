@@ -128,3 +128,16 @@ fn export_chrome_writes_json_a_trace_viewer_reads() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("export reads ringtrace-tracing traces"), "{}", o.stderr);
 }
+
+#[test]
+fn export_perfetto_writes_a_protobuf_trace() {
+    let (_recorder, dir) = recorder();
+    let out = temp("t.pftrace");
+    let o = run(&["export", "--format", "perfetto", &dir, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.starts_with("3 events, 1 span slices"), "{}", o.stderr);
+    let bytes = std::fs::read(&out).unwrap();
+    // A Trace whose packets (field 1, length-delimited) hold the thread's name.
+    assert_eq!(bytes[0], 0x0A);
+    assert!(bytes.windows(6).any(|w| w == b"worker"));
+}

@@ -137,3 +137,101 @@ fn a_flight_recorder_whose_enters_were_overwritten_exports_nested_slices() {
     assert_eq!(b, e);
     assert_eq!(x.events as usize, trace.events().len());
 }
+
+/// A Perfetto trace read back with the generated message types: per sequence, the
+/// interned names resolved, each instant's name, time, thread and annotations.
+#[test]
+fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_thread() {
+    use prost::Message;
+    use ringtrace_tracing::export::perfetto::{self, proto};
+
+    let dir = TempDir::new("perfetto");
+    let trace = trace_with_spans_events_and_losses(&dir);
+    let mut out = Vec::new();
+    let x = perfetto::write(&trace, &mut out).unwrap();
+    let t = proto::Trace::decode(out.as_slice()).expect("a valid Trace");
+    let mut tracks = std::collections::HashMap::new(); // uuid -> tid
+    // Per sequence: interned event names and annotation names, `(iid, name)`.
+    type Interned = (Vec<(u64, String)>, Vec<(u64, String)>);
+    let mut interned: std::collections::HashMap<u32, Interned> = Default::default();
+    let mut instants = Vec::new();
+    let (mut begins, mut ends, mut lost) = (0u64, 0u64, 0u64);
+    for p in &t.packet {
+        let Some(proto::trace_packet::OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(seq)) =
+            p.optional_trusted_packet_sequence_id
+        else {
+            panic!("every packet has a sequence")
+        };
+        match &p.data {
+            Some(proto::trace_packet::Data::TrackDescriptor(d)) => {
+                if let Some(th) = &d.thread {
+                    tracks.insert(d.uuid.unwrap(), th.tid.unwrap() as u32);
+                }
+            }
+            Some(proto::trace_packet::Data::TrackEvent(e)) => {
+                let st = interned.entry(seq).or_default();
+                if p.sequence_flags.unwrap() & 1 != 0 {
+                    *st = Default::default(); // cleared
+                }
+                if let Some(i) = &p.interned_data {
+                    st.0.extend(i.event_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
+                    st.1.extend(i.debug_annotation_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
+                }
+                let look =
+                    |table: &Vec<(u64, String)>, iid: u64| table.iter().find(|(i, _)| *i == iid).unwrap().1.clone();
+                match e.r#type() {
+                    proto::track_event::Type::SliceBegin => begins += 1,
+                    proto::track_event::Type::SliceEnd => ends += 1,
+                    proto::track_event::Type::Instant => {
+                        let Some(proto::track_event::NameField::NameIid(n)) = e.name_field else { panic!() };
+                        let name = look(&st.0, n);
+                        let args: Vec<(String, proto::debug_annotation::Value)> = e
+                            .debug_annotations
+                            .iter()
+                            .map(|a| {
+                                let Some(proto::debug_annotation::NameField::NameIid(i)) = a.name_field else {
+                                    panic!()
+                                };
+                                (look(&st.1, i), a.value.clone().unwrap())
+                            })
+                            .collect();
+                        if name == ringtrace_tracing::export::LOST_NAME {
+                            let Some((_, proto::debug_annotation::Value::UintValue(c))) = args.first() else {
+                                panic!()
+                            };
+                            lost += c;
+                        } else {
+                            instants.push((p.timestamp.unwrap(), tracks[&e.track_uuid.unwrap()], name, args));
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            None => panic!("an empty packet"),
+        }
+    }
+    let events = trace.events();
+    assert_eq!(instants.len(), events.len());
+    assert_eq!(x.events as usize, events.len());
+    for ((ts, tid, name, args), e) in instants.iter().zip(&events) {
+        assert_eq!(*ts, e.ts_ns, "time exact to the nanosecond");
+        assert_eq!(*tid, e.thread.unwrap().tid);
+        assert_eq!(name, e.message().unwrap());
+        for f in &e.fields {
+            let (_, v) = args.iter().find(|(n, _)| *n == f.name).unwrap_or_else(|| panic!("field {}", f.name));
+            use proto::debug_annotation::Value as A;
+            let expect = match &f.value {
+                Value::U64(x) => A::UintValue(*x),
+                Value::I64(x) => A::IntValue(*x),
+                Value::F64(x) => A::DoubleValue(*x),
+                Value::Bool(x) => A::BoolValue(*x),
+                Value::U128(x) => A::StringValue(x.to_string()),
+                Value::I128(x) => A::StringValue(x.to_string()),
+                Value::Str(s) | Value::Debug(s) | Value::Error(s) => A::StringValue(s.clone()),
+            };
+            assert_eq!(*v, expect, "field {}", f.name);
+        }
+    }
+    assert_eq!(lost + trace.stat("unreported").unwrap_or(0), trace.lost());
+    assert_eq!((begins, ends), (x.slices, x.slices));
+}

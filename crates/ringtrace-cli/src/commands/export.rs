@@ -4,7 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use ringtrace_tracing::export::chrome;
+use ringtrace_tracing::export::{chrome, perfetto};
 
 use crate::failure::Failure;
 use crate::output::write_output;
@@ -15,6 +15,8 @@ use crate::source::Source;
 pub enum ExportFormat {
     /// Chrome's Trace Event Format (JSON): chrome://tracing, ui.perfetto.dev.
     Chrome,
+    /// Perfetto's protobuf trace of TrackEvent packets: ui.perfetto.dev, trace_processor.
+    Perfetto,
 }
 
 pub fn run(source: Source, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
@@ -30,6 +32,7 @@ pub fn run(source: Source, format: ExportFormat, output: Option<&Path>) -> Resul
         let mut w = BufWriter::new(w);
         let x = match format {
             ExportFormat::Chrome => chrome::write(&trace, &mut w)?,
+            ExportFormat::Perfetto => perfetto::write(&trace, &mut w)?,
         };
         w.flush()?;
         done.set(Some(x));

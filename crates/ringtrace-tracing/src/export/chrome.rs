@@ -17,27 +17,13 @@
 //! * `ts` in microseconds, written as decimal text with three fraction digits: exact to
 //!   the nanosecond (a JSON double would round past 2^53 ns).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
+use super::{Exported, Slices, LOST_NAME};
 use crate::decode::text::json_fields;
 use crate::decode::{EntryKind, Event, Trace};
-
-/// What an export wrote.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Exported {
-    /// Events (instants) written.
-    pub events: u64,
-    /// Span slices written (a `B` and its `E`).
-    pub slices: u64,
-    /// Exits left out because their enter was not in the trace.
-    pub unmatched_exits: u64,
-    /// Lost-event markers written.
-    pub lost_markers: u64,
-}
 
 /// Microseconds of a nanosecond time, as JSON number text with three fraction digits.
 fn micros(ns: u64) -> String {
@@ -100,67 +86,41 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
         ev.put("M", "thread_name", "", 0, tid, &json!({ "name": t.label() }))?;
         ev.put("M", "thread_sort_index", "", 0, tid, &json!({ "sort_index": i }))?;
     }
-    // Span names and fields as known so far, and each thread's open slices.
-    let mut spans: HashMap<u64, (String, String, Map<String, Json>)> = HashMap::new();
-    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
-    let mut last = 0;
+    let mut slices = Slices::default();
     for entry in trace.entries() {
-        last = last.max(entry.ts_ns);
-        // A lane no thread entry names (its catalog entry lost) gets a tid of its own.
-        let tid = entry.thread.map_or(u64::from(u32::MAX) + u64::from(entry.lane), |t| u64::from(t.tid));
+        let tid = Slices::tid(&entry);
         match &entry.kind {
-            EntryKind::NewSpan { span, callsite, fields, .. } => {
-                let (name, cat) = callsite.map_or(("?".into(), String::new()), |c| (c.name.clone(), c.target.clone()));
-                spans.insert(*span, (name, cat, json_fields(fields)));
-            }
-            EntryKind::Record { span, fields } => {
-                if let Some(s) = spans.get_mut(span) {
-                    s.2.extend(json_fields(fields));
-                }
-            }
             EntryKind::Enter { span } => {
-                let (name, cat, args) =
-                    spans.get(span).cloned().unwrap_or_else(|| ("?".into(), String::new(), Map::new()));
-                let mut args = args;
+                let (name, cat, fields) = slices.enter(tid, *span, entry.ts_ns);
+                let mut args = json_fields(fields);
                 args.insert("span_id".into(), json!(span));
                 ev.put("B", &name, &cat, entry.ts_ns, tid, &Json::Object(args))?;
-                open.entry(tid).or_default().push(*span);
             }
             EntryKind::Exit { span } => {
-                let stack = open.entry(tid).or_default();
-                match stack.iter().rposition(|s| s == span) {
-                    // Only the innermost can end: B/E nest per thread.
-                    Some(i) if i + 1 == stack.len() => {
-                        stack.pop();
-                        ev.put("E", "", "", entry.ts_ns, tid, &Json::Null)?;
-                        x.slices += 1;
-                    }
-                    _ => x.unmatched_exits += 1,
+                if slices.exit(tid, *span, entry.ts_ns) {
+                    ev.put("E", "", "", entry.ts_ns, tid, &Json::Null)?;
+                    x.slices += 1;
+                } else {
+                    x.unmatched_exits += 1;
                 }
             }
-            EntryKind::Close { span } => {
-                spans.remove(span);
-            }
-            EntryKind::FollowsFrom { .. } => {}
             EntryKind::Event(e) => {
                 let name = e.message().map(str::to_owned).or_else(|| e.callsite.map(|c| c.name.clone()));
                 ev.put("i", name.as_deref().unwrap_or("?"), e.target(), e.ts_ns, tid, &event_args(e))?;
                 x.events += 1;
             }
             EntryKind::Lost { count } => {
-                ev.put("i", "ringtrace: events lost", "ringtrace", entry.ts_ns, tid, &json!({ "count": count }))?;
+                ev.put("i", LOST_NAME, "ringtrace", entry.ts_ns, tid, &json!({ "count": count }))?;
                 x.lost_markers += 1;
             }
+            other => slices.note(other, entry.ts_ns),
         }
     }
     // Slices still open: closed at the end of the trace, marked.
-    let mut tids: Vec<_> = open.into_iter().collect();
-    tids.sort();
-    for (tid, stack) in tids {
-        for _ in stack {
-            ev.put("E", "", "", last, tid, &json!({ "unfinished": true }))?;
-            x.slices += 1;
-        }
+    let last = slices.last();
+    for tid in slices.open_at_end() {
+        ev.put("E", "", "", last, tid, &json!({ "unfinished": true }))?;
+        x.slices += 1;
     }
     ev.out.write_all(b"\n]}\n")?;
     Ok(x)

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Reads a `ringtrace export --format perfetto` file with Perfetto's own message
+classes (the PyPI `perfetto` package's perfetto_trace_pb2, independent of the Rust
+encoder) and checks it against `ringtrace decode --format json` of the same trace:
+every event, in order, with its time, thread id, name and every field; and the sum of
+the lost-event markers.
+
+    python3 scripts/check-perfetto.py TRACE.pftrace DECODED.jsonl
+"""
+
+import json
+import sys
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+LOST = "ringtrace: events lost"
+
+
+def main():
+    pftrace, decoded = sys.argv[1], sys.argv[2]
+    trace = pb.Trace()
+    with open(pftrace, "rb") as f:
+        trace.ParseFromString(f.read())
+    tracks, names, fields = {}, {}, {}
+    instants, lost = [], 0
+    for p in trace.packet:
+        seq = p.trusted_packet_sequence_id
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            if d.HasField("thread"):
+                tracks[d.uuid] = d.thread.tid
+            continue
+        if not p.HasField("track_event"):
+            continue
+        if p.sequence_flags & 1:  # SEQ_INCREMENTAL_STATE_CLEARED
+            names[seq], fields[seq] = {}, {}
+        for n in p.interned_data.event_names:
+            names[seq][n.iid] = n.name
+        for n in p.interned_data.debug_annotation_names:
+            fields[seq][n.iid] = n.name
+        e = p.track_event
+        if e.type != pb.TrackEvent.TYPE_INSTANT:
+            continue
+        args = {}
+        for a in e.debug_annotations:
+            kind = a.WhichOneof("value")
+            args[fields[seq][a.name_iid]] = getattr(a, kind)
+        name = names[seq][e.name_iid]
+        if name == LOST:
+            lost += args["count"]
+        else:
+            instants.append((p.timestamp, tracks[e.track_uuid], name, args))
+    events = []
+    with open(decoded) as f:
+        for line in f:
+            o = json.loads(line)
+            if "lost" in o:
+                continue
+            events.append(o)
+    assert len(instants) == len(events), f"{len(instants)} instants, {len(events)} events"
+    for (ts, tid, name, args), o in zip(instants, events):
+        assert ts == o["ts_ns"], (ts, o)
+        assert tid == o["tid"], (tid, o)
+        assert name == o["fields"].get("message", o.get("name")), (name, o)
+        for k, v in o["fields"].items():
+            assert args[k] == v, (k, args[k], v)
+        assert args["level"] == o["level"]
+    print(f"perfetto check: {len(instants)} events and {lost} lost events, each as decoded")
+
+
+if __name__ == "__main__":
+    main()
