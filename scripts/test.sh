@@ -15,6 +15,12 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libbpf.so.1 '; then
   (apt-get update -qq && apt-get install -y -qq libbpf1) >/dev/null 2>&1 || echo "warning: could not install libbpf1; the libbpf rows and test will be skipped" >&2
 fi
 
+# babeltrace2 (EfficiOS's CTF reader) reads the CTF export in the tests.
+if ! command -v babeltrace2 >/dev/null; then
+  echo "== installing babeltrace2 (reads the CTF export)"
+  (apt-get update -qq && apt-get install -y -qq babeltrace2) >/dev/null 2>&1 || echo "warning: could not install babeltrace2; the CTF checks will fail" >&2
+fi
+
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -75,6 +81,11 @@ dump=${TMPDIR:-/tmp}/ringtrace-example/dump.rtt   # written by the flight_record
 ./target/release/ringtrace export --format perfetto "$dump" -o target/example.pftrace 2>/dev/null
 ./target/release/ringtrace decode --format json "$dump" > target/example.jsonl 2>/dev/null
 python3 scripts/check-perfetto.py target/example.pftrace target/example.jsonl
+
+echo "== the CTF export read by babeltrace2, event by event against decode"
+rm -rf target/example.ctf
+./target/release/ringtrace export --format ctf "$dump" -o target/example.ctf 2>/dev/null
+python3 scripts/check-ctf.py target/example.ctf target/example.jsonl
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
 cargo run --release -q -p ringtrace-cli -- demo --seconds 1 >/dev/null

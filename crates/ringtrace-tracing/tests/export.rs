@@ -150,7 +150,8 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
     let mut out = Vec::new();
     let x = perfetto::write(&trace, &mut out).unwrap();
     let t = proto::Trace::decode(out.as_slice()).expect("a valid Trace");
-    let mut tracks = std::collections::HashMap::new(); // uuid -> tid
+    // Track uuid to thread id.
+    let mut tracks = std::collections::HashMap::new();
     // Per sequence: interned event names and annotation names, `(iid, name)`.
     type Interned = (Vec<(u64, String)>, Vec<(u64, String)>);
     let mut interned: std::collections::HashMap<u32, Interned> = Default::default();
@@ -234,4 +235,58 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
     }
     assert_eq!(lost + trace.stat("unreported").unwrap_or(0), trace.lost());
     assert_eq!((begins, ends), (x.slices, x.slices));
+}
+
+/// A CTF export: every stream file whole packets, back to back, whose sizes add up;
+/// the losses in the packets' `events_discarded`; and babeltrace2 reads it all.
+#[test]
+fn ctf_streams_are_whole_packets_that_count_losses_and_babeltrace2_reads() {
+    use ringtrace_tracing::export::ctf;
+
+    let dir = TempDir::new("ctf");
+    let trace = trace_with_spans_events_and_losses(&dir);
+    let out = dir.join("ctf");
+    let x = ctf::write(&trace, &out).unwrap();
+    assert_eq!(x.events as usize, trace.events().len());
+    let metadata = std::fs::read_to_string(out.join("metadata")).unwrap();
+    assert!(metadata.starts_with("/* CTF 1.8 */"));
+    let u = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let mut discarded = 0;
+    let mut streams = 0;
+    for f in std::fs::read_dir(&out).unwrap() {
+        let f = f.unwrap();
+        if !f.file_name().to_string_lossy().starts_with("stream-") {
+            continue;
+        }
+        streams += 1;
+        let b = std::fs::read(f.path()).unwrap();
+        let (mut at, mut last) = (0, 0);
+        while at < b.len() {
+            assert_eq!(u32::from_le_bytes(b[at..at + 4].try_into().unwrap()), 0xC1FC_1FC1, "packet magic");
+            let (begin, end, content, size) = (u(&b, at + 24), u(&b, at + 32), u(&b, at + 40), u(&b, at + 48));
+            assert!(begin <= end);
+            assert_eq!(content, size);
+            assert_eq!(size % 8, 0);
+            last = u(&b, at + 56);
+            at += (size / 8) as usize;
+        }
+        assert_eq!(at, b.len(), "the file is whole packets");
+        discarded += last;
+    }
+    assert_eq!(streams, 2);
+    assert_eq!(discarded + trace.stat("unreported").unwrap_or(0), trace.lost());
+    match std::process::Command::new("babeltrace2").arg(&out).output() {
+        Ok(o) => {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let lines = String::from_utf8(o.stdout).unwrap();
+            let events = lines.lines().filter(|l| !l.contains(" ringtrace:span_")).count();
+            assert_eq!(events as u64, x.events);
+            assert!(String::from_utf8_lossy(&o.stderr).contains("discarded"), "babeltrace2 reports the losses");
+        }
+        // The test command installs babeltrace2; a developer's machine may lack it.
+        Err(_) if std::env::var_os("CI").is_none() => {
+            eprintln!("babeltrace2 is not installed: its reading of the CTF export is not checked here")
+        }
+        Err(e) => panic!("babeltrace2: {e}"),
+    }
 }

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod chrome;
+pub mod ctf;
 pub mod perfetto;
 
 use std::collections::HashMap;
