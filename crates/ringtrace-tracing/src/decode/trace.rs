@@ -1,4 +1,4 @@
-//! [`Trace`]: a trace read and checked, its names resolved on demand ([`super::resolve`]).
+//! [`Trace`]: a trace read and checked; the `resolve` module names its records on demand.
 
 use std::collections::HashMap;
 use std::path::Path;
