@@ -14,7 +14,6 @@
 //! ```
 
 mod load;
-mod resolve;
 pub mod text;
 mod trace;
 
@@ -22,5 +21,4 @@ pub use crate::catalog::{Callsite, ThreadInfo};
 pub use crate::file::{Damage, Process};
 pub use crate::wire::Value;
 pub use load::Problems;
-pub use resolve::{Entries, Entry, EntryKind, Event, Field, SpanContext};
-pub use trace::Trace;
+pub use trace::{Entries, Entry, EntryKind, Event, Field, SpanContext, Trace};

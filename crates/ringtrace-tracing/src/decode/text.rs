@@ -7,8 +7,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::resolve::{EntryKind, Event, Field, SpanContext};
-use super::trace::Trace;
+use super::trace::{EntryKind, Event, Field, SpanContext, Trace};
 use crate::wire::Value;
 
 /// How lines are written.
