@@ -114,8 +114,11 @@ pub enum Command {
     /// named "ringtrace: events lost"; times exact to the nanosecond. perfetto: the
     /// same as Perfetto's protobuf TrackEvent packets (a track per thread under the
     /// process, names interned per thread), for ui.perfetto.dev and trace_processor.
+    /// ctf: CTF 1.8 for babeltrace2 and Trace Compass. A channel file of raw records
+    /// exports too: each record an event on its slot's track, with its length and its
+    /// first 16 bytes in hex.
     Export {
-        /// A trace file or a recorder directory.
+        /// A trace file, a recorder directory, or a channel file.
         source: PathBuf,
         /// The output format.
         #[arg(long, value_enum)]

@@ -75,7 +75,9 @@ fn run(command: Command) -> Result<(), Failure> {
             let format = if json { records::Format::Json } else { format };
             on(&source, &|s| decode::run(s, format))
         }
-        Command::Export { source, format, output } => on(&source, &|s| export::run(s, format, output.as_deref())),
+        Command::Export { source, format, output } => {
+            on(&source, &|s| export::run(&source, s, format, output.as_deref()))
+        }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
         }

@@ -141,3 +141,21 @@ fn export_perfetto_writes_a_protobuf_trace() {
     assert_eq!(bytes[0], 0x0A);
     assert!(bytes.windows(6).any(|w| w == b"worker"));
 }
+
+#[test]
+fn export_reads_a_channel_file_of_raw_records() {
+    use ringtrace::channel::Channel;
+    use ringtrace::clock::Monotonic;
+    use ringtrace::config::Discard;
+    let path = temp("raw.chan");
+    let ch = Channel::<Discard, Monotonic>::builder(4096).max_producers(1).create(&path, Monotonic).unwrap();
+    ch.output(b"abc", ringtrace::Wakeup::Default).unwrap();
+    let o = run(&["export", "--format", "chrome", path.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let e = v["traceEvents"].as_array().unwrap().iter().find(|e| e["ph"] == "i").unwrap().clone();
+    assert_eq!(
+        (e["name"].as_str(), e["args"]["len"].as_u64(), e["args"]["head"].as_str()),
+        (Some("ringtrace: record"), Some(3), Some("616263"))
+    );
+}

@@ -290,3 +290,40 @@ fn ctf_streams_are_whole_packets_that_count_losses_and_babeltrace2_reads() {
         Err(e) => panic!("babeltrace2: {e}"),
     }
 }
+
+/// A channel file of raw records (not written by the tracing layer) reads as a trace:
+/// each record an event on its slot's track with its length and first bytes.
+#[test]
+fn a_channel_of_raw_records_exports_each_record_as_an_event_on_its_writers_track() {
+    use ringtrace::channel::Channel;
+    use ringtrace::clock::Monotonic;
+    use ringtrace::config::Discard;
+    use ringtrace::Wakeup;
+
+    let dir = TempDir::new("raw");
+    let path = dir.join("raw.chan");
+    let ch = Channel::<Discard, Monotonic>::builder(4096).max_producers(2).create(&path, Monotonic).unwrap();
+    let (mut a, mut b) = (ch.producer().unwrap(), ch.producer().unwrap());
+    a.output(b"hello", Wakeup::Default).unwrap();
+    b.output(&[0xAB; 40], Wakeup::Default).unwrap();
+    a.output(b"", Wakeup::Default).unwrap();
+    let trace = Trace::open(&path).unwrap();
+    let events = trace.events();
+    assert_eq!(events.len(), 3);
+    assert!(events.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    assert_eq!(events[0].field("len"), Some(&Value::U64(5)));
+    assert_eq!(events[0].field("head"), Some(&Value::Str("68656c6c6f".into())));
+    assert_eq!(events[0].thread.unwrap().name, format!("slot {}", a.id()));
+    assert_eq!(events[1].field("len"), Some(&Value::U64(40)));
+    assert_eq!(events[1].field("head"), Some(&Value::Str("ab".repeat(16))));
+    assert!(events[1].fields[1].cut, "the head shows 16 of the 40 bytes");
+    assert_eq!(events[2].field("len"), Some(&Value::U64(0)));
+    let mut json = Vec::new();
+    assert_eq!(chrome::write(&trace, &mut json).unwrap().events, 3);
+    let v: Json = serde_json::from_slice(&json).unwrap();
+    let instants = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "i").count();
+    assert_eq!(instants, 3);
+    let mut pb = Vec::new();
+    assert_eq!(ringtrace_tracing::export::perfetto::write(&trace, &mut pb).unwrap().events, 3);
+    assert_eq!(ringtrace_tracing::export::ctf::write(&trace, &dir.join("ctf")).unwrap().events, 3);
+}

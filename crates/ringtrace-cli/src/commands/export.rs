@@ -1,5 +1,5 @@
 //! `ringtrace export`: a `ringtrace-tracing` trace (a trace file or a recorder
-//! directory) in a format other tools read.
+//! directory), or a channel file of raw records, in a format other tools read.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -9,6 +9,7 @@ use ringtrace_tracing::export::{chrome, ctf, perfetto};
 use crate::failure::Failure;
 use crate::output::write_output;
 use crate::source::Source;
+use crate::traced::Traced;
 
 /// The formats `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -22,14 +23,19 @@ pub enum ExportFormat {
     Ctf,
 }
 
-pub fn run(source: Source, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
-    let Source::Traced(t) = source else {
-        return Err(Failure::msg(format!(
-            "export reads ringtrace-tracing traces (a trace file or a recorder directory), not {}",
-            source.kind()
-        )));
+/// Exports `source`, opened from `path`.
+pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
+    let trace = match source {
+        Source::Traced(t) => t.read()?,
+        // Raw records: each an event on its slot's track (ringtrace_tracing::decode::raw).
+        Source::Channel(_) => Traced::File(path.into()).read()?,
+        other => {
+            return Err(Failure::msg(format!(
+            "export reads ringtrace-tracing traces (a trace file or a recorder directory) and channel files, not {}",
+            other.kind()
+        )))
+        }
     };
-    let trace = t.read()?;
     if format == ExportFormat::Ctf {
         let Some(dir) = output else {
             return Err(Failure::msg("a CTF trace is a directory: name it with -o DIR"));

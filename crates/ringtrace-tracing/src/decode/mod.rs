@@ -14,6 +14,7 @@
 //! ```
 
 mod load;
+pub mod raw;
 pub mod text;
 mod trace;
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use tracing_core::Level;
 
 use super::load::{self, Parts, Problems, Rec};
+use super::raw;
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::error::Error;
 use crate::file::Process;
@@ -30,11 +31,16 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads a trace file (a dump or a stream) or a recorder directory.
+    /// Reads a trace file (a dump or a stream), a recorder directory, or a channel file
+    /// of raw records (each record an event: see [`raw`](super::raw)).
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, Error> {
         let path = path.as_ref();
         if path.is_dir() {
             return Trace::open_dir(path);
+        }
+        if ringtrace::inspect::channel::is_channel_file(path).unwrap_or(false) {
+            let (parts, problems) = raw::channel(path)?;
+            return Ok(Trace::assemble(parts, problems));
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io("reading", path, e))?;
         Trace::from_bytes(&bytes, path)
