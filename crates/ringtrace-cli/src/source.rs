@@ -26,6 +26,7 @@ use ringtrace::Snapshot;
 
 use crate::failure::Failure;
 use crate::traced::Traced;
+use ringtrace_tracing::TRACE_MAGIC;
 
 /// A source, opened.
 pub enum Source {
@@ -127,9 +128,6 @@ impl std::fmt::Debug for Source {
         f.write_str(self.kind())
     }
 }
-
-/// A `ringtrace-tracing` trace file's first bytes.
-const TRACE_MAGIC: [u8; 8] = *b"RTTRACE\0";
 
 /// Whether `path` starts with `magic`.
 fn has_magic(path: &Path, magic: [u8; 8]) -> bool {

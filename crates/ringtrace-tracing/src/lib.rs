@@ -77,6 +77,6 @@ mod wire;
 pub use builder::{Builder, DEFAULT_MAX_RECORD, DEFAULT_MAX_THREADS, DEFAULT_MAX_VALUE, DEFAULT_PER_THREAD};
 pub use directory::{snapshot, Snapshotted};
 pub use error::Error;
-pub use file::{CATALOG_FILE, RINGS_FILE};
+pub use file::{CATALOG_FILE, MAGIC as TRACE_MAGIC, RINGS_FILE};
 pub use layer::RingLayer;
 pub use recorder::{Dumped, Recorder, Stats};
