@@ -21,7 +21,7 @@ def main():
     trace = pb.Trace()
     with open(pftrace, "rb") as f:
         trace.ParseFromString(f.read())
-    tracks, names, fields = {}, {}, {}
+    tracks, names, fields, default_track = {}, {}, {}, {}
     instants, lost = [], 0
     for p in trace.packet:
         seq = p.trusted_packet_sequence_id
@@ -34,6 +34,8 @@ def main():
             continue
         if p.sequence_flags & 1:  # SEQ_INCREMENTAL_STATE_CLEARED
             names[seq], fields[seq] = {}, {}
+        if p.trace_packet_defaults.track_event_defaults.HasField("track_uuid"):
+            default_track[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
         for n in p.interned_data.event_names:
             names[seq][n.iid] = n.name
         for n in p.interned_data.debug_annotation_names:
@@ -49,7 +51,8 @@ def main():
         if name == LOST:
             lost += args["count"]
         else:
-            instants.append((p.timestamp, tracks[e.track_uuid], name, args))
+            track = e.track_uuid if e.HasField("track_uuid") else default_track[seq]
+            instants.append((p.timestamp, tracks[track], name, args))
     events = []
     with open(decoded) as f:
         for line in f:
@@ -57,6 +60,9 @@ def main():
             if "lost" in o:
                 continue
             events.append(o)
+    # A large trace is written in two halves whose packets interleave (each half's
+    # sequences of their own): in time order, as decoded, with a stable sort.
+    instants.sort(key=lambda i: i[0])
     assert len(instants) == len(events), f"{len(instants)} instants, {len(events)} events"
     for (ts, tid, name, args), o in zip(instants, events):
         assert ts == o["ts_ns"], (ts, o)

@@ -21,9 +21,12 @@
 //! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `perf-backward` (full reads
 //! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`), `tracing`
 //! (one `tracing` event with two fields in a span, through `ringtrace-tracing` and the
-//! tracing layers users would otherwise pick; see `layers.rs`).
+//! tracing layers users would otherwise pick; see `layers.rs`), `export` (a trace of a
+//! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
+//! `export.rs`).
 
 mod channel;
+pub mod export;
 pub mod harness;
 mod kernel;
 mod layers;
@@ -106,7 +109,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 12] = [
+const ORDER: [&str; 13] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -119,6 +122,7 @@ const ORDER: [&str; 12] = [
     "kernel-bpf",
     "perf-backward",
     "tracing",
+    "export",
 ];
 
 /// Runs the selected matrix; prints the table; writes the files asked for.
@@ -156,6 +160,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
             rows.extend(perf::rows(&cfg, &one, &mut progress));
             rows.extend(layers::rows(&cfg, &one, &mut progress));
+            rows.extend(export::rows(&one, &mut progress));
         }
         rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);

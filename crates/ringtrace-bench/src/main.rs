@@ -20,7 +20,7 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-    /// overwrite-contention, snapshot, shm, channel-scaling, kernel-bpf, perf-backward, tracing).
+    /// overwrite-contention, snapshot, shm, channel-scaling, kernel-bpf, perf-backward, tracing, export).
     #[arg(long, value_name = "NAME")]
     filter: Option<String>,
     /// Also write one JSON object per row to this file.
@@ -38,6 +38,9 @@ enum Internal {
     /// A producer process of the `shm` bench (this program run again).
     #[command(name = "__bench-producer", hide = true)]
     BenchProducer { file: PathBuf, millis: u64 },
+    /// One export of the `export` bench (this program run again).
+    #[command(name = "__export-child", hide = true)]
+    ExportChild { format: String, trace: PathBuf, out: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,9 @@ fn main() -> ExitCode {
     let result = match cli.internal {
         Some(Internal::BenchProducer { file, millis }) => {
             ringtrace_bench::shm::producer_main(&file, Duration::from_millis(millis)).map(|_| ())
+        }
+        Some(Internal::ExportChild { format, trace, out }) => {
+            ringtrace_bench::export::child_main(&format, &trace, &out)
         }
         None => ringtrace_bench::run(&ringtrace_bench::BenchOpts {
             quick: cli.quick,

@@ -77,6 +77,9 @@ pub struct Row {
     /// record. `null` where it is not measured: rows whose work runs in other processes
     /// or in the kernel (`shm`, `kernel-bpf`, `perf-backward`).
     pub cpu_ns_per_rec: Option<f64>,
+    /// Peak resident memory of the process that did the work, MiB (`export`: the
+    /// child's `VmHWM`); `null` elsewhere.
+    pub peak_mib: Option<f64>,
 }
 
 impl Row {
@@ -97,6 +100,7 @@ impl Row {
             round: 0,
             wall_ns_per_rec: per(secs * 1e9),
             cpu_ns_per_rec: m.cpu.map(|c| per(c.as_nanos() as f64)),
+            peak_mib: None,
         }
     }
 }
@@ -158,9 +162,10 @@ pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
         }
         let cpu = r.cpu_ns_per_rec.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
         let range = format!("{:.2}-{:.2}", s.min_mrec_per_s, s.max_mrec_per_s);
+        let peak = r.peak_mib.map_or_else(String::new, |m| format!("  peak {m:.0} MiB"));
         writeln!(
             out,
-            "  {:<22} {:<24} {:>4} {:>10.2} {:>17} {:>9.2} {:>9} {:>12.0}",
+            "  {:<22} {:<24} {:>4} {:>10.2} {:>17} {:>9.2} {:>9} {:>12.0}{peak}",
             r.imp, r.variant, r.producers, r.mrec_per_s, range, r.wall_ns_per_rec, cpu, r.drops_per_s
         )?;
     }

@@ -130,6 +130,10 @@ pub const TARGETS: &[Target] = &[
     },
     // The moonshot: within 2x of what `tracing` itself costs with a layer that does nothing.
     tracing_cost("flight", "noop-layer", "registry", 2.0),
+    // `export`: at least 5 million events a second (200 ns each, opening the trace
+    // included) to Perfetto and to CTF.
+    Target { ours: side("export", "ringtrace-tracing", "perfetto/1M", 1), goal: Goal::NsUnder(200.0) },
+    Target { ours: side("export", "ringtrace-tracing", "ctf/1M", 1), goal: Goal::NsUnder(200.0) },
 ];
 
 /// A factor in at most three decimals (`0.333`, `1.5`, `2`).

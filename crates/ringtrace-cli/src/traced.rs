@@ -1,11 +1,12 @@
 //! Traces of `ringtrace-tracing`: a trace file (a dump or a stream) or a recorder
 //! directory, decoded into events. What `decode`, `snapshot`, `tail` and `stat` share.
 
+use std::collections::VecDeque;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use ringtrace_tracing::decode::text::{self, Format as LineFormat};
-use ringtrace_tracing::decode::Trace;
+use ringtrace_tracing::decode::{EntryKind, Trace};
 
 use crate::failure::Failure;
 use crate::output::{stdout_err, warn, write_output};
@@ -59,15 +60,24 @@ pub fn print(
             w.flush()
         });
     }
-    let events = trace.events();
-    let from = last.map_or(0, |n| events.len().saturating_sub(n));
+    // The newest `last` are kept as the trace goes by; newest first needs them all.
+    let mut kept = VecDeque::new();
+    for entry in trace.entries() {
+        if let EntryKind::Event(e) = entry.kind {
+            if last.is_some_and(|n| kept.len() == n) {
+                kept.pop_front();
+            }
+            if last != Some(0) {
+                kept.push_back(e);
+            }
+        }
+    }
     write_output(output, |w| {
         let mut w = BufWriter::new(w);
-        let shown = &events[from..];
         if reverse {
-            shown.iter().rev().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
+            kept.iter().rev().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
         } else {
-            shown.iter().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
+            kept.iter().try_for_each(|e| writeln!(w, "{}", text::event_line(trace, e, format)))?;
         }
         w.flush()
     })
@@ -92,7 +102,7 @@ pub fn snapshot_to(dir: &Path, file: &Path) -> Result<(), Failure> {
 
 /// `stat` of a trace: what it holds and lost.
 pub fn stat(path: &Path, trace: &Trace, json: bool) -> Result<(), Failure> {
-    let events = trace.events().len();
+    let events = trace.entries().filter(|e| matches!(e.kind, EntryKind::Event(_))).count();
     let threads = trace.threads().len();
     let mut out = std::io::stdout().lock();
     let p = &trace.problems;

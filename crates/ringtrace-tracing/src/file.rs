@@ -125,8 +125,9 @@ pub type Chunk<'a> = (u8, &'a [u8]);
 /// A record of a records chunk: lane, timestamp, bytes.
 pub type FileRecord<'a> = (u32, u64, &'a [u8]);
 
-/// The chunks of a trace file's bytes, in order, and where reading stopped early.
-pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
+/// Checks a trace file's header (its first [`HEADER_LEN`] bytes, or fewer if the file is
+/// shorter).
+pub fn check_header(b: &[u8]) -> Result<(), NotATrace> {
     if b.len() < HEADER_LEN {
         return Err(NotATrace::Short(b.len()));
     }
@@ -141,6 +142,28 @@ pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
     if flags != 0 {
         return Err(NotATrace::Flags(flags));
     }
+    Ok(())
+}
+
+/// A chunk's head: its kind, its payload's length and its checksum; or why its length
+/// cannot be trusted.
+fn chunk_head(head: &[u8]) -> Result<(u8, u32, u32), String> {
+    let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
+    let crc = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+    if len > MAX_CHUNK {
+        return Err(format!("a chunk of {len} bytes, over the {MAX_CHUNK}-byte limit"));
+    }
+    Ok((head[0], len, crc))
+}
+
+/// Whether a chunk's head and payload match its checksum.
+pub fn chunk_sound(head: &[u8], payload: &[u8], crc: u32) -> bool {
+    crc32c::crc32c_append(crc32c::crc32c(&head[..8]), payload) == crc
+}
+
+/// The chunks of a trace file's bytes, in order, and where reading stopped early.
+pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
+    check_header(b)?;
     let mut out = Vec::new();
     let mut at = HEADER_LEN;
     // Each chunk advances `at` by at least its head: the loop is bounded by the length.
@@ -149,23 +172,90 @@ pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
         let Some(head) = b.get(at..at + CHUNK_HEAD) else {
             return Ok((out, Some(damage("the file ends inside a chunk's head".into()))));
         };
-        let kind = head[0];
-        let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-        let crc = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
-        if len > MAX_CHUNK {
-            return Ok((out, Some(damage(format!("a chunk of {len} bytes, over the {MAX_CHUNK}-byte limit")))));
-        }
+        let (kind, len, crc) = match chunk_head(head) {
+            Ok(h) => h,
+            Err(reason) => return Ok((out, Some(damage(reason)))),
+        };
         let start = at + CHUNK_HEAD;
         let Some(payload) = b.get(start..start + len as usize) else {
             return Ok((out, Some(damage(format!("the file ends inside a chunk of {len} bytes")))));
         };
-        if crc32c::crc32c_append(crc32c::crc32c(&head[..8]), payload) != crc {
+        if !chunk_sound(head, payload, crc) {
             return Ok((out, Some(damage("a chunk fails its checksum".into()))));
         }
         out.push((kind, payload));
         at = start + len as usize;
     }
     Ok((out, None))
+}
+
+/// A chunk read by [`ChunkReader`]: its kind, where its payload starts in the file, and
+/// its payload.
+pub struct ReadChunk<'a> {
+    pub kind: u8,
+    pub offset: u64,
+    pub payload: &'a [u8],
+}
+
+/// Reads a trace file's chunks one at a time, holding one chunk: [`chunks`] for a file
+/// too large to hold.
+pub struct ChunkReader<R> {
+    r: R,
+    /// Bytes of the file read so far, and the file's length when it was opened (a file
+    /// still being written is read as it was then).
+    at: u64,
+    len: u64,
+    head: [u8; CHUNK_HEAD],
+    buf: Vec<u8>,
+}
+
+impl<R: io::Read> ChunkReader<R> {
+    /// Reads and checks the header of a file of `len` bytes; `Ok(Err(_))` if it is not a
+    /// trace file.
+    pub fn new(mut r: R, len: u64) -> io::Result<Result<Self, NotATrace>> {
+        let mut h = [0; HEADER_LEN];
+        let n = (len as usize).min(HEADER_LEN);
+        r.read_exact(&mut h[..n])?;
+        if let Err(e) = check_header(&h[..n]) {
+            return Ok(Err(e));
+        }
+        Ok(Ok(ChunkReader { r, at: HEADER_LEN as u64, len, head: [0; CHUNK_HEAD], buf: Vec::new() }))
+    }
+
+    /// The next chunk; `Ok(None)` at the end; `Err(damage)` where reading must stop.
+    pub fn next_chunk(&mut self) -> io::Result<Option<Result<ReadChunk<'_>, Damage>>> {
+        let at = self.at;
+        if at >= self.len {
+            return Ok(None);
+        }
+        let left = self.len - at;
+        let damage = |reason: String| Ok(Some(Err(Damage { offset: at, bytes: left, reason })));
+        if left < CHUNK_HEAD as u64 {
+            self.at = self.len;
+            return damage("the file ends inside a chunk's head".into());
+        }
+        self.r.read_exact(&mut self.head)?;
+        let (kind, len, crc) = match chunk_head(&self.head) {
+            Ok(h) => h,
+            Err(reason) => {
+                self.at = self.len;
+                return damage(reason);
+            }
+        };
+        if left - (CHUNK_HEAD as u64) < u64::from(len) {
+            self.at = self.len;
+            return damage(format!("the file ends inside a chunk of {len} bytes"));
+        }
+        self.buf.resize(len as usize, 0);
+        self.r.read_exact(&mut self.buf)?;
+        if !chunk_sound(&self.head, &self.buf, crc) {
+            self.at = self.len;
+            return damage("a chunk fails its checksum".into());
+        }
+        let offset = at + CHUNK_HEAD as u64;
+        self.at = offset + u64::from(len);
+        Ok(Some(Ok(ReadChunk { kind, offset, payload: &self.buf })))
+    }
 }
 
 /// Decodes a records chunk's payload: `(lane, ts, bytes)` each.

@@ -272,6 +272,10 @@ impl<'a> Cursor<'a> {
     pub fn is_empty(&self) -> bool {
         self.b.is_empty()
     }
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.b
+    }
     pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
         if self.b.len() < n {
             return Err(WireError::Short(what));
@@ -300,59 +304,137 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn values(c: &mut Cursor<'_>) -> Result<(Vec<RawValue>, u16), WireError> {
-    let mut out = Vec::new();
+/// A value as it lies in a record's bytes: a number decoded, a text borrowed.
+#[derive(Clone, Debug)]
+pub(crate) enum ValueIn<'a> {
+    Number(Value),
+    Str(&'a str),
+    Debug(&'a str),
+    Error(&'a str),
+}
+
+impl<'a> ValueIn<'a> {
+    /// A held value, borrowed.
+    pub fn of(v: &'a Value) -> Self {
+        match v {
+            Value::Str(s) => ValueIn::Str(s),
+            Value::Debug(s) => ValueIn::Debug(s),
+            Value::Error(s) => ValueIn::Error(s),
+            number => ValueIn::Number(number.clone()),
+        }
+    }
+
+    /// The value, owned.
+    #[inline(always)]
+    pub fn into_value(self) -> Value {
+        match self {
+            ValueIn::Number(v) => v,
+            ValueIn::Str(s) => Value::Str(s.to_owned()),
+            ValueIn::Debug(s) => Value::Debug(s.to_owned()),
+            ValueIn::Error(s) => Value::Error(s.to_owned()),
+        }
+    }
+}
+
+/// A value as the record holds it: its field's index in the callsite, whether its text
+/// was cut, and the value.
+pub(crate) type ValueAt<'a> = (u8, bool, ValueIn<'a>);
+
+/// The values of a record's value bytes ([`split`]), text borrowed; the "values
+/// dropped" marker is not a value: its count is kept in `dropped`. Ends after an error.
+pub(crate) struct Values<'a> {
+    c: Cursor<'a>,
+    pub dropped: u16,
+}
+
+impl<'a> Values<'a> {
+    pub fn new(b: &'a [u8]) -> Self {
+        Values { c: Cursor::new(b), dropped: 0 }
+    }
+}
+
+/// One value of tag `t` (not the "values dropped" marker), its tag and field read.
+#[inline(always)]
+fn value_of<'a>(c: &mut Cursor<'a>, t: u8) -> Result<ValueIn<'a>, WireError> {
+    let text = |c: &mut Cursor<'a>| -> Result<&'a str, WireError> {
+        let n = c.u16("text length")? as usize;
+        std::str::from_utf8(c.bytes(n, "text")?).map_err(|_| WireError::Utf8)
+    };
+    Ok(match t & !tag::CUT {
+        tag::U64 => ValueIn::Number(Value::U64(c.u64("u64")?)),
+        tag::I64 => ValueIn::Number(Value::I64(c.u64("i64")? as i64)),
+        tag::F64 => ValueIn::Number(Value::F64(f64::from_bits(c.u64("f64")?))),
+        tag::BOOL => ValueIn::Number(Value::Bool(c.u8("bool")? != 0)),
+        tag::U128 => ValueIn::Number(Value::U128(u128::from_le_bytes(c.array("u128")?))),
+        tag::I128 => ValueIn::Number(Value::I128(i128::from_le_bytes(c.array("i128")?))),
+        tag::STR => ValueIn::Str(text(c)?),
+        tag::DEBUG => ValueIn::Debug(text(c)?),
+        tag::ERROR => ValueIn::Error(text(c)?),
+        _ => return Err(WireError::Tag(t)),
+    })
+}
+
+/// Walks value bytes, handing each value to `each`; the count of values dropped.
+#[inline(always)]
+fn walk_values<'a>(c: &mut Cursor<'a>, mut each: impl FnMut(ValueAt<'a>)) -> Result<u16, WireError> {
     let mut dropped = 0;
     // Each value takes at least 3 bytes of a finite record: the loop is bounded.
     while !c.is_empty() {
         let t = c.u8("value tag")?;
         let field = c.u8("value field")?;
-        let cut = t & tag::CUT != 0;
-        let text = |c: &mut Cursor<'_>| -> Result<String, WireError> {
-            let n = c.u16("text length")? as usize;
-            let b = c.bytes(n, "text")?;
-            String::from_utf8(b.to_vec()).map_err(|_| WireError::Utf8)
-        };
-        let value = match t & !tag::CUT {
-            tag::U64 => Value::U64(c.u64("u64")?),
-            tag::I64 => Value::I64(c.u64("i64")? as i64),
-            tag::F64 => Value::F64(f64::from_bits(c.u64("f64")?)),
-            tag::BOOL => Value::Bool(c.u8("bool")? != 0),
-            tag::U128 => Value::U128(u128::from_le_bytes(c.array("u128")?)),
-            tag::I128 => Value::I128(i128::from_le_bytes(c.array("i128")?)),
-            tag::STR => Value::Str(text(c)?),
-            tag::DEBUG => Value::Debug(text(c)?),
-            tag::ERROR => Value::Error(text(c)?),
-            tag::DROPPED => {
-                dropped = c.u16("dropped count")?;
-                continue;
-            }
-            _ => return Err(WireError::Tag(t)),
-        };
-        out.push(RawValue { field, value, cut });
+        if t & !tag::CUT == tag::DROPPED {
+            dropped = c.u16("dropped count")?;
+            continue;
+        }
+        each((field, t & tag::CUT != 0, value_of(c, t)?));
     }
-    Ok((out, dropped))
+    Ok(dropped)
 }
 
-/// Decodes one record's bytes (the ring record's payload after its timestamp).
-pub fn decode(b: &[u8]) -> Result<RawRecord, WireError> {
+impl<'a> Iterator for Values<'a> {
+    type Item = Result<ValueAt<'a>, WireError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let c = &mut self.c;
+        let r = (|| {
+            // Each value takes at least 3 bytes of a finite record: the loop is bounded.
+            while !c.is_empty() {
+                let t = c.u8("value tag")?;
+                let field = c.u8("value field")?;
+                if t & !tag::CUT == tag::DROPPED {
+                    self.dropped = c.u16("dropped count")?;
+                    continue;
+                }
+                return Ok(Some((field, t & tag::CUT != 0, value_of(c, t)?)));
+            }
+            Ok(None)
+        })();
+        if r.is_err() {
+            *c = Cursor::new(&[]);
+        }
+        r.transpose()
+    }
+}
+
+/// A record's fixed part, decoded (with no values, and `dropped` 0), and the bytes of
+/// its values (empty for a kind that holds none).
+#[inline]
+pub(crate) fn split(b: &[u8]) -> Result<(RawRecord, &[u8]), WireError> {
     let mut c = Cursor::new(b);
     let k = c.u8("kind").map_err(|_| WireError::Empty)?;
+    let (values, dropped) = (Vec::new(), 0);
     let rec = match k {
         kind::EVENT => {
             let (callsite, span, span_callsite) = (c.u32("callsite")?, c.u64("span")?, c.u32("span callsite")?);
-            let (values, dropped) = values(&mut c)?;
-            return Ok(RawRecord::Event { callsite, span, span_callsite, values, dropped });
+            return Ok((RawRecord::Event { callsite, span, span_callsite, values, dropped }, c.rest()));
         }
         kind::NEW_SPAN => {
             let (callsite, span, parent) = (c.u32("callsite")?, c.u64("span")?, c.u64("parent")?);
-            let (values, dropped) = values(&mut c)?;
-            return Ok(RawRecord::NewSpan { callsite, span, parent, values, dropped });
+            return Ok((RawRecord::NewSpan { callsite, span, parent, values, dropped }, c.rest()));
         }
         kind::RECORD => {
             let span = c.u64("span")?;
-            let (values, dropped) = values(&mut c)?;
-            return Ok(RawRecord::Record { span, values, dropped });
+            return Ok((RawRecord::Record { span, values, dropped }, c.rest()));
         }
         kind::ENTER => RawRecord::Enter { span: c.u64("span")? },
         kind::EXIT => RawRecord::Exit { span: c.u64("span")? },
@@ -364,7 +446,47 @@ pub fn decode(b: &[u8]) -> Result<RawRecord, WireError> {
     if !c.is_empty() {
         return Err(WireError::Trailing);
     }
+    Ok((rec, &[]))
+}
+
+/// Decodes a record's bytes, handing its values to `each`; the record returned has no
+/// values (but its `dropped` count).
+#[inline]
+fn decode_with<'a>(b: &'a [u8], each: impl FnMut(ValueAt<'a>)) -> Result<RawRecord, WireError> {
+    let (mut rec, rest) = split(b)?;
+    let n = walk_values(&mut Cursor::new(rest), each)?;
+    if let RawRecord::Event { dropped, .. } | RawRecord::NewSpan { dropped, .. } | RawRecord::Record { dropped, .. } =
+        &mut rec
+    {
+        *dropped = n;
+    }
     Ok(rec)
+}
+
+/// Decodes one record's bytes (the ring record's payload after its timestamp).
+pub fn decode(b: &[u8]) -> Result<RawRecord, WireError> {
+    let mut out = Vec::new();
+    let mut rec = decode_with(b, |(field, cut, v)| out.push(RawValue { field, value: v.into_value(), cut }))?;
+    if let RawRecord::Event { values, .. } | RawRecord::NewSpan { values, .. } | RawRecord::Record { values, .. } =
+        &mut rec
+    {
+        *values = out;
+    }
+    Ok(rec)
+}
+
+/// Whether a record's kind byte names a span record (new, record, enter, exit, close).
+pub(crate) fn is_span_kind(k: u8) -> bool {
+    matches!(k, kind::NEW_SPAN | kind::RECORD | kind::ENTER | kind::EXIT | kind::CLOSE)
+}
+
+/// Checks one record's bytes as [`decode`] would, without copying a value: the count of
+/// a `lost` record (`Some`), or `None` for a record of another kind.
+pub fn check(b: &[u8]) -> Result<Option<u64>, WireError> {
+    match decode_with(b, |_| {})? {
+        RawRecord::Lost { count } => Ok(Some(count)),
+        _ => Ok(None),
+    }
 }
 
 /// Encodes a record of a kind without values.

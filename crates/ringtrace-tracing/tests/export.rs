@@ -80,7 +80,7 @@ fn chrome_json_holds_every_event_field_and_loss_and_nests_slices() {
         assert_eq!(j["name"], e.message().unwrap());
         assert_eq!(j["args"]["level"], "INFO");
         for f in &e.fields {
-            assert_eq!(j["args"][&f.name], json_of(&f.value), "field {}", f.name);
+            assert_eq!(j["args"][&*f.name], json_of(&f.value), "field {}", f.name);
         }
     }
     // Every loss, counted where it happened.
@@ -142,16 +142,55 @@ fn a_flight_recorder_whose_enters_were_overwritten_exports_nested_slices() {
 /// interned names resolved, each instant's name, time, thread and annotations.
 #[test]
 fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_thread() {
+    let dir = TempDir::new("perfetto");
+    let trace = trace_with_spans_events_and_losses(&dir);
+    assert_eq!(perfetto_matches(&trace), 2, "one sequence per thread");
+}
+
+/// A trace of more records than an export writes in one piece: written by two threads,
+/// each half of the records on sequences of its own, and still every event as decoded.
+#[test]
+fn a_large_perfetto_export_in_halves_holds_every_event() {
+    let dir = TempDir::new("perfetto-halves");
+    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(8 << 20).build().unwrap();
+    let d = dispatch(layer);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let d = d.clone();
+            s.spawn(move || {
+                tracing::dispatcher::with_default(&d, || {
+                    for round in 0..400u64 {
+                        let _s = tracing::info_span!("round", t, round).entered();
+                        for seq in 0..100u64 {
+                            tracing::info!(seq, s = "text", "ev");
+                        }
+                    }
+                })
+            });
+        }
+    });
+    recorder.finish().unwrap();
+    let trace = Trace::open(dir.join("s.rtt")).unwrap();
+    assert!(trace.len() > 1 << 16, "{} records", trace.len());
+    assert_eq!(trace.lost(), 0);
+    let sequences = perfetto_matches(&trace);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        assert_eq!(sequences, 4, "each half's own sequence per thread");
+    }
+}
+
+/// Exports `trace` to Perfetto and reads it back: every instant as decoded, in time
+/// order, every loss, every slice closed. The sequences the packets came on.
+fn perfetto_matches(trace: &Trace) -> usize {
     use prost::Message;
     use ringtrace_tracing::export::perfetto::{self, proto};
 
-    let dir = TempDir::new("perfetto");
-    let trace = trace_with_spans_events_and_losses(&dir);
     let mut out = Vec::new();
-    let x = perfetto::write(&trace, &mut out).unwrap();
+    let x = perfetto::write(trace, &mut out).unwrap();
     let t = proto::Trace::decode(out.as_slice()).expect("a valid Trace");
-    // Track uuid to thread id.
+    // Track uuid to thread id; each sequence's default track.
     let mut tracks = std::collections::HashMap::new();
+    let mut default_track = std::collections::HashMap::new();
     // Per sequence: interned event names and annotation names, `(iid, name)`.
     type Interned = (Vec<(u64, String)>, Vec<(u64, String)>);
     let mut interned: std::collections::HashMap<u32, Interned> = Default::default();
@@ -174,6 +213,10 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
                 if p.sequence_flags.unwrap() & 1 != 0 {
                     *st = Default::default(); // cleared
                 }
+                if let Some(d) = p.trace_packet_defaults.as_ref().and_then(|d| d.track_event_defaults.as_ref()) {
+                    default_track.insert(seq, d.track_uuid.unwrap());
+                }
+                let track = e.track_uuid.or(default_track.get(&seq).copied()).expect("a track");
                 if let Some(i) = &p.interned_data {
                     st.0.extend(i.event_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
                     st.1.extend(i.debug_annotation_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
@@ -202,7 +245,7 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
                             };
                             lost += c;
                         } else {
-                            instants.push((p.timestamp.unwrap(), tracks[&e.track_uuid.unwrap()], name, args));
+                            instants.push((p.timestamp.unwrap(), tracks[&track], name, args));
                         }
                     }
                     other => panic!("{other:?}"),
@@ -211,6 +254,9 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
             None => panic!("an empty packet"),
         }
     }
+    // Halves interleave; each is in time order, and the first's times are all before
+    // the second's: a stable sort by time gives the decoded order.
+    instants.sort_by_key(|i| i.0);
     let events = trace.events();
     assert_eq!(instants.len(), events.len());
     assert_eq!(x.events as usize, events.len());
@@ -235,6 +281,7 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
     }
     assert_eq!(lost + trace.stat("unreported").unwrap_or(0), trace.lost());
     assert_eq!((begins, ends), (x.slices, x.slices));
+    interned.len()
 }
 
 /// A CTF export: every stream file whole packets, back to back, whose sizes add up;

@@ -35,6 +35,26 @@ fn subset(part: &Trace, whole: &Trace) {
     }
 }
 
+/// Reads `bytes` both ways a trace file is read: held ([`Trace::from_bytes`]) and from
+/// the file, read again chunk by chunk ([`Trace::open`]); the two must agree on the
+/// error, the problems and every entry.
+fn read_both(dir: &TempDir, bytes: &[u8]) -> Result<Trace, String> {
+    let path = dir.join("both.rtt");
+    std::fs::write(&path, bytes).unwrap();
+    let held = Trace::from_bytes(bytes, &path).map_err(|e| e.to_string());
+    let opened = Trace::open(&path).map_err(|e| e.to_string());
+    match (&held, &opened) {
+        (Err(a), Err(b)) => assert_eq!(a, b),
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.problems, b.problems);
+            assert_eq!((a.len(), a.lost()), (b.len(), b.lost()));
+            assert!(a.entries().eq(b.entries()), "the two readings differ");
+        }
+        _ => panic!("held {held:?}, opened {opened:?}"),
+    }
+    held
+}
+
 #[test]
 fn a_dump_cut_at_any_length_is_an_error_or_a_reported_partial_read() {
     let dir = TempDir::new("cut");
@@ -42,7 +62,7 @@ fn a_dump_cut_at_any_length_is_an_error_or_a_reported_partial_read() {
     let whole = Trace::from_bytes(&bytes, Path::new("d")).unwrap();
     assert_eq!(whole.events().len(), 3);
     for n in 0..bytes.len() {
-        match Trace::from_bytes(&bytes[..n], Path::new("d")) {
+        match read_both(&dir, &bytes[..n]) {
             Err(e) => assert!(n < 16, "cut at {n}: {e}"),
             Ok(t) => {
                 assert!(t.problems.incomplete, "cut at {n} went unnoticed");
@@ -60,7 +80,7 @@ fn every_flipped_bit_of_a_dump_is_refused_or_reported() {
     for bit in 0..bytes.len() * 8 {
         let mut b = bytes.clone();
         b[bit / 8] ^= 1 << (bit % 8);
-        match Trace::from_bytes(&b, Path::new("d")) {
+        match read_both(&dir, &b) {
             Err(_) => assert!(bit < 128, "bit {bit}"),
             Ok(t) => {
                 assert!(t.problems.damage.is_some(), "bit {bit} went unnoticed");

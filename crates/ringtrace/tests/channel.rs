@@ -97,6 +97,39 @@ fn an_idle_producer_delays_the_others_by_the_slack_only() {
     assert_eq!(got, [b"hello".to_vec()], "delivered though another producer is idle");
 }
 
+/// A producer with more records than a pass takes from a ring: the pass delivers no
+/// other producer's record newer than the last it took from that ring, so the rest of
+/// the busy ring, read on later passes, is not late.
+#[test]
+fn a_busy_producers_records_past_a_pass_are_not_overtaken() {
+    let channel =
+        Channel::<Discard, Monotonic>::builder(1 << 20).slack(Duration::from_millis(1)).build(Monotonic).unwrap();
+    let mut busy = channel.producer().unwrap();
+    let mut other = channel.producer().unwrap();
+    let mut reader = channel.reader().unwrap();
+    // More than a pass takes from one ring (4096), then one newer record elsewhere.
+    for i in 0..10_000u32 {
+        busy.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    other.output(b"last", Wakeup::Default).unwrap();
+    // Older than the slack: only the busy ring's unread records can hold it back.
+    std::thread::sleep(Duration::from_millis(5));
+    let mut order = Vec::new();
+    let start = Instant::now();
+    while order.len() < 10_001 && start.elapsed() < Duration::from_secs(10) {
+        reader
+            .consume(|r: ChannelRecord<'_>| {
+                order.push((r.producer, r.timestamp));
+                Ok::<_, Infallible>(())
+            })
+            .unwrap();
+    }
+    assert_eq!(order.len(), 10_001);
+    assert!(order.windows(2).all(|w| w[0].1 <= w[1].1), "in time order");
+    assert_eq!(order.last().unwrap().0, other.id(), "the newer record comes last");
+    assert_eq!(reader.late(), 0);
+}
+
 #[test]
 fn a_record_committed_after_the_slack_is_delivered_late_and_counted() {
     let channel =

@@ -1,8 +1,9 @@
 //! `ringtrace export`: a `ringtrace-tracing` trace (a trace file or a recorder
 //! directory), or a channel file of raw records, in a format other tools read.
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use ringtrace_tracing::export::{chrome, ctf, perfetto};
 
@@ -40,7 +41,8 @@ pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Pa
         let Some(dir) = output else {
             return Err(Failure::msg("a CTF trace is a directory: name it with -o DIR"));
         };
-        let x = ctf::write(&trace, dir).map_err(|e| Failure::msg(format!("cannot write {}: {e}", dir.display())))?;
+        let x = ctf::write_with_progress(&trace, dir, &mut progress())
+            .map_err(|e| Failure::msg(format!("cannot write {}: {e}", dir.display())))?;
         report(&x, dir);
         return Ok(());
     }
@@ -48,8 +50,8 @@ pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Pa
     write_output(output, |w| {
         let mut w = BufWriter::new(w);
         let x = match format {
-            ExportFormat::Chrome => chrome::write(&trace, &mut w)?,
-            ExportFormat::Perfetto => perfetto::write(&trace, &mut w)?,
+            ExportFormat::Chrome => chrome::write_with_progress(&trace, &mut w, &mut progress())?,
+            ExportFormat::Perfetto => perfetto::write_with_progress(&trace, &mut w, &mut progress())?,
             ExportFormat::Ctf => unreachable!("written above"),
         };
         w.flush()?;
@@ -60,6 +62,34 @@ pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Pa
         report(&x, path);
     }
     Ok(())
+}
+
+/// A progress display on stderr, for an export that takes long: shown in place on a
+/// terminal once the export has run for half a second, updated at most 10 times a
+/// second, cleared at the end. Nothing where stderr is not a terminal.
+fn progress() -> impl FnMut(u64, u64) {
+    let tty = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut shown: Option<Instant> = None;
+    move |done, total| {
+        let now = Instant::now();
+        if !tty || now - start < Duration::from_millis(500) {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        if done >= total {
+            if shown.is_some() {
+                let _ = write!(e, "\r\x1b[2K");
+            }
+            return;
+        }
+        if shown.is_none_or(|t| now - t >= Duration::from_millis(100)) {
+            shown = Some(now);
+            let pct = done as f64 * 100.0 / total.max(1) as f64;
+            let _ = write!(e, "\r\x1b[2Kexporting: {pct:.0}% ({done} of {total} records)");
+            let _ = e.flush();
+        }
+    }
 }
 
 /// Says on stderr what was written where.
@@ -76,4 +106,10 @@ fn report(x: &ringtrace_tracing::export::Exported, path: &Path) {
             String::new()
         }
     ));
+    if x.unread_chunks > 0 {
+        crate::output::eprint_line(format_args!(
+            "warning: {} records chunks left out: the file changed on disk while it was exported",
+            x.unread_chunks
+        ));
+    }
 }

@@ -1,23 +1,18 @@
 //! Reading a trace file (a dump or a stream) or a recorder directory into its parts,
 //! checking everything: what cannot be read is counted in [`Problems`], never guessed.
 
-use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
 use std::path::Path;
 
+use foldhash::HashMap;
+
+use super::records::{ChunkRef, Rec, Records};
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::directory::{self, not_a_trace};
 use crate::error::Error;
-use crate::file::CATALOG_FILE;
-use crate::file::{self, chunk, Damage, Process};
-use crate::wire::{self, RawRecord};
-
-/// One record as read: its time, its lane, its decoded bytes.
-#[derive(Clone, Debug)]
-pub(crate) struct Rec {
-    pub ts: u64,
-    pub lane: u32,
-    pub raw: RawRecord,
-}
+use crate::file::{self, chunk, ChunkReader, Damage, Process, CATALOG_FILE, CHUNK_HEAD};
+use crate::wire;
 
 /// What could not be read, counted: a trace is decoded as far as it is sound.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,57 +66,132 @@ fn note(p: &mut Problems, what: &str, e: impl std::fmt::Display) {
     }
 }
 
+/// Takes in one chunk; a records chunk's payload goes to `records`.
+fn take_chunk(
+    kind: u8,
+    payload: &[u8],
+    parts: &mut Parts,
+    problems: &mut Problems,
+    records: &mut impl FnMut(&[u8], &mut Problems),
+) {
+    match kind {
+        chunk::PROCESS => match Process::decode(payload) {
+            Ok(p) => parts.process = Some(p),
+            Err(e) => {
+                problems.bad_chunks += 1;
+                note(problems, "process chunk", e);
+            }
+        },
+        chunk::CALLSITE => match Callsite::decode(payload) {
+            Ok(c) => {
+                parts.callsites.insert(c.id, c);
+            }
+            Err(e) => {
+                problems.bad_chunks += 1;
+                note(problems, "callsite chunk", e);
+            }
+        },
+        chunk::THREAD => match ThreadInfo::decode(payload) {
+            Ok(t) => parts.threads.push(t),
+            Err(e) => {
+                problems.bad_chunks += 1;
+                note(problems, "thread chunk", e);
+            }
+        },
+        chunk::RECORDS => records(payload, problems),
+        chunk::STATS => match file::decode_stats(payload) {
+            Ok(s) => parts.stats = s,
+            Err(e) => {
+                problems.bad_chunks += 1;
+                note(problems, "stats chunk", e);
+            }
+        },
+        chunk::END => parts.ended = true,
+        _ => problems.unknown_chunks += 1,
+    }
+}
+
+/// Reads a records chunk's payload into `records`.
+fn hold_records(records: &mut Vec<Rec>) -> impl FnMut(&[u8], &mut Problems) + '_ {
+    |payload, problems| match file::records(payload) {
+        Ok(rs) => {
+            for (lane, ts, b) in rs {
+                push_record(records, problems, lane, ts, b);
+            }
+        }
+        Err(e) => {
+            problems.bad_chunks += 1;
+            note(problems, "records chunk", e);
+        }
+    }
+}
+
 fn read_chunks(bytes: &[u8], path: &Path, parts: &mut Parts, problems: &mut Problems) -> Result<(), Error> {
     let (chunks, damage) = file::chunks(bytes).map_err(|e| not_a_trace(path, e))?;
     problems.damage = damage;
+    let mut held = Vec::new();
     for (kind, payload) in chunks {
-        match kind {
-            chunk::PROCESS => match Process::decode(payload) {
-                Ok(p) => parts.process = Some(p),
-                Err(e) => {
-                    problems.bad_chunks += 1;
-                    note(problems, "process chunk", e);
-                }
-            },
-            chunk::CALLSITE => match Callsite::decode(payload) {
-                Ok(c) => {
-                    parts.callsites.insert(c.id, c);
-                }
-                Err(e) => {
-                    problems.bad_chunks += 1;
-                    note(problems, "callsite chunk", e);
-                }
-            },
-            chunk::THREAD => match ThreadInfo::decode(payload) {
-                Ok(t) => parts.threads.push(t),
-                Err(e) => {
-                    problems.bad_chunks += 1;
-                    note(problems, "thread chunk", e);
-                }
-            },
-            chunk::RECORDS => match file::records(payload) {
-                Ok(rs) => {
-                    for (lane, ts, b) in rs {
-                        push_record(&mut parts.records, problems, lane, ts, b);
+        take_chunk(kind, payload, parts, problems, &mut hold_records(&mut held));
+    }
+    parts.records.append(&mut held);
+    Ok(())
+}
+
+/// Reads a trace file without holding its records: every chunk and record is checked,
+/// and where each records chunk lies is noted, for [`Records::File`] to read them again
+/// as they are reached.
+pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
+    let f = File::open(path).map_err(|e| Error::io("opening", path, e))?;
+    let len = f.metadata().map_err(|e| Error::io("reading", path, e))?.len();
+    let io = |e| Error::io("reading", path, e);
+    let mut reader = match ChunkReader::new(BufReader::with_capacity(1 << 16, &f), len).map_err(io)? {
+        Ok(r) => r,
+        Err(e) => return Err(not_a_trace(path, e)),
+    };
+    let mut parts = Parts::default();
+    let mut problems = Problems::default();
+    let (mut chunks, mut count, mut lost) = (Vec::new(), 0u64, 0u64);
+    while let Some(read) = reader.next_chunk().map_err(io)? {
+        let c = match read {
+            Ok(c) => c,
+            Err(damage) => {
+                problems.damage = Some(damage);
+                break;
+            }
+        };
+        let head = c.offset - CHUNK_HEAD as u64;
+        let mut scan_records = |payload: &[u8], problems: &mut Problems| match file::records(payload) {
+            Ok(rs) => {
+                let (mut min_ts, mut max_ts, mut good) = (u64::MAX, 0, 0u32);
+                for (_, ts, b) in &rs {
+                    match wire::check(b) {
+                        Ok(n) => {
+                            good += 1;
+                            lost += n.unwrap_or(0);
+                            min_ts = min_ts.min(*ts);
+                            max_ts = max_ts.max(*ts);
+                        }
+                        Err(e) => {
+                            problems.bad_records += 1;
+                            note(problems, "record", e);
+                        }
                     }
                 }
-                Err(e) => {
-                    problems.bad_chunks += 1;
-                    note(problems, "records chunk", e);
+                if good > 0 {
+                    count += u64::from(good);
+                    chunks.push(ChunkRef { head, len: payload.len() as u32, min_ts, max_ts, count: good });
                 }
-            },
-            chunk::STATS => match file::decode_stats(payload) {
-                Ok(s) => parts.stats = s,
-                Err(e) => {
-                    problems.bad_chunks += 1;
-                    note(problems, "stats chunk", e);
-                }
-            },
-            chunk::END => parts.ended = true,
-            _ => problems.unknown_chunks += 1,
-        }
+            }
+            Err(e) => {
+                problems.bad_chunks += 1;
+                note(problems, "records chunk", e);
+            }
+        };
+        take_chunk(c.kind, c.payload, &mut parts, &mut problems, &mut scan_records);
     }
-    Ok(())
+    problems.incomplete = !parts.ended;
+    drop(reader);
+    Ok((parts, Records::File { file: f, chunks, count, lost }, problems))
 }
 
 fn push_record(records: &mut Vec<Rec>, problems: &mut Problems, lane: u32, ts: u64, b: &[u8]) {

@@ -15,8 +15,10 @@
 
 mod load;
 pub mod raw;
+mod records;
 pub mod text;
 mod trace;
+pub(crate) mod view;
 
 pub use crate::catalog::{Callsite, ThreadInfo};
 pub use crate::file::{Damage, Process};

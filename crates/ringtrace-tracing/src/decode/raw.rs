@@ -12,7 +12,8 @@ use std::path::Path;
 use ringtrace::inspect::channel::ChannelFile;
 use tracing_core::Level;
 
-use super::load::{Parts, Problems, Rec};
+use super::load::{Parts, Problems};
+use super::records::Rec;
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::error::Error;
 use crate::file::Process;

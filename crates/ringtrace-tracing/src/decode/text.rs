@@ -88,14 +88,14 @@ pub(crate) fn json_value(v: &Value) -> Json {
 }
 
 pub(crate) fn json_fields(fields: &[Field]) -> Map<String, Json> {
-    fields.iter().map(|f| (f.name.clone(), json_value(&f.value))).collect()
+    fields.iter().map(|f| (f.name.to_string(), json_value(&f.value))).collect()
 }
 
 /// An event as one line (no newline).
 pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
     let wall = trace.process.as_ref().map_or(e.ts_ns, |p| p.wall_ns(e.ts_ns));
     let thread = e.thread.map_or_else(|| format!("lane-{}", e.lane), |t| t.label());
-    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_str()).collect();
+    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect();
     match format {
         Format::Text => {
             let mut s = format!("{} {:>5} {thread}: ", rfc3339(wall), e.level());

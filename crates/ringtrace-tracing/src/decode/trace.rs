@@ -2,13 +2,15 @@
 //! (callsite numbers to metadata, field indexes to names, lanes to threads, span ids
 //! to the spans they name, as far as the trace still holds them).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::path::Path;
 
+use foldhash::HashMap;
 use tracing_core::Level;
 
-use super::load::{self, Parts, Problems, Rec};
+use super::load::{self, Parts, Problems};
 use super::raw;
+use super::records::{Reading, Records, Unread};
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::error::Error;
 use crate::file::Process;
@@ -22,8 +24,7 @@ pub struct Trace {
     pub(crate) callsites: HashMap<u32, Callsite>,
     /// Sorted by lane, then time.
     pub(crate) threads: Vec<ThreadInfo>,
-    /// In timestamp order.
-    pub(crate) records: Vec<Rec>,
+    pub(crate) records: Records,
     /// The recorder's counters when the file was finished (`lost`, `overwritten`, ...).
     pub stats: Vec<(String, u64)>,
     /// What was skipped.
@@ -33,6 +34,10 @@ pub struct Trace {
 impl Trace {
     /// Reads a trace file (a dump or a stream), a recorder directory, or a channel file
     /// of raw records (each record an event: see [`raw`](super::raw)).
+    ///
+    /// A trace file is read once to check it and find its records, and again as
+    /// [`entries`](Trace::entries) reaches them: memory does not grow with the file. A
+    /// directory's or channel file's records are held (their rings bound them).
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, Error> {
         let path = path.as_ref();
         if path.is_dir() {
@@ -42,11 +47,13 @@ impl Trace {
             let (parts, problems) = raw::channel(path)?;
             return Ok(Trace::assemble(parts, problems));
         }
-        let bytes = std::fs::read(path).map_err(|e| Error::io("reading", path, e))?;
-        Trace::from_bytes(&bytes, path)
+        let (parts, records, problems) = load::scan(path)?;
+        let mut trace = Trace::assemble(parts, problems);
+        trace.records = records;
+        Ok(trace)
     }
 
-    /// Reads a trace file's bytes; `path` names it in errors.
+    /// Reads a trace file's bytes, holding its records; `path` names it in errors.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Trace, Error> {
         let (parts, problems) = load::file(bytes, path)?;
         Ok(Trace::assemble(parts, problems))
@@ -68,7 +75,7 @@ impl Trace {
             process: parts.process,
             callsites: parts.callsites,
             threads: parts.threads,
-            records: parts.records,
+            records: Records::Held(parts.records),
             stats: parts.stats,
             problems,
         }
@@ -76,12 +83,12 @@ impl Trace {
 
     /// Records read.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.records.count() as usize
     }
 
     /// Whether no record was read.
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.records.count() == 0
     }
 
     /// A callsite by number.
@@ -113,8 +120,7 @@ impl Trace {
     /// count a thread could not write, events of threads with no ring, events during a
     /// thread's exit).
     pub fn lost(&self) -> u64 {
-        let in_rings: u64 =
-            self.records.iter().map(|r| if let RawRecord::Lost { count } = r.raw { count } else { 0 }).sum();
+        let in_rings = self.records.lost();
         let extra: u64 = ["unreported", "no_ring", "teardown", "busy"].iter().filter_map(|n| self.stat(n)).sum();
         in_rings + extra
     }
@@ -125,22 +131,23 @@ const MAX_DEPTH: usize = 64;
 
 /// A field: its name, its value, whether its text was cut at the value bound.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Field {
-    pub name: String,
+pub struct Field<'a> {
+    /// Its name in its callsite (`field{N}` if the trace lacks the callsite).
+    pub name: Cow<'a, str>,
     pub value: Value,
     pub cut: bool,
 }
 
 /// A span an event was in.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SpanContext {
+pub struct SpanContext<'a> {
     /// The `tracing` span id.
     pub id: u64,
     /// Its name (`?` if its callsite is unknown).
     pub name: String,
     /// Its fields, if the trace still holds its `new span` record (a flight recorder
     /// may have overwritten it): `None` then.
-    pub fields: Option<Vec<Field>>,
+    pub fields: Option<Vec<Field<'a>>>,
 }
 
 /// An event, resolved.
@@ -153,12 +160,12 @@ pub struct Event<'a> {
     /// Its callsite (`None` if the catalog lacks it).
     pub callsite: Option<&'a Callsite>,
     /// Every field, `message` included.
-    pub fields: Vec<Field>,
+    pub fields: Vec<Field<'a>>,
     /// Values dropped at the record's size bound.
     pub dropped: u16,
     /// The spans it was in, outermost first; the outermost may be a span whose own
     /// parent the trace no longer names.
-    pub spans: Vec<SpanContext>,
+    pub spans: Vec<SpanContext<'a>>,
 }
 
 impl Event<'_> {
@@ -194,11 +201,11 @@ pub enum EntryKind<'a> {
         span: u64,
         parent: u64,
         callsite: Option<&'a Callsite>,
-        fields: Vec<Field>,
+        fields: Vec<Field<'a>>,
     },
     Record {
         span: u64,
-        fields: Vec<Field>,
+        fields: Vec<Field<'a>>,
     },
     Enter {
         span: u64,
@@ -229,34 +236,48 @@ pub struct Entry<'a> {
 }
 
 #[derive(Debug)]
-struct SpanState {
+struct SpanState<'a> {
     callsite: u32,
     parent: u64,
-    fields: Vec<Field>,
+    fields: Vec<Field<'a>>,
 }
 
-fn fields(callsite: Option<&Callsite>, values: &[RawValue]) -> Vec<Field> {
+fn fields(callsite: Option<&Callsite>, values: Vec<RawValue>) -> Vec<Field<'_>> {
     values
-        .iter()
+        .into_iter()
         .map(|v| Field {
-            name: callsite
-                .and_then(|c| c.fields.get(v.field as usize))
-                .cloned()
-                .unwrap_or_else(|| format!("field{}", v.field)),
-            value: v.value.clone(),
+            name: match callsite.and_then(|c| c.fields.get(v.field as usize)) {
+                Some(name) => Cow::Borrowed(name.as_str()),
+                None => Cow::Owned(format!("field{}", v.field)),
+            },
+            value: v.value,
             cut: v.cut,
         })
         .collect()
 }
 
 /// Every record of a trace, resolved as it is reached ([`Trace::entries`]): only the
-/// spans still open are held, so going through a trace takes no memory beyond the
-/// trace's own.
+/// spans still open are held, and of a trace file only the chunks being read, so going
+/// through a trace takes memory that does not grow with it.
 #[derive(Debug)]
 pub struct Entries<'a> {
     trace: &'a Trace,
-    next: usize,
-    spans: HashMap<u64, SpanState>,
+    reading: Reading<'a>,
+    left: u64,
+    spans: HashMap<u64, SpanState<'a>>,
+    /// Whether events get their span context (the exporters, which draw spans as
+    /// slices, do without).
+    context: bool,
+    unread: Unread,
+}
+
+impl Entries<'_> {
+    /// Records chunks of a trace file that could not be read again as they were when
+    /// the trace was opened (the file changed on disk since), skipped; and why the first
+    /// could not. Zero for a file left alone.
+    pub fn unread_chunks(&self) -> (u64, Option<&str>) {
+        (self.unread.chunks, self.unread.first.as_deref())
+    }
 }
 
 impl<'a> Iterator for Entries<'a> {
@@ -264,30 +285,31 @@ impl<'a> Iterator for Entries<'a> {
 
     fn next(&mut self) -> Option<Entry<'a>> {
         let t = self.trace;
-        let r = t.records.get(self.next)?;
-        self.next += 1;
+        let r = self.reading.next(&mut self.unread)?;
+        self.left = self.left.saturating_sub(1);
         let spans = &mut self.spans;
-        let kind = match &r.raw {
+        let thread = t.thread(r.lane, r.ts);
+        let kind = match r.raw {
             RawRecord::Event { callsite, span, span_callsite, values, dropped } => {
-                let cs = t.callsite(*callsite);
+                let cs = t.callsite(callsite);
                 EntryKind::Event(Event {
                     ts_ns: r.ts,
                     lane: r.lane,
-                    thread: t.thread(r.lane, r.ts),
+                    thread,
                     callsite: cs,
                     fields: fields(cs, values),
-                    dropped: *dropped,
-                    spans: t.context(spans, *span, *span_callsite),
+                    dropped,
+                    spans: if self.context { t.context(spans, span, span_callsite) } else { Vec::new() },
                 })
             }
             RawRecord::NewSpan { callsite, span, parent, values, .. } => {
-                let cs = t.callsite(*callsite);
+                let cs = t.callsite(callsite);
                 let f = fields(cs, values);
-                spans.insert(*span, SpanState { callsite: *callsite, parent: *parent, fields: f.clone() });
-                EntryKind::NewSpan { span: *span, parent: *parent, callsite: cs, fields: f }
+                spans.insert(span, SpanState { callsite, parent, fields: f.clone() });
+                EntryKind::NewSpan { span, parent, callsite: cs, fields: f }
             }
             RawRecord::Record { span, values, .. } => {
-                let f = match spans.get_mut(span) {
+                let f = match spans.get_mut(&span) {
                     Some(s) => {
                         let f = fields(t.callsite(s.callsite), values);
                         for new in &f {
@@ -300,31 +322,54 @@ impl<'a> Iterator for Entries<'a> {
                     }
                     None => fields(None, values),
                 };
-                EntryKind::Record { span: *span, fields: f }
+                EntryKind::Record { span, fields: f }
             }
-            RawRecord::Enter { span } => EntryKind::Enter { span: *span },
-            RawRecord::Exit { span } => EntryKind::Exit { span: *span },
+            RawRecord::Enter { span } => EntryKind::Enter { span },
+            RawRecord::Exit { span } => EntryKind::Exit { span },
             RawRecord::Close { span } => {
                 // Span ids are reused once closed.
-                spans.remove(span);
-                EntryKind::Close { span: *span }
+                spans.remove(&span);
+                EntryKind::Close { span }
             }
-            RawRecord::FollowsFrom { span, follows } => EntryKind::FollowsFrom { span: *span, follows: *follows },
-            RawRecord::Lost { count } => EntryKind::Lost { count: *count },
+            RawRecord::FollowsFrom { span, follows } => EntryKind::FollowsFrom { span, follows },
+            RawRecord::Lost { count } => EntryKind::Lost { count },
         };
-        Some(Entry { ts_ns: r.ts, lane: r.lane, thread: t.thread(r.lane, r.ts), kind })
+        Some(Entry { ts_ns: r.ts, lane: r.lane, thread, kind })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.trace.records.len() - self.next;
-        (n, Some(n))
+        // A chunk the file no longer holds as it did gives fewer.
+        (0, Some(self.left as usize))
     }
 }
 
 impl Trace {
     /// Every record, resolved, in timestamp order, as the iteration reaches it.
     pub fn entries(&self) -> Entries<'_> {
-        Entries { trace: self, next: 0, spans: HashMap::new() }
+        self.read(true)
+    }
+
+    /// Every record, resolved, but events without their span context
+    /// ([`Event::spans`] empty): for the exporters, which draw spans as slices.
+    pub(crate) fn entries_without_context(&self) -> Entries<'_> {
+        self.read(false)
+    }
+
+    /// A time that splits the records in two halves of about as many (see
+    /// `Records::middle`).
+    pub(crate) fn middle(&self) -> Option<u64> {
+        self.records.middle()
+    }
+
+    fn read(&self, context: bool) -> Entries<'_> {
+        Entries {
+            trace: self,
+            reading: self.records.read(),
+            left: self.records.count(),
+            spans: HashMap::default(),
+            context,
+            unread: Unread::default(),
+        }
     }
 
     /// The events alone, resolved, in timestamp order.
@@ -338,7 +383,7 @@ impl Trace {
     }
 
     /// The spans an event in `span` (of callsite `span_cs`) was in, outermost first.
-    fn context(&self, spans: &HashMap<u64, SpanState>, span: u64, span_cs: u32) -> Vec<SpanContext> {
+    fn context<'a>(&'a self, spans: &HashMap<u64, SpanState<'a>>, span: u64, span_cs: u32) -> Vec<SpanContext<'a>> {
         let mut chain = Vec::new();
         let (mut id, mut expect) = (span, Some(span_cs));
         while id != 0 && chain.len() < MAX_DEPTH {

@@ -21,7 +21,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value as Json};
 
-use super::{Exported, Slices, LOST_NAME};
+use super::{each_entry, Exported, Slices, LOST_NAME};
 use crate::decode::text::json_fields;
 use crate::decode::{EntryKind, Event, Trace};
 
@@ -63,7 +63,7 @@ impl<W: Write> Events<'_, W> {
 fn event_args(e: &Event<'_>) -> Json {
     let mut args = json_fields(&e.fields);
     args.insert("level".into(), json!(e.level().as_str()));
-    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_str()).collect();
+    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect();
     if !cut.is_empty() {
         args.insert("cut".into(), json!(cut));
     }
@@ -75,6 +75,16 @@ fn event_args(e: &Event<'_>) -> Json {
 
 /// Writes `trace` as Chrome trace JSON to `out`.
 pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
+    write_with_progress(trace, out, &mut |_, _| {})
+}
+
+/// [`write()`], telling `progress` records done and records in all as it goes (see
+/// [`PROGRESS_EVERY`](super::PROGRESS_EVERY)).
+pub fn write_with_progress(
+    trace: &Trace,
+    out: &mut impl Write,
+    progress: &mut dyn FnMut(u64, u64),
+) -> io::Result<Exported> {
     let pid = trace.process.as_ref().map_or(1, |p| p.pid);
     let program = trace.process.as_ref().map_or("", |p| p.program.as_str());
     let mut x = Exported::default();
@@ -87,8 +97,8 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
         ev.put("M", "thread_sort_index", "", 0, tid, &json!({ "sort_index": i }))?;
     }
     let mut slices = Slices::default();
-    for entry in trace.entries() {
-        let tid = Slices::tid(&entry);
+    x.unread_chunks = each_entry(trace, progress, |entry| {
+        let tid = Slices::tid(entry);
         match &entry.kind {
             EntryKind::Enter { span } => {
                 let (name, cat, fields) = slices.enter(tid, *span, entry.ts_ns);
@@ -115,7 +125,8 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
             }
             other => slices.note(other, entry.ts_ns),
         }
-    }
+        Ok(())
+    })?;
     // Slices still open: closed at the end of the trace, marked.
     let last = slices.last();
     for tid in slices.open_at_end() {

@@ -24,14 +24,17 @@
 //!   `packet_size` (in bits) the packet's exact length.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::{Exported, Slices};
-use crate::decode::{EntryKind, Event, Trace, Value};
+use foldhash::HashMap;
+
+use super::{each_view, Exported, Slices};
+use crate::decode::view::{self, ViewKind, ViewValues};
+use crate::decode::{Callsite, Trace, Value};
+use crate::wire::ValueIn;
 
 /// A packet is ended once its events reach this many bytes.
 const PACKET_EVENTS: usize = 1 << 20;
@@ -60,6 +63,13 @@ impl Kind {
             Value::I64(_) => Kind::I64,
             Value::F64(_) => Kind::F64,
             Value::Bool(_) => Kind::Bool,
+            _ => Kind::Text,
+        }
+    }
+
+    fn of_in(v: &ValueIn<'_>) -> Kind {
+        match v {
+            ValueIn::Number(v) => Kind::of(v),
             _ => Kind::Text,
         }
     }
@@ -144,35 +154,75 @@ impl Stream {
     }
 
     fn text(&mut self, s: &str) {
-        self.events.extend_from_slice(s.replace('\0', "\\0").as_bytes());
+        if s.contains('\0') {
+            self.events.extend_from_slice(s.replace('\0', "\\0").as_bytes());
+        } else {
+            self.events.extend_from_slice(s.as_bytes());
+        }
         self.events.push(0);
+    }
+}
+
+/// An event's value kinds in order: packed 3 bits a value with their count where
+/// they fit (no allocation per event), listed where they do not.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Shape {
+    Packed(usize, u64),
+    Listed(Vec<Kind>),
+}
+
+impl Shape {
+    /// The shape of the kinds `kinds` gives.
+    fn of(kinds: impl Iterator<Item = Kind>) -> Shape {
+        let mut kinds = kinds.peekable();
+        let (mut n, mut bits) = (0, 0u64);
+        while n < 21 {
+            let Some(k) = kinds.next() else { return Shape::Packed(n, bits) };
+            bits = (bits << 3) | k as u64;
+            n += 1;
+        }
+        if kinds.peek().is_none() {
+            return Shape::Packed(n, bits);
+        }
+        let mut listed: Vec<Kind> = (0..n).rev().map(|i| Kind::from_bits((bits >> (3 * i)) & 7)).collect();
+        listed.extend(kinds);
+        Shape::Listed(listed)
+    }
+}
+
+impl Kind {
+    fn from_bits(b: u64) -> Kind {
+        [Kind::U64, Kind::I64, Kind::F64, Kind::Bool, Kind::Text][b as usize]
     }
 }
 
 /// The classes made so far: `(callsite, value kinds)` to id, and each class's TSDL.
 #[derive(Default)]
 struct Classes {
-    ids: HashMap<(u32, Vec<(u8, Kind)>), u32>,
+    ids: HashMap<(u32, Shape), u32>,
     tsdl: String,
 }
 
 impl Classes {
-    fn class(&mut self, e: &Event<'_>) -> u32 {
-        let callsite = e.callsite.map_or(0, |c| c.id);
-        let shape: Vec<(u8, Kind)> =
-            e.fields.iter().enumerate().map(|(i, f)| (i.min(255) as u8, Kind::of(&f.value))).collect();
-        let key = (callsite, shape);
+    /// The class of an event of `callsite` whose values have `shape`.
+    fn class(&mut self, callsite: Option<&Callsite>, values: ViewValues<'_>, shape: Shape) -> u32 {
+        let number = callsite.map_or(0, |c| c.id);
+        let key = (number, shape);
         if let Some(&id) = self.ids.get(&key) {
             return id;
         }
         let id = 2 + self.ids.len() as u32;
-        let name = e.callsite.map_or_else(|| format!("callsite{callsite}"), |c| format!("{}:{}", c.target, c.name));
+        let name = callsite.map_or_else(|| format!("callsite{number}"), |c| format!("{}:{}", c.target, c.name));
         let _ = write!(self.tsdl, "event {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n", quoted(&name));
-        let _ = writeln!(self.tsdl, "    loglevel = {};", loglevel(e));
+        let _ = writeln!(self.tsdl, "    loglevel = {};", loglevel(callsite));
         self.tsdl.push_str("    fields := struct {\n");
-        let mut seen = HashMap::new();
-        for (f, (_, kind)) in e.fields.iter().zip(&key.1) {
-            let mut name = ident(&f.name);
+        let mut seen = HashMap::default();
+        for (field, _, v) in values.iter() {
+            let kind = Kind::of_in(&v);
+            let mut name = match view::field_name(callsite, field) {
+                Some(n) => ident(n),
+                None => format!("field{field}"),
+            };
             // Names that sanitize alike stay distinct.
             let n = seen.entry(name.clone()).or_insert(0);
             *n += 1;
@@ -188,8 +238,8 @@ impl Classes {
 }
 
 /// The syslog-style log level LTTng gives `tracing`'s levels (ERR 3 ... DEBUG 7).
-fn loglevel(e: &Event<'_>) -> u8 {
-    match e.level() {
+fn loglevel(callsite: Option<&Callsite>) -> u8 {
+    match callsite.map_or(tracing_core::Level::TRACE, |c| c.level) {
         tracing_core::Level::ERROR => 3,
         tracing_core::Level::WARN => 4,
         tracing_core::Level::INFO => 6,
@@ -200,6 +250,12 @@ fn loglevel(e: &Event<'_>) -> u8 {
 /// Writes `trace` as a CTF 1.8 trace into the directory `dir` (made if missing; its
 /// `metadata` and `stream-*` files are replaced).
 pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
+    write_with_progress(trace, dir, &mut |_, _| {})
+}
+
+/// [`write()`], telling `progress` records done and records in all as it goes (see
+/// [`PROGRESS_EVERY`](super::PROGRESS_EVERY)).
+pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::Result<Exported> {
     std::fs::create_dir_all(dir)?;
     let process = trace.process.clone().unwrap_or(crate::file::Process {
         pid: 0,
@@ -212,12 +268,12 @@ pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
     let mut uuid = [0u8; 16];
     uuid[..8].copy_from_slice(&(u64::from(process.pid) ^ process.realtime_ns).to_le_bytes());
     uuid[8..].copy_from_slice(&process.monotonic_ns.to_le_bytes());
-    let mut streams: HashMap<u32, Stream> = HashMap::new();
+    let mut streams: HashMap<u32, Stream> = HashMap::default();
     let mut classes = Classes::default();
     let mut x = Exported::default();
     // Span names, from their `new span` records.
     let mut slices = Slices::default();
-    for entry in trace.entries() {
+    x.unread_chunks = each_view(trace, progress, |entry| {
         let tid = entry.thread.map_or(u32::MAX - entry.lane, |t| t.tid);
         let s = match streams.entry(tid) {
             Entry::Occupied(o) => o.into_mut(),
@@ -235,35 +291,42 @@ pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
         };
         let ts = entry.ts_ns;
         match &entry.kind {
-            EntryKind::Event(e) => {
-                let id = classes.class(e);
-                s.event(id, ts);
-                for f in &e.fields {
-                    match &f.value {
-                        Value::U64(v) => s.events.extend_from_slice(&v.to_le_bytes()),
-                        Value::I64(v) => s.events.extend_from_slice(&v.to_le_bytes()),
-                        Value::F64(v) => s.events.extend_from_slice(&v.to_le_bytes()),
-                        Value::Bool(v) => s.events.push(u8::from(*v)),
-                        Value::U128(v) => s.text(&v.to_string()),
-                        Value::I128(v) => s.text(&v.to_string()),
-                        Value::Str(v) | Value::Debug(v) | Value::Error(v) => s.text(v),
+            ViewKind::Event { callsite, values } => {
+                // The event's values first, its class from their kinds, then written in
+                // front of them.
+                let at = s.events.len();
+                s.event(0, ts);
+                let kinds = values.iter().map(|(_, _, v)| {
+                    let kind = Kind::of_in(&v);
+                    match v {
+                        ValueIn::Number(Value::U64(v)) => s.events.extend_from_slice(&v.to_le_bytes()),
+                        ValueIn::Number(Value::I64(v)) => s.events.extend_from_slice(&v.to_le_bytes()),
+                        ValueIn::Number(Value::F64(v)) => s.events.extend_from_slice(&v.to_le_bytes()),
+                        ValueIn::Number(Value::Bool(v)) => s.events.push(u8::from(v)),
+                        ValueIn::Number(Value::U128(v)) => s.text(&v.to_string()),
+                        ValueIn::Number(Value::I128(v)) => s.text(&v.to_string()),
+                        ValueIn::Number(Value::Str(v) | Value::Debug(v) | Value::Error(v)) => s.text(&v),
+                        ValueIn::Str(v) | ValueIn::Debug(v) | ValueIn::Error(v) => s.text(v),
                     }
-                }
+                    kind
+                });
+                let id = classes.class(*callsite, *values, Shape::of(kinds));
+                s.events[at..at + 4].copy_from_slice(&id.to_le_bytes());
                 x.events += 1;
             }
-            EntryKind::Enter { span } => {
+            ViewKind::Enter(span) => {
                 s.event(SPAN_ENTER, ts);
                 s.events.extend_from_slice(&span.to_le_bytes());
                 let (name, _, _) = slices.enter(u64::from(tid), *span, ts);
                 s.text(&name);
                 x.slices += 1;
             }
-            EntryKind::Exit { span } => {
+            ViewKind::Exit(span) => {
                 slices.exit(u64::from(tid), *span, ts);
                 s.event(SPAN_EXIT, ts);
                 s.events.extend_from_slice(&span.to_le_bytes());
             }
-            EntryKind::Lost { count } => {
+            ViewKind::Lost(count) => {
                 // The packet so far, then the count: it falls between the two packets.
                 s.flush(&uuid, false)?;
                 s.discarded += count;
@@ -271,12 +334,14 @@ pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
                 s.end = ts;
                 x.lost_markers += 1;
             }
-            other => slices.note(other, ts),
+            ViewKind::Other(other) => slices.note(other, ts),
+            ViewKind::Bad => {}
         }
         if s.events.len() >= PACKET_EVENTS {
             s.flush(&uuid, false)?;
         }
-    }
+        Ok(())
+    })?;
     for s in streams.values_mut() {
         // A stream whose last packet holds only a count of losses still carries it.
         let pending = s.events.is_empty() && s.discarded > 0;

@@ -23,13 +23,19 @@
 //! The file is written packet by packet (`Trace.packet` is field 1, so each packet is a
 //! `0x0A` tag, its length and its bytes): nothing but the current packet is held.
 
-use std::collections::HashMap;
+mod sequence;
+
 use std::io::{self, Write};
 
+use foldhash::HashMap;
 use prost::Message;
 
+use super::halves::{self, Half};
 use super::{Exported, Slices, LOST_NAME};
-use crate::decode::{EntryKind, Field, Trace, Value};
+use crate::decode::view::{self, View, ViewKind, Views};
+use crate::decode::Trace;
+use crate::wire::{self, ValueIn};
+use sequence::{args, Arg, Name, Sequence};
 
 /// The Perfetto message types the export writes (generated from
 /// `proto/perfetto_trace.proto`).
@@ -38,120 +44,20 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/perfetto.protos.rs"));
 }
 
-use proto::debug_annotation::{NameField as AnnotationName, Value as AnnotationValue};
 use proto::trace_packet::{Data, OptionalTrustedPacketSequenceId as SeqId};
-use proto::track_event::{NameField, Type};
-use proto::{
-    DebugAnnotation, DebugAnnotationName, EventCategory, EventName, InternedData, ProcessDescriptor, ThreadDescriptor,
-    TracePacket, TrackDescriptor, TrackEvent,
-};
+use proto::track_event::Type;
+use proto::{ProcessDescriptor, ThreadDescriptor, TracePacket, TrackDescriptor};
 
-const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
-const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 /// The sequence of the track descriptors.
 const DESCRIPTORS: u32 = 1;
 
-/// A thread's packet sequence: its number, its track, and what it has interned.
-struct Sequence {
-    id: u32,
-    track: u64,
-    cleared: bool,
-    names: HashMap<String, u64>,
-    categories: HashMap<String, u64>,
-    fields: HashMap<String, u64>,
-}
-
-/// Interns `s` in `table`: its iid, and whether it is new (to be sent in this packet).
-fn intern(table: &mut HashMap<String, u64>, s: &str) -> (u64, bool) {
-    if let Some(&iid) = table.get(s) {
-        return (iid, false);
-    }
-    // iids start at 1: 0 means "none".
-    let iid = table.len() as u64 + 1;
-    table.insert(s.to_owned(), iid);
-    (iid, true)
-}
-
-impl Sequence {
-    /// A track event's packet on this sequence at `ts`, with what it interns.
-    fn packet(
-        &mut self,
-        ts: u64,
-        kind: Type,
-        name: Option<&str>,
-        category: Option<&str>,
-        fields: &[(&str, AnnotationValue)],
-    ) -> TracePacket {
-        let mut interned = InternedData::default();
-        let mut event = TrackEvent { r#type: Some(kind as i32), track_uuid: Some(self.track), ..Default::default() };
-        if let Some(name) = name {
-            let (iid, new) = intern(&mut self.names, name);
-            if new {
-                interned.event_names.push(EventName { iid: Some(iid), name: Some(name.to_owned()) });
-            }
-            event.name_field = Some(NameField::NameIid(iid));
-        }
-        if let Some(cat) = category {
-            let (iid, new) = intern(&mut self.categories, cat);
-            if new {
-                interned.event_categories.push(EventCategory { iid: Some(iid), name: Some(cat.to_owned()) });
-            }
-            event.category_iids.push(iid);
-        }
-        for (field, value) in fields {
-            let (iid, new) = intern(&mut self.fields, field);
-            if new {
-                interned
-                    .debug_annotation_names
-                    .push(DebugAnnotationName { iid: Some(iid), name: Some((*field).to_owned()) });
-            }
-            event
-                .debug_annotations
-                .push(DebugAnnotation { name_field: Some(AnnotationName::NameIid(iid)), value: Some(value.clone()) });
-        }
-        let flags = if self.cleared {
-            SEQ_NEEDS_INCREMENTAL_STATE
-        } else {
-            self.cleared = true;
-            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
-        };
-        let has_interned = !(interned.event_names.is_empty()
-            && interned.event_categories.is_empty()
-            && interned.debug_annotation_names.is_empty());
-        TracePacket {
-            timestamp: Some(ts),
-            optional_trusted_packet_sequence_id: Some(SeqId::TrustedPacketSequenceId(self.id)),
-            interned_data: has_interned.then_some(interned),
-            sequence_flags: Some(flags),
-            data: Some(Data::TrackEvent(event)),
-            ..Default::default()
-        }
-    }
-}
-
-fn annotation(v: &Value) -> AnnotationValue {
-    match v {
-        Value::U64(x) => AnnotationValue::UintValue(*x),
-        Value::I64(x) => AnnotationValue::IntValue(*x),
-        Value::F64(x) => AnnotationValue::DoubleValue(*x),
-        Value::Bool(x) => AnnotationValue::BoolValue(*x),
-        Value::U128(x) => AnnotationValue::StringValue(x.to_string()),
-        Value::I128(x) => AnnotationValue::StringValue(x.to_string()),
-        Value::Str(s) | Value::Debug(s) | Value::Error(s) => AnnotationValue::StringValue(s.clone()),
-    }
-}
-
-fn annotations(fields: &[Field]) -> Vec<(&str, AnnotationValue)> {
-    fields.iter().map(|f| (f.name.as_str(), annotation(&f.value))).collect()
-}
-
 /// Writes packets as fields of a `Trace`.
-struct Packets<'a, W: Write> {
+struct Packets<'a, W: Write + ?Sized> {
     out: &'a mut W,
     buf: Vec<u8>,
 }
 
-impl<W: Write> Packets<'_, W> {
+impl<W: Write + ?Sized> Packets<'_, W> {
     fn put(&mut self, p: &TracePacket) -> io::Result<()> {
         self.buf.clear();
         // `Trace.packet`: field 1, length-delimited.
@@ -167,35 +73,53 @@ fn uuid(pid: u32, tid: Option<u64>) -> u64 {
     tid.map_or(base, |t| base.wrapping_add(t + 1))
 }
 
-/// Writes `trace` as a Perfetto protobuf trace to `out`.
-pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
-    let pid = trace.process.as_ref().map_or(1, |p| p.pid);
-    let program = trace.process.as_ref().map_or("", |p| p.program.as_str());
-    let mut w = Packets { out, buf: Vec::with_capacity(4096) };
-    let descriptor = |desc: TrackDescriptor| TracePacket {
+/// A track descriptor's packet.
+fn descriptor(desc: TrackDescriptor) -> TracePacket {
+    TracePacket {
         optional_trusted_packet_sequence_id: Some(SeqId::TrustedPacketSequenceId(DESCRIPTORS)),
         data: Some(Data::TrackDescriptor(desc)),
         ..Default::default()
-    };
-    w.put(&descriptor(TrackDescriptor {
-        uuid: Some(uuid(pid, None)),
-        name: Some(program.to_owned()),
-        process: Some(ProcessDescriptor {
-            pid: Some(pid as i32),
-            process_name: Some(program.to_owned()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }))?;
-    let mut sequences: HashMap<u64, Sequence> = HashMap::new();
-    let mut names: HashMap<u64, String> = trace.threads().iter().map(|t| (u64::from(t.tid), t.label())).collect();
-    let mut slices = Slices::default();
-    let mut x = Exported::default();
-    for entry in trace.entries() {
-        let tid = Slices::tid(&entry);
-        if !sequences.contains_key(&tid) {
+    }
+}
+
+/// The packets of a run of records: the whole trace, or one of the halves an export
+/// splits into ([`halves`]), each with sequences of its own.
+struct Part<'t> {
+    pid: u32,
+    /// This part's number and the parts in all: part `i`'s `n`-th sequence is
+    /// `DESCRIPTORS + 1 + n * parts + i`, so that no two parts share a sequence.
+    part: u32,
+    parts: u32,
+    /// Thread names by tid.
+    names: &'t HashMap<u64, String>,
+    sequences: HashMap<u64, Sequence<'t>>,
+    slices: Slices<'t>,
+    x: Exported,
+    /// The packet each track event is made in, reused.
+    p: TracePacket,
+}
+
+impl<'t> Part<'t> {
+    fn new(pid: u32, part: u32, parts: u32, names: &'t HashMap<u64, String>) -> Self {
+        Part {
+            pid,
+            part,
+            parts,
+            names,
+            sequences: HashMap::default(),
+            slices: Slices::default(),
+            x: Exported::default(),
+            p: TracePacket::default(),
+        }
+    }
+
+    /// Writes what `view` shows.
+    fn take<W: Write + ?Sized>(&mut self, view: &View<'t, '_>, w: &mut Packets<'_, W>) -> io::Result<()> {
+        let (pid, p, x) = (self.pid, &mut self.p, &mut self.x);
+        let tid = Slices::tid_of(view.thread, view.lane);
+        if !self.sequences.contains_key(&tid) {
             // The thread's track, described before its first event.
-            let name = names.remove(&tid).unwrap_or_else(|| format!("lane-{}", entry.lane));
+            let name = self.names.get(&tid).cloned().unwrap_or_else(|| format!("lane-{}", view.lane));
             w.put(&descriptor(TrackDescriptor {
                 uuid: Some(uuid(pid, Some(tid))),
                 name: Some(name.clone()),
@@ -207,54 +131,178 @@ pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
                 parent_uuid: Some(uuid(pid, None)),
                 ..Default::default()
             }))?;
-            let seq = Sequence {
-                id: DESCRIPTORS + 1 + sequences.len() as u32,
-                track: uuid(pid, Some(tid)),
-                cleared: false,
-                names: HashMap::new(),
-                categories: HashMap::new(),
-                fields: HashMap::new(),
-            };
-            sequences.insert(tid, seq);
+            let id = DESCRIPTORS + 1 + self.sequences.len() as u32 * self.parts + self.part;
+            self.sequences.insert(tid, Sequence::new(id, uuid(pid, Some(tid))));
         }
-        let seq = sequences.get_mut(&tid).expect("inserted above");
-        let ts = entry.ts_ns;
-        match &entry.kind {
-            EntryKind::Enter { span } => {
-                let (name, cat, fields) = slices.enter(tid, *span, ts);
-                let p = seq.packet(ts, Type::SliceBegin, Some(&name), Some(&cat), &annotations(fields));
-                w.put(&p)?;
+        let seq = self.sequences.get_mut(&tid).expect("inserted above");
+        let ts = view.ts_ns;
+        match &view.kind {
+            ViewKind::Enter(span) => {
+                let (name, cat, fields) = self.slices.enter(tid, *span, ts);
+                let (name, cat) = (Some(Name::Passing(&name)), Some(Name::Passing(&cat)));
+                seq.packet(p, ts, Type::SliceBegin, name, cat, args(fields));
+                w.put(p)?;
             }
-            EntryKind::Exit { span } => {
-                if slices.exit(tid, *span, ts) {
-                    w.put(&seq.packet(ts, Type::SliceEnd, None, None, &[]))?;
+            ViewKind::Exit(span) => {
+                if self.slices.exit(tid, *span, ts) {
+                    seq.packet(p, ts, Type::SliceEnd, None, None, []);
+                    w.put(p)?;
                     x.slices += 1;
                 } else {
                     x.unmatched_exits += 1;
                 }
             }
-            EntryKind::Event(e) => {
-                let name = e.message().map(str::to_owned).or_else(|| e.callsite.map(|c| c.name.clone()));
-                let mut fields = annotations(&e.fields);
-                fields.push(("level", AnnotationValue::StringValue(e.level().as_str().to_owned())));
-                let p = seq.packet(ts, Type::Instant, Some(name.as_deref().unwrap_or("?")), Some(e.target()), &fields);
-                w.put(&p)?;
+            ViewKind::Event { callsite, values } => {
+                let cs = *callsite;
+                // Named by its message (a number's is empty), else by its callsite.
+                let message = cs.and_then(view::message_index).and_then(|m| {
+                    values.iter().find(|v| v.0 == m).map(|(_, _, v)| match v {
+                        ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s) => s,
+                        ValueIn::Number(_) => "",
+                    })
+                });
+                let name = match (message, cs) {
+                    (Some(m), _) => Name::Passing(m),
+                    (None, Some(c)) => Name::Kept(&c.name),
+                    (None, None) => Name::Kept("?"),
+                };
+                let fields = values.iter().map(|(field, _, v)| {
+                    let name = match view::field_name(cs, field) {
+                        Some(n) => Name::Kept(n),
+                        None => Name::Made(format!("field{field}")),
+                    };
+                    (name, Arg::In(v))
+                });
+                let level = cs.map_or(tracing_core::Level::TRACE, |c| c.level);
+                let level = [(Name::Kept("level"), Arg::Str(level.as_str()))];
+                let target = Name::Kept(cs.map_or("?", |c| c.target.as_str()));
+                seq.packet(p, ts, Type::Instant, Some(name), Some(target), fields.chain(level));
+                w.put(p)?;
                 x.events += 1;
             }
-            EntryKind::Lost { count } => {
-                let fields = [("count", AnnotationValue::UintValue(*count))];
-                w.put(&seq.packet(ts, Type::Instant, Some(LOST_NAME), Some("ringtrace"), &fields))?;
+            ViewKind::Lost(count) => {
+                let fields = [(Name::Kept("count"), Arg::Uint(*count))];
+                let (name, cat) = (Some(Name::Kept(LOST_NAME)), Some(Name::Kept("ringtrace")));
+                seq.packet(p, ts, Type::Instant, name, cat, fields);
+                w.put(p)?;
                 x.lost_markers += 1;
             }
-            other => slices.note(other, ts),
+            ViewKind::Other(other) => self.slices.note(other, ts),
+            ViewKind::Bad => {}
+        }
+        Ok(())
+    }
+
+    /// Takes note of what a span record of an earlier part says (names, slices open),
+    /// writing nothing.
+    fn replay(&mut self, view: &View<'t, '_>) {
+        let tid = Slices::tid_of(view.thread, view.lane);
+        match &view.kind {
+            ViewKind::Enter(span) => {
+                self.slices.enter(tid, *span, view.ts_ns);
+            }
+            ViewKind::Exit(span) => {
+                self.slices.exit(tid, *span, view.ts_ns);
+            }
+            ViewKind::Other(other) => self.slices.note(other, view.ts_ns),
+            _ => {}
         }
     }
-    let last = slices.last();
-    for tid in slices.open_at_end() {
-        if let Some(seq) = sequences.get_mut(&tid) {
-            w.put(&seq.packet(last, Type::SliceEnd, None, None, &[]))?;
-            x.slices += 1;
+
+    /// Goes through `views`, writing each; `done` hears records done. The chunks that
+    /// could not be read again.
+    fn take_all<W: Write + ?Sized>(
+        &mut self,
+        mut views: Views<'t>,
+        w: &mut Packets<'_, W>,
+        done: &mut dyn FnMut(u64),
+    ) -> io::Result<u64> {
+        let mut n = 0u64;
+        while let Some(view) = views.next() {
+            self.take(&view, w)?;
+            n += 1;
+            if n % super::PROGRESS_EVERY == 0 {
+                done(n);
+            }
         }
+        done(n);
+        Ok(views.unread_chunks())
     }
-    Ok(x)
+
+    /// Ends the slices still open at the end of the trace.
+    fn close_open<W: Write + ?Sized>(&mut self, w: &mut Packets<'_, W>) -> io::Result<()> {
+        let last = self.slices.last();
+        for tid in self.slices.open_at_end() {
+            if let Some(seq) = self.sequences.get_mut(&tid) {
+                seq.packet(&mut self.p, last, Type::SliceEnd, None, None, []);
+                w.put(&self.p)?;
+                self.x.slices += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `trace` as a Perfetto protobuf trace to `out`.
+pub fn write(trace: &Trace, out: &mut impl Write) -> io::Result<Exported> {
+    write_with_progress(trace, out, &mut |_, _| {})
+}
+
+/// [`write()`], telling `progress` records done and records in all as it goes (see
+/// [`PROGRESS_EVERY`](super::PROGRESS_EVERY)).
+///
+/// A trace file of more than 65,536 records is written by two threads where the
+/// machine has two CPUs: the records before a time in the middle and those after, each
+/// half on sequences of its own (the packets are the same, but for their sequence
+/// numbers, in another order).
+pub fn write_with_progress(
+    trace: &Trace,
+    out: &mut impl Write,
+    progress: &mut dyn FnMut(u64, u64),
+) -> io::Result<Exported> {
+    let pid = trace.process.as_ref().map_or(1, |p| p.pid);
+    let program = trace.process.as_ref().map_or("", |p| p.program.as_str());
+    let mut w = Packets { out, buf: Vec::with_capacity(4096) };
+    w.put(&descriptor(TrackDescriptor {
+        uuid: Some(uuid(pid, None)),
+        name: Some(program.to_owned()),
+        process: Some(ProcessDescriptor {
+            pid: Some(pid as i32),
+            process_name: Some(program.to_owned()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }))?;
+    let names: HashMap<u64, String> = trace.threads().iter().map(|t| (u64::from(t.tid), t.label())).collect();
+    if let Some(parts) = halves::split(trace) {
+        let first = parts[0].clone();
+        let x = halves::run(trace, parts, w.out, progress, |half: Half<'_>, blocks| {
+            let mut w = Packets { out: blocks, buf: Vec::with_capacity(4096) };
+            let mut part = Part::new(pid, half.index as u32, 2, &names);
+            if half.index == 1 {
+                // The names of the spans the first half made, and the slices it left
+                // open, which end in this one.
+                let mut spans = Views::new(trace, first.clone(), Some(wire::is_span_kind));
+                while let Some(v) = spans.next() {
+                    part.replay(&v);
+                }
+            }
+            let views = Views::new(trace, half.times, None);
+            let unread = part.take_all(views, &mut w, &mut |n| half.done.set(n))?;
+            if half.index == 1 {
+                part.close_open(&mut w)?;
+            }
+            part.x.unread_chunks = unread;
+            Ok(part.x)
+        })?;
+        let total = trace.len() as u64;
+        progress(total, total);
+        return Ok(x);
+    }
+    let total = trace.len() as u64;
+    let mut part = Part::new(pid, 0, 1, &names);
+    let unread = part.take_all(Views::new(trace, 0..u64::MAX, None), &mut w, &mut |n| progress(n, total))?;
+    part.close_open(&mut w)?;
+    part.x.unread_chunks = unread;
+    Ok(part.x)
 }

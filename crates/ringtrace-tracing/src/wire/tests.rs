@@ -46,4 +46,13 @@ proptest! {
         let _ = decode(&b);
         let _ = decode(&event(&b));
     }
+
+    /// The check that reading a trace file runs first accepts exactly what decoding
+    /// accepts, and finds the same `lost` counts.
+    #[test]
+    fn check_agrees_with_decode(b in proptest::collection::vec(any::<u8>(), 0..200), as_event in any::<bool>()) {
+        let b = if as_event { event(&b) } else { b };
+        let lost = |r: RawRecord| if let RawRecord::Lost { count } = r { Some(count) } else { None };
+        prop_assert_eq!(check(&b), decode(&b).map(lost));
+    }
 }

@@ -53,6 +53,11 @@ struct Staged<M: Mode> {
     /// The ring gave an error (a corrupt header written by another process): it is
     /// not read again.
     broken: bool,
+    /// The last pass left records in the ring (it took a whole batch, or none at the
+    /// staging limit); those are no older than `last_staged`, the newest staged
+    /// timestamp, which bounds what may be delivered once the staged ones are gone.
+    more: bool,
+    last_staged: u64,
 }
 
 impl<M: Mode> Staged<M> {
@@ -165,6 +170,8 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
                     delivered: 0,
                     settled: false,
                     broken: false,
+                    more: false,
+                    last_staged: 0,
                 });
             }
         }
@@ -252,7 +259,9 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
             let exited = !l.lane.slot && l.lane.is_exited();
             l.compact();
             if l.pending_bytes() >= STAGE_LIMIT {
-                continue; // delivered first; its producer may find its ring full (counted)
+                // Delivered first; its producer may find its ring full (counted).
+                l.more = true;
+                continue;
             }
             let got = match stage(l, &self.inner.clock) {
                 Ok(got) => got,
@@ -269,6 +278,10 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
                 }
             };
             self.pulled += got;
+            l.more = got >= DRAIN_BATCH;
+            if let Some(&(ts, _, _)) = l.recs.back() {
+                l.last_staged = l.last_staged.max(ts);
+            }
             // After the producer's exit (Acquire), a drain that finds nothing means
             // nothing more is coming (a shared channel's slot can get a new producer at
             // any time: it is never done).
@@ -327,8 +340,14 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
 
     /// Delivers staged records, oldest first, while the oldest is at most the horizon:
     /// the smallest bound any lane puts on records still to come (its oldest staged
-    /// record, or for an idle lane `floor`). `floor` `None`: idle lanes bound nothing
+    /// record; for a lane whose staged records are all delivered but whose ring held
+    /// more than the pass took, its newest staged record, as what is left in its ring
+    /// is no older; for an idle lane `floor`). `floor` `None`: idle lanes bound nothing
     /// (`drain`'s flush of what is staged).
+    ///
+    /// Without the bound of a lane the pass left records in, a busy producer's records
+    /// past its batch would come after other producers' newer ones: a stream written by
+    /// four busy threads had a third of its records out of order, some by 50 ms.
     fn merge<F, E>(&mut self, floor: Option<u64>, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
@@ -345,6 +364,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
                             best = Some((i, ts));
                         }
                     }
+                    (None, Some(_)) if l.more && !l.broken => horizon = horizon.min(l.last_staged),
                     (None, Some(floor)) if !l.done && !l.broken => horizon = horizon.min(floor),
                     (None, _) => {}
                 }
