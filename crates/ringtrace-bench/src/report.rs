@@ -312,6 +312,7 @@ mod tests {
                 "impl",
                 "mrec_per_s",
                 "ns_per_rec",
+                "peak_mib",
                 "producers",
                 "record_bytes",
                 "round",

@@ -189,73 +189,43 @@ pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
     Ok((out, None))
 }
 
-/// A chunk read by [`ChunkReader`]: its kind, where its payload starts in the file, and
-/// its payload.
-pub struct ReadChunk<'a> {
+/// Where a chunk of a trace file lies, as its head says (its payload not read yet).
+pub struct ChunkAt {
+    /// Where its head starts.
+    pub head: u64,
     pub kind: u8,
-    pub offset: u64,
-    pub payload: &'a [u8],
+    /// Its payload's length.
+    pub len: u32,
+    pub crc: u32,
 }
 
-/// Reads a trace file's chunks one at a time, holding one chunk: [`chunks`] for a file
-/// too large to hold.
-pub struct ChunkReader<R> {
-    r: R,
-    /// Bytes of the file read so far, and the file's length when it was opened (a file
-    /// still being written is read as it was then).
-    at: u64,
-    len: u64,
-    head: [u8; CHUNK_HEAD],
-    buf: Vec<u8>,
-}
-
-impl<R: io::Read> ChunkReader<R> {
-    /// Reads and checks the header of a file of `len` bytes; `Ok(Err(_))` if it is not a
-    /// trace file.
-    pub fn new(mut r: R, len: u64) -> io::Result<Result<Self, NotATrace>> {
-        let mut h = [0; HEADER_LEN];
-        let n = (len as usize).min(HEADER_LEN);
-        r.read_exact(&mut h[..n])?;
-        if let Err(e) = check_header(&h[..n]) {
-            return Ok(Err(e));
+/// The chunks of a trace file of `len` bytes, found by their heads alone (each read
+/// with a positioned read, the header's checked already), and where they stop making
+/// sense: a head cut short, a length over the limit or past the file's end. The
+/// payloads' checksums are the caller's to check ([`chunk_sound`]).
+pub fn chunk_heads(f: &std::fs::File, len: u64) -> io::Result<(Vec<ChunkAt>, Option<Damage>)> {
+    use std::os::unix::fs::FileExt;
+    let mut out = Vec::new();
+    let mut at = HEADER_LEN as u64;
+    let mut head = [0u8; CHUNK_HEAD];
+    // Each chunk advances `at` by at least its head: the loop is bounded by the length.
+    while at < len {
+        let damage = |reason: String| Some(Damage { offset: at, bytes: len - at, reason });
+        if len - at < CHUNK_HEAD as u64 {
+            return Ok((out, damage("the file ends inside a chunk's head".into())));
         }
-        Ok(Ok(ChunkReader { r, at: HEADER_LEN as u64, len, head: [0; CHUNK_HEAD], buf: Vec::new() }))
-    }
-
-    /// The next chunk; `Ok(None)` at the end; `Err(damage)` where reading must stop.
-    pub fn next_chunk(&mut self) -> io::Result<Option<Result<ReadChunk<'_>, Damage>>> {
-        let at = self.at;
-        if at >= self.len {
-            return Ok(None);
-        }
-        let left = self.len - at;
-        let damage = |reason: String| Ok(Some(Err(Damage { offset: at, bytes: left, reason })));
-        if left < CHUNK_HEAD as u64 {
-            self.at = self.len;
-            return damage("the file ends inside a chunk's head".into());
-        }
-        self.r.read_exact(&mut self.head)?;
-        let (kind, len, crc) = match chunk_head(&self.head) {
+        f.read_exact_at(&mut head, at)?;
+        let (kind, n, crc) = match chunk_head(&head) {
             Ok(h) => h,
-            Err(reason) => {
-                self.at = self.len;
-                return damage(reason);
-            }
+            Err(reason) => return Ok((out, damage(reason))),
         };
-        if left - (CHUNK_HEAD as u64) < u64::from(len) {
-            self.at = self.len;
-            return damage(format!("the file ends inside a chunk of {len} bytes"));
+        if len - at - (CHUNK_HEAD as u64) < u64::from(n) {
+            return Ok((out, damage(format!("the file ends inside a chunk of {n} bytes"))));
         }
-        self.buf.resize(len as usize, 0);
-        self.r.read_exact(&mut self.buf)?;
-        if !chunk_sound(&self.head, &self.buf, crc) {
-            self.at = self.len;
-            return damage("a chunk fails its checksum".into());
-        }
-        let offset = at + CHUNK_HEAD as u64;
-        self.at = offset + u64::from(len);
-        Ok(Some(Ok(ReadChunk { kind, offset, payload: &self.buf })))
+        out.push(ChunkAt { head: at, kind, len: n, crc });
+        at += CHUNK_HEAD as u64 + u64::from(n);
     }
+    Ok((out, None))
 }
 
 /// Decodes a records chunk's payload: `(lane, ts, bytes)` each.

@@ -90,6 +90,31 @@ fn every_flipped_bit_of_a_dump_is_refused_or_reported() {
     }
 }
 
+/// A file large enough that opening it checks its chunks on two threads: whole, with a
+/// byte changed in the middle, and cut in the middle, it reads as the held reading
+/// does (the same problems, the same entries).
+#[test]
+fn a_large_file_checked_on_two_threads_reads_as_the_held_reading() {
+    let dir = TempDir::new("large");
+    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(8 << 20).build().unwrap();
+    tracing::dispatcher::with_default(&dispatch(layer), || {
+        for seq in 0..150_000u64 {
+            tracing::info!(seq, text = "some text to fill the file", "m");
+        }
+    });
+    recorder.finish().unwrap();
+    let bytes = std::fs::read(dir.join("s.rtt")).unwrap();
+    assert!(bytes.len() > 9 << 20, "{} bytes", bytes.len());
+    let whole = read_both(&dir, &bytes).unwrap();
+    assert!(!whole.problems.any(), "{:?}", whole.problems);
+    let mut changed = bytes.clone();
+    changed[bytes.len() / 2] ^= 0x10;
+    let t = read_both(&dir, &changed).unwrap();
+    assert!(t.problems.damage.is_some());
+    let t = read_both(&dir, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(t.problems.incomplete && t.problems.damage.is_some());
+}
+
 #[test]
 fn files_that_are_not_traces_are_clear_errors() {
     let dir = TempDir::new("notrace");

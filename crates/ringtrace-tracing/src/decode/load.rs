@@ -2,7 +2,8 @@
 //! checking everything: what cannot be read is counted in [`Problems`], never guessed.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use foldhash::HashMap;
@@ -11,8 +12,8 @@ use super::records::{ChunkRef, Rec, Records};
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::directory::{self, not_a_trace};
 use crate::error::Error;
-use crate::file::{self, chunk, ChunkReader, Damage, Process, CATALOG_FILE, CHUNK_HEAD};
-use crate::wire;
+use crate::file::{self, chunk, Damage, Process, CATALOG_FILE, CHUNK_HEAD};
+use crate::wire::{self, WireError};
 
 /// What could not be read, counted: a trace is decoded as far as it is sound.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,6 +67,48 @@ fn note(p: &mut Problems, what: &str, e: impl std::fmt::Display) {
     }
 }
 
+/// A chunk other than records, decoded.
+enum Meta {
+    Process(Result<Process, WireError>),
+    Callsite(Result<Callsite, WireError>),
+    Thread(Result<ThreadInfo, WireError>),
+    Stats(Result<Vec<(String, u64)>, WireError>),
+    End,
+    Unknown,
+}
+
+fn decode_meta(kind: u8, payload: &[u8]) -> Meta {
+    match kind {
+        chunk::PROCESS => Meta::Process(Process::decode(payload)),
+        chunk::CALLSITE => Meta::Callsite(Callsite::decode(payload)),
+        chunk::THREAD => Meta::Thread(ThreadInfo::decode(payload)),
+        chunk::STATS => Meta::Stats(file::decode_stats(payload)),
+        chunk::END => Meta::End,
+        _ => Meta::Unknown,
+    }
+}
+
+fn apply_meta(m: Meta, parts: &mut Parts, problems: &mut Problems) {
+    let mut bad = |what: &str, e: WireError| {
+        problems.bad_chunks += 1;
+        note(problems, what, e);
+    };
+    match m {
+        Meta::Process(Ok(p)) => parts.process = Some(p),
+        Meta::Callsite(Ok(c)) => {
+            parts.callsites.insert(c.id, c);
+        }
+        Meta::Thread(Ok(t)) => parts.threads.push(t),
+        Meta::Stats(Ok(s)) => parts.stats = s,
+        Meta::Process(Err(e)) => bad("process chunk", e),
+        Meta::Callsite(Err(e)) => bad("callsite chunk", e),
+        Meta::Thread(Err(e)) => bad("thread chunk", e),
+        Meta::Stats(Err(e)) => bad("stats chunk", e),
+        Meta::End => parts.ended = true,
+        Meta::Unknown => problems.unknown_chunks += 1,
+    }
+}
+
 /// Takes in one chunk; a records chunk's payload goes to `records`.
 fn take_chunk(
     kind: u8,
@@ -74,40 +117,10 @@ fn take_chunk(
     problems: &mut Problems,
     records: &mut impl FnMut(&[u8], &mut Problems),
 ) {
-    match kind {
-        chunk::PROCESS => match Process::decode(payload) {
-            Ok(p) => parts.process = Some(p),
-            Err(e) => {
-                problems.bad_chunks += 1;
-                note(problems, "process chunk", e);
-            }
-        },
-        chunk::CALLSITE => match Callsite::decode(payload) {
-            Ok(c) => {
-                parts.callsites.insert(c.id, c);
-            }
-            Err(e) => {
-                problems.bad_chunks += 1;
-                note(problems, "callsite chunk", e);
-            }
-        },
-        chunk::THREAD => match ThreadInfo::decode(payload) {
-            Ok(t) => parts.threads.push(t),
-            Err(e) => {
-                problems.bad_chunks += 1;
-                note(problems, "thread chunk", e);
-            }
-        },
-        chunk::RECORDS => records(payload, problems),
-        chunk::STATS => match file::decode_stats(payload) {
-            Ok(s) => parts.stats = s,
-            Err(e) => {
-                problems.bad_chunks += 1;
-                note(problems, "stats chunk", e);
-            }
-        },
-        chunk::END => parts.ended = true,
-        _ => problems.unknown_chunks += 1,
+    if kind == chunk::RECORDS {
+        records(payload, problems);
+    } else {
+        apply_meta(decode_meta(kind, payload), parts, problems);
     }
 }
 
@@ -137,60 +150,131 @@ fn read_chunks(bytes: &[u8], path: &Path, parts: &mut Parts, problems: &mut Prob
     Ok(())
 }
 
+/// A records chunk, checked: its records' times, how many decode, what their `lost`
+/// records count, those that do not decode (and why the first does not).
+struct Summary {
+    min_ts: u64,
+    max_ts: u64,
+    good: u32,
+    lost: u64,
+    bad: u64,
+    first_bad: Option<WireError>,
+}
+
+/// A chunk of a trace file, read and checked.
+enum Checked {
+    /// It fails its checksum: reading stops there.
+    Unsound,
+    Records(Result<Summary, WireError>),
+    Meta(Meta),
+}
+
+fn summarize(payload: &[u8]) -> Result<Summary, WireError> {
+    let mut s = Summary { min_ts: u64::MAX, max_ts: 0, good: 0, lost: 0, bad: 0, first_bad: None };
+    for (_, ts, b) in file::records(payload)? {
+        match wire::check(b) {
+            Ok(n) => {
+                s.good += 1;
+                s.lost += n.unwrap_or(0);
+                s.min_ts = s.min_ts.min(ts);
+                s.max_ts = s.max_ts.max(ts);
+            }
+            Err(e) => {
+                s.bad += 1;
+                s.first_bad.get_or_insert(e);
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// Reads chunk `c` of `f` (its head again, and its payload) and checks it.
+fn check(f: &File, c: &file::ChunkAt, buf: &mut Vec<u8>) -> io::Result<Checked> {
+    buf.resize(CHUNK_HEAD + c.len as usize, 0);
+    f.read_exact_at(buf, c.head)?;
+    let (head, payload) = buf.split_at(CHUNK_HEAD);
+    if !file::chunk_sound(head, payload, c.crc) {
+        return Ok(Checked::Unsound);
+    }
+    Ok(match c.kind {
+        chunk::RECORDS => Checked::Records(summarize(payload)),
+        kind => Checked::Meta(decode_meta(kind, payload)),
+    })
+}
+
+/// Bytes of chunks from which [`scan`] checks them on two threads.
+const TWO_THREADS_FROM: u64 = 8 << 20;
+
 /// Reads a trace file without holding its records: every chunk and record is checked,
 /// and where each records chunk lies is noted, for [`Records::File`] to read them again
-/// as they are reached.
+/// as they are reached. The chunks are found by their heads first, then read and
+/// checked (on two threads, for a large file on a machine with two CPUs: half the
+/// chunks each), then taken in file order, as far as the first that fails its
+/// checksum.
 pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
-    let f = File::open(path).map_err(|e| Error::io("opening", path, e))?;
-    let len = f.metadata().map_err(|e| Error::io("reading", path, e))?.len();
     let io = |e| Error::io("reading", path, e);
-    let mut reader = match ChunkReader::new(BufReader::with_capacity(1 << 16, &f), len).map_err(io)? {
-        Ok(r) => r,
-        Err(e) => return Err(not_a_trace(path, e)),
+    let f = File::open(path).map_err(|e| Error::io("opening", path, e))?;
+    // A file still being written is read as it is now.
+    let len = f.metadata().map_err(io)?.len();
+    let mut h = [0u8; file::HEADER_LEN];
+    let n = (len as usize).min(file::HEADER_LEN);
+    f.read_exact_at(&mut h[..n], 0).map_err(io)?;
+    file::check_header(&h[..n]).map_err(|e| not_a_trace(path, e))?;
+    let (heads, mut damage) = file::chunk_heads(&f, len).map_err(io)?;
+    let bytes: u64 = heads.iter().map(|c| u64::from(c.len)).sum();
+    let two = bytes >= TWO_THREADS_FROM && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    let checked: Vec<io::Result<Checked>> = if two {
+        std::thread::scope(|s| {
+            let odd = s.spawn(|| {
+                let mut buf = Vec::new();
+                heads.iter().skip(1).step_by(2).map(|c| check(&f, c, &mut buf)).collect::<Vec<_>>()
+            });
+            let mut buf = Vec::new();
+            let even: Vec<_> = heads.iter().step_by(2).map(|c| check(&f, c, &mut buf)).collect();
+            let odd = odd.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let mut odd = odd.into_iter();
+            even.into_iter().flat_map(|e| std::iter::once(e).chain(odd.next())).collect()
+        })
+    } else {
+        let mut buf = Vec::new();
+        heads.iter().map(|c| check(&f, c, &mut buf)).collect()
     };
     let mut parts = Parts::default();
     let mut problems = Problems::default();
     let (mut chunks, mut count, mut lost) = (Vec::new(), 0u64, 0u64);
-    while let Some(read) = reader.next_chunk().map_err(io)? {
-        let c = match read {
-            Ok(c) => c,
-            Err(damage) => {
-                problems.damage = Some(damage);
+    for (c, checked) in heads.iter().zip(checked) {
+        match checked.map_err(io)? {
+            Checked::Unsound => {
+                let reason = "a chunk fails its checksum".to_string();
+                damage = Some(Damage { offset: c.head, bytes: len - c.head, reason });
                 break;
             }
-        };
-        let head = c.offset - CHUNK_HEAD as u64;
-        let mut scan_records = |payload: &[u8], problems: &mut Problems| match file::records(payload) {
-            Ok(rs) => {
-                let (mut min_ts, mut max_ts, mut good) = (u64::MAX, 0, 0u32);
-                for (_, ts, b) in &rs {
-                    match wire::check(b) {
-                        Ok(n) => {
-                            good += 1;
-                            lost += n.unwrap_or(0);
-                            min_ts = min_ts.min(*ts);
-                            max_ts = max_ts.max(*ts);
-                        }
-                        Err(e) => {
-                            problems.bad_records += 1;
-                            note(problems, "record", e);
-                        }
-                    }
-                }
-                if good > 0 {
-                    count += u64::from(good);
-                    chunks.push(ChunkRef { head, len: payload.len() as u32, min_ts, max_ts, count: good });
-                }
-            }
-            Err(e) => {
+            Checked::Meta(m) => apply_meta(m, &mut parts, &mut problems),
+            Checked::Records(Err(e)) => {
                 problems.bad_chunks += 1;
-                note(problems, "records chunk", e);
+                note(&mut problems, "records chunk", e);
             }
-        };
-        take_chunk(c.kind, c.payload, &mut parts, &mut problems, &mut scan_records);
+            Checked::Records(Ok(s)) => {
+                problems.bad_records += s.bad;
+                if let Some(e) = s.first_bad {
+                    note(&mut problems, "record", e);
+                }
+                lost += s.lost;
+                if s.good > 0 {
+                    count += u64::from(s.good);
+                    chunks.push(ChunkRef {
+                        head: c.head,
+                        len: c.len,
+                        min_ts: s.min_ts,
+                        max_ts: s.max_ts,
+                        count: s.good,
+                    });
+                }
+            }
+        }
     }
+    problems.damage = damage;
     problems.incomplete = !parts.ended;
-    drop(reader);
     Ok((parts, Records::File { file: f, chunks, count, lost }, problems))
 }
 
