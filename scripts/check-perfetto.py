@@ -21,7 +21,7 @@ def main():
     trace = pb.Trace()
     with open(pftrace, "rb") as f:
         trace.ParseFromString(f.read())
-    tracks, names, fields, default_track = {}, {}, {}, {}
+    tracks, names, fields, strings, default_track = {}, {}, {}, {}, {}
     instants, lost = [], 0
     for p in trace.packet:
         seq = p.trusted_packet_sequence_id
@@ -33,20 +33,26 @@ def main():
         if not p.HasField("track_event"):
             continue
         if p.sequence_flags & 1:  # SEQ_INCREMENTAL_STATE_CLEARED
-            names[seq], fields[seq] = {}, {}
+            names[seq], fields[seq], strings[seq] = {}, {}, {}
         if p.trace_packet_defaults.track_event_defaults.HasField("track_uuid"):
             default_track[seq] = p.trace_packet_defaults.track_event_defaults.track_uuid
         for n in p.interned_data.event_names:
             names[seq][n.iid] = n.name
         for n in p.interned_data.debug_annotation_names:
             fields[seq][n.iid] = n.name
+        for n in p.interned_data.debug_annotation_string_values:
+            strings[seq][n.iid] = n.str.decode()
         e = p.track_event
         if e.type != pb.TrackEvent.TYPE_INSTANT:
             continue
         args = {}
         for a in e.debug_annotations:
             kind = a.WhichOneof("value")
-            args[fields[seq][a.name_iid]] = getattr(a, kind)
+            if kind == "string_value_iid":
+                value = strings[seq][a.string_value_iid]
+            else:
+                value = getattr(a, kind)
+            args[fields[seq][a.name_iid]] = value
         name = names[seq][e.name_iid]
         if name == LOST:
             lost += args["count"]

@@ -191,8 +191,9 @@ fn perfetto_matches(trace: &Trace) -> usize {
     // Track uuid to thread id; each sequence's default track.
     let mut tracks = std::collections::HashMap::new();
     let mut default_track = std::collections::HashMap::new();
-    // Per sequence: interned event names and annotation names, `(iid, name)`.
-    type Interned = (Vec<(u64, String)>, Vec<(u64, String)>);
+    // Per sequence: interned event names, annotation names and annotation string
+    // values, `(iid, text)`.
+    type Interned = (Vec<(u64, String)>, Vec<(u64, String)>, Vec<(u64, String)>);
     let mut interned: std::collections::HashMap<u32, Interned> = Default::default();
     let mut instants = Vec::new();
     let (mut begins, mut ends, mut lost) = (0u64, 0u64, 0u64);
@@ -220,6 +221,11 @@ fn perfetto_matches(trace: &Trace) -> usize {
                 if let Some(i) = &p.interned_data {
                     st.0.extend(i.event_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
                     st.1.extend(i.debug_annotation_names.iter().map(|n| (n.iid.unwrap(), n.name.clone().unwrap())));
+                    st.2.extend(
+                        i.debug_annotation_string_values
+                            .iter()
+                            .map(|s| (s.iid.unwrap(), String::from_utf8(s.str.clone().unwrap()).unwrap())),
+                    );
                 }
                 let look =
                     |table: &Vec<(u64, String)>, iid: u64| table.iter().find(|(i, _)| *i == iid).unwrap().1.clone();
@@ -236,7 +242,13 @@ fn perfetto_matches(trace: &Trace) -> usize {
                                 let Some(proto::debug_annotation::NameField::NameIid(i)) = a.name_field else {
                                     panic!()
                                 };
-                                (look(&st.1, i), a.value.clone().unwrap())
+                                let value = match a.value.clone().unwrap() {
+                                    proto::debug_annotation::Value::StringValueIid(s) => {
+                                        proto::debug_annotation::Value::StringValue(look(&st.2, s))
+                                    }
+                                    v => v,
+                                };
+                                (look(&st.1, i), value)
                             })
                             .collect();
                         if name == ringtrace_tracing::export::LOST_NAME {

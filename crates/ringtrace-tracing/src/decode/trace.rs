@@ -104,11 +104,19 @@ impl Trace {
     /// The thread that wrote at `ts_ns` into `lane`: the last to take it at or before
     /// then (the first, for a record older than every entry).
     pub fn thread(&self, lane: u32, ts_ns: u64) -> Option<&ThreadInfo> {
+        self.thread_and_span(lane, ts_ns).0
+    }
+
+    /// [`thread`](Trace::thread), and the times it answers for the lane (from, to:
+    /// the same thread wrote every record of the lane in between).
+    pub(crate) fn thread_and_span(&self, lane: u32, ts_ns: u64) -> (Option<&ThreadInfo>, u64, u64) {
         let start = self.threads.partition_point(|t| t.lane < lane);
         let end = self.threads.partition_point(|t| t.lane <= lane);
         let of_lane = &self.threads[start..end];
         let i = of_lane.partition_point(|t| t.since_ns <= ts_ns);
-        of_lane.get(i.saturating_sub(1))
+        let from = if i <= 1 { 0 } else { of_lane[i - 1].since_ns };
+        let to = of_lane.get(i).map_or(u64::MAX, |t| t.since_ns);
+        (of_lane.get(i.saturating_sub(1)), from, to)
     }
 
     /// A counter from the stats chunk.

@@ -102,6 +102,8 @@ pub(crate) struct Views<'t> {
     unread: Unread,
     /// Each open span's callsite, for the names of its recorded fields.
     span_callsites: HashMap<u64, u32>,
+    /// The last thread found: its lane, the times it answers for, the thread.
+    thread: Option<(u32, u64, u64, Option<&'t ThreadInfo>)>,
 }
 
 impl<'t> Views<'t> {
@@ -112,6 +114,7 @@ impl<'t> Views<'t> {
             reading: trace.records.read_window(times, kinds),
             unread: Unread::default(),
             span_callsites: HashMap::default(),
+            thread: None,
         }
     }
 
@@ -164,6 +167,14 @@ impl<'t> Views<'t> {
             }
             RawRecord::FollowsFrom { span, follows } => ViewKind::Other(EntryKind::FollowsFrom { span, follows }),
         };
-        Some(View { ts_ns, lane, thread: t.thread(lane, ts_ns), kind })
+        let thread = match self.thread {
+            Some((l, from, to, thread)) if l == lane && from <= ts_ns && ts_ns < to => thread,
+            _ => {
+                let (thread, from, to) = t.thread_and_span(lane, ts_ns);
+                self.thread = Some((lane, from, to, thread));
+                thread
+            }
+        };
+        Some(View { ts_ns, lane, thread, kind })
     }
 }

@@ -20,7 +20,9 @@ use crate::decode::Trace;
 
 /// Bytes a half hands to the writer at a time.
 pub(crate) const BLOCK: usize = 256 << 10;
-/// Blocks a half may have on their way to the writer.
+/// Blocks a half may have on their way to the writer. A half further ahead of the other
+/// waits for it: with 2, the second half's replay of the first half's span records held
+/// the first half back, and a million-event export took 0.37 s instead of 0.24 s.
 pub(crate) const AHEAD: usize = 16;
 /// Records a trace must hold for its export to go in halves: below, starting the
 /// threads costs more than they save.

@@ -15,7 +15,8 @@
 //!   ([`super::chrome`]).
 //! * Events: `TYPE_INSTANT`, named by their message (else their callsite's name), every
 //!   field a debug annotation (unsigned, signed, double, bool; text for strings,
-//!   `Debug` values, errors and 128-bit integers), and the level as `level`.
+//!   `Debug` values, errors and 128-bit integers), and the level as `level` (an interned
+//!   string value: `InternedData.debug_annotation_string_values`).
 //! * Lost events: an instant named `ringtrace: events lost` with a `count` annotation.
 //! * Timestamps: the records' `CLOCK_MONOTONIC` nanoseconds, exact, written in the
 //!   trace's default clock (no clock conversion is applied).
@@ -25,6 +26,8 @@
 
 mod sequence;
 
+use std::cell::Cell;
+use std::collections::hash_map::Entry;
 use std::io::{self, Write};
 
 use foldhash::HashMap;
@@ -117,35 +120,38 @@ impl<'t> Part<'t> {
     fn take<W: Write + ?Sized>(&mut self, view: &View<'t, '_>, w: &mut Packets<'_, W>) -> io::Result<()> {
         let (pid, p, x) = (self.pid, &mut self.p, &mut self.x);
         let tid = Slices::tid_of(view.thread, view.lane);
-        if !self.sequences.contains_key(&tid) {
-            // The thread's track, described before its first event.
-            let name = self.names.get(&tid).cloned().unwrap_or_else(|| format!("lane-{}", view.lane));
-            w.put(&descriptor(TrackDescriptor {
-                uuid: Some(uuid(pid, Some(tid))),
-                name: Some(name.clone()),
-                thread: Some(ThreadDescriptor {
-                    pid: Some(pid as i32),
-                    tid: Some(tid as i32),
-                    thread_name: Some(name),
-                }),
-                parent_uuid: Some(uuid(pid, None)),
-                ..Default::default()
-            }))?;
-            let id = DESCRIPTORS + 1 + self.sequences.len() as u32 * self.parts + self.part;
-            self.sequences.insert(tid, Sequence::new(id, uuid(pid, Some(tid))));
-        }
-        let seq = self.sequences.get_mut(&tid).expect("inserted above");
+        let n = self.sequences.len() as u32;
+        let seq = match self.sequences.entry(tid) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                // The thread's track, described before its first event.
+                let name = self.names.get(&tid).cloned().unwrap_or_else(|| format!("lane-{}", view.lane));
+                w.put(&descriptor(TrackDescriptor {
+                    uuid: Some(uuid(pid, Some(tid))),
+                    name: Some(name.clone()),
+                    thread: Some(ThreadDescriptor {
+                        pid: Some(pid as i32),
+                        tid: Some(tid as i32),
+                        thread_name: Some(name),
+                    }),
+                    parent_uuid: Some(uuid(pid, None)),
+                    ..Default::default()
+                }))?;
+                let id = DESCRIPTORS + 1 + n * self.parts + self.part;
+                v.insert(Sequence::new(id, uuid(pid, Some(tid))))
+            }
+        };
         let ts = view.ts_ns;
         match &view.kind {
             ViewKind::Enter(span) => {
                 let (name, cat, fields) = self.slices.enter(tid, *span, ts);
-                let (name, cat) = (Some(Name::Passing(&name)), Some(Name::Passing(&cat)));
-                seq.packet(p, ts, Type::SliceBegin, name, cat, args(fields));
+                let cat = Some(Name::Passing(&cat));
+                seq.packet(p, ts, Type::SliceBegin, cat, args(fields), || Some(Name::Passing(&name)));
                 w.put(p)?;
             }
             ViewKind::Exit(span) => {
                 if self.slices.exit(tid, *span, ts) {
-                    seq.packet(p, ts, Type::SliceEnd, None, None, []);
+                    seq.packet(p, ts, Type::SliceEnd, None, [], || None);
                     w.put(p)?;
                     x.slices += 1;
                 } else {
@@ -154,36 +160,41 @@ impl<'t> Part<'t> {
             }
             ViewKind::Event { callsite, values } => {
                 let cs = *callsite;
-                // Named by its message (a number's is empty), else by its callsite.
-                let message = cs.and_then(view::message_index).and_then(|m| {
-                    values.iter().find(|v| v.0 == m).map(|(_, _, v)| match v {
-                        ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s) => s,
-                        ValueIn::Number(_) => "",
-                    })
-                });
-                let name = match (message, cs) {
-                    (Some(m), _) => Name::Passing(m),
-                    (None, Some(c)) => Name::Kept(&c.name),
-                    (None, None) => Name::Kept("?"),
-                };
+                // Named by its message (a number's is empty), else by its callsite: the
+                // message is found as the fields go by.
+                let m = cs.and_then(view::message_index);
+                let message = Cell::new(None::<&str>);
                 let fields = values.iter().map(|(field, _, v)| {
+                    if Some(field) == m && message.get().is_none() {
+                        message.set(Some(match v {
+                            ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s) => s,
+                            ValueIn::Number(_) => "",
+                        }));
+                    }
                     let name = match view::field_name(cs, field) {
                         Some(n) => Name::Kept(n),
                         None => Name::Made(format!("field{field}")),
                     };
                     (name, Arg::In(v))
                 });
+                let name = || {
+                    Some(match (message.get(), cs) {
+                        (Some(m), _) => Name::Passing(m),
+                        (None, Some(c)) => Name::Kept(&c.name),
+                        (None, None) => Name::Kept("?"),
+                    })
+                };
                 let level = cs.map_or(tracing_core::Level::TRACE, |c| c.level);
-                let level = [(Name::Kept("level"), Arg::Str(level.as_str()))];
+                let level = [(Name::Kept("level"), Arg::Kept(level.as_str()))];
                 let target = Name::Kept(cs.map_or("?", |c| c.target.as_str()));
-                seq.packet(p, ts, Type::Instant, Some(name), Some(target), fields.chain(level));
+                seq.packet(p, ts, Type::Instant, Some(target), fields.chain(level), name);
                 w.put(p)?;
                 x.events += 1;
             }
             ViewKind::Lost(count) => {
                 let fields = [(Name::Kept("count"), Arg::Uint(*count))];
-                let (name, cat) = (Some(Name::Kept(LOST_NAME)), Some(Name::Kept("ringtrace")));
-                seq.packet(p, ts, Type::Instant, name, cat, fields);
+                let cat = Some(Name::Kept("ringtrace"));
+                seq.packet(p, ts, Type::Instant, cat, fields, || Some(Name::Kept(LOST_NAME)));
                 w.put(p)?;
                 x.lost_markers += 1;
             }
@@ -234,7 +245,7 @@ impl<'t> Part<'t> {
         let last = self.slices.last();
         for tid in self.slices.open_at_end() {
             if let Some(seq) = self.sequences.get_mut(&tid) {
-                seq.packet(&mut self.p, last, Type::SliceEnd, None, None, []);
+                seq.packet(&mut self.p, last, Type::SliceEnd, None, [], || None);
                 w.put(&self.p)?;
                 self.x.slices += 1;
             }

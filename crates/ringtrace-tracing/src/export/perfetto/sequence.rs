@@ -7,8 +7,8 @@ use super::proto::debug_annotation::{NameField as AnnotationName, Value as Annot
 use super::proto::trace_packet::{Data, OptionalTrustedPacketSequenceId as SeqId};
 use super::proto::track_event::{NameField, Type};
 use super::proto::{
-    DebugAnnotation, DebugAnnotationName, EventCategory, EventName, InternedData, TracePacket, TracePacketDefaults,
-    TrackEvent, TrackEventDefaults,
+    DebugAnnotation, DebugAnnotationName, EventCategory, EventName, InternedData, InternedString, TracePacket,
+    TracePacketDefaults, TrackEvent, TrackEventDefaults,
 };
 use crate::decode::{Field, Value};
 use crate::wire::ValueIn;
@@ -113,6 +113,8 @@ pub(super) struct Sequence<'t> {
     names: Table<'t>,
     categories: Table<'t>,
     fields: Table<'t>,
+    /// String values that repeat from event to event (the level).
+    strings: Table<'t>,
 }
 
 /// A debug annotation's value, borrowed.
@@ -120,7 +122,8 @@ pub(super) struct Sequence<'t> {
 pub(super) enum Arg<'v> {
     Value(&'v Value),
     In(ValueIn<'v>),
-    Str(&'v str),
+    /// A string the trace keeps (a level's name): interned.
+    Kept(&'static str),
     Uint(u64),
 }
 
@@ -144,7 +147,7 @@ fn set_value(slot: &mut Option<AnnotationValue>, a: Arg<'_>) {
         Arg::Value(Value::U128(x)) => return set_str(slot, &x.to_string()),
         Arg::Value(Value::I128(x)) => return set_str(slot, &x.to_string()),
         Arg::Value(Value::Str(s) | Value::Debug(s) | Value::Error(s)) => return set_str(slot, s),
-        Arg::Str(s) | Arg::In(ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s)) => return set_str(slot, s),
+        Arg::Kept(s) | Arg::In(ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s)) => return set_str(slot, s),
         Arg::In(ValueIn::Number(v)) => return set_value(slot, Arg::Value(&v)),
     });
 }
@@ -163,19 +166,30 @@ pub(super) fn args<'t, 'v>(fields: &'v [Field<'t>]) -> impl Iterator<Item = (Nam
 impl<'t> Sequence<'t> {
     /// Sequence `id`, whose events go on track `track`.
     pub(super) fn new(id: u32, track: u64) -> Self {
-        Sequence { id, track, cleared: false, names: Table::new(), categories: Table::new(), fields: Table::new() }
+        Sequence {
+            id,
+            track,
+            cleared: false,
+            names: Table::new(),
+            categories: Table::new(),
+            fields: Table::new(),
+            strings: Table::new(),
+        }
     }
 
     /// Makes `p` (reused from packet to packet, so that its vectors and strings keep
     /// their room) a track event's packet on this sequence at `ts`, with what it interns.
+    ///
+    /// `name` is asked for after `fields` are gone through, so that an event named by
+    /// one of its fields (its message) has its values read once.
     pub(super) fn packet<'v>(
         &mut self,
         p: &mut TracePacket,
         ts: u64,
         kind: Type,
-        name: Option<Name<'t, '_>>,
         category: Option<Name<'t, '_>>,
         fields: impl IntoIterator<Item = (Name<'t, 'v>, Arg<'v>)>,
+        name: impl FnOnce() -> Option<Name<'t, 'v>>,
     ) {
         let mut interned = InternedData::default();
         if !matches!(p.data, Some(Data::TrackEvent(_))) {
@@ -185,15 +199,6 @@ impl<'t> Sequence<'t> {
         event.r#type = Some(kind as i32);
         // The sequence's default track (set below with its incremental state).
         event.track_uuid = None;
-        event.name_field = name.map(|name| match self.names.intern(&name) {
-            Some((iid, new)) => {
-                if new {
-                    interned.event_names.push(EventName { iid: Some(iid), name: Some(name.text().to_owned()) });
-                }
-                NameField::NameIid(iid)
-            }
-            None => NameField::Name(name.text().to_owned()),
-        });
         event.category_iids.clear();
         event.categories.clear();
         if let Some(cat) = category {
@@ -224,10 +229,31 @@ impl<'t> Sequence<'t> {
                 }
                 None => AnnotationName::Name(field.text().to_owned()),
             });
-            set_value(&mut a.value, value);
+            match value {
+                Arg::Kept(s) => match self.strings.intern(&Name::Kept(s)) {
+                    Some((iid, new)) => {
+                        if new {
+                            let s = InternedString { iid: Some(iid), str: Some(s.as_bytes().to_vec()) };
+                            interned.debug_annotation_string_values.push(s);
+                        }
+                        a.value = Some(AnnotationValue::StringValueIid(iid));
+                    }
+                    None => set_value(&mut a.value, value),
+                },
+                value => set_value(&mut a.value, value),
+            }
             n += 1;
         }
         event.debug_annotations.truncate(n);
+        event.name_field = name().map(|name| match self.names.intern(&name) {
+            Some((iid, new)) => {
+                if new {
+                    interned.event_names.push(EventName { iid: Some(iid), name: Some(name.text().to_owned()) });
+                }
+                NameField::NameIid(iid)
+            }
+            None => NameField::Name(name.text().to_owned()),
+        });
         let flags = if self.cleared {
             p.trace_packet_defaults = None;
             SEQ_NEEDS_INCREMENTAL_STATE
@@ -242,7 +268,8 @@ impl<'t> Sequence<'t> {
         };
         let has_interned = !(interned.event_names.is_empty()
             && interned.event_categories.is_empty()
-            && interned.debug_annotation_names.is_empty());
+            && interned.debug_annotation_names.is_empty()
+            && interned.debug_annotation_string_values.is_empty());
         p.timestamp = Some(ts);
         p.optional_trusted_packet_sequence_id = Some(SeqId::TrustedPacketSequenceId(self.id));
         p.interned_data = has_interned.then_some(interned);
