@@ -147,26 +147,21 @@ fn perfetto_protobuf_holds_every_event_field_and_loss_with_names_interned_per_th
     assert_eq!(perfetto_matches(&trace), 2, "one sequence per thread");
 }
 
-/// A trace of more records than an export writes in one piece: written by two threads,
-/// each half of the records on sequences of its own, and still every event as decoded.
+/// A trace of more records than an export writes in one piece: written by two threads
+/// of export, each half of the records on sequences of its own, and still every event
+/// as decoded. One thread of writing, so that both halves hold its records whatever the
+/// scheduling (the example the test command checks with Perfetto's own classes has
+/// four, in halves too).
 #[test]
 fn a_large_perfetto_export_in_halves_holds_every_event() {
     let dir = TempDir::new("perfetto-halves");
-    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(8 << 20).build().unwrap();
-    let d = dispatch(layer);
-    std::thread::scope(|s| {
-        for t in 0..2u64 {
-            let d = d.clone();
-            s.spawn(move || {
-                tracing::dispatcher::with_default(&d, || {
-                    for round in 0..400u64 {
-                        let _s = tracing::info_span!("round", t, round).entered();
-                        for seq in 0..100u64 {
-                            tracing::info!(seq, s = "text", "ev");
-                        }
-                    }
-                })
-            });
+    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(16 << 20).build().unwrap();
+    tracing::dispatcher::with_default(&dispatch(layer), || {
+        for round in 0..800u64 {
+            let _s = tracing::info_span!("round", round).entered();
+            for seq in 0..100u64 {
+                tracing::info!(seq, s = "text", "ev");
+            }
         }
     });
     recorder.finish().unwrap();
@@ -175,7 +170,7 @@ fn a_large_perfetto_export_in_halves_holds_every_event() {
     assert_eq!(trace.lost(), 0);
     let sequences = perfetto_matches(&trace);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
-        assert_eq!(sequences, 4, "each half's own sequence per thread");
+        assert_eq!(sequences, 2, "the thread's records on a sequence of each half");
     }
 }
 
