@@ -96,7 +96,8 @@ fn every_flipped_bit_of_a_dump_is_refused_or_reported() {
 #[test]
 fn a_large_file_checked_on_two_threads_reads_as_the_held_reading() {
     let dir = TempDir::new("large");
-    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(8 << 20).build().unwrap();
+    // A ring that holds every record, so that none is lost however late the drain runs.
+    let (layer, recorder) = Builder::stream(dir.join("s.rtt")).per_thread_bytes(32 << 20).build().unwrap();
     tracing::dispatcher::with_default(&dispatch(layer), || {
         for seq in 0..150_000u64 {
             tracing::info!(seq, text = "some text to fill the file", "m");
