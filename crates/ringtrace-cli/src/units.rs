@@ -103,21 +103,11 @@ pub fn watermark_bytes(watermark: u64) -> Option<u64> {
     (wakeup_name(watermark) == "watermark").then_some(watermark)
 }
 
-/// `2024-05-01 12:34:56 UTC` for nanoseconds since the Unix epoch.
+/// `2024-05-01 12:34:56 UTC` for nanoseconds since the Unix epoch: the decoder's RFC
+/// 3339 time to the second.
 pub fn utc(ns: u64) -> String {
-    let secs = ns / 1_000_000_000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (non-negative).
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+    let t = ringtrace_tracing::decode::text::rfc3339(ns);
+    format!("{} {} UTC", &t[..10], &t[11..19])
 }
 
 /// A duration in nanoseconds as people read it: `850 ns`, `12.3 us`, `4.0 ms`, `2.50 s`.

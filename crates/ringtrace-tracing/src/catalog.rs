@@ -15,6 +15,7 @@
 //! slots are reused once their thread exits): a record belongs to the thread that took
 //! its lane last at or before the record's time (`since_ns`, in the records' time base).
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
@@ -39,6 +40,15 @@ pub struct Callsite {
     pub line: Option<u32>,
     /// The names of its fields, in order (values refer to them by index).
     pub fields: Vec<String>,
+}
+
+/// The name of field `index` of `callsite`: its own, or `field{index}` where the trace
+/// lacks the callsite or the callsite has no such field.
+pub(crate) fn field_name(callsite: Option<&Callsite>, index: u8) -> Cow<'_, str> {
+    match callsite.and_then(|c| c.fields.get(index as usize)) {
+        Some(name) => Cow::Borrowed(name),
+        None => Cow::Owned(format!("field{index}")),
+    }
 }
 
 const SPAN: u8 = 1;

@@ -109,24 +109,9 @@ fn apply_meta(m: Meta, parts: &mut Parts, problems: &mut Problems) {
     }
 }
 
-/// Takes in one chunk; a records chunk's payload goes to `records`.
-fn take_chunk(
-    kind: u8,
-    payload: &[u8],
-    parts: &mut Parts,
-    problems: &mut Problems,
-    records: &mut impl FnMut(&[u8], &mut Problems),
-) {
-    if kind == chunk::RECORDS {
-        records(payload, problems);
-    } else {
-        apply_meta(decode_meta(kind, payload), parts, problems);
-    }
-}
-
-/// Reads a records chunk's payload into `records`.
-fn hold_records(records: &mut Vec<Rec>) -> impl FnMut(&[u8], &mut Problems) + '_ {
-    |payload, problems| match file::records(payload) {
+/// Decodes a records chunk's payload into `records`.
+fn hold_records(payload: &[u8], records: &mut Vec<Rec>, problems: &mut Problems) {
+    match file::records(payload) {
         Ok(rs) => {
             for (lane, ts, b) in rs {
                 push_record(records, problems, lane, ts, b);
@@ -142,11 +127,13 @@ fn hold_records(records: &mut Vec<Rec>) -> impl FnMut(&[u8], &mut Problems) + '_
 fn read_chunks(bytes: &[u8], path: &Path, parts: &mut Parts, problems: &mut Problems) -> Result<(), Error> {
     let (chunks, damage) = file::chunks(bytes).map_err(|e| not_a_trace(path, e))?;
     problems.damage = damage;
-    let mut held = Vec::new();
     for (kind, payload) in chunks {
-        take_chunk(kind, payload, parts, problems, &mut hold_records(&mut held));
+        if kind == chunk::RECORDS {
+            hold_records(payload, &mut parts.records, problems);
+        } else {
+            apply_meta(decode_meta(kind, payload), parts, problems);
+        }
     }
-    parts.records.append(&mut held);
     Ok(())
 }
 

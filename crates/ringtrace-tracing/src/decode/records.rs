@@ -78,10 +78,7 @@ impl Records {
 
     /// A reading from the first record.
     pub fn read(&self) -> Reading<'_> {
-        match self {
-            Records::Held(r) => Reading::Held(r.iter()),
-            Records::File { .. } => self.read_window(0..u64::MAX, None),
-        }
+        self.read_window(0..u64::MAX, None)
     }
 
     /// A time that splits a trace file's records into two halves of about as many
@@ -176,8 +173,7 @@ impl FileReading<'_> {
         let c = self.chunks[i];
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.resize(CHUNK_HEAD + c.len as usize, 0);
-        let read = self.file.read_exact_at(&mut buf, c.head);
-        let why = match read {
+        let why = match self.file.read_exact_at(&mut buf, c.head) {
             Err(e) => Some(e.to_string()),
             Ok(()) => {
                 let (head, payload) = buf.split_at(CHUNK_HEAD);
@@ -185,37 +181,34 @@ impl FileReading<'_> {
                 (!file::chunk_sound(head, payload, crc)).then(|| "it changed since it was opened".to_string())
             }
         };
-        let order = match why {
-            None => file::records(&buf[CHUNK_HEAD..]).map(|rs| {
-                let base = buf.as_ptr() as usize;
-                let mut order: Vec<_> = rs
-                    .iter()
-                    .map(|&(lane, ts, b)| (ts, lane, (b.as_ptr() as usize - base) as u32, b.len() as u32))
-                    .collect();
-                // Stable: records of equal times keep their order in the file.
-                if !order.is_sorted_by_key(|r| r.0) {
-                    order.sort_by_key(|r| r.0);
-                }
-                order
-            }),
-            Some(why) => {
-                unread.chunks += 1;
-                if unread.first.is_none() {
-                    unread.first = Some(format!("records chunk at byte {}: {why}", c.head));
-                }
-                self.spare.push(buf);
-                return;
+        if let Some(why) = why {
+            unread.chunks += 1;
+            if unread.first.is_none() {
+                unread.first = Some(format!("records chunk at byte {}: {why}", c.head));
             }
-        };
-        match order {
-            Ok(order) if !order.is_empty() => {
-                self.heads.push(Reverse((order[0].0, i)));
-                self.runs[i] = Some(Run { buf, order, next: 0 });
-                self.peak = self.peak.max(self.heads.len());
-            }
-            // Counted when the file was opened.
-            _ => self.spare.push(buf),
+            self.spare.push(buf);
+            return;
         }
+        // A chunk whose records do not parse, or that holds none, was counted when the
+        // file was opened.
+        let Ok(rs) = file::records(&buf[CHUNK_HEAD..]) else {
+            self.spare.push(buf);
+            return;
+        };
+        let base = buf.as_ptr() as usize;
+        let mut order: Vec<_> =
+            rs.iter().map(|&(lane, ts, b)| (ts, lane, (b.as_ptr() as usize - base) as u32, b.len() as u32)).collect();
+        if order.is_empty() {
+            self.spare.push(buf);
+            return;
+        }
+        // Stable: records of equal times keep their order in the file.
+        if !order.is_sorted_by_key(|r| r.0) {
+            order.sort_by_key(|r| r.0);
+        }
+        self.heads.push(Reverse((order[0].0, i)));
+        self.runs[i] = Some(Run { buf, order, next: 0 });
+        self.peak = self.peak.max(self.heads.len());
     }
 
     /// The next record of the window and kinds wanted, in place: its time, lane and

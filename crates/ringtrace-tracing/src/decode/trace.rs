@@ -11,7 +11,7 @@ use tracing_core::Level;
 use super::load::{self, Parts, Problems};
 use super::raw;
 use super::records::{Reading, Records, Unread};
-use crate::catalog::{Callsite, ThreadInfo};
+use crate::catalog::{self, Callsite, ThreadInfo};
 use crate::error::Error;
 use crate::file::Process;
 use crate::wire::{RawRecord, RawValue, Value};
@@ -253,14 +253,7 @@ struct SpanState<'a> {
 fn fields(callsite: Option<&Callsite>, values: Vec<RawValue>) -> Vec<Field<'_>> {
     values
         .into_iter()
-        .map(|v| Field {
-            name: match callsite.and_then(|c| c.fields.get(v.field as usize)) {
-                Some(name) => Cow::Borrowed(name.as_str()),
-                None => Cow::Owned(format!("field{}", v.field)),
-            },
-            value: v.value,
-            cut: v.cut,
-        })
+        .map(|v| Field { name: catalog::field_name(callsite, v.field), value: v.value, cut: v.cut })
         .collect()
 }
 

@@ -9,7 +9,7 @@ use foldhash::HashMap;
 
 use super::records::{Got, Reading, Unread};
 use super::trace::{EntryKind, Field, Trace};
-use crate::catalog::{Callsite, ThreadInfo};
+use crate::catalog::{self, Callsite, ThreadInfo};
 use crate::wire::{self, RawRecord, RawValue, ValueAt, ValueIn};
 
 /// An event's values, where they lie.
@@ -76,22 +76,10 @@ pub(crate) fn message_index(callsite: &Callsite) -> Option<u8> {
     callsite.fields.iter().position(|f| f == "message").map(|i| i as u8)
 }
 
-/// A field's name: its callsite's, else `field{N}`.
-pub(crate) fn field_name(callsite: Option<&Callsite>, field: u8) -> Option<&str> {
-    callsite.and_then(|c| c.fields.get(field as usize)).map(String::as_str)
-}
-
 fn fields<'t>(callsite: Option<&'t Callsite>, values: ViewValues<'_>) -> Vec<Field<'t>> {
     values
         .iter()
-        .map(|(field, cut, v)| Field {
-            name: match field_name(callsite, field) {
-                Some(n) => n.into(),
-                None => format!("field{field}").into(),
-            },
-            value: v.into_value(),
-            cut,
-        })
+        .map(|(field, cut, v)| Field { name: catalog::field_name(callsite, field), value: v.into_value(), cut })
         .collect()
 }
 

@@ -32,7 +32,8 @@ use std::path::Path;
 use foldhash::HashMap;
 
 use super::{each_view, Exported, Slices};
-use crate::decode::view::{self, ViewKind, ViewValues};
+use crate::catalog;
+use crate::decode::view::{ViewKind, ViewValues, Views};
 use crate::decode::{Callsite, Trace, Value};
 use crate::wire::ValueIn;
 
@@ -219,10 +220,7 @@ impl Classes {
         let mut seen = HashMap::default();
         for (field, _, v) in values.iter() {
             let kind = Kind::of_in(&v);
-            let mut name = match view::field_name(callsite, field) {
-                Some(n) => ident(n),
-                None => format!("field{field}"),
-            };
+            let mut name = ident(&catalog::field_name(callsite, field));
             // Names that sanitize alike stay distinct.
             let n = seen.entry(name.clone()).or_insert(0);
             *n += 1;
@@ -273,7 +271,8 @@ pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u
     let mut x = Exported::default();
     // Span names, from their `new span` records.
     let mut slices = Slices::default();
-    x.unread_chunks = each_view(trace, progress, |entry| {
+    let (all, total) = (Views::new(trace, 0..u64::MAX, None), trace.len() as u64);
+    x.unread_chunks = each_view(all, &mut |n| progress(n, total), |entry| {
         let tid = entry.thread.map_or(u32::MAX - entry.lane, |t| t.tid);
         let s = match streams.entry(tid) {
             Entry::Occupied(o) => o.into_mut(),

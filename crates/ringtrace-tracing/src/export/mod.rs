@@ -94,23 +94,22 @@ pub(crate) fn each_entry<'a>(
 }
 
 /// [`each_entry`], with the records seen in place ([`Views`]): no value is copied out
-/// of a trace file's chunks.
+/// of a trace file's chunks. `done` hears records done every [`PROGRESS_EVERY`] records
+/// and at the end.
 pub(crate) fn each_view<'a>(
-    trace: &'a Trace,
-    progress: &mut dyn FnMut(u64, u64),
+    mut views: Views<'a>,
+    done: &mut dyn FnMut(u64),
     mut f: impl FnMut(&View<'a, '_>) -> io::Result<()>,
 ) -> io::Result<u64> {
-    let total = trace.len() as u64;
-    let mut views = Views::new(trace, 0..u64::MAX, None);
-    let mut done = 0u64;
+    let mut n = 0u64;
     while let Some(view) = views.next() {
         f(&view)?;
-        done += 1;
-        if done % PROGRESS_EVERY == 0 {
-            progress(done, total);
+        n += 1;
+        if n % PROGRESS_EVERY == 0 {
+            done(n);
         }
     }
-    progress(done, total);
+    done(n);
     Ok(views.unread_chunks())
 }
 

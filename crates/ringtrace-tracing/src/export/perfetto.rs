@@ -26,6 +26,7 @@
 
 mod sequence;
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::io::{self, Write};
@@ -34,7 +35,8 @@ use foldhash::HashMap;
 use prost::Message;
 
 use super::halves::{self, Half};
-use super::{Exported, Slices, LOST_NAME};
+use super::{each_view, Exported, Slices, LOST_NAME};
+use crate::catalog;
 use crate::decode::view::{self, View, ViewKind, Views};
 use crate::decode::Trace;
 use crate::wire::{self, ValueIn};
@@ -171,9 +173,9 @@ impl<'t> Part<'t> {
                             ValueIn::Number(_) => "",
                         }));
                     }
-                    let name = match view::field_name(cs, field) {
-                        Some(n) => Name::Kept(n),
-                        None => Name::Made(format!("field{field}")),
+                    let name = match catalog::field_name(cs, field) {
+                        Cow::Borrowed(n) => Name::Kept(n),
+                        Cow::Owned(n) => Name::Made(n),
                     };
                     (name, Arg::In(v))
                 });
@@ -218,26 +220,6 @@ impl<'t> Part<'t> {
             ViewKind::Other(other) => self.slices.note(other, view.ts_ns),
             _ => {}
         }
-    }
-
-    /// Goes through `views`, writing each; `done` hears records done. The chunks that
-    /// could not be read again.
-    fn take_all<W: Write + ?Sized>(
-        &mut self,
-        mut views: Views<'t>,
-        w: &mut Packets<'_, W>,
-        done: &mut dyn FnMut(u64),
-    ) -> io::Result<u64> {
-        let mut n = 0u64;
-        while let Some(view) = views.next() {
-            self.take(&view, w)?;
-            n += 1;
-            if n % super::PROGRESS_EVERY == 0 {
-                done(n);
-            }
-        }
-        done(n);
-        Ok(views.unread_chunks())
     }
 
     /// Ends the slices still open at the end of the trace.
@@ -285,6 +267,7 @@ pub fn write_with_progress(
         ..Default::default()
     }))?;
     let names: HashMap<u64, String> = trace.threads().iter().map(|t| (u64::from(t.tid), t.label())).collect();
+    let total = trace.len() as u64;
     if let Some(parts) = halves::split(trace) {
         let first = parts[0].clone();
         let x = halves::run(trace, parts, w.out, progress, |half: Half<'_>, blocks| {
@@ -299,20 +282,19 @@ pub fn write_with_progress(
                 }
             }
             let views = Views::new(trace, half.times, None);
-            let unread = part.take_all(views, &mut w, &mut |n| half.done.set(n))?;
+            let unread = each_view(views, &mut |n| half.done.set(n), |v| part.take(v, &mut w))?;
             if half.index == 1 {
                 part.close_open(&mut w)?;
             }
             part.x.unread_chunks = unread;
             Ok(part.x)
         })?;
-        let total = trace.len() as u64;
         progress(total, total);
         return Ok(x);
     }
-    let total = trace.len() as u64;
     let mut part = Part::new(pid, 0, 1, &names);
-    let unread = part.take_all(Views::new(trace, 0..u64::MAX, None), &mut w, &mut |n| progress(n, total))?;
+    let all = Views::new(trace, 0..u64::MAX, None);
+    let unread = each_view(all, &mut |n| progress(n, total), |v| part.take(v, &mut w))?;
     part.close_open(&mut w)?;
     part.x.unread_chunks = unread;
     Ok(part.x)
