@@ -41,11 +41,15 @@ fn parallel<K: ProducerKind>(cfg: &RunCfg, producers: usize, policy: Option<Wake
             producers,
             make,
             Some(move || {
-                c.poll(Some(Duration::from_millis(100)), |d| {
+                match c.poll(Some(Duration::from_millis(100)), |d| {
                     std::hint::black_box(d);
                     Ok::<(), Infallible>(())
-                })
-                .expect("poll") as u64
+                }) {
+                    Ok(n) => n as u64,
+                    // The run ended and its producers are gone.
+                    Err(ringtrace::ConsumeError::Disconnected) => 0,
+                    Err(e) => panic!("poll: {e}"),
+                }
             }),
         )
     } else {

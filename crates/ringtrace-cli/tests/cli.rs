@@ -55,7 +55,7 @@ fn bad_files_fail_with_one_line() {
     fails(&write_image("magic", &img), "magic is 0x474e495241544f4e, expected \"RINGTRC\\0\"");
     let mut img = valid();
     image::set_u32(&mut img, image::VERSION_AT, 3);
-    fails(&write_image("version", &img), "layout version 3 is not supported (this ringtrace reads version 4)");
+    fails(&write_image("version", &img), "layout version 3 is not supported (this ringtrace reads version 5)");
     let mut img = valid();
     img.truncate(10_000);
     fails(&write_image("truncated", &img), "file is 10000 bytes but capacity 4096 needs 12288 (truncated?)");

@@ -17,16 +17,16 @@ use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
 use crate::wait::poll::byte_reader_poll;
 use crate::wait::sleep::sleep_until_ready;
+use crate::wait::DEAD_CHECK;
 
 /// Cache line size for the consumer's partial publication.
 const LINE: u64 = 64;
-/// How often a waiting consumer wakes to check whether the record it waits for was
-/// left unfinished by a process that died.
-pub(crate) const DEAD_CHECK: Duration = Duration::from_millis(200);
 /// Empty consume calls between two readings of the clock while the consumer is stuck
 /// (reading the clock costs more than an empty call): whether to check for a dead
 /// producer is decided by time ([`DEAD_CHECK`]), not by this count.
 const STALL_CLOCK_EVERY: u32 = 8;
+use crate::disconnect;
+use crate::format::control::SEEN_CONSUMER;
 use crate::owner;
 use crate::region::mmap::MmapView;
 use crate::shared::Shared;
@@ -98,6 +98,7 @@ impl<K: ProducerKind> Consumer<K> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
         owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
+        disconnect::mark_seen(&core, SEEN_CONSUMER);
         // The published position may lie inside a record (space goes back in whole
         // cache lines); `read`, stored before it, is the record boundary the last
         // consumer reached. Start there (its records are not delivered again), and
@@ -313,6 +314,8 @@ impl<K: ProducerKind> Consumer<K> {
     }
 
     /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
+    /// Returns false at once when every producer is gone
+    /// ([`is_disconnected`](Self::is_disconnected)).
     ///
     /// While a record is claimed and not finished at its position, wakes every 200 ms
     /// to see whether its producer died (then steps over it: see
@@ -329,12 +332,19 @@ impl<K: ProducerKind> Consumer<K> {
             // Something claimed and not ready: its producer may be dead; check now and
             // then. (A claim made after this look, by a producer that then dies, is
             // found after the next commit wakes us: before that there is nothing to
-            // deliver anyway.)
-            let slice = if self.available() > 0 { Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK))) } else { left };
-            let r = sleep_until_ready(&core, published, slice, &mut self.armed, ready);
+            // deliver anyway.) A ring shared between processes: look now and then
+            // whether every producer process died (a handle dropped rings the doorbell).
+            let slice = if self.available() > 0 || self.core.region.is_futex() {
+                Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK)))
+            } else {
+                left
+            };
+            let r = sleep_until_ready(&core, published, slice, &mut self.armed, |c| {
+                ready(c) || disconnect::producers_gone(c)
+            });
             self.disarm();
             if r? {
-                return Ok(true);
+                return Ok(ready(&core));
             }
             let mut rd = self.rd;
             let skipped = self.skip_dead(&mut rd);
@@ -428,6 +438,31 @@ impl<K: ProducerKind> Consumer<K> {
         Ok(armed)
     }
 
+    /// Whether a producer handle attached once and none is left: every one dropped, or
+    /// its process died. What they committed before they left is still there to read
+    /// ([`poll`](Self::poll) delivers it, then returns
+    /// [`ConsumeError::Disconnected`]). A producer may attach again later.
+    ///
+    /// A ring shared between processes finds a producer process that died when it next
+    /// looks: a waiting consumer looks every 200 ms.
+    ///
+    /// ```
+    /// use ringtrace::{ConsumeError, MpscRing, Wakeup};
+    ///
+    /// let ring = MpscRing::new(4096)?;
+    /// let mut consumer = ring.consumer()?;
+    /// let mut producer = ring.producer()?;
+    /// std::thread::spawn(move || producer.output(b"last words", Wakeup::Default)).join().unwrap()?;
+    /// assert!(consumer.is_disconnected());
+    /// let n = consumer.poll(None, |rec: &[u8]| assert_eq!(rec, b"last words"))?;
+    /// assert_eq!(n, 1);
+    /// assert!(matches!(consumer.poll(None, |_: &[u8]| ()), Err(ConsumeError::Disconnected)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_disconnected(&self) -> bool {
+        disconnect::producers_gone(&self.core)
+    }
+
     /// Bytes reserved by producers and not yet consumed (committed or not).
     pub fn available(&self) -> u64 {
         let (_, prod) = self.core.positions();
@@ -444,7 +479,10 @@ byte_reader_poll! {
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it
     /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
     /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
-    impl[K: ProducerKind] Consumer<K> { read: read_all }
+    ///
+    /// [`ConsumeError::Disconnected`] once every producer is gone and their records
+    /// are read (see [`is_disconnected`](Self::is_disconnected)).
+    impl[K: ProducerKind] Consumer<K> { read: read_all, disconnected: is_disconnected }
 }
 
 impl<K: ProducerKind> AsFd for Consumer<K> {
@@ -461,6 +499,8 @@ impl<K: ProducerKind> Drop for Consumer<K> {
         self.disarm();
         self.publish();
         owner::give_back(&self.core.control().consumer.0.attached);
+        // Producers waiting for room learn that the consumer is gone.
+        self.core.wake_all_room();
     }
 }
 

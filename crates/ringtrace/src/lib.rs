@@ -122,6 +122,7 @@ pub mod channel;
 pub mod clock;
 pub mod config;
 pub mod consumer;
+mod disconnect;
 pub mod error;
 pub mod format;
 mod front;

@@ -5,7 +5,8 @@
 
 use std::ptr::NonNull;
 
-use crate::format::control::{Counters, N_SLOTS};
+use crate::disconnect;
+use crate::format::control::{Counters, N_SLOTS, SEEN_PRODUCER};
 use crate::owner;
 use crate::protocol::core::Core;
 use crate::region::mmap::{MmapRegion, MmapView};
@@ -137,9 +138,14 @@ impl SlotRef {
                 // dead, and the mark would make it look alive for as long as we live.
                 // Relaxed: only this owner writes the mark from now on.
                 line.0.claiming.store(0, Relaxed);
+                disconnect::mark_seen(core, SEEN_PRODUCER);
                 return SlotRef { index, line: NonNull::from(&line.0) };
             }
         }
+        // Relaxed: a count of the overflow slot's users for `disconnect`, which reads
+        // it with Acquire only to pair with the `free` below.
+        ctl.overflow.0.owner.fetch_add(1, Relaxed);
+        disconnect::mark_seen(core, SEEN_PRODUCER);
         SlotRef { index: N_SLOTS, line: NonNull::from(&ctl.overflow.0) }
     }
 
@@ -155,9 +161,18 @@ impl SlotRef {
     }
 
     pub(crate) fn free(&self, core: &Core<MmapView>) {
-        if let Some(line) = core.control().slots.get(self.index) {
-            // Release: pairs with the Acquire CAS in `claim` (the counts above are final).
-            line.0.owner.store(0, Release);
+        match core.control().slots.get(self.index) {
+            // Release: pairs with the Acquire CAS in `claim` (the counts above are
+            // final), and with the Acquire loads in `disconnect::producers_gone` (the
+            // records this handle committed are visible to a consumer that sees the
+            // slot free).
+            Some(line) => line.0.owner.store(0, Release),
+            // Release: as above, for the overflow slot's count. A count a hostile
+            // process zeroed is not taken below zero.
+            None => {
+                let count = &core.control().overflow.0.owner;
+                let _ = count.fetch_update(Release, Relaxed, |n| n.checked_sub(1));
+            }
         }
     }
 

@@ -83,6 +83,8 @@ impl<M: Mode, C: Clock> ChannelProducer<M, C> {
             ReserveError::Full { .. } => ReserveError::Full { len },
             ReserveError::Pending { .. } => ReserveError::Pending { len },
             ReserveError::Paused { .. } => ReserveError::Paused { len },
+            ReserveError::Timeout { .. } => ReserveError::Timeout { len },
+            ReserveError::Disconnected { .. } => ReserveError::Disconnected { len },
             ReserveError::TooLarge { max, .. } => ReserveError::TooLarge { len, max: max - stamp_len::<C>() },
             ReserveError::OutOfBounds { .. } => e,
         }

@@ -45,6 +45,12 @@ pub enum ConsumeError<E = Infallible> {
     /// overwritten. A snapshot returns nothing then: try again, or pause the ring first.
     #[error("producers overwrote the ring faster than the consumer could copy it (16 attempts)")]
     Busy,
+    /// Every producer is gone (each handle dropped, or its process dead) and every
+    /// record they committed has been read: nothing more will come, unless a producer
+    /// attaches again. Returned by the waiting reads (`poll`, and the async readers),
+    /// never by a read that delivered records.
+    #[error("every producer is gone and every record they wrote has been read")]
+    Disconnected,
     /// Waiting failed.
     #[error("waiting for records failed: {0}")]
     Io(#[from] io::Error),
@@ -63,6 +69,7 @@ impl ConsumeError<Infallible> {
             ConsumeError::Corrupt { pos, header } => ConsumeError::Corrupt { pos, header },
             ConsumeError::Positions { reader, producer } => ConsumeError::Positions { reader, producer },
             ConsumeError::Busy => ConsumeError::Busy,
+            ConsumeError::Disconnected => ConsumeError::Disconnected,
             ConsumeError::Io(e) => ConsumeError::Io(e),
             ConsumeError::Kernel(e) => ConsumeError::Kernel(e),
         }

@@ -26,6 +26,24 @@ pub enum ReserveError {
         /// The payload length asked for.
         len: usize,
     },
+    /// A producer that waits for room ([`Producer::reserve_wait`],
+    /// [`Producer::output_wait`]) found none before its timeout: the record is lost and
+    /// counted in `Stats::lost`.
+    ///
+    /// [`Producer::reserve_wait`]: crate::Producer::reserve_wait
+    /// [`Producer::output_wait`]: crate::Producer::output_wait
+    #[error("ring full: no room came for a record of {len} bytes before the timeout; it is counted as lost")]
+    Timeout {
+        /// The payload length asked for.
+        len: usize,
+    },
+    /// A producer that waits for room found the consumer gone (dropped, or its process
+    /// dead): no room will come. The record is lost and counted in `Stats::lost`.
+    #[error("ring full and its consumer is gone: a record of {len} bytes was refused; it is counted as lost")]
+    Disconnected {
+        /// The payload length asked for.
+        len: usize,
+    },
     /// The record could never fit: counted in `Stats::too_large`.
     #[error("record of {len} bytes is too large: this ring takes records of at most {max} bytes")]
     TooLarge {

@@ -11,7 +11,8 @@
 //!  offset 0     Meta          magic, layout version, kind, mode, capacity, policy
 //!  offset 128   ProducerLine  producer_pos                   (written by producers)
 //!  offset 256   ConsumerLine  consumer_pos, counters          (written by the consumer)
-//!  offset 384   WaitLine      the consumer's wait state       (read on every commit)
+//!  offset 384   WaitLine      the consumer's wait state       (read on every commit),
+//!                             producers waiting for room, who has ever attached
 //!  offset 512   OverwriteLine overwrite mode: overwrite_pos, its record count, the
 //!                             zeroed frontier, the retire lock (written by producers)
 //!  offset 640   overflow      shared counters for producers without a slot
@@ -27,7 +28,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// the message is.
 pub const FD_HELLO: [u8; 8] = *b"RINGTRC\x01";
 /// Version of this layout; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// `Meta::flags`: the doorbell is the futex word `WaitLine::futex`.
 pub const FLAG_FUTEX: u32 = 1;
 /// The flags this version knows; a ring with any other is refused.
@@ -165,7 +166,26 @@ pub(crate) struct WaitLine {
     /// one and calls `FUTEX_WAKE`; the consumer sleeps in `FUTEX_WAIT` on the value it
     /// read before it armed.
     pub(crate) futex: AtomicU32,
+    /// Nonzero while a producer waits for room (see `protocol::room`): the consumer,
+    /// which loads it after every publication of its position, then rings `room_futex`.
+    pub(crate) room: AtomicU32,
+    /// The producers' doorbell: the consumer adds one and calls `FUTEX_WAKE` (all
+    /// waiters); a producer sleeps in `FUTEX_WAIT` on the value it read before it armed.
+    pub(crate) room_futex: AtomicU32,
+    /// The socket doorbell of a consumer that waits in an event loop on a ring shared
+    /// between processes: 0 while there is none (producers ring `futex`); otherwise the
+    /// name of the consumer's abstract Unix socket, to which producers send a byte
+    /// instead (see `wait::doorbell`).
+    pub(crate) socket: AtomicU64,
+    /// Bit [`SEEN_PRODUCER`]: a producer handle has attached to this ring; bit
+    /// [`SEEN_CONSUMER`]: a consumer has. Until then neither side can be disconnected.
+    pub(crate) seen: AtomicU32,
 }
+
+/// [`WaitLine::seen`]: a producer handle has attached.
+pub(crate) const SEEN_PRODUCER: u32 = 1;
+/// [`WaitLine::seen`]: a consumer has attached.
+pub(crate) const SEEN_CONSUMER: u32 = 2;
 
 /// Overwrite mode's shared state (see the crate's `protocol::retire`), written by the holder of
 /// the retire lock (`lock_pid`) and read by everyone.
@@ -195,7 +215,8 @@ pub(crate) struct OverwriteLine {
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     /// 0 while free; the owning producer handle's process id while one owns it (a
-    /// dead process's slot is taken over). The overflow slot: unused.
+    /// dead process's slot is taken over). The overflow slot: how many producer handles
+    /// use it.
     pub(crate) owner: AtomicU64,
     pub(crate) committed: AtomicU64,
     pub(crate) discarded: AtomicU64,

@@ -129,7 +129,7 @@ fn header_errors_have_clear_messages() {
     assert!(err(img).contains("not initialized"));
     let mut img = good();
     image::set_u32(&mut img, image::VERSION_AT, 3);
-    assert_eq!(err(img), "layout version 3 is not supported (this ringtrace reads version 4)");
+    assert_eq!(err(img), "layout version 3 is not supported (this ringtrace reads version 5)");
     let mut img = good();
     img.truncate(12288);
     assert_eq!(err(img), "file is 12288 bytes but capacity 65536 needs 73728 (truncated?)");

@@ -125,5 +125,6 @@ impl<R: Region> Core<R> {
         self.control().consumer.0.pos.store(to, Release);
         rd.published = to;
         rd.end = to + self.cap;
+        self.room_made();
     }
 }

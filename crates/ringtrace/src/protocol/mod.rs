@@ -88,11 +88,14 @@ mod pause;
 mod read;
 pub(crate) mod repair;
 mod retire;
+mod room;
 mod wakeup;
 
 #[cfg(all(test, loom))]
 pub(crate) mod commit_loom;
 #[cfg(all(test, loom))]
 mod retire_loom;
+#[cfg(all(test, loom))]
+mod room_loom;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -33,6 +33,19 @@ impl<R: Region> Core<R> {
         }
     }
 
+    /// A producer handle let go of its slot (dropped): wakes the consumer if it waits,
+    /// so that it looks whether every producer is gone.
+    pub(crate) fn wake_detached(&self) {
+        // Pairs with `barrier::heavy` in `arm`: either the consumer's look at the
+        // producers' slots after its barrier sees this handle's slot free (stored,
+        // Release, before this call), or the load below sees WAITING.
+        barrier::light(self.asymmetric);
+        let wait = self.control().wait.0.word.load(Relaxed);
+        if wait & WAITING != 0 {
+            self.wake_slow(wait, 0, 0, Wakeup::Force);
+        }
+    }
+
     /// Whether a finished record (committed or discarded) is at `at`.
     #[inline]
     pub(crate) fn ready(&self, at: u64) -> bool {

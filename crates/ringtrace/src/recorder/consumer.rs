@@ -7,11 +7,13 @@ use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::callback::{BatchBuf, Iter, Outcome};
 use crate::config::ProducerKind;
+use crate::disconnect;
 use crate::error::{ConsumeError, Error};
+use crate::format::control::SEEN_CONSUMER;
 use crate::owner;
 use crate::protocol::capture::{Capture, Parse, Walk};
 use crate::protocol::core::Core;
@@ -20,6 +22,7 @@ use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 use crate::wait::poll::byte_reader_poll;
 use crate::wait::sleep::sleep_until_ready;
+use crate::wait::DEAD_CHECK;
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
 /// ones. Each record is copied out and checked before the callback sees it, so a record
@@ -80,6 +83,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         let core = shared.core.clone();
         let line = &core.control().consumer.0;
         owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
+        disconnect::mark_seen(&core, SEEN_CONSUMER);
         // Relaxed: handed over through the attach flag (Acquire).
         let (consumed, skipped, overwritten) =
             (line.consumed.load(Relaxed), line.skipped.load(Relaxed), line.overwritten.load(Relaxed));
@@ -249,9 +253,30 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         self.publish();
         let core = self.core.clone();
         let at = self.pos;
-        let r = sleep_until_ready(&core, at, timeout, &mut self.armed, |c| ready_at(c, at));
-        self.disarm();
-        r
+        // A ring shared between processes: look now and then whether every producer
+        // process died (a handle dropped rings the doorbell).
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let slice =
+                if core.region.is_futex() { Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK))) } else { left };
+            let r = sleep_until_ready(&core, at, slice, &mut self.armed, |c| {
+                ready_at(c, at) || disconnect::producers_gone(c)
+            });
+            self.disarm();
+            if r? || ready_at(&core, at) {
+                return Ok(ready_at(&core, at));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Whether a producer handle attached once and none is left (see
+    /// [`Consumer::is_disconnected`](crate::Consumer::is_disconnected)).
+    pub fn is_disconnected(&self) -> bool {
+        disconnect::producers_gone(&self.core)
     }
 
     fn disarm(&mut self) {
@@ -266,7 +291,7 @@ byte_reader_poll! {
     /// Consumes what is available; if nothing is, sleeps until a producer wakes it (per
     /// the wakeup policy: by default only [`Wakeup::Force`](crate::Wakeup::Force)) or
     /// `timeout` passes, then consumes.
-    impl[K: ProducerKind] OverwriteConsumer<K> { read: read_all }
+    impl[K: ProducerKind] OverwriteConsumer<K> { read: read_all, disconnected: is_disconnected }
 }
 
 /// A record is ready at `at`, or the consumer there was overtaken (the oldest record is

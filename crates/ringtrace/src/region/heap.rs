@@ -16,6 +16,10 @@ pub(crate) struct HeapRegion {
     payload: Box<[UnsafeCell<u64>]>,
     bell: Mutex<u64>,
     ring: Condvar,
+    /// The producers' doorbell (`room_futex`), as a futex: `room_wait` and `notify_room`
+    /// serialize on this mutex, as the kernel serializes `FUTEX_WAIT` and `FUTEX_WAKE`.
+    room_bell: Mutex<()>,
+    room_ring: Condvar,
     /// The doorbell is the futex word in the control block, as in a ring shared
     /// between processes (`futex_token`, `futex_wait`), besides the counter.
     futex: bool,
@@ -38,6 +42,8 @@ impl HeapRegion {
             payload: (0..words).map(|_| UnsafeCell::new(0)).collect(),
             bell: Mutex::new(0),
             ring: Condvar::new(),
+            room_bell: Mutex::new(()),
+            room_ring: Condvar::new(),
             futex: false,
         }
     }
@@ -64,6 +70,17 @@ impl HeapRegion {
         // Relaxed: under the mutex, which orders it with `notify`'s add.
         while self.control.wait.0.futex.load(Relaxed) == token {
             g = self.ring.wait(g).unwrap();
+        }
+    }
+
+    /// `FUTEX_WAIT` on the producers' doorbell: sleeps while `room_futex` holds
+    /// `token`.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    pub(crate) fn room_wait(&self, token: u32) {
+        let mut g = self.room_bell.lock().unwrap();
+        // Relaxed: under the mutex, which orders it with `notify_room`'s add.
+        while self.control.wait.0.room_futex.load(Relaxed) == token {
+            g = self.room_ring.wait(g).unwrap();
         }
     }
 
@@ -128,6 +145,12 @@ unsafe impl Region for HeapRegion {
             // SAFETY: the caller owns this range exclusively (the trait's contract).
             self.payload[w].with_mut(|p| unsafe { *p = 0 });
         }
+    }
+    fn notify_room(&self) {
+        let _g = self.room_bell.lock().unwrap();
+        // Release: as in `MmapView::notify_room`.
+        self.control.wait.0.room_futex.fetch_add(1, crate::sync::Ordering::Release);
+        self.room_ring.notify_all();
     }
     fn notify(&self) {
         if self.futex {

@@ -46,7 +46,7 @@ use super::Region;
 use crate::error::Error;
 use crate::format::control::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
-use crate::wait::doorbell::{Bell, BellToken};
+use crate::wait::doorbell::{self, Bell, BellToken};
 
 /// A ring file mapped into this process, and its doorbell: the owner of the mapping and
 /// the descriptors. Handles use it through [`MmapView`]s.
@@ -231,6 +231,13 @@ impl MmapView {
     pub(crate) fn sleep(&self, token: BellToken, timeout: Option<Duration>) -> io::Result<()> {
         self.bell().sleep(token, timeout)
     }
+
+    /// A producer's sleep until the consumer makes room: while the producers' doorbell
+    /// (`room_futex`) holds `token` (read with `Core::room_token` before arming), at
+    /// most `timeout`.
+    pub(crate) fn sleep_for_room(&self, token: u32, timeout: Option<Duration>) -> io::Result<()> {
+        Bell::Futex(&self.control().wait.0.room_futex).sleep(BellToken(token), timeout)
+    }
 }
 
 impl Drop for MmapRegion {
@@ -303,5 +310,9 @@ unsafe impl Region for MmapView {
     #[inline]
     fn notify(&self) {
         self.bell().ring();
+    }
+
+    fn notify_room(&self) {
+        doorbell::ring_all(&self.control().wait.0.room_futex);
     }
 }

@@ -60,6 +60,10 @@ pub(crate) unsafe trait Region: Send + Sync {
     }
     /// Wakes the consumer (eventfd write, or the model's condition variable).
     fn notify(&self);
+    /// Wakes every producer waiting for room: adds one to the control block's
+    /// `room_futex` (Release: pairs with the Acquire load in `Core::room_token`) and
+    /// wakes its waiters (`FUTEX_WAKE`, or the model's condition variable).
+    fn notify_room(&self);
     /// Whether processes other than this one may produce into the ring: then the
     /// asymmetric barrier pair (whose heavy side, `membarrier(PRIVATE_EXPEDITED)`,
     /// reaches only this process's threads) cannot be used.

@@ -20,7 +20,7 @@ use crate::sync::Ordering::{Acquire, Release};
 /// What a consumer read from the doorbell before it armed its wait: the futex value
 /// (futex rings) or nothing (the eventfd was reset).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct BellToken(u32);
+pub(crate) struct BellToken(pub(crate) u32);
 
 /// The doorbell of one ring: its futex word, or its eventfd.
 #[derive(Clone, Copy, Debug)]
@@ -93,4 +93,15 @@ impl Bell<'_> {
             }
         }
     }
+}
+
+/// Rings a futex doorbell that several threads or processes may sleep on (the
+/// producers' `room_futex`): adds one, then wakes every waiter.
+pub(crate) fn ring_all(word: &AtomicU32) {
+    // Release: pairs with the Acquire load of the token (`Core::room_token`): a waiter
+    // that read the old value sleeps in FUTEX_WAIT only while the word still holds it,
+    // atomically with queueing, so it is woken below or does not sleep.
+    word.fetch_add(1, Release);
+    // `i32::MAX`: the kernel reads the count as an int (`u32::MAX` would wake one).
+    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }

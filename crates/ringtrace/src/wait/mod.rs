@@ -29,3 +29,9 @@ pub(crate) mod poll;
 pub(crate) mod sleep;
 
 pub(crate) use patience::{settle, Patience};
+
+/// How often a waiting side looks whether the process it waits for died: a consumer
+/// waiting at a record left unfinished, or for producers of a ring shared between
+/// processes; a producer waiting for room, for its consumer.
+#[cfg(not(loom))]
+pub(crate) const DEAD_CHECK: std::time::Duration = std::time::Duration::from_millis(200);

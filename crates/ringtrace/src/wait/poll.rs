@@ -24,6 +24,11 @@ pub(crate) trait Poll {
     fn linger(&self) -> Duration {
         Duration::ZERO
     }
+    /// Whether every writer is gone, so that nothing more will come once what is there
+    /// is read (readers that cannot tell: never).
+    fn disconnected(&mut self) -> bool {
+        false
+    }
 }
 
 /// Reads what `reader` has; if nothing, lingers and waits (at most `timeout`) and reads
@@ -48,11 +53,18 @@ where
         }
     }
     // Bounded by the deadline: every round sleeps until a wakeup or the deadline; with
-    // no deadline it returns at the first read that delivers.
+    // no deadline it returns at the first read that delivers, or once every writer is
+    // gone.
     loop {
-        if !reader.wait_ready(left())? {
-            return Ok(0);
+        if reader.disconnected() {
+            // What the writers published before they left is visible now (the look
+            // above acquired their detaching): read it, and say so when it is all read.
+            let n = reader.read_now(&mut f)?;
+            return if n > 0 { Ok(n) } else { Err(ConsumeError::Disconnected) };
         }
+        // Whether the wait saw a record does not matter: the read below says, and a
+        // wait that ended early (a spurious wakeup, every writer gone) comes round again.
+        reader.wait_ready(left())?;
         let n = reader.read_now(&mut f)?;
         if n > 0 || left().is_some_and(|l| l.is_zero()) {
             return Ok(n);
@@ -65,9 +77,10 @@ where
 /// [`OverwriteConsumer`](crate::recorder::OverwriteConsumer),
 /// [`BpfRingBuf`](crate::kernel::bpf::BpfRingBuf)). `read` names the reader's method
 /// that reads every record available now (`fn(&mut self, &mut F) -> Result<usize,
-/// ConsumeError<E>>`); `linger`, if given, the field holding its linger time.
+/// ConsumeError<E>>`); `linger`, if given, the field holding its linger time;
+/// `disconnected`, if given, its method that says whether every writer is gone.
 macro_rules! byte_reader_poll {
-    ($(#[$doc:meta])* impl[$($gen:tt)*] $ty:ty { read: $read:ident $(, linger: $linger:ident)? }) => {
+    ($(#[$doc:meta])* impl[$($gen:tt)*] $ty:ty { read: $read:ident $(, linger: $linger:ident)? $(, disconnected: $disconnected:ident)? }) => {
         impl<$($gen)*> $ty {
             $(#[$doc])*
             pub fn poll<F, R>(
@@ -96,6 +109,9 @@ macro_rules! byte_reader_poll {
             }
             $(fn linger(&self) -> std::time::Duration {
                 self.$linger
+            })?
+            $(fn disconnected(&mut self) -> bool {
+                self.$disconnected()
             })?
         }
     };

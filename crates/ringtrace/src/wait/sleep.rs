@@ -29,6 +29,11 @@ pub(crate) fn sleep_until_ready(
         if !*armed {
             continue; // a record arrived, or a producer rang: look again
         }
+        // Once more after the barrier in `arm`: what `ready` looks at besides the
+        // record (whether every producer is gone) pairs with that barrier too.
+        if ready(core) {
+            return Ok(true);
+        }
         let left = match deadline {
             None => None,
             Some(d) => match d.checked_duration_since(Instant::now()) {

@@ -133,6 +133,27 @@ pub fn child() {
             }
             vec![next]
         }
+        "produce-waiting" => {
+            // Every record written: a full ring makes the producer wait for room.
+            let ring = MpscRing::open(&args[0]).unwrap();
+            let mut p = ring.producer().unwrap();
+            let id: u32 = args[1].parse().unwrap();
+            let mut buf = Vec::new();
+            for seq in 0..RECORDS {
+                record(id, seq, &mut buf);
+                p.output_wait(&buf, Wakeup::Default, Some(Duration::from_secs(60))).unwrap();
+            }
+            vec![RECORDS]
+        }
+        "hold-producer" => {
+            let ring = MpscRing::open(&args[0]).unwrap();
+            let mut p = ring.producer().unwrap();
+            p.output(b"before dying", Wakeup::Default).unwrap();
+            println!("ATTACHED");
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            unreachable!("killed while waiting")
+        }
         "map-and-touch" => map_and_touch(&args[0]),
         "pause-and-wait" => {
             let ring = FlightRecorder::open(&args[0]).unwrap();
