@@ -16,7 +16,7 @@ use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
 use crate::wait::poll::byte_reader_poll;
-use crate::wait::sleep::sleep_until_ready;
+use crate::wait::sleep::{arm_for_fd, sleep_until_ready};
 use crate::wait::DEAD_CHECK;
 
 /// Cache line size for the consumer's partial publication.
@@ -99,6 +99,9 @@ impl<K: ProducerKind> Consumer<K> {
         let line = &core.control().consumer.0;
         owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
         disconnect::mark_seen(&core, SEEN_CONSUMER);
+        // A consumer before us (perhaps in a process that died) may have named its
+        // socket doorbell: producers ring the futex until this one names its own.
+        core.region.forget_socket();
         // The published position may lie inside a record (space goes back in whole
         // cache lines); `read`, stored before it, is the record boundary the last
         // consumer reached. Start there (its records are not delivered again), and
@@ -413,7 +416,16 @@ impl<K: ProducerKind> Consumer<K> {
 
     /// Prepares to wait on [`as_fd`](AsFd::as_fd): publishes the consumer position,
     /// resets the doorbell, and announces the wait. `Ok(true)`: nothing is ready, wait
-    /// on the fd. `Ok(false)`: something is ready (or arrived meanwhile): consume first.
+    /// on the fd. `Ok(false)`: something is ready (or arrived meanwhile, or every
+    /// producer is gone: see [`is_disconnected`](Self::is_disconnected)): consume first.
+    ///
+    /// In a ring shared between processes this also switches the ring's doorbell from
+    /// its futex to this consumer's socket (an abstract Unix socket, which is what
+    /// `as_fd` lends): producers in other processes must then share this process's
+    /// network namespace to wake it. `Unsupported` if this process could not make the
+    /// socket. A consumer that waits this way should also look every 200 ms or so
+    /// whether every producer process died (`is_disconnected`), as `poll` does: a
+    /// killed process rings nothing.
     pub fn arm(&mut self) -> io::Result<bool> {
         self.publish();
         if self.ready() {
@@ -423,19 +435,13 @@ impl<K: ProducerKind> Consumer<K> {
     }
 
     fn arm_inner(&mut self) -> io::Result<bool> {
-        if self.core.region.is_futex() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "a ring shared between processes wakes its consumer through a futex, not a file \
-                 descriptor: use poll or wait",
-            ));
-        }
-        self.core.region.prepare_sleep()?;
-        self.armed = true;
         let at = self.rd.published;
-        let armed = self.core.arm(at)?;
-        self.armed = armed;
-        Ok(armed)
+        let core = self.core.clone();
+        let armed = arm_for_fd(&core, at, &mut self.armed, disconnect::producers_gone);
+        if !matches!(armed, Ok(true)) {
+            self.disarm();
+        }
+        armed
     }
 
     /// Whether a producer handle attached once and none is left: every one dropped, or
@@ -486,9 +492,9 @@ byte_reader_poll! {
 }
 
 impl<K: ProducerKind> AsFd for Consumer<K> {
-    /// The doorbell: an eventfd that becomes readable when a producer wakes this
-    /// consumer. See [`Consumer::arm`]. Rings shared between processes wake their
-    /// consumer through a futex instead: their `arm` fails with `Unsupported`.
+    /// The doorbell: a descriptor that becomes readable when a producer wakes this
+    /// consumer (an eventfd; in a ring shared between processes, a socket, rung once
+    /// [`Consumer::arm`] named it). See [`Consumer::arm`].
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.shared.region.doorbell()
     }
@@ -498,6 +504,7 @@ impl<K: ProducerKind> Drop for Consumer<K> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
+        self.core.region.forget_socket();
         owner::give_back(&self.core.control().consumer.0.attached);
         // Producers waiting for room learn that the consumer is gone.
         self.core.wake_all_room();

@@ -234,3 +234,50 @@ fn a_waiting_producer_finds_a_killed_consumer_process_gone() {
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A consumer of a ring file in an event loop: edge-triggered epoll on its descriptor
+/// (the socket doorbell `arm` names), a producer in another process that writes with
+/// pauses of 0 to 60 µs (the consumer is caught up and asleep, arming, or busy at every
+/// kind of moment). No edge is ever missing while records are pending.
+#[test]
+fn a_ring_file_consumer_waits_in_an_event_loop_for_another_process() {
+    use rustix::event::epoll;
+    use std::os::fd::AsFd;
+    let path = temp_path("wait-epoll");
+    let ring = MpscRing::builder(1 << 16).create(&path).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).unwrap();
+    epoll::add(&ep, c.as_fd(), epoll::EventData::new_u64(1), epoll::EventFlags::IN | epoll::EventFlags::ET).unwrap();
+    let kid = spawn("produce-sampled", &[path.to_str().unwrap()]);
+    let (mut next, mut sleeps) = (0u64, 0u64);
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(4);
+    while next < SAMPLED {
+        c.consume(|d: &[u8]| {
+            assert_eq!(d, next.to_le_bytes());
+            next += 1;
+        })
+        .unwrap();
+        if next < SAMPLED && c.arm().unwrap() {
+            sleeps += 1;
+            let ts = rustix::event::Timespec { tv_sec: 10, tv_nsec: 0 };
+            events.clear();
+            epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), Some(&ts)).unwrap();
+            assert!(!events.is_empty(), "stalled: no edge while records were pending (at {next})");
+        }
+    }
+    assert_eq!(finish(kid), vec![SAMPLED]);
+    assert!(sleeps > 0, "the consumer never waited: the test proves nothing");
+    // Dropped: producers ring the futex again, and a consumer that sleeps on it is woken.
+    drop(c);
+    let mut c = ring.consumer().unwrap();
+    let mut p = ring.producer().unwrap();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        p.output(b"futex again", Wakeup::Default).unwrap();
+    });
+    let mut got = Vec::new();
+    c.poll(Some(Duration::from_secs(10)), |d: &[u8]| got.push(d.to_vec())).unwrap();
+    assert_eq!(got, vec![b"futex again".to_vec()]);
+    t.join().unwrap();
+    std::fs::remove_file(&path).unwrap();
+}

@@ -21,7 +21,7 @@ use crate::region::mmap::MmapView;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 use crate::wait::poll::byte_reader_poll;
-use crate::wait::sleep::sleep_until_ready;
+use crate::wait::sleep::{arm_for_fd, sleep_until_ready};
 use crate::wait::DEAD_CHECK;
 
 /// Reads an overwrite ring's records in order while producers overwrite the oldest
@@ -84,6 +84,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         let line = &core.control().consumer.0;
         owner::take(&line.attached).map_err(|pid| Error::ConsumerAttached { pid })?;
         disconnect::mark_seen(&core, SEEN_CONSUMER);
+        core.region.forget_socket();
         // Relaxed: handed over through the attach flag (Acquire).
         let (consumed, skipped, overwritten) =
             (line.consumed.load(Relaxed), line.skipped.load(Relaxed), line.overwritten.load(Relaxed));
@@ -273,6 +274,24 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         }
     }
 
+    /// Prepares to wait on [`as_fd`](AsFd::as_fd), as [`Consumer::arm`](crate::Consumer::arm)
+    /// does: publishes the read position, resets the doorbell, announces the wait.
+    /// `Ok(true)`: nothing is ready, wait on the fd. `Ok(false)`: a record is ready (or
+    /// the consumer was overtaken, or every producer is gone): read first.
+    pub fn arm(&mut self) -> io::Result<bool> {
+        self.publish();
+        let at = self.pos;
+        if ready_at(&self.core, at) {
+            return Ok(false);
+        }
+        let core = self.core.clone();
+        let armed = arm_for_fd(&core, at, &mut self.armed, |c| ready_at(c, at) || disconnect::producers_gone(c));
+        if !matches!(armed, Ok(true)) {
+            self.disarm();
+        }
+        armed
+    }
+
     /// Whether a producer handle attached once and none is left (see
     /// [`Consumer::is_disconnected`](crate::Consumer::is_disconnected)).
     pub fn is_disconnected(&self) -> bool {
@@ -311,6 +330,7 @@ impl<K: ProducerKind> Drop for OverwriteConsumer<K> {
     fn drop(&mut self) {
         self.disarm();
         self.publish();
+        self.core.region.forget_socket();
         owner::give_back(&self.core.control().consumer.0.attached);
     }
 }

@@ -46,6 +46,7 @@ use super::Region;
 use crate::error::Error;
 use crate::format::control::{Control, CONTROL_SIZE};
 use crate::sync::AtomicU64;
+use crate::sync::Ordering::Relaxed;
 use crate::wait::doorbell::{self, Bell, BellToken};
 
 /// A ring file mapped into this process, and its doorbell: the owner of the mapping and
@@ -57,8 +58,10 @@ pub(crate) struct MmapRegion {
     map_len: usize,
     /// The memfd or ring file (shared with other processes through it).
     fd: OwnedFd,
-    /// Nonblocking eventfd: the doorbell of a private ring; unused (never rung) in a
-    /// futex ring, kept so that `AsFd` always has a descriptor to lend.
+    /// The descriptor a consumer in an event loop waits on: the nonblocking eventfd of
+    /// a private ring; the socket doorbell of a futex ring ([`doorbell::bind_socket`]),
+    /// or, where no socket could be made, an eventfd never rung (so that `AsFd` always
+    /// has a descriptor to lend; `arm` then says why it cannot be used).
     eventfd: OwnedFd,
 }
 
@@ -77,10 +80,12 @@ pub(crate) struct MmapView {
     data: NonNull<u8>,
     /// `capacity - 1`.
     mask: u64,
-    /// The eventfd, owned by the region.
+    /// The eventfd (or socket doorbell), owned by the region.
     eventfd: RawFd,
     /// Whether the doorbell is the futex word (rings shared between processes).
     futex: bool,
+    /// Futex rings: the id of this mapping's socket doorbell, 0 if none could be made.
+    socket_id: u64,
 }
 
 // SAFETY: a view is a set of addresses into a mapping that every thread of the process
@@ -136,7 +141,14 @@ impl MmapRegion {
         let map_len = second.checked_add(cap).ok_or_else(too_big)?;
         // Within the file (checked above), so no overflow.
         let data_at = m.file_offset + m.data_offset;
-        let eventfd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(Error::io("eventfd"))?;
+        let new_eventfd = || eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(Error::io("eventfd"));
+        let (eventfd, socket_id) = match m.futex {
+            false => (new_eventfd()?, 0),
+            true => match doorbell::bind_socket() {
+                Ok(bound) => bound,
+                Err(_) => (new_eventfd()?, 0),
+            },
+        };
         let rw = ProtFlags::READ | ProtFlags::WRITE;
         let data_prot = if m.data_writable { rw } else { ProtFlags::READ };
 
@@ -171,7 +183,8 @@ impl MmapRegion {
         let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
         // SAFETY: data_offset < map_len, so the result is inside the mapping.
         let data = unsafe { base.add(data_offset) };
-        let view = MmapView { base, data, mask: m.capacity - 1, eventfd: eventfd.as_raw_fd(), futex: m.futex };
+        let view =
+            MmapView { base, data, mask: m.capacity - 1, eventfd: eventfd.as_raw_fd(), futex: m.futex, socket_id };
         Ok(MmapRegion { view, map_len, fd, eventfd })
     }
 
@@ -212,13 +225,42 @@ impl MmapView {
         unsafe { BorrowedFd::borrow_raw(self.eventfd) }
     }
 
-    /// The ring's doorbell.
+    /// The ring's doorbell, as its consumer sleeps on it: in a futex ring, the socket
+    /// doorbell once the consumer named it in the control block ([`Self::use_socket`]).
     fn bell(&self) -> Bell<'_> {
-        if self.futex {
-            Bell::Futex(&self.control().wait.0.futex)
-        } else {
+        if !self.futex {
             Bell::Eventfd(self.eventfd())
+        } else if self.socket_id != 0 && self.control().wait.0.socket.load(Relaxed) == self.socket_id {
+            // Relaxed: the consumer reads its own store.
+            Bell::Socket(self.eventfd())
+        } else {
+            Bell::Futex(&self.control().wait.0.futex)
         }
+    }
+
+    /// The consumer of a futex ring will wait through a descriptor: names this
+    /// mapping's socket doorbell in the control block, so that producers ring it
+    /// instead of the futex. The consumer calls it before it arms: the Release store of
+    /// the wait word in `arm` publishes this store to the producer that wins the wakeup
+    /// CAS (Acquire), which then reads the name in `notify`.
+    pub(crate) fn use_socket(&self) -> io::Result<()> {
+        if self.socket_id == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this process could not make a socket doorbell for the ring (socket(AF_UNIX) or bind failed): \
+                 use poll or wait",
+            ));
+        }
+        // Relaxed: published by the wait word's Release store in `arm` (see above).
+        self.control().wait.0.socket.store(self.socket_id, Relaxed);
+        Ok(())
+    }
+
+    /// A consumer attaches or detaches: producers go back to the futex doorbell.
+    pub(crate) fn forget_socket(&self) {
+        // Relaxed: as in `use_socket`; a producer that still sends to the old name
+        // wakes nobody, and the consumer arms again (with the futex) before it sleeps.
+        self.control().wait.0.socket.store(0, Relaxed);
     }
 
     /// Resets the doorbell before the consumer arms its wait ([`Bell::token`]).
@@ -309,7 +351,16 @@ unsafe impl Region for MmapView {
 
     #[inline]
     fn notify(&self) {
-        self.bell().ring();
+        if !self.futex {
+            return Bell::Eventfd(self.eventfd()).ring();
+        }
+        // Relaxed: the caller won the wakeup CAS on the wait word (Acquire), which
+        // pairs with the consumer's Release store of it in `arm`, made after the
+        // consumer named its socket (`use_socket`).
+        match self.control().wait.0.socket.load(Relaxed) {
+            0 => Bell::Futex(&self.control().wait.0.futex).ring(),
+            id => doorbell::ring_socket(id),
+        }
     }
 
     fn notify_room(&self) {

@@ -6,12 +6,22 @@
 //! wake. The consumer reads the doorbell ([`Bell::token`]) before it arms its wait, so a ring
 //! between that read and its sleep is not missed: the eventfd then stays readable, the
 //! futex word then differs from the token and `FUTEX_WAIT` returns at once.
+//!
+//! A futex cannot go into an event loop. A consumer of a shared ring that waits through
+//! a descriptor ([`Consumer::arm`](crate::Consumer::arm)) therefore names a socket
+//! doorbell in the control block ([`WaitLine::socket`](crate::format::control::WaitLine)):
+//! a datagram socket bound to an abstract Unix name, to which a producer in any process
+//! of the same network namespace sends a byte instead of waking the futex. The socket
+//! is read before the wait is armed, so a byte sent between that read and the sleep
+//! keeps it readable.
 
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::net::{bind, sendto, socket_with, AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
 use rustix::thread::futex;
 
 use crate::sync::AtomicU32;
@@ -22,12 +32,22 @@ use crate::sync::Ordering::{Acquire, Release};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BellToken(pub(crate) u32);
 
-/// The doorbell of one ring: its futex word, or its eventfd.
+/// The doorbell of one ring: its futex word, its eventfd, or (a consumer of a ring
+/// shared between processes that waits in an event loop) its socket.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Bell<'a> {
     Futex(&'a AtomicU32),
     Eventfd(BorrowedFd<'a>),
+    /// The consumer's side of a socket doorbell: a datagram socket bound to an
+    /// abstract name ([`bind_socket`]), to which producers send a byte
+    /// ([`ring_socket`]).
+    Socket(BorrowedFd<'a>),
 }
+
+/// Datagrams a consumer reads off its socket doorbell before it arms, at most: the
+/// kernel queues 10 by default (`net.unix.max_dgram_qlen`); a socket left readable by
+/// a process that floods it only costs needless wakeups.
+const SOCKET_DRAIN: usize = 64;
 
 fn timespec(t: Duration) -> Timespec {
     Timespec { tv_sec: t.as_secs().min(i64::MAX as u64) as _, tv_nsec: t.subsec_nanos() as _ }
@@ -49,6 +69,17 @@ impl Bell<'_> {
                     Err(e) => Err(e.into()),
                 }
             }
+            Bell::Socket(fd) => {
+                let mut buf = [0u8; 8];
+                for _ in 0..SOCKET_DRAIN {
+                    match rustix::net::recv(fd, &mut buf, rustix::net::RecvFlags::DONTWAIT) {
+                        Ok(_) => {}
+                        Err(rustix::io::Errno::AGAIN) => break,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(BellToken(0))
+            }
         }
     }
 
@@ -65,7 +96,7 @@ impl Bell<'_> {
                 }
                 Err(e) => Err(e.into()),
             },
-            Bell::Eventfd(fd) => {
+            Bell::Eventfd(fd) | Bell::Socket(fd) => {
                 let mut fds = [PollFd::new(&fd, PollFlags::IN)];
                 match poll(&mut fds, ts.as_ref()) {
                     Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
@@ -91,7 +122,60 @@ impl Bell<'_> {
             Bell::Eventfd(fd) => {
                 let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
             }
+            // Producers ring a socket doorbell by its name ([`ring_socket`]).
+            Bell::Socket(_) => {}
         }
+    }
+}
+
+/// The abstract Unix socket name of socket doorbell `id`.
+fn socket_name(id: u64) -> io::Result<SocketAddrUnix> {
+    Ok(SocketAddrUnix::new_abstract_name(format!("ringtrace.{id:016x}").as_bytes())?)
+}
+
+/// A random nonzero doorbell id (std's `RandomState` keys are random per process;
+/// the process id, the time and a counter make each call's differ).
+fn random_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::hash::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    h.write_u128(now.as_nanos());
+    h.finish().max(1)
+}
+
+/// Makes a consumer's socket doorbell: a nonblocking datagram socket bound to the
+/// abstract name of a random id (abstract names need no file and vanish with the
+/// socket; they are per network namespace). Returns the socket and its id.
+pub(crate) fn bind_socket() -> io::Result<(OwnedFd, u64)> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let fd = socket_with(AddressFamily::UNIX, SocketType::DGRAM, flags, None)?;
+    // A few random names: a 64-bit id taken by another socket is all but impossible.
+    for _ in 0..4 {
+        let id = random_id();
+        match bind(&fd, &socket_name(id)?) {
+            Ok(()) => return Ok((fd, id)),
+            Err(rustix::io::Errno::ADDRINUSE) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AddrInUse, "no free abstract socket name for the doorbell"))
+}
+
+/// Rings the socket doorbell `id` (read from the control block: any value another
+/// process wrote there only sends a byte to some other ringtrace doorbell): one
+/// datagram, never blocking. A full queue means the consumer is already woken; a name
+/// nobody holds (the consumer is gone), nothing to wake. Sent from one unbound socket
+/// per process, made at the first ring.
+pub(crate) fn ring_socket(id: u64) {
+    static SENDER: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    let sender = SENDER.get_or_init(|| {
+        socket_with(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC, None).ok()
+    });
+    if let (Some(fd), Ok(name)) = (sender, socket_name(id)) {
+        let _ = sendto(fd, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &name);
     }
 }
 

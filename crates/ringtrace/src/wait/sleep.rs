@@ -44,3 +44,23 @@ pub(crate) fn sleep_until_ready(
         core.region.sleep(token, left)?;
     }
 }
+
+/// Prepares a consumer to wait on its descriptor (an event loop's wait): in a ring
+/// shared between processes, names the socket doorbell the descriptor is; resets the
+/// doorbell; announces the wait at `at` and looks again (`ready` too, after the
+/// barrier). `Ok(true)`: wait on the descriptor. `Ok(false)`: something is ready (or
+/// every producer is gone): read first; the caller disarms (`armed` says whether).
+pub(crate) fn arm_for_fd(
+    core: &Core<MmapView>,
+    at: u64,
+    armed: &mut bool,
+    ready: impl Fn(&Core<MmapView>) -> bool,
+) -> io::Result<bool> {
+    if core.region.is_futex() {
+        core.region.use_socket()?;
+    }
+    core.region.prepare_sleep()?;
+    *armed = true;
+    *armed = core.arm(at)?;
+    Ok(*armed && !ready(core))
+}
