@@ -4,7 +4,9 @@
 //! Benches: `parallel` (one producer thread, one consumer thread), `back-to-back` (one
 //! thread produces a batch of 500, then consumes it), `sampled` (the consumer sleeps on
 //! wakeups; watermark sweep; peer: crossbeam-channel blocking in `recv_timeout`),
-//! `reserve-vs-output`, `contention` (1, 2, 3, 4, 8
+//! `waiting` (producers that wait for room: `output_wait` against crossbeam-channel's
+//! blocking `send`, 1 and 2 producers; see `waiting.rs`), `reserve-vs-output`,
+//! `contention` (1, 2, 3, 4, 8
 //! producers: on 2 cores, more threads than cores on purpose), `overwrite-contention`
 //! (the same producer counts into a flight recorder with no reader or with a thread taking
 //! snapshots, next to a discard ring with a consumer and to crossbeam's `force_push`; its
@@ -37,6 +39,7 @@ mod perf;
 pub mod report;
 pub mod shm;
 pub mod verdict;
+mod waiting;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -109,10 +112,11 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 13] = [
+const ORDER: [&str; 14] = [
     "parallel",
     "back-to-back",
     "sampled",
+    "waiting",
     "reserve-vs-output",
     "contention",
     "overwrite-contention",
@@ -161,6 +165,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(perf::rows(&cfg, &one, &mut progress));
             rows.extend(layers::rows(&cfg, &one, &mut progress));
             rows.extend(export::rows(&one, &mut progress));
+            rows.extend(waiting::rows(&cfg, &one, &mut progress));
         }
         rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);

@@ -66,6 +66,15 @@ pub const TARGETS: &[Target] = &[
         ours: side("contention", "ringtrace", "mpsc", 2),
         goal: Goal::RateAtLeast(side("contention", "disruptor", "mp", 2), 2.0),
     },
+    // Producers that wait for room: at least twice crossbeam-channel's blocking `send`.
+    Target {
+        ours: side("waiting", "ringtrace", "output-wait", 1),
+        goal: Goal::RateAtLeast(side("waiting", "crossbeam-channel", "send-blocking", 1), 2.0),
+    },
+    Target {
+        ours: side("waiting", "ringtrace", "output-wait", 2),
+        goal: Goal::RateAtLeast(side("waiting", "crossbeam-channel", "send-blocking", 2), 2.0),
+    },
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
         goal: Goal::RateAtLeast(side("contention", "crossbeam-arrayqueue", "mpmc", 2), 1.2),
