@@ -29,6 +29,12 @@ impl PerfItem {
     pub fn new(rec: &PerfRecord<'_>) -> PerfItem {
         PerfItem { kind: rec.kind, misc: rec.misc, pos: rec.pos, bytes: rec.bytes.to_vec() }
     }
+
+    /// The record lent again, for [`Sample::parse`](crate::kernel::perf::Sample::parse)
+    /// and the other readers of a [`PerfRecord`].
+    pub fn record(&self) -> PerfRecord<'_> {
+        PerfRecord { kind: self.kind, misc: self.misc, pos: self.pos, bytes: &self.bytes }
+    }
 }
 
 impl Sealed for ForwardRing {}
