@@ -83,6 +83,11 @@ impl<S: Source> IntoRecords<S> {
     pub fn get_ref(&self) -> &AsyncReader<S> {
         &self.reader
     }
+
+    /// The reader, to read it directly or look at its state.
+    pub fn get_mut(&mut self) -> &mut AsyncReader<S> {
+        &mut self.reader
+    }
 }
 
 impl<S: Source + fmt::Debug> fmt::Debug for Records<'_, S> {
