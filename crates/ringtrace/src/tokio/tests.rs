@@ -173,7 +173,6 @@ fn a_channel_reader_naps_and_delivers_in_order() {
         // A cut-short `next()` on the idle channel takes nothing.
         assert!(::tokio::time::timeout(Duration::from_millis(10), s.next()).await.is_err());
         channel.output(&rec(50), Wakeup::Default).unwrap();
-        drop(s);
         let mut last = Vec::new();
         let n = ::tokio::time::timeout(
             Duration::from_secs(10),
