@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::io;
 use std::os::fd::BorrowedFd;
 
+use super::items::ChannelItem;
 use super::source::{counted, finish, sealed::Sealed, take_one, Source};
 use crate::callback::Outcome;
 use crate::channel::ChannelRecord;
@@ -12,19 +13,6 @@ use crate::clock::Clock;
 use crate::config::Mode;
 use crate::error::ConsumeError;
 use crate::ChannelReader;
-
-/// A channel record copied out: what a [`Records`](super::Records) stream of a
-/// [`ChannelReader`] hands out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChannelItem {
-    /// The producer's number in its channel.
-    pub producer: u32,
-    /// The record's timestamp (nanoseconds, `CLOCK_MONOTONIC` time base; 0 with
-    /// [`NoClock`](crate::clock::NoClock)).
-    pub timestamp: u64,
-    /// The payload, without the timestamp.
-    pub data: Vec<u8>,
-}
 
 impl<M: Mode, C: Clock> Sealed for ChannelReader<M, C> {}
 

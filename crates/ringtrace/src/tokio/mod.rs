@@ -64,17 +64,18 @@
 //! fails with `Unsupported`, and so does waiting on it here.
 
 mod channel;
+mod items;
 mod perf;
 mod reader;
 mod rings;
 mod source;
 mod stream;
+mod wait;
 
 #[cfg(test)]
 mod tests;
 
-pub use channel::ChannelItem;
-pub use perf::PerfItem;
-pub use reader::AsyncReader;
+pub use items::{ChannelItem, PerfItem};
+pub use reader::{AsyncReader, IntoRecords, Records};
 pub use source::Source;
-pub use stream::{IntoRecords, Item, Records, YIELD_EVERY};
+pub use stream::{Item, YIELD_EVERY};

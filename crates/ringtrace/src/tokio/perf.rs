@@ -5,37 +5,11 @@ use std::convert::Infallible;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
+use super::items::PerfItem;
 use super::source::{counted, finish, sealed::Sealed, take_one, Source};
 use crate::callback::Outcome;
 use crate::error::ConsumeError;
 use crate::kernel::perf::{BackwardRing, ForwardRing, PerfRecord};
-
-/// A perf record copied out: what a [`Records`](super::Records) stream of a
-/// [`ForwardRing`] hands out (and, newest first, of a [`BackwardRing`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PerfItem {
-    /// `header.type` (`PERF_RECORD_SAMPLE`, `PERF_RECORD_LOST`, ...).
-    pub kind: u32,
-    /// `header.misc`.
-    pub misc: u16,
-    /// The record's ring position.
-    pub pos: u64,
-    /// The whole record, its 8-byte header included, as the kernel wrote it.
-    pub bytes: Vec<u8>,
-}
-
-impl PerfItem {
-    /// Copies `rec` out of the ring.
-    pub fn new(rec: &PerfRecord<'_>) -> PerfItem {
-        PerfItem { kind: rec.kind, misc: rec.misc, pos: rec.pos, bytes: rec.bytes.to_vec() }
-    }
-
-    /// The record lent again, for [`Sample::parse`](crate::kernel::perf::Sample::parse)
-    /// and the other readers of a [`PerfRecord`].
-    pub fn record(&self) -> PerfRecord<'_> {
-        PerfRecord { kind: self.kind, misc: self.misc, pos: self.pos, bytes: &self.bytes }
-    }
-}
 
 impl Sealed for ForwardRing {}
 

@@ -1,80 +1,46 @@
-//! [`AsyncReader`]: a reader registered with the tokio runtime's reactor through its
-//! doorbell ([`AsyncFd`]), or napping on the runtime's timer for a reader with none.
+//! [`AsyncReader`], and its records as streams: [`Records`] (borrowing the reader) and
+//! [`IntoRecords`] (owning it).
 
 use std::fmt;
-use std::future::Future;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use ::tokio::io::unix::AsyncFd;
-use ::tokio::io::Interest;
-use ::tokio::time::Sleep;
+use futures_core::Stream;
 
 use super::source::Source;
+use super::stream::{poll_item, Item, StreamState};
+use super::wait::Waiter;
+use crate::callback::Outcome;
 use crate::error::ConsumeError;
-
-/// How long a reader with no doorbell (a channel's) sleeps between two looks: the nap of
-/// the channel's blocking `poll`.
-pub(super) const NAP: Duration = Duration::from_millis(1);
 
 /// An async form of one of the crate's readers (any [`Source`]) on a tokio runtime:
 /// [`readable`](Self::readable) waits for records without blocking a thread,
 /// [`consume`](Self::consume) waits and reads them in place, and
 /// [`stream`](Self::stream) / [`into_stream`](Self::into_stream) hand them out copied,
-/// as a [`Stream`](futures_core::Stream).
+/// as a [`Stream`].
 ///
 /// The reader's descriptor is registered with the runtime's reactor (tokio's
-/// [`AsyncFd`], read interest): no thread and no timer per reader. tokio registers
-/// descriptors edge-triggered and keeps the readiness it was told of until it is
-/// cleared ([`AsyncFdReadyGuard::clear_ready`](::tokio::io::unix::AsyncFdReadyGuard::clear_ready)),
-/// so the reader clears it before arming the reader again: a wakeup that comes between
-/// arming and waiting is then kept, never lost (tokio's `AsyncFd` docs describe this
-/// loop). A [`ChannelReader`](crate::ChannelReader), which has no doorbell, is looked at
-/// every millisecond with `tokio::time::sleep` instead, as its blocking `poll` naps.
+/// [`AsyncFd`](::tokio::io::unix::AsyncFd), read interest): no thread and no timer per
+/// reader. tokio registers descriptors edge-triggered and keeps the readiness it was told
+/// of until it is cleared
+/// ([`clear_ready`](::tokio::io::unix::AsyncFdReadyGuard::clear_ready)), so the reader
+/// clears it before arming the reader again: a wakeup that comes between arming and
+/// waiting is then kept, never lost (the loop tokio's `AsyncFd` docs give). A
+/// [`ChannelReader`](crate::ChannelReader), which has no doorbell, is looked at every
+/// millisecond with `tokio::time::sleep` instead, as its blocking `poll` naps.
 ///
 /// Must be made, used and dropped within a tokio runtime with IO (and, for a channel,
-/// time) enabled.
+/// time) enabled. The reactor watches a duplicate of the reader's descriptor, which the
+/// async reader owns.
 pub struct AsyncReader<S: Source> {
-    pub(super) wait: Wait<S>,
-    /// Records a stream handed out since it last returned `Pending`.
-    pub(super) streak: u32,
-    /// A channel reader's nap in progress, for a stream.
-    nap: Option<Pin<Box<Sleep>>>,
-}
-
-/// How the reader waits.
-pub(super) enum Wait<S> {
-    /// On its descriptor, registered with the reactor.
-    Fd(AsyncFd<Registered<S>>),
-    /// By napping (no descriptor).
-    Nap(S),
-}
-
-/// A reader with the descriptor the reactor watches: a duplicate of the reader's own
-/// (the same open file, so the same wakeups), owned here so that it stays open and the
-/// same for as long as it is registered, whatever is done with the reader through
-/// [`AsyncReader::get_mut`].
-pub(super) struct Registered<S> {
-    source: S,
-    fd: OwnedFd,
-}
-
-impl<S> AsRawFd for Registered<S> {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
+    waiter: Waiter<S>,
 }
 
 impl<S: Source + fmt::Debug> fmt::Debug for AsyncReader<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (how, source) = match &self.wait {
-            Wait::Fd(fd) => ("fd", &fd.get_ref().source),
-            Wait::Nap(source) => ("nap", source),
-        };
-        f.debug_struct("AsyncReader").field("waits_on", &how).field("reader", source).finish()
+        let how = if self.waiter.has_fd() { "descriptor" } else { "nap" };
+        f.debug_struct("AsyncReader").field("waits_on", &how).field("reader", self.get_ref()).finish()
     }
 }
 
@@ -82,45 +48,23 @@ impl<S: Source> AsyncReader<S> {
     /// Registers `reader`'s descriptor with the current runtime's reactor (for read
     /// readiness). Fails outside a runtime, or if the reactor refuses the descriptor.
     pub fn new(reader: S) -> io::Result<AsyncReader<S>> {
-        let fd = reader.wait_fd().map(|fd| fd.try_clone_to_owned()).transpose()?;
-        let wait = match fd {
-            Some(fd) => {
-                let registered = Registered { source: reader, fd };
-                // SAFETY: `as_raw_fd` of a `Registered` is that of its `fd`, an `OwnedFd`
-                // in a private field that nothing replaces or closes while it is
-                // registered: it is closed only when the `Registered` is dropped, which
-                // `AsyncFd` does after deregistering it (on drop and in `into_inner`).
-                let fd = unsafe { AsyncFd::register_with_interest(registered, Interest::READABLE) }?;
-                Wait::Fd(fd)
-            }
-            None => Wait::Nap(reader),
-        };
-        Ok(AsyncReader { wait, streak: 0, nap: None })
+        Ok(AsyncReader { waiter: Waiter::new(reader)? })
     }
 
     /// The reader.
     pub fn get_ref(&self) -> &S {
-        match &self.wait {
-            Wait::Fd(fd) => &fd.get_ref().source,
-            Wait::Nap(source) => source,
-        }
+        self.waiter.get_ref()
     }
 
     /// The reader, to read it directly, with its own API (reading never blocks; do not
     /// call its blocking `wait` or `poll` on a runtime thread).
     pub fn get_mut(&mut self) -> &mut S {
-        match &mut self.wait {
-            Wait::Fd(fd) => &mut fd.get_mut().source,
-            Wait::Nap(source) => source,
-        }
+        self.waiter.get_mut()
     }
 
     /// Deregisters the descriptor and gives the reader back.
     pub fn into_inner(self) -> S {
-        match self.wait {
-            Wait::Fd(fd) => fd.into_inner().source,
-            Wait::Nap(source) => source,
-        }
+        self.waiter.into_inner()
     }
 
     /// Waits until records may be ready: returns at once if the reader has records
@@ -133,25 +77,10 @@ impl<S: Source> AsyncReader<S> {
     /// # Cancel safety
     ///
     /// This method is cancel safe: it reads no record. Dropped before it completes, it
-    /// leaves the reader armed (its wait announced), which the next read undoes, and any
-    /// wakeup received stays recorded for the next call.
+    /// leaves the reader armed (its wait announced), which the next read undoes, and a
+    /// wakeup it received stays recorded for the next call.
     pub async fn readable(&mut self) -> io::Result<()> {
-        match &mut self.wait {
-            Wait::Fd(fd) => loop {
-                if !fd.get_mut().source.arm()? {
-                    return Ok(());
-                }
-                let mut guard = fd.readable().await?;
-                // Before arming again: a wakeup after this is kept for the next await.
-                guard.clear_ready();
-            },
-            Wait::Nap(source) => {
-                if source.arm()? {
-                    ::tokio::time::sleep(NAP).await;
-                }
-                Ok(())
-            }
-        }
+        self.waiter.readable().await
     }
 
     /// Waits for records and calls `f` with every one available then, in place (the
@@ -167,7 +96,7 @@ impl<S: Source> AsyncReader<S> {
     pub async fn consume<F, R>(&mut self, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(S::Record<'_>) -> R,
-        R: crate::callback::Outcome,
+        R: Outcome,
     {
         loop {
             let n = self.get_mut().read(usize::MAX, &mut f)?;
@@ -178,36 +107,100 @@ impl<S: Source> AsyncReader<S> {
         }
     }
 
-    /// One step of waiting, for a stream: `Ready(Ok)` when records may be ready (the
-    /// reader said so when armed, its descriptor was readable, or its nap ended);
-    /// `Pending` with the waker registered otherwise.
-    pub(super) fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match &mut self.wait {
-            Wait::Fd(fd) => {
-                match fd.get_mut().source.arm() {
-                    Ok(true) => {}
-                    Ok(false) => return Poll::Ready(Ok(())),
-                    Err(e) => return Poll::Ready(Err(e)),
-                }
-                match fd.poll_read_ready(cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(Ok(mut guard)) => {
-                        guard.clear_ready();
-                        Poll::Ready(Ok(()))
-                    }
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-                }
-            }
-            Wait::Nap(_) => {
-                let nap = self.nap.get_or_insert_with(|| Box::pin(::tokio::time::sleep(NAP)));
-                match nap.as_mut().poll(cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(()) => {
-                        self.nap = None;
-                        Poll::Ready(Ok(()))
-                    }
-                }
-            }
-        }
+    /// The reader's records, copied out one at a time, as a stream borrowing the reader.
+    /// See [`Records`].
+    pub fn stream(&mut self) -> Records<'_, S> {
+        Records { reader: self, state: StreamState::default() }
+    }
+
+    /// The reader's records, copied out one at a time, as a stream that owns the reader.
+    /// See [`Records`].
+    pub fn into_stream(self) -> IntoRecords<S> {
+        IntoRecords { reader: self, state: StreamState::default() }
+    }
+}
+
+/// A stream of a reader's records, each copied out (`Vec<u8>`, or the reader's
+/// [`Source::Item`]), made by [`AsyncReader::stream`].
+///
+/// A record is taken from the reader only when the stream hands it out: the stream
+/// reads one record per item and buffers none. So it can be dropped, or the future of
+/// its `next()` cancelled (`tokio::select!`, `tokio::time::timeout`), at any time
+/// without losing a record: what it did not hand out is still in the reader, and the
+/// reader's position and counters say exactly what was taken.
+///
+/// After [`YIELD_EVERY`](super::YIELD_EVERY) items in a row without waiting, it yields
+/// to the runtime once. An error ends the stream (it yields `None` after it), except
+/// [`ConsumeError::Busy`] (an overwrite ring's producers outran the copy: the next item
+/// is read from the oldest record still there).
+///
+/// # Cancel safety
+///
+/// `next()` on this stream is cancel safe: a record is consumed only in the poll that
+/// returns it.
+pub struct Records<'a, S: Source> {
+    reader: &'a mut AsyncReader<S>,
+    state: StreamState,
+}
+
+/// [`Records`] owning its reader, made by [`AsyncReader::into_stream`]; the same
+/// stream, with [`into_inner`](Self::into_inner) to take the reader back.
+///
+/// # Cancel safety
+///
+/// `next()` on this stream is cancel safe, as on [`Records`].
+pub struct IntoRecords<S: Source> {
+    reader: AsyncReader<S>,
+    state: StreamState,
+}
+
+// The stream never pins the reader in place (it polls it through `&mut`), so it moves
+// freely whatever the reader is.
+impl<S: Source> Unpin for IntoRecords<S> {}
+
+impl<S: Source> IntoRecords<S> {
+    /// The reader back; records the stream did not hand out are still in it.
+    pub fn into_inner(self) -> AsyncReader<S> {
+        self.reader
+    }
+
+    /// The reader.
+    pub fn get_ref(&self) -> &AsyncReader<S> {
+        &self.reader
+    }
+
+    /// The reader, to read it directly or look at its state.
+    pub fn get_mut(&mut self) -> &mut AsyncReader<S> {
+        &mut self.reader
+    }
+}
+
+impl<S: Source + fmt::Debug> fmt::Debug for Records<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Records").field("reader", &self.reader).field("state", &self.state).finish()
+    }
+}
+
+impl<S: Source + fmt::Debug> fmt::Debug for IntoRecords<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntoRecords").field("reader", &self.reader).field("state", &self.state).finish()
+    }
+}
+
+impl<S: Source> Stream for Records<'_, S> {
+    type Item = Item<S>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item<S>>> {
+        let this = self.get_mut();
+        poll_item(&mut this.reader.waiter, &mut this.state, cx)
+    }
+}
+
+impl<S: Source> Stream for IntoRecords<S> {
+    type Item = Item<S>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item<S>>> {
+        let this = self.get_mut();
+        poll_item(&mut this.reader.waiter, &mut this.state, cx)
     }
 }
