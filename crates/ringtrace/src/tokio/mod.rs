@@ -23,8 +23,13 @@
 //! descriptor registered with the runtime's reactor through tokio's
 //! [`AsyncFd`](::tokio::io::unix::AsyncFd). The reactor registers descriptors
 //! edge-triggered and remembers a readiness until it is cleared; the readers clear it
-//! before arming again, so a wakeup between arming and waiting is never lost (the loop
-//! tokio's `AsyncFd` docs give, and the one aya uses for a BPF `RingBuf` under tokio).
+//! before arming again, so a wakeup between arming and waiting is never lost. That is
+//! the loop of tokio's `AsyncFd` docs (`clear_ready` clears only the readiness seen
+//! before its guard was made:
+//! <https://docs.rs/tokio/latest/tokio/io/unix/struct.AsyncFdReadyGuard.html#method.clear_ready>),
+//! and the one aya documents for its BPF `RingBuf` under tokio (drain, then clear:
+//! <https://docs.rs/aya/latest/aya/maps/ring_buf/struct.RingBuf.html>), with the
+//! reader's re-check after arming in place of aya's drain.
 //!
 //! ```
 //! use ringtrace::tokio::AsyncReader;

@@ -82,7 +82,8 @@ impl Sealed for BpfRingBuf {}
 /// The map's descriptor, readable while records are available; the kernel wakes it per
 /// the program's flags (see [`BpfRingBuf::wait`]). aya's `RingBuf` is used the same way
 /// under tokio: its docs wrap the map in an `AsyncFd`, and drain it after each
-/// readiness before clearing it.
+/// readiness before clearing it
+/// (<https://docs.rs/aya/latest/aya/maps/ring_buf/struct.RingBuf.html>).
 impl Source for BpfRingBuf {
     type Record<'a> = &'a [u8];
     type Item = Vec<u8>;
