@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use common::channel::{checksum, record};
 use ringtrace::kernel::bpf::{BpfRingBuf, RingSet};
 use ringtrace::kernel::perf::{
-    BackwardRing, EventBuilder, ForwardRing, KernelError, PerfEvent, Sample, Software, RECORD_SAMPLE, SAMPLE_TID,
-    SAMPLE_TIME,
+    BackwardRing, EventBuilder, ForwardRing, KernelError, PerfEvent, PerfRecord, Sample, Software, RECORD_SAMPLE,
+    SAMPLE_TID, SAMPLE_TIME,
 };
 use ringtrace::tokio::AsyncReader;
 use ringtrace::{Consumer, MpscRing, ReserveError, Wakeup};
@@ -344,6 +344,25 @@ fn faulting_thread(pages: usize) -> (i32, std::sync::mpsc::Sender<()>, std::sync
     (tid_rx.recv().unwrap(), go_tx, done_rx)
 }
 
+/// The samples of a thread's page faults: its own, in time order; counted.
+struct Samples {
+    tid: u32,
+    n: u64,
+    last_time: u64,
+}
+
+impl Samples {
+    fn check(&mut self, rec: &PerfRecord<'_>) {
+        if let Some(s) = Sample::parse(rec, SAMPLE_TID | SAMPLE_TIME) {
+            assert_eq!(s.tid, Some(self.tid));
+            let time = s.time.unwrap();
+            assert!(time >= self.last_time, "samples out of time order");
+            self.last_time = time;
+            self.n += 1;
+        }
+    }
+}
+
 #[test]
 fn a_forward_perf_ring_wakes_its_async_reader() {
     let (tid, go, done) = faulting_thread(512);
@@ -354,33 +373,31 @@ fn a_forward_perf_ring_wakes_its_async_reader() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let mut reader = AsyncReader::new(ring).unwrap();
-        let mut samples = 0u64;
-        let mut last_time = 0;
-        for _round in 0..3 {
+        let mut seen = Samples { tid: tid as u32, n: 0, last_time: 0 };
+        for _round in 0..2 {
             // The faults come while the reader waits: only the event's wakeup ends it.
             go.send(()).unwrap();
-            let want = samples + 512;
-            while samples < want {
-                let n = timeout(
-                    PATIENCE,
-                    reader.consume(|rec: ringtrace::kernel::perf::PerfRecord<'_>| {
-                        if let Some(s) = Sample::parse(&rec, st) {
-                            assert_eq!(s.tid, Some(tid as u32));
-                            let time = s.time.unwrap();
-                            assert!(time >= last_time, "samples out of time order");
-                            last_time = time;
-                            samples += 1;
-                        }
-                    }),
-                )
-                .await
-                .expect("no wakeup while the thread faulted")
-                .unwrap();
+            let want = seen.n + 512;
+            while seen.n < want {
+                let n = timeout(PATIENCE, reader.consume(|rec: PerfRecord<'_>| seen.check(&rec)))
+                    .await
+                    .expect("no wakeup while the thread faulted")
+                    .unwrap();
                 assert!(n > 0);
             }
             done.recv().unwrap();
         }
+        // Then one record at a time, as a stream.
+        go.send(()).unwrap();
+        let want = seen.n + 512;
+        let mut records = reader.stream();
+        while seen.n < want {
+            let item = timeout(PATIENCE, records.next()).await.expect("no wakeup").unwrap().unwrap();
+            seen.check(&item.record());
+        }
+        done.recv().unwrap();
         assert_eq!(reader.get_ref().lost(), 0);
+        let samples = seen.n;
         println!("forward async: {samples} samples");
     });
 }

@@ -72,7 +72,8 @@ impl Source for BackwardRing {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        if max == 0 {
+        // Nothing new: no pause (the kernel drops what it writes while paused).
+        if max == 0 || BackwardRing::arm(self)? {
             return Ok(0);
         }
         self.read_new(f)
