@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::tokio::AsyncReader;
-use ringtrace::{Access, Consumer, MpscRing, ReserveError, Wakeup};
+use ringtrace::{Access, ConsumeError, Consumer, MpscRing, ReserveError, Wakeup};
 use ringtrace_fixtures::{bpf_skip_reason, expected_payload, Counters, ProgSpec, RingMap, SeqProgram};
 use tokio::sync::watch;
 
@@ -109,7 +109,12 @@ async fn drain_ring(
     loop {
         // `consume` is cancel safe: when `stop` wins, no record was taken.
         tokio::select! {
-            r = reader.consume(&mut check) => { r?; }
+            r = reader.consume(&mut check) => match r {
+                Ok(_) => {}
+                // Every producer handle is gone and their records are read.
+                Err(ConsumeError::Disconnected) => break,
+                Err(e) => return Err(e.into()),
+            },
             _ = stop.changed() => break,
         }
     }

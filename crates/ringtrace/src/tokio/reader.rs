@@ -72,7 +72,8 @@ impl<S: Source> AsyncReader<S> {
     /// [`get_mut`](Self::get_mut) (zero-copy), or use [`consume`](Self::consume).
     ///
     /// For a channel reader, which has no doorbell, it returns after a 1 ms nap: records
-    /// may or may not be there.
+    /// may or may not be there. It also returns at once when every writer is gone
+    /// ([`Source::disconnected`]): a read then finds what they left, or nothing.
     ///
     /// # Cancel safety
     ///
@@ -85,7 +86,9 @@ impl<S: Source> AsyncReader<S> {
 
     /// Waits for records and calls `f` with every one available then, in place (the
     /// reader's zero-copy read); returns how many `f` saw (at least one). Stops at the
-    /// first error of `f`, as the reader's `consume` does.
+    /// first error of `f`, as the reader's `consume` does. Once every writer is gone and
+    /// their records are read ([`Source::disconnected`]), returns
+    /// [`ConsumeError::Disconnected`], as the reader's `poll` does.
     ///
     /// # Cancel safety
     ///
@@ -102,6 +105,11 @@ impl<S: Source> AsyncReader<S> {
             let n = self.get_mut().read(usize::MAX, &mut f)?;
             if n > 0 {
                 return Ok(n);
+            }
+            if self.get_ref().disconnected() {
+                // What was committed before the last writer left, then nothing more.
+                let n = self.get_mut().read(usize::MAX, &mut f)?;
+                return if n > 0 { Ok(n) } else { Err(ConsumeError::Disconnected) };
             }
             self.readable().await?;
         }
@@ -130,7 +138,8 @@ impl<S: Source> AsyncReader<S> {
 /// reader's position and counters say exactly what was taken.
 ///
 /// After [`YIELD_EVERY`](super::YIELD_EVERY) items in a row without waiting, it yields
-/// to the runtime once. An error ends the stream (it yields `None` after it), except
+/// to the runtime once. It ends (`None`) once every writer is gone and their records
+/// were handed out ([`Source::disconnected`]). An error ends the stream (it yields `None` after it), except
 /// [`ConsumeError::Busy`] (an overwrite ring's producers outran the copy: the next item
 /// is read from the oldest record still there).
 ///

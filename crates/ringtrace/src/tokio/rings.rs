@@ -30,6 +30,10 @@ impl<K: ProducerKind> Source for Consumer<K> {
         Consumer::arm(self)
     }
 
+    fn disconnected(&self) -> bool {
+        self.is_disconnected()
+    }
+
     fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(&[u8]) -> R,

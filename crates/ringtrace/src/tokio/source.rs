@@ -47,6 +47,14 @@ pub trait Source: sealed::Sealed {
     /// A reader with no doorbell always answers `Ok(true)`.
     fn arm(&mut self) -> io::Result<bool>;
 
+    /// Whether every writer is gone, so that nothing more will come once what is there
+    /// is read: a [`Consumer`](crate::Consumer) whose producer handles were all dropped
+    /// ([`Consumer::is_disconnected`](crate::Consumer::is_disconnected)). Always false
+    /// for the readers whose writers are the kernel's or a channel's.
+    fn disconnected(&self) -> bool {
+        false
+    }
+
     /// Calls `f` with at most `max` records available now, in order; returns how many it
     /// saw. Stops at the first error of `f` (that record counts as read). A
     /// [`BackwardRing`](crate::kernel::perf::BackwardRing) is read in one paused walk, so
@@ -102,6 +110,7 @@ pub(super) fn finish<E>(result: Result<usize, ConsumeError<Limit<E>>>, n: usize)
         Err(ConsumeError::Corrupt { pos, header }) => Err(ConsumeError::Corrupt { pos, header }),
         Err(ConsumeError::Positions { reader, producer }) => Err(ConsumeError::Positions { reader, producer }),
         Err(ConsumeError::Busy) => Err(ConsumeError::Busy),
+        Err(ConsumeError::Disconnected) => Err(ConsumeError::Disconnected),
         Err(ConsumeError::Io(e)) => Err(ConsumeError::Io(e)),
         Err(ConsumeError::Kernel(e)) => Err(ConsumeError::Kernel(e)),
     }

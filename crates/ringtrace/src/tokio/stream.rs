@@ -43,13 +43,20 @@ pub(super) fn poll_item<S: Source>(
     // Whether arming said records were ready and then none was taken: the second time,
     // yield rather than look again at once.
     let mut said_ready = false;
-    // Bounded: every round takes an item and returns, returns Pending, or follows a
-    // readiness the reactor reported (cleared in `poll_wait`) or a nap that ended.
+    // Whether every writer was gone before the last look: nothing more will come.
+    let mut gone = false;
+    // Bounded: every round takes an item and returns, ends the stream, returns Pending,
+    // or follows a readiness the reactor reported (cleared in `poll_wait`), a nap that
+    // ended, or the writers' leaving (once).
     loop {
         match w.get_mut().take() {
             Ok(Some(item)) => {
                 st.streak += 1;
                 return Poll::Ready(Some(Ok(item)));
+            }
+            Ok(None) if gone => {
+                st.ended = true;
+                return Poll::Ready(None);
             }
             Ok(None) => {}
             Err(ConsumeError::Busy) => return Poll::Ready(Some(Err(ConsumeError::Busy))),
@@ -57,6 +64,11 @@ pub(super) fn poll_item<S: Source>(
                 st.ended = true;
                 return Poll::Ready(Some(Err(e)));
             }
+        }
+        if w.get_ref().disconnected() {
+            // Look once more: what was committed before the last writer left.
+            gone = true;
+            continue;
         }
         match w.poll_wait(cx) {
             Poll::Pending => {

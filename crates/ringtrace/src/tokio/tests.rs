@@ -184,3 +184,35 @@ fn a_channel_reader_naps_and_delivers_in_order() {
         assert_eq!((n, last), (1, vec![50]));
     });
 }
+
+#[test]
+fn the_stream_ends_and_consume_says_disconnected_once_every_producer_is_gone() {
+    use tokio_stream::StreamExt;
+    runtime().block_on(async {
+        let ring = MpscRing::new(4096).unwrap();
+        let mut reader = AsyncReader::new(ring.consumer().unwrap()).unwrap();
+        let mut p = ring.producer().unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            for i in 0..3 {
+                p.output(&rec(i), Wakeup::Default).unwrap();
+            }
+            // `p` dropped here: the last producer leaves.
+        });
+        let mut s = reader.stream();
+        let mut got = Vec::new();
+        // Bounded by the timeout: a stream that does not end fails the test.
+        while let Some(r) = ::tokio::time::timeout(Duration::from_secs(10), s.next()).await.expect("the stream ends") {
+            got.push(num(&r.unwrap()));
+        }
+        assert_eq!(got, [0, 1, 2], "every record, then the end");
+        writer.join().unwrap();
+        let r = ::tokio::time::timeout(Duration::from_secs(10), reader.consume(|_: &[u8]| ())).await.expect("returns");
+        assert!(matches!(r, Err(crate::ConsumeError::Disconnected)), "{r:?}");
+        // A producer that attaches again is read again.
+        let mut p = ring.producer().unwrap();
+        p.output(&rec(3), Wakeup::Default).unwrap();
+        let n = reader.consume(|r: &[u8]| assert_eq!(num(r), 3)).await.unwrap();
+        assert_eq!(n, 1);
+    });
+}

@@ -87,7 +87,10 @@ impl<S: Source> Waiter<S> {
     pub(super) async fn readable(&mut self) -> io::Result<()> {
         match self {
             Waiter::Fd(fd) => loop {
-                if !fd.get_mut().source.arm()? {
+                let source = &mut fd.get_mut().source;
+                // Disconnection looked at after the wait is announced: a producer that
+                // leaves later rings the doorbell.
+                if !source.arm()? || source.disconnected() {
                     return Ok(());
                 }
                 let mut guard = fd.readable().await?;
@@ -109,9 +112,10 @@ impl<S: Source> Waiter<S> {
     pub(super) fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Waiter::Fd(fd) => {
-                match fd.get_mut().source.arm() {
-                    Ok(true) => {}
-                    Ok(false) => return Poll::Ready(Ok(())),
+                let source = &mut fd.get_mut().source;
+                match source.arm() {
+                    Ok(true) if !source.disconnected() => {}
+                    Ok(_) => return Poll::Ready(Ok(())),
                     Err(e) => return Poll::Ready(Err(e)),
                 }
                 match fd.poll_read_ready(cx) {
