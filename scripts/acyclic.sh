@@ -28,7 +28,7 @@ targets=()
 for which in "${@:-lib cli tracing}"; do
   for w in $which; do
     case $w in
-      lib) targets+=("-p ringtrace --lib") ;;
+      lib) targets+=("-p ringtrace --lib --features tokio") ;;
       cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
       tracing) targets+=("-p ringtrace-tracing --lib") ;;
       *) echo "acyclic: unknown graph $w (lib, cli or tracing)" >&2; exit 2 ;;

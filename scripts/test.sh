@@ -24,7 +24,10 @@ fi
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The async readers (feature `tokio`, off by default), their tests and example.
+cargo clippy -p ringtrace --all-targets --features tokio -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
+RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
 
 echo "== module graph: imports run one way (no module cycles)"
 bash scripts/acyclic.sh lib cli tracing
@@ -33,6 +36,10 @@ echo "== unit, doc, API and stress tests (release: the stress tests move million
 idle_start=$SECONDS
 cargo test --workspace --release
 echo "release test step: $((SECONDS - idle_start)) s"
+echo "== the async readers (feature tokio): unit, doc and stress tests"
+cargo test -p ringtrace --release --features tokio --lib tokio::
+cargo test -p ringtrace --release --features tokio --doc tokio
+cargo test -p ringtrace --release --features tokio --test tokio
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
@@ -55,6 +62,8 @@ loaded_start=$SECONDS
 # The whole workspace, as built above (a narrower package selection would rebuild with
 # another feature set): unit and integration tests, no doctests.
 cargo test --workspace --release --lib --tests
+# The async readers' stress and wakeup tests (built with the feature above).
+cargo test -p ringtrace --release --features tokio --test tokio
 stop_busy
 echo "loaded-machine step: $((SECONDS - loaded_start)) s"
 
@@ -72,7 +81,10 @@ test "$(wc -l < target/bench-smoke.json)" -ge 5
 echo "== examples (crates/*/examples, each checks its own results)"
 for ex in crates/ringtrace/examples/*.rs crates/ringtrace-tracing/examples/*.rs; do
   crate=$(basename "$(dirname "$(dirname "$ex")")")
-  cargo run --release -q -p "$crate" --example "$(basename "$ex" .rs)" >/dev/null
+  # The library's examples with its optional `tokio` feature (async_agent needs it).
+  features=()
+  [ "$crate" != ringtrace ] || features=(--features tokio)
+  cargo run --release -q -p "$crate" "${features[@]}" --example "$(basename "$ex" .rs)" >/dev/null
 done
 
 echo "== the Perfetto export read by Perfetto's own message classes (PyPI perfetto), event by event against decode"

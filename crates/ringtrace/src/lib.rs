@@ -137,6 +137,8 @@ mod ring;
 mod ringfile;
 mod shared;
 mod sync;
+#[cfg(all(feature = "tokio", not(loom)))]
+pub mod tokio;
 mod wait;
 
 // The crate root: the names most programs need (all in `front`, which the loom models,

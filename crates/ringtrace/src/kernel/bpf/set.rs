@@ -150,6 +150,17 @@ impl RingSet {
         self.linger = linger;
     }
 
+    /// For an event loop waiting on [`as_fd`](AsFd::as_fd) (the set's epoll instance,
+    /// which may itself be registered edge-triggered, as tokio's `AsyncFd` does): arms
+    /// every map on the ready list (those found empty leave it), then takes, without
+    /// waiting, the maps epoll reported since. `Ok(true)`: no map is ready and every one
+    /// is armed, so the kernel's next commit into any of them makes the epoll instance
+    /// readable: wait on it. `Ok(false)`: a map is ready: [`consume`](Self::consume)
+    /// first. The contract of [`Consumer::arm`](crate::Consumer::arm).
+    pub fn arm(&mut self) -> io::Result<bool> {
+        Ok(!self.wait_ready(Some(Duration::ZERO))?)
+    }
+
     /// Sleeps until a map is ready or `timeout` passes (at once if one is on the ready
     /// list); puts the maps epoll reported on the ready list. True if any is.
     pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {

@@ -2,7 +2,7 @@
 //! (a flight recorder the kernel overwrites).
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -146,6 +146,15 @@ impl ForwardRing {
     }
 }
 
+impl AsFd for ForwardRing {
+    /// The ring's own duplicate of the event's descriptor: readable (`POLLIN`) when the
+    /// kernel signals new records, as [`wait`](ForwardRing::wait) waits for. For an event
+    /// loop (edge-triggered epoll is fine: the kernel wakes its waiters on every signal).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// A perf event's ring mapped read-only, for an event opened with
 /// [`backward(true)`](super::EventBuilder::backward): the kernel writes each record just
 /// below the previous one and overwrites the oldest without limit, so the ring always
@@ -262,6 +271,17 @@ impl BackwardRing {
         self.paused_walk(true, move |r| f(r).into_result())
     }
 
+    /// For an event loop waiting on the event's descriptor: whether it is safe to wait
+    /// now. `Ok(true)`: the kernel wrote nothing since the last successful read (or,
+    /// before any, nothing at all): wait for its next wakeup (per
+    /// [`wakeup_events`](super::EventBuilder::wakeup_events) or the watermark, as
+    /// [`ForwardRing::wait`]). `Ok(false)`: there are records [`read_new`](Self::read_new)
+    /// has not delivered. A backward ring has no consumer position to publish, so this
+    /// only looks; the `Result` is that of every reader's `arm`.
+    pub fn arm(&mut self) -> io::Result<bool> {
+        Ok(self.map.head() == self.last_head.unwrap_or(0))
+    }
+
     /// Pause, walk (everything, or only what is new), resume.
     fn paused_walk<E, F>(&mut self, only_new: bool, f: F) -> Result<usize, ConsumeError<E>>
     where
@@ -271,6 +291,14 @@ impl BackwardRing {
         let n = p.walk(only_new, f)?;
         p.resume()?;
         Ok(n)
+    }
+}
+
+impl AsFd for BackwardRing {
+    /// The ring's own duplicate of the event's descriptor: readable when the kernel
+    /// signals new records (see [`arm`](BackwardRing::arm)).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
