@@ -23,23 +23,20 @@ fi
 
 echo "== fmt and clippy"
 cargo fmt --all -- --check
+# The workspace builds the library with its `tokio` feature (the bench's async rows use
+# it); the library alone is checked without it too, as a user without the feature builds it.
 cargo clippy --workspace --all-targets -- -D warnings
-# The async readers (feature `tokio`, off by default), their tests and example.
-cargo clippy -p ringtrace --all-targets --features tokio -- -D warnings
+cargo clippy -p ringtrace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
 
 echo "== module graph: imports run one way (no module cycles)"
 bash scripts/acyclic.sh lib cli tracing
 
-echo "== unit, doc, API and stress tests (release: the stress tests move millions of records)"
+echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
 idle_start=$SECONDS
 cargo test --workspace --release
 echo "release test step: $((SECONDS - idle_start)) s"
-echo "== the async readers (feature tokio): unit, doc and stress tests"
-cargo test -p ringtrace --release --features tokio --lib tokio::
-cargo test -p ringtrace --release --features tokio --doc tokio
-cargo test -p ringtrace --release --features tokio --test tokio
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
@@ -62,8 +59,6 @@ loaded_start=$SECONDS
 # The whole workspace, as built above (a narrower package selection would rebuild with
 # another feature set): unit and integration tests, no doctests.
 cargo test --workspace --release --lib --tests
-# The async readers' stress and wakeup tests (built with the feature above).
-cargo test -p ringtrace --release --features tokio --test tokio
 stop_busy
 echo "loaded-machine step: $((SECONDS - loaded_start)) s"
 

@@ -5,7 +5,9 @@
 //! thread produces a batch of 500, then consumes it), `sampled` (the consumer sleeps on
 //! wakeups; watermark sweep; peer: crossbeam-channel blocking in `recv_timeout`),
 //! `waiting` (producers that wait for room: `output_wait` against crossbeam-channel's
-//! blocking `send`, 1 and 2 producers; see `waiting.rs`), `reserve-vs-output`,
+//! blocking `send`, 1 and 2 producers; see `waiting.rs`), `async` (the async consumer
+//! against the blocking one: records/s and commit-to-consumer latency percentiles with
+//! a sampled and a busy producer; see `wakeups.rs`), `reserve-vs-output`,
 //! `contention` (1, 2, 3, 4, 8
 //! producers: on 2 cores, more threads than cores on purpose), `overwrite-contention`
 //! (the same producer counts into a flight recorder with no reader or with a thread taking
@@ -40,6 +42,7 @@ pub mod report;
 pub mod shm;
 pub mod verdict;
 mod waiting;
+mod wakeups;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -112,11 +115,12 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 14] = [
+const ORDER: [&str; 15] = [
     "parallel",
     "back-to-back",
     "sampled",
     "waiting",
+    "async",
     "reserve-vs-output",
     "contention",
     "overwrite-contention",
@@ -166,6 +170,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(layers::rows(&cfg, &one, &mut progress));
             rows.extend(export::rows(&one, &mut progress));
             rows.extend(waiting::rows(&cfg, &one, &mut progress));
+            rows.extend(wakeups::rows(&cfg, &one, &mut progress));
         }
         rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);

@@ -36,6 +36,12 @@ pub struct Row {
     /// (`crossbeam-arrayqueue`, `force_push`) and, one writer, into rtrb; `ns_per_rec` there
     /// is CPU time, not wall time (see `ns_per_rec`).
     ///
+    /// `waiting`: producers that wait for room (`output-wait`) against crossbeam-channel's
+    /// blocking `send` (`send-blocking`). `async`: one producer (`sampled`: bursts of 16
+    /// with 200 µs pauses; `busy`: never stopping), consumed by `Consumer::poll`
+    /// (`blocking/...`) or by `AsyncReader::consume` on a current-thread tokio runtime
+    /// (`async/...`), with latency percentiles (`p50_ns`, `p99_ns`).
+    ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
     /// consumed by ringtrace (`ringtrace`) or libbpf's `ring_buffer` (`libbpf`),
     /// `parallel`, `parallel/linger=0` or `back-to-back`. `perf-backward`: full reads of
@@ -80,6 +86,12 @@ pub struct Row {
     /// Peak resident memory of the process that did the work, MiB (`export`: the
     /// child's `VmHWM`); `null` elsewhere.
     pub peak_mib: Option<f64>,
+    /// `async`: the median latency of a record, nanoseconds from its producer's
+    /// `output` to the consumer holding it (TSC timestamps in the records); `null`
+    /// elsewhere.
+    pub p50_ns: Option<f64>,
+    /// `async`: the 99th percentile of the same latency; `null` elsewhere.
+    pub p99_ns: Option<f64>,
 }
 
 impl Row {
@@ -101,6 +113,8 @@ impl Row {
             wall_ns_per_rec: per(secs * 1e9),
             cpu_ns_per_rec: m.cpu.map(|c| per(c.as_nanos() as f64)),
             peak_mib: None,
+            p50_ns: None,
+            p99_ns: None,
         }
     }
 }
@@ -162,7 +176,10 @@ pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
         }
         let cpu = r.cpu_ns_per_rec.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
         let range = format!("{:.2}-{:.2}", s.min_mrec_per_s, s.max_mrec_per_s);
-        let peak = r.peak_mib.map_or_else(String::new, |m| format!("  peak {m:.0} MiB"));
+        let mut peak = r.peak_mib.map_or_else(String::new, |m| format!("  peak {m:.0} MiB"));
+        if let (Some(p50), Some(p99)) = (r.p50_ns, r.p99_ns) {
+            let _ = write!(peak, "  latency p50 {:.1} us, p99 {:.1} us", p50 / 1e3, p99 / 1e3);
+        }
         writeln!(
             out,
             "  {:<22} {:<24} {:>4} {:>10.2} {:>17} {:>9.2} {:>9} {:>12.0}{peak}",
@@ -312,6 +329,8 @@ mod tests {
                 "impl",
                 "mrec_per_s",
                 "ns_per_rec",
+                "p50_ns",
+                "p99_ns",
                 "peak_mib",
                 "producers",
                 "record_bytes",

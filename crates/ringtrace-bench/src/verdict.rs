@@ -33,6 +33,8 @@ pub enum Goal {
     /// Wall nanoseconds per record of `ours` alone at most this many: a bound of its
     /// own, with no peer; each round's value is judged.
     NsUnder(f64),
+    /// 99th percentile latency (`p99_ns`): `ours / peer` at most this.
+    P99AtMost(Side, f64),
 }
 
 /// A speed target.
@@ -46,7 +48,7 @@ impl Target {
     /// The row `ours` is compared with in each round (none for a bound of its own).
     pub fn peer(&self) -> Option<&Side> {
         match &self.goal {
-            Goal::RateAtLeast(peer, _) | Goal::NsAtMost(peer, _) => Some(peer),
+            Goal::RateAtLeast(peer, _) | Goal::NsAtMost(peer, _) | Goal::P99AtMost(peer, _) => Some(peer),
             Goal::NsUnder(_) => None,
         }
     }
@@ -65,6 +67,20 @@ pub const TARGETS: &[Target] = &[
     Target {
         ours: side("contention", "ringtrace", "mpsc", 2),
         goal: Goal::RateAtLeast(side("contention", "disruptor", "mp", 2), 2.0),
+    },
+    // The async consumer: at least 0.9x the blocking one's records/s, and its p99 wakeup
+    // latency (sampled producer) at most twice the blocking one's.
+    Target {
+        ours: side("async", "ringtrace", "async/busy", 1),
+        goal: Goal::RateAtLeast(side("async", "ringtrace", "blocking/busy", 1), 0.9),
+    },
+    Target {
+        ours: side("async", "ringtrace", "async/sampled", 1),
+        goal: Goal::RateAtLeast(side("async", "ringtrace", "blocking/sampled", 1), 0.9),
+    },
+    Target {
+        ours: side("async", "ringtrace", "async/sampled", 1),
+        goal: Goal::P99AtMost(side("async", "ringtrace", "blocking/sampled", 1), 2.0),
     },
     // Producers that wait for room: at least twice crossbeam-channel's blocking `send`.
     Target {
@@ -184,7 +200,7 @@ impl Verdict {
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
             Goal::RateAtLeast(_, x) => ratio >= x,
-            Goal::NsAtMost(_, x) | Goal::NsUnder(x) => ratio <= x,
+            Goal::NsAtMost(_, x) | Goal::NsUnder(x) | Goal::P99AtMost(_, x) => ratio <= x,
         }
     }
 
@@ -214,6 +230,7 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
                         Goal::RateAtLeast(peer, _) => o.mrec_per_s / find(measurements, peer, round)?.mrec_per_s,
                         Goal::NsAtMost(peer, _) => o.wall_ns_per_rec / find(measurements, peer, round)?.wall_ns_per_rec,
                         Goal::NsUnder(_) => o.wall_ns_per_rec,
+                        Goal::P99AtMost(peer, _) => o.p99_ns? / find(measurements, peer, round)?.p99_ns?,
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -253,6 +270,7 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
             Goal::RateAtLeast(_, x) => (format!("Mrec/s >= {}x", short(x)), "x"),
             Goal::NsAtMost(_, x) => (format!("ns/rec <= {}x", short(x)), "x"),
             Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
+            Goal::P99AtMost(_, x) => (format!("p99 <= {}x", short(x)), "x"),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.ratios.iter().copied().fold(0.0, f64::max);

@@ -1,5 +1,5 @@
 //! An async agent: one tokio task drains a ring file that producer threads write, another
-//! a BPF ring buffer map that a kernel program writes, each through
+//! a pinned BPF ring buffer map that a kernel program writes, each through
 //! `ringtrace::tokio::AsyncReader`; the agent prints each source's rate every second for
 //! three seconds, stops the producers, drains what is left, and checks its counts: every
 //! record of the ring once and in order per producer, and every record of the map read or
@@ -14,12 +14,12 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::tokio::AsyncReader;
 use ringtrace::{Access, ConsumeError, Consumer, MpscRing, ReserveError, Wakeup};
-use ringtrace_fixtures::{bpf_skip_reason, expected_payload, Counters, ProgSpec, RingMap, SeqProgram};
+use ringtrace_fixtures::{bpf_skip_reason, expected_payload, BpfFs, Counters, ProgSpec, RingMap, SeqProgram};
 use tokio::sync::watch;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -41,46 +41,22 @@ fn checksum(tag: u64, seq: u64) -> u64 {
 }
 
 /// The ring's consumer: attached to the ring file by path, as a separate agent process
-/// would. Falls back to a ring private to this process where the shared ring cannot be
-/// waited on asynchronously.
+/// would. Its async reader waits on the ring's socket doorbell (a ring file's consumer
+/// names one when it arms; producers in any process ring it).
 fn ring_source(cap: u64, path: &PathBuf) -> Result<(MpscRing, Consumer), Error> {
     let ring = MpscRing::builder(cap).create(path)?;
-    let mut consumer = MpscRing::open_with(path, Access::Consumer)?.consumer()?;
-    match consumer.arm() {
-        Ok(_) => Ok((ring, consumer)),
-        // TODO(shared ring doorbell): a ring file wakes its consumer through a futex,
-        // which no reactor can wait on, so its `arm` says Unsupported; once shared rings
-        // have a doorbell descriptor, this fallback goes away.
-        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
-            println!("ring file: {e}; reading a ring private to this process instead");
-            drop(consumer);
-            let ring = MpscRing::new(cap)?;
-            let consumer = ring.consumer()?;
-            Ok((ring, consumer))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let consumer = MpscRing::open_with(path, Access::Consumer)?.consumer()?;
+    Ok((ring, consumer))
 }
 
-/// Producer `tag`: bursts of 1000 records with 1 ms pauses until `stop`; a full ring is
-/// retried, backing off, for at most 10 s. Returns how many it wrote.
+/// Producer `tag`: bursts of 1000 records with 1 ms pauses until `stop`; a full ring
+/// makes it wait for room (at most 10 s), never lose a record. Returns how many it wrote.
 fn produce(ring: MpscRing, tag: u64, stop: Arc<AtomicBool>) -> Result<u64, ReserveError> {
     let mut p = ring.producer().expect("producer");
     let mut seq = 0;
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..1000 {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let mut nap = Duration::from_micros(1);
-            loop {
-                match p.output(&record(tag, seq), Wakeup::Default) {
-                    Ok(()) => break,
-                    Err(ReserveError::Full { .. }) if Instant::now() < deadline => {
-                        std::thread::sleep(nap);
-                        nap = (nap * 2).min(Duration::from_millis(1));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+            p.output_wait(&record(tag, seq), Wakeup::Default, Some(Duration::from_secs(10)))?;
             seq += 1;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -152,16 +128,26 @@ async fn drain_bpf(
     Ok((count.load(Ordering::Relaxed), skipped))
 }
 
-/// The BPF source: a map and a program that writes 500 records into it per millisecond
-/// until `stop`; `None`, said why, where BPF is not available.
-fn bpf_source(stop: Arc<AtomicBool>) -> Result<Option<(BpfRingBuf, std::thread::JoinHandle<Counters>)>, Error> {
+/// The BPF source: a map pinned in a bpffs, as a loader (bpftool, libbpf, aya) leaves
+/// it, opened by its path; a program writes 500 records into it per millisecond until
+/// `stop`. `None`, said why, where BPF is not available.
+type BpfSource = (BpfRingBuf, std::thread::JoinHandle<Counters>, BpfFs);
+fn bpf_source(stop: Arc<AtomicBool>) -> Result<Option<BpfSource>, Error> {
     if let Some(why) = bpf_skip_reason() {
         println!("BPF source skipped: {why}");
         return Ok(None);
     }
+    let fs = match BpfFs::mount() {
+        Ok(fs) => fs,
+        Err(e) => {
+            println!("BPF source skipped: cannot mount a bpffs to pin the map: {e}");
+            return Ok(None);
+        }
+    };
     let map = RingMap::create(8 << 20)?;
     let prog = SeqProgram::load(map.as_fd(), ProgSpec { payload: 16, ..Default::default() })?;
-    let ring = BpfRingBuf::from_fd(map.into())?;
+    map.pin(&fs.path("events"))?;
+    let ring = BpfRingBuf::open_pinned(fs.path("events"))?;
     let runner = std::thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
             prog.run(500).expect("BPF_PROG_TEST_RUN");
@@ -169,7 +155,7 @@ fn bpf_source(stop: Arc<AtomicBool>) -> Result<Option<(BpfRingBuf, std::thread::
         }
         prog.counters().expect("program counters")
     });
-    Ok(Some((ring, runner)))
+    Ok(Some((ring, runner, fs)))
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -189,9 +175,11 @@ async fn main() -> Result<(), Error> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ring_count, bpf_count) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let ring_task = tokio::spawn(drain_ring(consumer, ring_count.clone(), stop_rx.clone()));
-    let (bpf_task, runner) = match bpf {
-        Some((map, runner)) => (Some(tokio::spawn(drain_bpf(map, bpf_count.clone(), stop_rx))), Some(runner)),
-        None => (None, None),
+    let (bpf_task, runner, _bpffs) = match bpf {
+        Some((map, runner, fs)) => {
+            (Some(tokio::spawn(drain_bpf(map, bpf_count.clone(), stop_rx))), Some(runner), Some(fs))
+        }
+        None => (None, None, None),
     };
 
     let mut tick = tokio::time::interval(Duration::from_secs(1));

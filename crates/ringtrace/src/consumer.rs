@@ -349,10 +349,7 @@ impl<K: ProducerKind> Consumer<K> {
             if r? {
                 return Ok(ready(&core));
             }
-            let mut rd = self.rd;
-            let skipped = self.skip_dead(&mut rd);
-            self.rd = rd;
-            if skipped {
+            if self.step_over_dead() {
                 return Ok(true);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -379,10 +376,7 @@ impl<K: ProducerKind> Consumer<K> {
             return false;
         }
         self.stalled_since = Some(now);
-        let mut rd = self.rd;
-        let skipped = self.skip_dead(&mut rd);
-        self.rd = rd;
-        skipped
+        self.step_over_dead()
     }
 
     /// A consume call delivered something: the consumer is not stuck.
@@ -447,7 +441,9 @@ impl<K: ProducerKind> Consumer<K> {
     /// Whether a producer handle attached once and none is left: every one dropped, or
     /// its process died. What they committed before they left is still there to read
     /// ([`poll`](Self::poll) delivers it, then returns
-    /// [`ConsumeError::Disconnected`]). A producer may attach again later.
+    /// [`ConsumeError::Disconnected`]). A producer may attach again later; one that has
+    /// not attached yet is not counted, so a program whose producers come one after
+    /// another keeps a handle of its own until the last has attached.
     ///
     /// A ring shared between processes finds a producer process that died when it next
     /// looks: a waiting consumer looks every 200 ms.
@@ -467,6 +463,22 @@ impl<K: ProducerKind> Consumer<K> {
     /// ```
     pub fn is_disconnected(&self) -> bool {
         disconnect::producers_gone(&self.core)
+    }
+
+    /// Whether the ring is shared between processes (its doorbell a futex, or the
+    /// socket `arm` names).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // the async readers' recheck
+    pub(crate) fn is_shared(&self) -> bool {
+        self.core.region.is_futex()
+    }
+
+    /// Steps over the record at the read position if its producer process died before
+    /// finishing it (what `wait` does every 200 ms while a record stays unfinished).
+    pub(crate) fn step_over_dead(&mut self) -> bool {
+        let mut rd = self.rd;
+        let skipped = self.skip_dead(&mut rd);
+        self.rd = rd;
+        skipped
     }
 
     /// Bytes reserved by producers and not yet consumed (committed or not).

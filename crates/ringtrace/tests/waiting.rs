@@ -179,10 +179,16 @@ fn producers_in_other_processes_wait_for_room_and_the_consumer_sees_them_exit() 
     let ring = MpscRing::builder(1 << 16).create(&path).unwrap();
     let mut c = ring.consumer().unwrap();
     let kids: Vec<_> = (0..2).map(|id| spawn("produce-waiting", &[path.to_str().unwrap(), &id.to_string()])).collect();
+    // A producer that has not attached yet is not counted: one child may finish before
+    // the other attaches. This handle keeps the ring connected until both have exited.
+    let gate = ring.producer().unwrap();
+    let waiter = std::thread::spawn(move || {
+        let results: Vec<_> = kids.into_iter().map(finish).collect();
+        drop(gate);
+        results
+    });
     assert_eq!(drain_until_disconnected(&mut c, RECORDS, 2), 2 * RECORDS);
-    for kid in kids {
-        assert_eq!(finish(kid), vec![RECORDS]);
-    }
+    assert_eq!(waiter.join().unwrap(), vec![vec![RECORDS]; 2]);
     assert_eq!(ring.stats().lost, 0);
     std::fs::remove_file(&path).unwrap();
 }

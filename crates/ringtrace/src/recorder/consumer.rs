@@ -292,6 +292,12 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         armed
     }
 
+    /// Whether the ring is shared between processes.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // the async readers' recheck
+    pub(crate) fn is_shared(&self) -> bool {
+        self.core.region.is_futex()
+    }
+
     /// Whether a producer handle attached once and none is left (see
     /// [`Consumer::is_disconnected`](crate::Consumer::is_disconnected)).
     pub fn is_disconnected(&self) -> bool {

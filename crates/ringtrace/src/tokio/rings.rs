@@ -5,19 +5,21 @@
 use std::convert::Infallible;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
 
 use super::source::{counted, finish, sealed::Sealed, take_one, Source};
 use crate::callback::Outcome;
 use crate::config::ProducerKind;
 use crate::error::ConsumeError;
 use crate::kernel::bpf::{BpfRingBuf, RingSet};
+use crate::wait::DEAD_CHECK;
 use crate::Consumer;
 
 impl<K: ProducerKind> Sealed for Consumer<K> {}
 
-/// The ring's doorbell, an eventfd. A ring shared between processes (a file, a sealed
-/// memfd) wakes its consumer through a futex instead: its `arm` fails with
-/// [`Unsupported`](io::ErrorKind::Unsupported), and so does the async reader's wait.
+/// The ring's doorbell: an eventfd, or in a ring shared between processes (a file, a
+/// sealed memfd) the socket doorbell that [`Consumer::arm`] names (see there for its
+/// limits).
 impl<K: ProducerKind> Source for Consumer<K> {
     type Record<'a> = &'a [u8];
     type Item = Vec<u8>;
@@ -34,6 +36,14 @@ impl<K: ProducerKind> Source for Consumer<K> {
         self.is_disconnected()
     }
 
+    fn recheck(&self) -> Option<Duration> {
+        (self.is_shared() || self.available() > 0).then_some(DEAD_CHECK)
+    }
+
+    fn on_recheck(&mut self) {
+        self.step_over_dead();
+    }
+
     fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(&[u8]) -> R,
@@ -47,39 +57,43 @@ impl<K: ProducerKind> Source for Consumer<K> {
     }
 }
 
-// needs OverwriteConsumer::arm (the contract of `Consumer::arm`: publish the position,
-// reset the doorbell, announce the wait, re-check); until the overwrite consumer has it
-// (its wait word is armed only inside its blocking `wait`), this stays out of the build.
-//
-// impl<K: ProducerKind> Sealed for crate::recorder::OverwriteConsumer<K> {}
-//
-// /// The ring's doorbell; the consumer copies and checks each record before the
-// /// callback sees it. Overwrite rings wake their consumer only on
-// /// [`Wakeup::Force`](crate::Wakeup::Force) by default.
-// impl<K: ProducerKind> Source for crate::recorder::OverwriteConsumer<K> {
-//     type Record<'a> = &'a [u8];
-//     type Item = Vec<u8>;
-//
-//     fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-//         Some(self.as_fd())
-//     }
-//
-//     fn arm(&mut self) -> io::Result<bool> {
-//         crate::recorder::OverwriteConsumer::arm(self)
-//     }
-//
-//     fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
-//     where
-//         F: FnMut(&[u8]) -> R,
-//         R: Outcome,
-//     {
-//         self.consume_n(max, f)
-//     }
-//
-//     fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
-//         take_one(self, <[u8]>::to_vec)
-//     }
-// }
+impl<K: ProducerKind> Sealed for crate::recorder::OverwriteConsumer<K> {}
+
+/// The ring's doorbell; the consumer copies and checks each record before the
+/// callback sees it. Overwrite rings wake their consumer only on
+/// [`Wakeup::Force`](crate::Wakeup::Force) by default.
+impl<K: ProducerKind> Source for crate::recorder::OverwriteConsumer<K> {
+    type Record<'a> = &'a [u8];
+    type Item = Vec<u8>;
+
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.as_fd())
+    }
+
+    fn arm(&mut self) -> io::Result<bool> {
+        crate::recorder::OverwriteConsumer::arm(self)
+    }
+
+    fn disconnected(&self) -> bool {
+        self.is_disconnected()
+    }
+
+    fn recheck(&self) -> Option<Duration> {
+        self.is_shared().then_some(DEAD_CHECK)
+    }
+
+    fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
+    where
+        F: FnMut(&[u8]) -> R,
+        R: Outcome,
+    {
+        self.consume_n(max, f)
+    }
+
+    fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
+        take_one(self, <[u8]>::to_vec)
+    }
+}
 
 impl Sealed for BpfRingBuf {}
 

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::io;
 use std::os::fd::BorrowedFd;
+use std::time::Duration;
 
 use crate::callback::Outcome;
 use crate::error::ConsumeError;
@@ -13,6 +14,7 @@ use crate::error::ConsumeError;
 /// behind one API: the contract below is the crate's own, kept by each reader).
 ///
 /// Implemented for [`Consumer`](crate::Consumer),
+/// [`OverwriteConsumer`](crate::recorder::OverwriteConsumer),
 /// [`ChannelReader`](crate::ChannelReader),
 /// [`BpfRingBuf`](crate::kernel::bpf::BpfRingBuf),
 /// [`RingSet`](crate::kernel::bpf::RingSet),
@@ -54,6 +56,20 @@ pub trait Source: sealed::Sealed {
     fn disconnected(&self) -> bool {
         false
     }
+
+    /// How long a wait may last without a wakeup before the reader looks again: a ring
+    /// shared between processes (a producer process that is killed rings nothing, so
+    /// [`disconnected`](Self::disconnected) is looked at every 200 ms, as the blocking
+    /// `poll` does), or a ring whose next record is claimed and unfinished (its producer
+    /// process may have died: [`on_recheck`](Self::on_recheck) steps over it). `None`:
+    /// only the doorbell ends a wait.
+    fn recheck(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A wait ended at its [`recheck`](Self::recheck) time: whatever the reader looks
+    /// at then (a record left unfinished by a producer process that died).
+    fn on_recheck(&mut self) {}
 
     /// Calls `f` with at most `max` records available now, in order; returns how many it
     /// saw. Stops at the first error of `f` (that record counts as read). A

@@ -1,6 +1,8 @@
 //! How an async reader waits ([`Waiter`]): on its doorbell registered with the tokio
 //! runtime's reactor ([`AsyncFd`]), or napping on the runtime's timer for a reader with
-//! none.
+//! none. A reader that needs to look now and then without a wakeup (a ring shared
+//! between processes, whose producer processes may die; [`Source::recheck`]) also has
+//! a timer beside its descriptor.
 
 use std::future::Future;
 use std::io;
@@ -21,8 +23,9 @@ pub(super) const NAP: Duration = Duration::from_millis(1);
 
 /// A reader and how it waits.
 pub(super) enum Waiter<S> {
-    /// On its descriptor, registered with the reactor.
-    Fd(AsyncFd<Registered<S>>),
+    /// On its descriptor, registered with the reactor; and the recheck timer a stream
+    /// is waiting for, if the reader asks for one ([`Source::recheck`]).
+    Fd(AsyncFd<Registered<S>>, Option<Pin<Box<Sleep>>>),
     /// By napping (no descriptor); the nap a stream is waiting for.
     Nap(S, Option<Pin<Box<Sleep>>>),
 }
@@ -54,31 +57,31 @@ impl<S: Source> Waiter<S> {
         // closed only when the `Registered` is dropped, which `AsyncFd` does after
         // deregistering it (on drop and in `into_inner`).
         let fd = unsafe { AsyncFd::register_with_interest(registered, Interest::READABLE) }?;
-        Ok(Waiter::Fd(fd))
+        Ok(Waiter::Fd(fd, None))
     }
 
     /// Whether it waits on a descriptor.
     pub(super) fn has_fd(&self) -> bool {
-        matches!(self, Waiter::Fd(_))
+        matches!(self, Waiter::Fd(..))
     }
 
     pub(super) fn get_ref(&self) -> &S {
         match self {
-            Waiter::Fd(fd) => &fd.get_ref().source,
+            Waiter::Fd(fd, _) => &fd.get_ref().source,
             Waiter::Nap(source, _) => source,
         }
     }
 
     pub(super) fn get_mut(&mut self) -> &mut S {
         match self {
-            Waiter::Fd(fd) => &mut fd.get_mut().source,
+            Waiter::Fd(fd, _) => &mut fd.get_mut().source,
             Waiter::Nap(source, _) => source,
         }
     }
 
     pub(super) fn into_inner(self) -> S {
         match self {
-            Waiter::Fd(fd) => fd.into_inner().source,
+            Waiter::Fd(fd, _) => fd.into_inner().source,
             Waiter::Nap(source, _) => source,
         }
     }
@@ -86,16 +89,28 @@ impl<S: Source> Waiter<S> {
     /// Until records may be ready (see `AsyncReader::readable`).
     pub(super) async fn readable(&mut self) -> io::Result<()> {
         match self {
-            Waiter::Fd(fd) => loop {
+            Waiter::Fd(fd, _) => loop {
                 let source = &mut fd.get_mut().source;
                 // Disconnection looked at after the wait is announced: a producer that
                 // leaves later rings the doorbell.
                 if !source.arm()? || source.disconnected() {
                     return Ok(());
                 }
-                let mut guard = fd.readable().await?;
-                // Before arming again: a wakeup after this is kept for the next await.
-                guard.clear_ready();
+                let Some(recheck) = source.recheck() else {
+                    let mut guard = fd.readable().await?;
+                    // Before arming again: a wakeup after this is kept for the next await.
+                    guard.clear_ready();
+                    continue;
+                };
+                match ::tokio::time::timeout(recheck, fd.readable()).await {
+                    Ok(guard) => guard?.clear_ready(),
+                    Err(_elapsed) => {
+                        // No wakeup for a while: look at what the doorbell cannot say.
+                        let source = &mut fd.get_mut().source;
+                        source.on_recheck();
+                        return Ok(());
+                    }
+                }
             },
             Waiter::Nap(source, _) => {
                 if source.arm()? {
@@ -111,21 +126,36 @@ impl<S: Source> Waiter<S> {
     /// `Pending` with the waker registered otherwise.
     pub(super) fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
-            Waiter::Fd(fd) => {
+            Waiter::Fd(fd, timer) => {
                 let source = &mut fd.get_mut().source;
                 match source.arm() {
                     Ok(true) if !source.disconnected() => {}
                     Ok(_) => return Poll::Ready(Ok(())),
                     Err(e) => return Poll::Ready(Err(e)),
                 }
+                let recheck = source.recheck();
                 match fd.poll_read_ready(cx) {
-                    Poll::Pending => Poll::Pending,
+                    Poll::Pending => {}
                     Poll::Ready(Ok(mut guard)) => {
                         // Before arming again, as in `readable`.
                         guard.clear_ready();
+                        *timer = None;
+                        return Poll::Ready(Ok(()));
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                }
+                let Some(recheck) = recheck else {
+                    *timer = None;
+                    return Poll::Pending;
+                };
+                let sleep = timer.get_or_insert_with(|| Box::pin(::tokio::time::sleep(recheck)));
+                match sleep.as_mut().poll(cx) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(()) => {
+                        *timer = None;
+                        fd.get_mut().source.on_recheck();
                         Poll::Ready(Ok(()))
                     }
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
                 }
             }
             Waiter::Nap(_, nap) => {
