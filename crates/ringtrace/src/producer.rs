@@ -219,6 +219,66 @@ impl<K: ProducerKind> Producer<K, Discard> {
         disconnect::consumer_gone(&self.core)
     }
 
+    /// Claims space if there is room now: `Ok(None)` when the ring is full (not counted:
+    /// the async producer waits and tries again).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn try_claim(&mut self, len: usize) -> Result<Option<u64>, ReserveError> {
+        match self.claim(len) {
+            Ok(pos) => Ok(Some(pos)),
+            Err(Refused::Full) => Ok(None),
+            Err(why) => Err(self.refused(why, len)),
+        }
+    }
+
+    /// The reservation of `len` bytes claimed at `pos` ([`try_claim`](Self::try_claim)).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn reservation(&mut self, pos: u64, len: usize) -> Reservation<'_, K, Discard> {
+        Reservation { producer: self, pos, len: len as u32 }
+    }
+
+    /// Copies `data` into the reservation claimed at `pos` for it and commits it.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn commit_copy(&mut self, pos: u64, data: &[u8], wakeup: Wakeup) {
+        // SAFETY: as in `output`: `pos` is this handle's claim of `data.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.core.region.data_ptr(pos + HDR_SIZE), data.len()) };
+        self.finish(pos, data.len() as u32, false, wakeup);
+    }
+
+    /// Counts a record given up as lost (a waiting producer that found the consumer
+    /// gone).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn count_lost(&self) {
+        self.slot.bump(&self.slot.counters().lost);
+    }
+
+    /// A producer that found no room announces that it waits, and looks again (the
+    /// room protocol's `arm_room`, at the consumer position its failed claim saw).
+    /// `Ok(true)`: wait for the room doorbell.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn arm_room(&self) -> std::io::Result<bool> {
+        self.core.arm_room(self.cursor.cons)
+    }
+
+    /// This process's room socket for the ring, named among those the consumer rings;
+    /// `None` if there is none (no socket could be made, or every entry is taken).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn room_socket(&self) -> Option<(std::os::fd::BorrowedFd<'_>, u64)> {
+        let (fd, id) = self.shared.region.room_socket()?;
+        self.core.region.register_room_socket(id).then_some((fd, id))
+    }
+
+    /// What this process's async producers of the ring wake each other with.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn room_notify(&self) -> &::tokio::sync::Notify {
+        &self.shared.region.room_notify
+    }
+
+    /// Whether the ring is shared between processes.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.core.region.is_futex()
+    }
+
     /// Claims space, waiting for room if there is none.
     #[inline]
     fn claim_or_wait(&mut self, len: usize, timeout: Option<Duration>) -> Result<u64, ReserveError> {

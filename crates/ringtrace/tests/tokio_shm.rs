@@ -118,3 +118,109 @@ fn an_overwrite_consumer_streams_asynchronously() {
     // A 64 KiB ring holds all 2000 records of 16 bytes: none was overwritten.
     assert_eq!(got, (0..2000).collect::<Vec<_>>());
 }
+
+/// Two async producers (tasks of a multi-thread runtime) write through a 4 KiB ring
+/// far smaller than what they write, to a consumer on a thread: they wait for room
+/// instead of losing records, and each sequence arrives whole and in order.
+#[test]
+fn async_producers_wait_for_room_and_lose_nothing() {
+    const PER: u64 = 100_000;
+    let ring = MpscRing::new(4096).unwrap();
+    let mut c = ring.consumer().unwrap();
+    let producers: Vec<_> = (0..2).map(|_| ring.producer().unwrap()).collect();
+    let reader = std::thread::spawn(move || {
+        let mut next = [0u64; 2];
+        loop {
+            match c.poll(Some(Duration::from_secs(30)), |rec: &[u8]| {
+                let (id, seq) = check(rec);
+                assert_eq!(seq, next[id as usize], "producer {id}: out of order or lost");
+                next[id as usize] += 1;
+            }) {
+                Ok(0) => panic!("nothing for 30 s at {next:?}: a lost wakeup"),
+                Ok(_) => {}
+                Err(ConsumeError::Disconnected) => break next,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        let tasks: Vec<_> = producers
+            .into_iter()
+            .enumerate()
+            .map(|(id, p)| {
+                tokio::spawn(async move {
+                    let mut p = ringtrace::tokio::AsyncProducer::new(p).unwrap();
+                    let mut buf = Vec::new();
+                    for seq in 0..PER {
+                        record(id as u32, seq, &mut buf);
+                        p.output(&buf, Wakeup::Default).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(reader.join().unwrap(), [PER, PER]);
+    assert_eq!(ring.stats().lost, 0);
+}
+
+/// An async producer's `output` cancelled by a timeout while the ring is full has
+/// written and counted nothing; once the consumer makes room, the next one succeeds.
+#[test]
+fn a_cancelled_async_output_writes_and_counts_nothing() {
+    let ring = MpscRing::new(4096).unwrap();
+    let mut c = ring.consumer().unwrap();
+    runtime().block_on(async {
+        let mut p = ringtrace::tokio::AsyncProducer::new(ring.producer().unwrap()).unwrap();
+        while p.get_mut().output(&[7; 100], Wakeup::NoWakeup).is_ok() {}
+        let before = ring.stats();
+        let r = timeout(Duration::from_millis(50), p.output(&[8; 100], Wakeup::Default)).await;
+        assert!(r.is_err(), "no room, so it should still be waiting");
+        let after = ring.stats();
+        assert_eq!((after.committed, after.lost), (before.committed, before.lost));
+        let read = c.consume(|rec: &[u8]| assert_eq!(rec, [7; 100])).unwrap();
+        assert_eq!(read as u64, before.committed);
+        timeout(Duration::from_secs(10), p.output(&[8; 100], Wakeup::Default)).await.unwrap().unwrap();
+    });
+    let mut got = Vec::new();
+    c.consume(|rec: &[u8]| got.push(rec.to_vec())).unwrap();
+    assert_eq!(got, vec![vec![8; 100]]);
+}
+
+/// Async producers in this process, the consumer in another: the consumer rings this
+/// process's room socket (named in the ring file) when it makes room.
+#[test]
+fn async_producers_are_woken_by_a_consumer_in_another_process() {
+    let path = temp_path("tokio-shm-room");
+    let ring = MpscRing::builder(1 << 16).create(&path).unwrap();
+    let producers: Vec<_> = (0..2).map(|_| ring.producer().unwrap()).collect();
+    let kid = spawn("consume-discard", &[path.to_str().unwrap()]);
+    runtime().block_on(async move {
+        let tasks: Vec<_> = producers
+            .into_iter()
+            .enumerate()
+            .map(|(id, p)| {
+                tokio::spawn(async move {
+                    let mut p = ringtrace::tokio::AsyncProducer::new(p).unwrap();
+                    let mut buf = Vec::new();
+                    for seq in 0..RECORDS {
+                        record(id as u32, seq, &mut buf);
+                        timeout(Duration::from_secs(30), p.output(&buf, Wakeup::Default))
+                            .await
+                            .unwrap_or_else(|_| panic!("no room for 30 s at {seq}: a lost wakeup"))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(finish(kid), vec![2 * RECORDS]);
+    assert_eq!(ring.stats().lost, 0);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -180,7 +180,16 @@ pub(crate) struct WaitLine {
     /// Bit [`SEEN_PRODUCER`]: a producer handle has attached to this ring; bit
     /// [`SEEN_CONSUMER`]: a consumer has. Until then neither side can be disconnected.
     pub(crate) seen: AtomicU32,
+    /// The socket doorbells of processes whose producers wait for room in an event
+    /// loop (0: a free entry): the consumer that rings `room_futex` also sends a byte
+    /// to each, and frees an entry whose socket is gone (see `wait::doorbell`).
+    pub(crate) room_sockets: [AtomicU64; ROOM_SOCKETS],
 }
+
+/// Entries of the wait line's table of room sockets: the processes whose producers
+/// wait for room in an event loop (`ringtrace::tokio::AsyncProducer`), one socket each;
+/// processes past this many look for room every millisecond instead.
+pub const ROOM_SOCKETS: usize = 4;
 
 /// [`WaitLine::seen`]: a producer handle has attached.
 pub(crate) const SEEN_PRODUCER: u32 = 1;

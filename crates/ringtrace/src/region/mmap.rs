@@ -63,6 +63,12 @@ pub(crate) struct MmapRegion {
     /// or, where no socket could be made, an eventfd never rung (so that `AsFd` always
     /// has a descriptor to lend; `arm` then says why it cannot be used).
     eventfd: OwnedFd,
+    /// See [`Self::room_socket`].
+    room_socket: std::sync::OnceLock<Option<(OwnedFd, u64)>>,
+    /// The async producers of this process that wait for room: the one that finds the
+    /// room socket readable drains it and wakes the others (see `tokio::producer`).
+    #[cfg(feature = "tokio")]
+    pub(crate) room_notify: ::tokio::sync::Notify,
 }
 
 /// What the protocol needs of a mapped ring, as plain values, so that every producer and
@@ -185,7 +191,15 @@ impl MmapRegion {
         let data = unsafe { base.add(data_offset) };
         let view =
             MmapView { base, data, mask: m.capacity - 1, eventfd: eventfd.as_raw_fd(), futex: m.futex, socket_id };
-        Ok(MmapRegion { view, map_len, fd, eventfd })
+        Ok(MmapRegion {
+            view,
+            map_len,
+            fd,
+            eventfd,
+            room_socket: std::sync::OnceLock::new(),
+            #[cfg(feature = "tokio")]
+            room_notify: ::tokio::sync::Notify::new(),
+        })
     }
 
     /// A view of this region for a [`Core`](crate::protocol::core::Core).
@@ -196,6 +210,12 @@ impl MmapRegion {
     /// The eventfd a private ring's consumer sleeps on.
     pub(crate) fn doorbell(&self) -> BorrowedFd<'_> {
         self.eventfd.as_fd()
+    }
+
+    /// This process's socket doorbell for producers that wait for room in an event
+    /// loop (bound at the first call; `None` if no socket could be made), and its id.
+    pub(crate) fn room_socket(&self) -> Option<(BorrowedFd<'_>, u64)> {
+        self.room_socket.get_or_init(|| doorbell::bind_socket().ok()).as_ref().map(|(fd, id)| (fd.as_fd(), *id))
     }
 
     /// The ring's file: a memfd or a named ring file.
@@ -254,6 +274,17 @@ impl MmapView {
         // Relaxed: published by the wait word's Release store in `arm` (see above).
         self.control().wait.0.socket.store(self.socket_id, Relaxed);
         Ok(())
+    }
+
+    /// Names socket doorbell `id` (a process's [`MmapRegion::room_socket`]) among the
+    /// ones the consumer rings when it makes room, unless it is there already. False
+    /// if every entry is taken (other processes wait in event loops).
+    pub(crate) fn register_room_socket(&self, id: u64) -> bool {
+        let entries = &self.control().wait.0.room_sockets;
+        // Relaxed: the producer arms (a Release store of the room flag) after this, and
+        // the consumer reads the entries after its Acquire swap of that flag.
+        entries.iter().any(|e| e.load(Relaxed) == id)
+            || entries.iter().any(|e| e.compare_exchange(0, id, Relaxed, Relaxed).is_ok())
     }
 
     /// A consumer attaches or detaches: producers go back to the futex doorbell.
@@ -359,11 +390,25 @@ unsafe impl Region for MmapView {
         // consumer named its socket (`use_socket`).
         match self.control().wait.0.socket.load(Relaxed) {
             0 => Bell::Futex(&self.control().wait.0.futex).ring(),
-            id => doorbell::ring_socket(id),
+            id => {
+                doorbell::ring_socket(id);
+            }
         }
     }
 
     fn notify_room(&self) {
-        doorbell::ring_all(&self.control().wait.0.room_futex);
+        let wait = &self.control().wait.0;
+        doorbell::ring_all(&wait.room_futex);
+        for entry in &wait.room_sockets {
+            // Relaxed: the caller's Acquire swap of the room flag (or, detaching, its
+            // store) follows the producer's registration (`register_room_socket`),
+            // ordered before its Release store of the flag.
+            let id = entry.load(Relaxed);
+            if id != 0 && !doorbell::ring_socket(id) {
+                // Nobody holds the name: its process closed it or died. Free the entry
+                // (Relaxed: a process that registers again stores its own id).
+                let _ = entry.compare_exchange(id, 0, Relaxed, Relaxed);
+            }
+        }
     }
 }

@@ -64,13 +64,17 @@
 //! }
 //! ```
 //!
-//! A ring shared between processes (a ring file, a sealed memfd) wakes its consumer
-//! through a futex, which no reactor can wait on: its [`Consumer::arm`](crate::Consumer::arm)
-//! fails with `Unsupported`, and so does waiting on it here.
+//! A ring shared between processes (a ring file, a sealed memfd) wakes a consumer that
+//! waits here through a socket doorbell ([`Consumer::arm`](crate::Consumer::arm) names
+//! it), and such a reader also looks every 200 ms whether a producer process died.
+//!
+//! [`AsyncProducer`] is the writing side: a producer that waits for room without
+//! blocking its thread, woken by the consumer through the same kind of doorbell.
 
 mod channel;
 mod items;
 mod perf;
+mod producer;
 mod reader;
 mod rings;
 mod source;
@@ -81,6 +85,7 @@ mod wait;
 mod tests;
 
 pub use items::{ChannelItem, PerfItem};
+pub use producer::AsyncProducer;
 pub use reader::{AsyncReader, IntoRecords, Records};
 pub use source::Source;
 pub use stream::{Item, YIELD_EVERY};

@@ -169,14 +169,29 @@ pub(crate) fn bind_socket() -> io::Result<(OwnedFd, u64)> {
 /// datagram, never blocking. A full queue means the consumer is already woken; a name
 /// nobody holds (the consumer is gone), nothing to wake. Sent from one unbound socket
 /// per process, made at the first ring.
-pub(crate) fn ring_socket(id: u64) {
+///
+/// Returns false when no socket holds the name any more (`ECONNREFUSED`): its process
+/// closed it or died.
+pub(crate) fn ring_socket(id: u64) -> bool {
     static SENDER: OnceLock<Option<OwnedFd>> = OnceLock::new();
     let sender = SENDER.get_or_init(|| {
         socket_with(AddressFamily::UNIX, SocketType::DGRAM, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC, None).ok()
     });
     if let (Some(fd), Ok(name)) = (sender, socket_name(id)) {
-        let _ = sendto(fd, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &name);
+        if let Err(rustix::io::Errno::CONNREFUSED) = sendto(fd, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL, &name)
+        {
+            return false;
+        }
     }
+    true
+}
+
+/// Reads what was sent to a socket doorbell (at most [`SOCKET_DRAIN`] datagrams), so
+/// that its queue never fills: a full queue refuses new datagrams, and an event loop
+/// waiting edge-triggered would see no new edge.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))] // the async producers' room socket
+pub(crate) fn drain_socket(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Bell::Socket(fd).token().map(|_| ())
 }
 
 /// Rings a futex doorbell that several threads or processes may sleep on (the
