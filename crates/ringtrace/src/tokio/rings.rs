@@ -1,5 +1,6 @@
 //! [`Source`] for the readers of byte records: the user-space ring's
-//! [`Consumer`], a BPF ring buffer map ([`BpfRingBuf`]) and a set of them ([`RingSet`]).
+//! [`Consumer`] and [`OverwriteConsumer`], a BPF ring buffer map ([`BpfRingBuf`]) and a
+//! set of them ([`RingSet`]).
 //! Each uses the reader's own public API: its doorbell, `arm`, `consume_n`.
 
 use std::convert::Infallible;
@@ -12,119 +13,87 @@ use crate::callback::Outcome;
 use crate::config::ProducerKind;
 use crate::error::ConsumeError;
 use crate::kernel::bpf::{BpfRingBuf, RingSet};
+use crate::recorder::OverwriteConsumer;
 use crate::wait::DEAD_CHECK;
 use crate::Consumer;
 
-impl<K: ProducerKind> Sealed for Consumer<K> {}
+/// The [`Source`] of a reader of byte records with an `arm`, a descriptor and a
+/// `consume_n`: the parts every one shares, then `$extra`, its own methods.
+macro_rules! byte_source {
+    ($(#[$doc:meta])* impl[$($gen:tt)*] $ty:ty { $($extra:item)* }) => {
+        impl<$($gen)*> Sealed for $ty {}
 
-/// The ring's doorbell: an eventfd, or in a ring shared between processes (a file, a
-/// sealed memfd) the socket doorbell that [`Consumer::arm`] names (see there for its
-/// limits).
-impl<K: ProducerKind> Source for Consumer<K> {
-    type Record<'a> = &'a [u8];
-    type Item = Vec<u8>;
+        $(#[$doc])*
+        impl<$($gen)*> Source for $ty {
+            type Record<'a> = &'a [u8];
+            type Item = Vec<u8>;
 
-    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.as_fd())
-    }
+            fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+                Some(self.as_fd())
+            }
 
-    fn arm(&mut self) -> io::Result<bool> {
-        Consumer::arm(self)
-    }
+            fn arm(&mut self) -> io::Result<bool> {
+                <$ty>::arm(self)
+            }
 
-    fn disconnected(&self) -> bool {
-        self.is_disconnected()
-    }
+            fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
+            where
+                F: FnMut(&[u8]) -> R,
+                R: Outcome,
+            {
+                self.consume_n(max, f)
+            }
 
-    fn recheck(&self) -> Option<Duration> {
-        (self.is_shared() || self.available() > 0).then_some(DEAD_CHECK)
-    }
+            fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
+                take_one(self, <[u8]>::to_vec)
+            }
 
-    fn on_recheck(&mut self) {
-        self.step_over_dead();
-    }
+            $($extra)*
+        }
+    };
+}
 
-    fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        self.consume_n(max, f)
-    }
+byte_source! {
+    /// The ring's doorbell: an eventfd, or in a ring shared between processes (a file,
+    /// a sealed memfd) the socket doorbell that [`Consumer::arm`] names (see there for
+    /// its limits).
+    impl[K: ProducerKind] Consumer<K> {
+        fn disconnected(&self) -> bool {
+            self.is_disconnected()
+        }
 
-    fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
-        take_one(self, <[u8]>::to_vec)
+        fn recheck(&self) -> Option<Duration> {
+            (self.is_shared() || self.available() > 0).then_some(DEAD_CHECK)
+        }
+
+        fn on_recheck(&mut self) {
+            self.step_over_dead();
+        }
     }
 }
 
-impl<K: ProducerKind> Sealed for crate::recorder::OverwriteConsumer<K> {}
+byte_source! {
+    /// The ring's doorbell; the consumer copies and checks each record before the
+    /// callback sees it. Overwrite rings wake their consumer only on
+    /// [`Wakeup::Force`](crate::Wakeup::Force) by default.
+    impl[K: ProducerKind] OverwriteConsumer<K> {
+        fn disconnected(&self) -> bool {
+            self.is_disconnected()
+        }
 
-/// The ring's doorbell; the consumer copies and checks each record before the
-/// callback sees it. Overwrite rings wake their consumer only on
-/// [`Wakeup::Force`](crate::Wakeup::Force) by default.
-impl<K: ProducerKind> Source for crate::recorder::OverwriteConsumer<K> {
-    type Record<'a> = &'a [u8];
-    type Item = Vec<u8>;
-
-    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.as_fd())
-    }
-
-    fn arm(&mut self) -> io::Result<bool> {
-        crate::recorder::OverwriteConsumer::arm(self)
-    }
-
-    fn disconnected(&self) -> bool {
-        self.is_disconnected()
-    }
-
-    fn recheck(&self) -> Option<Duration> {
-        self.is_shared().then_some(DEAD_CHECK)
-    }
-
-    fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        self.consume_n(max, f)
-    }
-
-    fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
-        take_one(self, <[u8]>::to_vec)
+        fn recheck(&self) -> Option<Duration> {
+            self.is_shared().then_some(DEAD_CHECK)
+        }
     }
 }
 
-impl Sealed for BpfRingBuf {}
-
-/// The map's descriptor, readable while records are available; the kernel wakes it per
-/// the program's flags (see [`BpfRingBuf::wait`]). aya's `RingBuf` is used the same way
-/// under tokio: its docs wrap the map in an `AsyncFd`, and drain it after each
-/// readiness before clearing it
-/// (<https://docs.rs/aya/latest/aya/maps/ring_buf/struct.RingBuf.html>).
-impl Source for BpfRingBuf {
-    type Record<'a> = &'a [u8];
-    type Item = Vec<u8>;
-
-    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.as_fd())
-    }
-
-    fn arm(&mut self) -> io::Result<bool> {
-        BpfRingBuf::arm(self)
-    }
-
-    fn read<F, R>(&mut self, max: usize, f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(&[u8]) -> R,
-        R: Outcome,
-    {
-        self.consume_n(max, f)
-    }
-
-    fn take(&mut self) -> Result<Option<Vec<u8>>, ConsumeError<Infallible>> {
-        take_one(self, <[u8]>::to_vec)
-    }
+byte_source! {
+    /// The map's descriptor, readable while records are available; the kernel wakes it
+    /// per the program's flags (see [`BpfRingBuf::wait`]). aya's `RingBuf` is used the
+    /// same way under tokio: its docs wrap the map in an `AsyncFd`, and drain it after
+    /// each readiness before clearing it
+    /// (<https://docs.rs/aya/latest/aya/maps/ring_buf/struct.RingBuf.html>).
+    impl[] BpfRingBuf {}
 }
 
 impl Sealed for RingSet {}
