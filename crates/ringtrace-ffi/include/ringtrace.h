@@ -494,7 +494,8 @@ int ringtrace_ring_create(const char *path,
  * Attaches to the ring file at `path` (made by `ringtrace_ring_create` in this or
  * another process); its kind and mode are read from the file. `access` is
  * `RINGTRACE_ACCESS_FULL` or `RINGTRACE_ACCESS_CONSUMER` (then producers are refused
- * with -EPERM).
+ * with -EPERM); the file is opened read-write either way (the consumer writes its
+ * position in it).
  *
  * Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a valid ring file), or another -errno.
  *

@@ -31,12 +31,33 @@ impl Fail {
 fn os_errno(e: &(dyn std::error::Error + 'static)) -> Option<c_int> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if let Some(code) = err.downcast_ref::<io::Error>().and_then(io::Error::raw_os_error) {
-            return Some(code);
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return Some(io_errno(io));
         }
         cur = err.source();
     }
     None
+}
+
+/// The errno of an `io::Error`: its OS code, or one for its kind.
+pub(crate) fn io_errno(e: &io::Error) -> c_int {
+    if let Some(code) = e.raw_os_error() {
+        return code;
+    }
+    match e.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::AlreadyExists => libc::EEXIST,
+        io::ErrorKind::InvalidInput => libc::EINVAL,
+        io::ErrorKind::InvalidData => libc::EBADMSG,
+        io::ErrorKind::OutOfMemory => libc::ENOMEM,
+        io::ErrorKind::TimedOut => libc::ETIMEDOUT,
+        io::ErrorKind::Unsupported => libc::ENOTSUP,
+        io::ErrorKind::WouldBlock => libc::EAGAIN,
+        io::ErrorKind::BrokenPipe => libc::EPIPE,
+        io::ErrorKind::UnexpectedEof => libc::EBADMSG,
+        _ => libc::EIO,
+    }
 }
 
 fn errno_of_reserve(e: &ReserveError) -> c_int {
@@ -107,7 +128,7 @@ impl From<FormatError> for Fail {
 
 impl From<io::Error> for Fail {
     fn from(e: io::Error) -> Fail {
-        Fail::new(e.raw_os_error().unwrap_or(libc::EIO), e.to_string())
+        Fail::new(io_errno(&e), e.to_string())
     }
 }
 
@@ -130,7 +151,7 @@ impl From<ConsumeError<Stopped>> for Fail {
             ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
             ConsumeError::Busy => libc::EBUSY,
             ConsumeError::Disconnected => libc::EPIPE,
-            ConsumeError::Io(io) => io.raw_os_error().unwrap_or(libc::EIO),
+            ConsumeError::Io(io) => io_errno(io),
             ConsumeError::Kernel(k) => errno_of_kernel(k),
             _ => libc::EIO,
         };
@@ -144,7 +165,7 @@ impl From<ConsumeError> for Fail {
             ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
             ConsumeError::Busy => libc::EBUSY,
             ConsumeError::Disconnected => libc::EPIPE,
-            ConsumeError::Io(io) => io.raw_os_error().unwrap_or(libc::EIO),
+            ConsumeError::Io(io) => io_errno(io),
             ConsumeError::Kernel(k) => errno_of_kernel(k),
             _ => libc::EIO,
         };
@@ -184,6 +205,10 @@ pub(crate) fn describe(code: c_int) -> &'static std::ffi::CStr {
         libc::EIO => c"input/output error",
         libc::EPERM => c"operation not permitted (read-only handle or missing privilege)",
         libc::ENOENT => c"no such file or object",
+        libc::EEXIST => c"file exists",
+        libc::EACCES => c"permission denied",
+        libc::EBADF => c"bad file descriptor",
+        libc::EAGAIN => c"try again",
         libc::ENOTSUP => c"not supported",
         libc::ECANCELED => c"stopped by the callback",
         libc::ENOTRECOVERABLE => c"internal error: a Rust panic was caught at the C boundary",

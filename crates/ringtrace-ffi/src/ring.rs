@@ -249,6 +249,7 @@ pub(crate) unsafe fn path_arg<'a>(path: *const c_char) -> Result<&'a Path, Fail>
 }
 
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// Creates a ring private to this process, in memory.
 ///
@@ -304,7 +305,8 @@ pub unsafe extern "C" fn ringtrace_ring_create(
 /// Attaches to the ring file at `path` (made by `ringtrace_ring_create` in this or
 /// another process); its kind and mode are read from the file. `access` is
 /// `RINGTRACE_ACCESS_FULL` or `RINGTRACE_ACCESS_CONSUMER` (then producers are refused
-/// with -EPERM).
+/// with -EPERM); the file is opened read-write either way (the consumer writes its
+/// position in it).
 ///
 /// Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a valid ring file), or another -errno.
 ///
@@ -323,7 +325,10 @@ pub unsafe extern "C" fn ringtrace_ring_open(
         let out = guard::out_ptr(out)?;
         // SAFETY: the caller's promise about `path`.
         let path = unsafe { path_arg(path) }?;
-        let fd: OwnedFd = File::options().read(true).write(access == RINGTRACE_ACCESS_FULL).open(path)?.into();
+        // Read-write whatever the access (the consumer writes its position), and
+        // non-blocking so that a FIFO does not hang the open (it is refused later), as
+        // the library's own `RingBuf::open` does.
+        let fd: OwnedFd = File::options().read(true).write(true).custom_flags(libc::O_NONBLOCK).open(path)?.into();
         let ring = attach(fd, access)?;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_ring::new(ring)) }
