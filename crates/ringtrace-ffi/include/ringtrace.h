@@ -104,6 +104,11 @@
 #define RINGTRACE_DEFAULT_CAPACITY (1 << 20)
 
 /**
+ * A BPF ring buffer reader handle.
+ */
+typedef struct ringtrace_bpf_ringbuf ringtrace_bpf_ringbuf;
+
+/**
  * A channel handle.
  */
 typedef struct ringtrace_channel ringtrace_channel;
@@ -135,6 +140,13 @@ typedef struct ringtrace_ring ringtrace_ring;
 typedef struct ringtrace_snapshot ringtrace_snapshot;
 
 /**
+ * A record callback: `data` and `len` are valid only during the call. Returning nonzero
+ * stops the call that delivers records, which returns -ECANCELED (the record counts as
+ * consumed).
+ */
+typedef int (*ringtrace_record_fn)(void *ctx, const void *data, size_t len);
+
+/**
  * A channel record callback: `producer` is the producer's number in the channel,
  * `timestamp_ns` its timestamp (`CLOCK_MONOTONIC` time base; 0 without a clock);
  * `data` and `len` are valid only during the call. Nonzero stops (-ECANCELED).
@@ -144,13 +156,6 @@ typedef int (*ringtrace_channel_record_fn)(void *ctx,
                                            uint64_t timestamp_ns,
                                            const void *data,
                                            size_t len);
-
-/**
- * A record callback: `data` and `len` are valid only during the call. Returning nonzero
- * stops the call that delivers records, which returns -ECANCELED (the record counts as
- * consumed).
- */
-typedef int (*ringtrace_record_fn)(void *ctx, const void *data, size_t len);
 
 /**
  * Options of a new ring. libbpf-style: set `sz` to `sizeof(struct ringtrace_ring_opts)`
@@ -268,6 +273,93 @@ const char *ringtrace_strerror(int err);
  * Threads: any thread; each thread has its own message.
  */
 const char *ringtrace_last_error(void);
+
+/**
+ * Attaches a reader to the BPF ring buffer map `map_fd` (duplicated: the caller keeps
+ * `map_fd`). Free it with `ringtrace_bpf_ringbuf_free`.
+ *
+ * Returns 0, or -EINVAL (not a ring buffer map), -EBADF, -EPERM, or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+int ringtrace_bpf_ringbuf_from_fd(int map_fd, struct ringtrace_bpf_ringbuf **out);
+
+/**
+ * Attaches a reader to the BPF ring buffer map pinned at `path` (in a bpffs mount).
+ *
+ * Returns 0, or -EINVAL, -ENOENT (nothing pinned there), -EPERM, or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_bpf_ringbuf_open_pinned(const char *path, struct ringtrace_bpf_ringbuf **out);
+
+/**
+ * Frees a BPF ring buffer reader (NULL is ignored).
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle not used after this call.
+ */
+void ringtrace_bpf_ringbuf_free(struct ringtrace_bpf_ringbuf *rb);
+
+/**
+ * Calls `fn(ctx, data, len)` for every record available now, in order.
+ *
+ * Returns the number delivered, or -EINVAL, -ECANCELED, -EBADMSG.
+ *
+ * Threads: one thread at a time per handle (one reader per map, as with libbpf).
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_bpf_ringbuf_consume(struct ringtrace_bpf_ringbuf *rb,
+                                  ringtrace_record_fn fn,
+                                  void *ctx);
+
+/**
+ * Waits up to `timeout_ms` (-1: no limit) for records, then delivers them as
+ * `ringtrace_bpf_ringbuf_consume`.
+ *
+ * Returns the number delivered (0 on timeout), or the errors of
+ * `ringtrace_bpf_ringbuf_consume`.
+ *
+ * Threads: one thread at a time per handle.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_bpf_ringbuf_poll(struct ringtrace_bpf_ringbuf *rb,
+                               int timeout_ms,
+                               ringtrace_record_fn fn,
+                               void *ctx);
+
+/**
+ * The map's descriptor, readable while records are available (for epoll), owned by
+ * the handle.
+ *
+ * Returns the descriptor (>= 0) or -EINVAL.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle.
+ */
+int ringtrace_bpf_ringbuf_fd(const struct ringtrace_bpf_ringbuf *rb);
 
 /**
  * Creates a channel private to this process: each thread that writes gets its own
