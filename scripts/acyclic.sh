@@ -25,13 +25,14 @@ find "$copy/crates" -name '*.rs' -exec sed -i -E '/^[[:space:]]*#!?\[cfg\(not\(l
 # Which graphs to check: "lib" (the library), "cli" (the command), "tracing" (the
 # tracing layer); all by default.
 targets=()
-for which in "${@:-lib cli tracing}"; do
+for which in "${@:-lib cli tracing ffi}"; do
   for w in $which; do
     case $w in
       lib) targets+=("-p ringtrace --lib --features tokio") ;;
       cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
       tracing) targets+=("-p ringtrace-tracing --lib") ;;
-      *) echo "acyclic: unknown graph $w (lib, cli or tracing)" >&2; exit 2 ;;
+      ffi) targets+=("-p ringtrace-ffi --lib") ;;
+      *) echo "acyclic: unknown graph $w (lib, cli, tracing or ffi)" >&2; exit 2 ;;
     esac
   done
 done

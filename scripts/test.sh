@@ -31,7 +31,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-i
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
 
 echo "== module graph: imports run one way (no module cycles)"
-bash scripts/acyclic.sh lib cli tracing
+bash scripts/acyclic.sh lib cli tracing ffi
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
 idle_start=$SECONDS

@@ -22,6 +22,7 @@ mod channel;
 pub mod consumer;
 mod error;
 mod guard;
+mod pause;
 pub mod producer;
 pub mod ring;
 pub mod snapshot;

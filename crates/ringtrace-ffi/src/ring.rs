@@ -12,7 +12,7 @@ use ringtrace::{Access, Builder, Error, RingBuf, Stats};
 
 use crate::error::Fail;
 use crate::guard::{self, call, call_or, handle};
-use crate::snapshot::PauseHold;
+use crate::pause::PauseHold;
 
 /// Multi-producer ring (`kind`).
 pub const RINGTRACE_MPSC: c_int = 0;

@@ -3,15 +3,13 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::ptr::NonNull;
 
-use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
-use ringtrace::recorder::Paused;
-use ringtrace::{RingBuf, Snapshot};
+use ringtrace::Snapshot;
 
 use crate::consumer::{count, deliver, ringtrace_record_fn};
 use crate::error::Fail;
 use crate::guard::{self, call, call_or, handle};
+use crate::pause::{Hold, PauseHold};
 use crate::ring::{path_arg, ringtrace_ring, AnyRing};
 
 /// A snapshot handle: a copy of an overwrite ring's records.
@@ -21,51 +19,6 @@ pub struct ringtrace_snapshot {
     snap: Snapshot,
 }
 handle!(ringtrace_snapshot, 0x5254_534e_4150_0004, "snapshot");
-
-/// A pause held by a ring handle. `Paused` borrows its ring; the hold keeps its own
-/// clone of the ring in a box that is neither moved nor freed while the pause lives
-/// (`Drop` ends the pause first), so erasing the borrow's lifetime is sound.
-#[derive(Debug)]
-pub(crate) struct Hold<K: ProducerKind> {
-    paused: Option<Paused<'static, K>>,
-    /// From `Box::into_raw`; freed in `Drop`.
-    ring: NonNull<RingBuf<K, Overwrite>>,
-}
-
-impl<K: ProducerKind> Hold<K> {
-    fn pause(ring: &RingBuf<K, Overwrite>, timeout_ms: c_int) -> Result<Self, Fail> {
-        let ring = NonNull::from(Box::leak(Box::new(ring.clone())));
-        // SAFETY: the box is freed only in `Drop`, after the pause (module docs above).
-        let borrowed: &'static RingBuf<K, Overwrite> = unsafe { &*ring.as_ptr() };
-        let paused = match guard::timeout(timeout_ms) {
-            Some(t) => borrowed.pause_timeout(t),
-            None => borrowed.pause(),
-        };
-        match paused {
-            Ok(p) => Ok(Hold { paused: Some(p), ring }),
-            Err(e) => {
-                // SAFETY: from `Box::into_raw` above; the failed pause borrows nothing.
-                drop(unsafe { Box::from_raw(ring.as_ptr()) });
-                Err(e.into())
-            }
-        }
-    }
-}
-
-impl<K: ProducerKind> Drop for Hold<K> {
-    fn drop(&mut self) {
-        drop(self.paused.take());
-        // SAFETY: from `Box::into_raw`; the pause that borrowed it is gone.
-        drop(unsafe { Box::from_raw(self.ring.as_ptr()) });
-    }
-}
-
-/// The pause of a multi- or single-producer overwrite ring.
-#[derive(Debug)]
-pub(crate) enum PauseHold {
-    Mpsc(Hold<Mpsc>),
-    Spsc(Hold<Spsc>),
-}
 
 fn not_overwrite() -> Fail {
     Fail::inval("snapshots and pauses need an overwrite ring (RINGTRACE_OVERWRITE)")
@@ -247,7 +200,7 @@ pub unsafe extern "C" fn ringtrace_paused_foreach(
         let no_pause = || Fail::inval("this ring handle holds no pause (call ringtrace_pause first)");
         macro_rules! walk {
             ($hold:expr) => {{
-                let paused = $hold.paused.as_ref().ok_or_else(no_pause)?;
+                let paused = $hold.paused().ok_or_else(no_pause)?;
                 if newest_first != 0 {
                     each(paused.iter().rev(), r#fn, ctx)
                 } else {
