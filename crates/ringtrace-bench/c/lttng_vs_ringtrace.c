@@ -21,7 +21,10 @@
  * line on stderr.
  *
  * Usage: lttng_vs_ringtrace [--quick] [--rounds N] [--round K] [--only lttng|ringtrace]
- *   --round K: run one round, numbered K (its order is round K's).
+ *                           [--warmup-ms MS] [--window-ms MS]
+ *   --round K: run one round, numbered K (its order is round K's);
+ *   --warmup-ms, --window-ms: each measurement's warmup and window (default 30 and
+ *   100 ms; --quick: 20 and 50 ms, 3 rounds).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -210,7 +213,8 @@ static int measure(const struct cfg *cfg, enum impl impl, size_t bytes, int writ
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: lttng_vs_ringtrace [--quick] [--rounds N] [--round K] [--only lttng|ringtrace]\n");
+    fprintf(stderr, "usage: lttng_vs_ringtrace [--quick] [--rounds N] [--round K] [--only lttng|ringtrace] "
+                    "[--warmup-ms MS] [--window-ms MS]\n");
     exit(2);
 }
 
@@ -228,6 +232,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--round") && i + 1 < argc) {
             first = atoi(argv[++i]);
             rounds = 1;
+        } else if (!strcmp(argv[i], "--warmup-ms") && i + 1 < argc) {
+            cfg.warmup_ns = strtoull(argv[++i], NULL, 10) * 1000000u;
+        } else if (!strcmp(argv[i], "--window-ms") && i + 1 < argc) {
+            cfg.window_ns = strtoull(argv[++i], NULL, 10) * 1000000u;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             i++;
             want[LTTNG] = !strcmp(argv[i], "lttng");

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::harness::Measured;
 
 /// One result line. JSON field names are part of the interface.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`,
     /// `overwrite-contention`, `snapshot`, `shm`, `channel-scaling`.
