@@ -257,3 +257,69 @@ mod tests {
         }
     }
 }
+
+/// Where a `ringtrace-rust` record's CPU time goes, one thread, no harness (docs/benchmark.md
+/// quotes it): `cargo test --release -p ringtrace-bench --lib c_api::breakdown -- --ignored
+/// --nocapture`. `channel.output` (the thread-local lookup) against the thread's own
+/// producer handle, TSC stamps against none, the builder's retire look-ahead against
+/// 1 KiB, and the clock reads alone (LTTng-UST stamps with `CLOCK_MONOTONIC`).
+#[cfg(test)]
+mod breakdown {
+    use super::*;
+    use ringtrace::clock::{Clock, Monotonic, NoClock};
+
+    /// Thread CPU ns per call of `f` over `n` calls, after `n / 4` untimed ones.
+    fn cpu_per<F: FnMut(u64)>(n: u64, mut f: F) -> f64 {
+        for i in 0..n / 4 {
+            f(i);
+        }
+        let a = crate::channel::thread_cpu_ns();
+        for i in 0..n {
+            f(i);
+        }
+        (crate::channel::thread_cpu_ns() - a) as f64 / n as f64
+    }
+
+    #[test]
+    #[ignore]
+    fn print_cost_breakdown() {
+        let n = 20_000_000;
+        let tsc = Tsc::shared().unwrap();
+        let mut buf = [0x5au8; 64];
+        for bytes in [8usize, 64] {
+            let ch = Channel::<Overwrite, Tsc>::builder(RING).build(tsc).unwrap();
+            let t = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                ch.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
+            let ch1 = Channel::<Overwrite, Tsc>::builder(RING).retire_ahead(1024).build(tsc).unwrap();
+            let ta = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                ch1.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
+            let mut p = ch.producer().unwrap();
+            let th = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                p.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
+            let chn = Channel::<Overwrite, NoClock>::builder(RING).build(NoClock).unwrap();
+            let tn = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                chn.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
+            let mut pn = chn.producer().unwrap();
+            let thn = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                pn.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
+            eprintln!(
+                "{bytes}B: channel.output tsc {t:.2} | ahead=1KiB {ta:.2} | handle tsc {th:.2} | channel.output none {tn:.2} | handle none {thn:.2}"
+            );
+        }
+        let mut acc = 0u64;
+        let r = cpu_per(n, |_| acc = acc.wrapping_add(std::hint::black_box(tsc).raw()));
+        let c = cpu_per(n, |_| acc = acc.wrapping_add(tsc.now()));
+        let m = cpu_per(n / 4, |_| acc = acc.wrapping_add(Monotonic.now()));
+        eprintln!("rdtsc {r:.2} ns, tsc.now() {c:.2} ns, clock_gettime(CLOCK_MONOTONIC) {m:.2} ns ({acc})");
+    }
+}
