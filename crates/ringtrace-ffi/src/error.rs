@@ -1,0 +1,217 @@
+//! The error model: every Rust error becomes one negative errno-style code (mapped here,
+//! in one place), and its `Display` text is kept for `ringtrace_last_error`.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CString};
+use std::io;
+
+use ringtrace::error::KernelError;
+use ringtrace::{ConsumeError, Error, FormatError, ReserveError};
+
+/// A failure on its way to C: the negative code and the message behind it.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    pub(crate) code: c_int,
+    pub(crate) message: String,
+}
+
+impl Fail {
+    /// A failure with code `-errno`.
+    pub(crate) fn new(errno: c_int, message: impl Into<String>) -> Fail {
+        Fail { code: -errno, message: message.into() }
+    }
+
+    /// `-EINVAL`: a bad argument or a misused handle.
+    pub(crate) fn inval(message: impl Into<String>) -> Fail {
+        Fail::new(libc::EINVAL, message)
+    }
+}
+
+/// The errno of the first `io::Error` in an error's source chain, if it carries one.
+fn os_errno(e: &(dyn std::error::Error + 'static)) -> Option<c_int> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return Some(io_errno(io));
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// The errno of an `io::Error`: its OS code, or one for its kind.
+pub(crate) fn io_errno(e: &io::Error) -> c_int {
+    if let Some(code) = e.raw_os_error() {
+        return code;
+    }
+    match e.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::AlreadyExists => libc::EEXIST,
+        io::ErrorKind::InvalidInput => libc::EINVAL,
+        io::ErrorKind::InvalidData => libc::EBADMSG,
+        io::ErrorKind::OutOfMemory => libc::ENOMEM,
+        io::ErrorKind::TimedOut => libc::ETIMEDOUT,
+        io::ErrorKind::Unsupported => libc::ENOTSUP,
+        io::ErrorKind::WouldBlock => libc::EAGAIN,
+        io::ErrorKind::BrokenPipe => libc::EPIPE,
+        io::ErrorKind::UnexpectedEof => libc::EBADMSG,
+        _ => libc::EIO,
+    }
+}
+
+fn errno_of_reserve(e: &ReserveError) -> c_int {
+    match e {
+        ReserveError::Full { .. } | ReserveError::Pending { .. } | ReserveError::Paused { .. } => libc::ENOSPC,
+        ReserveError::Timeout { .. } => libc::ETIMEDOUT,
+        ReserveError::Disconnected { .. } => libc::EPIPE,
+        ReserveError::TooLarge { .. } => libc::EMSGSIZE,
+        ReserveError::OutOfBounds { .. } => libc::EINVAL,
+        _ => libc::EIO,
+    }
+}
+
+fn errno_of_setup(e: &Error) -> c_int {
+    match e {
+        Error::InvalidCapacity { .. }
+        | Error::InvalidWatermark { .. }
+        | Error::InvalidRetireAhead { .. }
+        | Error::InvalidBatch { .. } => libc::EINVAL,
+        Error::ConsumerAttached { .. } | Error::ProducerAttached { .. } | Error::PauseBusy { .. } => libc::EBUSY,
+        Error::InvalidRing { .. } => libc::EBADMSG,
+        Error::ReadOnly { .. } => libc::EPERM,
+        Error::Reserve(r) => errno_of_reserve(r),
+        Error::NoInvariantTsc => libc::ENOTSUP,
+        Error::AlreadyPaused => libc::EALREADY,
+        Error::ChannelFull { .. } => libc::ENOSPC,
+        other => os_errno(other).unwrap_or(libc::EIO),
+    }
+}
+
+fn errno_of_kernel(e: &KernelError) -> c_int {
+    match e {
+        KernelError::NotAMap { .. } | KernelError::NotRingBuf { .. } => libc::EINVAL,
+        KernelError::NoSuchMap { .. } => libc::ENOENT,
+        KernelError::Permission { .. } => libc::EPERM,
+        KernelError::BadSize { .. } | KernelError::BadPositions { .. } => libc::EBADMSG,
+        other => os_errno(other).unwrap_or(libc::EIO),
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::new(errno_of_setup(&e), e.to_string())
+    }
+}
+
+impl From<ReserveError> for Fail {
+    fn from(e: ReserveError) -> Fail {
+        Fail::new(errno_of_reserve(&e), e.to_string())
+    }
+}
+
+impl From<KernelError> for Fail {
+    fn from(e: KernelError) -> Fail {
+        Fail::new(errno_of_kernel(&e), e.to_string())
+    }
+}
+
+impl From<FormatError> for Fail {
+    fn from(e: FormatError) -> Fail {
+        let errno = match &e {
+            FormatError::Io { .. } => os_errno(&e).unwrap_or(libc::EIO),
+            _ => libc::EBADMSG,
+        };
+        Fail::new(errno, e.to_string())
+    }
+}
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Fail {
+        Fail::new(io_errno(&e), e.to_string())
+    }
+}
+
+/// A consume callback that returned nonzero: the C code it returned.
+#[derive(Debug)]
+pub(crate) struct Stopped(pub(crate) c_int);
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the record callback returned {}", self.0)
+    }
+}
+
+impl From<ConsumeError<Stopped>> for Fail {
+    fn from(e: ConsumeError<Stopped>) -> Fail {
+        let errno = match &e {
+            ConsumeError::Callback(Stopped(code)) => {
+                return Fail::new(libc::ECANCELED, format!("the record callback returned {code}"));
+            }
+            ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
+            ConsumeError::Busy => libc::EBUSY,
+            ConsumeError::Disconnected => libc::EPIPE,
+            ConsumeError::Io(io) => io_errno(io),
+            ConsumeError::Kernel(k) => errno_of_kernel(k),
+            _ => libc::EIO,
+        };
+        Fail::new(errno, e.to_string())
+    }
+}
+
+impl From<ConsumeError> for Fail {
+    fn from(e: ConsumeError) -> Fail {
+        let errno = match &e {
+            ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
+            ConsumeError::Busy => libc::EBUSY,
+            ConsumeError::Disconnected => libc::EPIPE,
+            ConsumeError::Io(io) => io_errno(io),
+            ConsumeError::Kernel(k) => errno_of_kernel(k),
+            _ => libc::EIO,
+        };
+        Fail::new(errno, e.to_string())
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Keeps `message` as this thread's last error.
+pub(crate) fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // `try_with`: during thread teardown the slot may be gone; the message is then lost.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = c);
+}
+
+/// Pointer to this thread's last error message (empty if none).
+pub(crate) fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.try_with(|slot| slot.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+/// The static description of a code (negative or positive errno).
+pub(crate) fn describe(code: c_int) -> &'static std::ffi::CStr {
+    match code.checked_abs().unwrap_or(0) {
+        0 => c"success",
+        libc::EINVAL => c"invalid argument (null pointer, bad option, handle misuse or length out of range)",
+        libc::ENOSPC => c"ring full: record refused and counted as lost",
+        libc::EMSGSIZE => c"record larger than the ring takes",
+        libc::ETIMEDOUT => c"timed out",
+        libc::EPIPE => c"the other side is gone",
+        libc::EBUSY => c"busy (ring overwritten while read, pause busy, or already attached)",
+        libc::EALREADY => c"already paused",
+        libc::EBADMSG => c"corrupt ring memory or file",
+        libc::ENOMEM => c"out of memory",
+        libc::EIO => c"input/output error",
+        libc::EPERM => c"operation not permitted (read-only handle or missing privilege)",
+        libc::ENOENT => c"no such file or object",
+        libc::EEXIST => c"file exists",
+        libc::EACCES => c"permission denied",
+        libc::EBADF => c"bad file descriptor",
+        libc::EAGAIN => c"try again",
+        libc::ENOTSUP => c"not supported",
+        libc::ECANCELED => c"stopped by the callback",
+        libc::ENOTRECOVERABLE => c"internal error: a Rust panic was caught at the C boundary",
+        _ => c"unknown error (an operating system errno)",
+    }
+}

@@ -1,0 +1,289 @@
+//! Flight recorder: snapshots of overwrite rings, and pausing them.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::ptr::NonNull;
+
+use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
+use ringtrace::recorder::Paused;
+use ringtrace::{RingBuf, Snapshot};
+
+use crate::consumer::{count, deliver, ringtrace_record_fn};
+use crate::error::Fail;
+use crate::guard::{self, call, call_or, handle};
+use crate::ring::{path_arg, ringtrace_ring, AnyRing};
+
+/// A snapshot handle: a copy of an overwrite ring's records.
+#[derive(Debug)]
+pub struct ringtrace_snapshot {
+    tag: u64,
+    snap: Snapshot,
+}
+handle!(ringtrace_snapshot, 0x5254_534e_4150_0004, "snapshot");
+
+/// A pause held by a ring handle. `Paused` borrows its ring; the hold keeps its own
+/// clone of the ring in a box that is neither moved nor freed while the pause lives
+/// (`Drop` ends the pause first), so erasing the borrow's lifetime is sound.
+#[derive(Debug)]
+pub(crate) struct Hold<K: ProducerKind> {
+    paused: Option<Paused<'static, K>>,
+    /// From `Box::into_raw`; freed in `Drop`.
+    ring: NonNull<RingBuf<K, Overwrite>>,
+}
+
+impl<K: ProducerKind> Hold<K> {
+    fn pause(ring: &RingBuf<K, Overwrite>, timeout_ms: c_int) -> Result<Self, Fail> {
+        let ring = NonNull::from(Box::leak(Box::new(ring.clone())));
+        // SAFETY: the box is freed only in `Drop`, after the pause (module docs above).
+        let borrowed: &'static RingBuf<K, Overwrite> = unsafe { &*ring.as_ptr() };
+        let paused = match guard::timeout(timeout_ms) {
+            Some(t) => borrowed.pause_timeout(t),
+            None => borrowed.pause(),
+        };
+        match paused {
+            Ok(p) => Ok(Hold { paused: Some(p), ring }),
+            Err(e) => {
+                // SAFETY: from `Box::into_raw` above; the failed pause borrows nothing.
+                drop(unsafe { Box::from_raw(ring.as_ptr()) });
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl<K: ProducerKind> Drop for Hold<K> {
+    fn drop(&mut self) {
+        drop(self.paused.take());
+        // SAFETY: from `Box::into_raw`; the pause that borrowed it is gone.
+        drop(unsafe { Box::from_raw(self.ring.as_ptr()) });
+    }
+}
+
+/// The pause of a multi- or single-producer overwrite ring.
+#[derive(Debug)]
+pub(crate) enum PauseHold {
+    Mpsc(Hold<Mpsc>),
+    Spsc(Hold<Spsc>),
+}
+
+fn not_overwrite() -> Fail {
+    Fail::inval("snapshots and pauses need an overwrite ring (RINGTRACE_OVERWRITE)")
+}
+
+/// Copies the records of an overwrite ring (producers go on writing meanwhile) into a
+/// new snapshot; free it with `ringtrace_snapshot_free`.
+///
+/// Returns 0, or -EINVAL (null argument, or a discard ring), -EBUSY (overwritten faster
+/// than it could be copied; retry), -EBADMSG.
+///
+/// Threads: any thread, concurrently with producers; one snapshot or consumer
+/// read of a ring at a time is not required.
+///
+/// # Safety
+///
+/// `ring` is NULL or a ring handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_take(
+    ring: *mut ringtrace_ring,
+    out: *mut *mut ringtrace_snapshot,
+) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `ring`.
+        let h = unsafe { guard::get(ring) }?;
+        let out = guard::out_ptr(out)?;
+        let snap = match &h.ring {
+            AnyRing::MpscOverwrite(r) => r.snapshot()?,
+            AnyRing::SpscOverwrite(r) => r.snapshot()?,
+            _ => return Err(not_overwrite()),
+        };
+        let tag = <ringtrace_snapshot as guard::Handle>::TAG;
+        // SAFETY: `out` is valid for a write (caller).
+        unsafe { guard::put(out, ringtrace_snapshot { tag, snap }) }
+    })
+}
+
+/// The number of records in the snapshot (0 for a NULL or invalid handle).
+///
+/// Threads: any thread (a snapshot is immutable).
+///
+/// # Safety
+///
+/// `s` is NULL or a snapshot handle.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_len(s: *const ringtrace_snapshot) -> usize {
+    // SAFETY: the caller's promise about `s`.
+    call_or(0, || unsafe { guard::get(s) }.map_or(0, |h| h.snap.len()))
+}
+
+/// Calls `fn(ctx, data, len)` for each record of the snapshot, oldest first (newest
+/// first if `newest_first` is nonzero).
+///
+/// Returns the number of records delivered, or -EINVAL, -ECANCELED (`fn` returned
+/// nonzero).
+///
+/// Threads: any thread (a snapshot is immutable).
+///
+/// # Safety
+///
+/// `s` is NULL or a snapshot handle; `fn` is NULL or a function callable with `ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_foreach(
+    s: *const ringtrace_snapshot,
+    newest_first: c_int,
+    r#fn: ringtrace_record_fn,
+    ctx: *mut c_void,
+) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `s`.
+        let h = unsafe { guard::get(s) }?;
+        if newest_first != 0 {
+            each(h.snap.iter().rev(), r#fn, ctx)
+        } else {
+            each(h.snap.iter(), r#fn, ctx)
+        }
+    })
+}
+
+/// Delivers records to a C callback; -ECANCELED when it says stop.
+fn each<'a>(records: impl Iterator<Item = &'a [u8]>, f: ringtrace_record_fn, ctx: *mut c_void) -> Result<c_int, Fail> {
+    let mut n = 0usize;
+    for rec in records {
+        n += 1;
+        if let Err(stop) = deliver(f, ctx, rec) {
+            return Err(Fail::new(libc::ECANCELED, format!("the record callback returned {}", stop.0)));
+        }
+    }
+    Ok(count(n))
+}
+
+/// Writes the snapshot to a new file at `path` (replacing one that exists), in the
+/// snapshot file format that `ringtrace snapshot` reads.
+///
+/// Returns 0, or -EINVAL, or the -errno of creating or writing the file.
+///
+/// Threads: any thread (a snapshot is immutable).
+///
+/// # Safety
+///
+/// `s` is NULL or a snapshot handle; `path` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_write(s: *const ringtrace_snapshot, path: *const c_char) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promises about `s` and `path`.
+        let (h, path) = unsafe { (guard::get(s)?, path_arg(path)?) };
+        let mut w = BufWriter::new(File::create(path)?);
+        h.snap.write_to(&mut w)?;
+        w.flush()?;
+        Ok(0)
+    })
+}
+
+/// Frees a snapshot (NULL is ignored).
+///
+/// Threads: no other thread may be using this handle.
+///
+/// # Safety
+///
+/// `s` is NULL or a snapshot handle not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_free(s: *mut ringtrace_snapshot) {
+    // SAFETY: the caller's promise about `s`.
+    call_or((), || unsafe { guard::free(s) })
+}
+
+/// Pauses an overwrite ring: producers' reservations are refused (counted as lost and
+/// paused) until `ringtrace_resume`, so its records can be read in place with
+/// `ringtrace_paused_foreach`. Waits up to `timeout_ms` (-1: the library's default of
+/// one second) for records being written to finish.
+///
+/// Returns 0, or -EINVAL (a discard ring), -EALREADY (already paused), -EBUSY (a record
+/// was still being written at the timeout; the ring keeps running).
+///
+/// Threads: any thread; the pause belongs to this ring handle.
+///
+/// # Safety
+///
+/// `ring` is NULL or a ring handle.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_pause(ring: *mut ringtrace_ring, timeout_ms: c_int) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `ring`.
+        let h = unsafe { guard::get(ring) }?;
+        let mut slot = h.pause.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return Err(Fail::new(libc::EALREADY, "this ring handle already holds a pause"));
+        }
+        *slot = Some(match &h.ring {
+            AnyRing::MpscOverwrite(r) => PauseHold::Mpsc(Hold::pause(r, timeout_ms)?),
+            AnyRing::SpscOverwrite(r) => PauseHold::Spsc(Hold::pause(r, timeout_ms)?),
+            _ => return Err(not_overwrite()),
+        });
+        Ok(0)
+    })
+}
+
+/// Calls `fn(ctx, data, len)` for each record of the paused ring, in place, oldest
+/// first (newest first if `newest_first` is nonzero).
+///
+/// Returns the number of records delivered, or -EINVAL (null argument, or this handle
+/// holds no pause), -ECANCELED (`fn` returned nonzero).
+///
+/// Threads: any thread; calls on one ring handle are serialized.
+///
+/// # Safety
+///
+/// `ring` is NULL or a ring handle; `fn` is NULL or a function callable with `ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_paused_foreach(
+    ring: *mut ringtrace_ring,
+    newest_first: c_int,
+    r#fn: ringtrace_record_fn,
+    ctx: *mut c_void,
+) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `ring`.
+        let h = unsafe { guard::get(ring) }?;
+        let slot = h.pause.lock().unwrap_or_else(|e| e.into_inner());
+        let no_pause = || Fail::inval("this ring handle holds no pause (call ringtrace_pause first)");
+        macro_rules! walk {
+            ($hold:expr) => {{
+                let paused = $hold.paused.as_ref().ok_or_else(no_pause)?;
+                if newest_first != 0 {
+                    each(paused.iter().rev(), r#fn, ctx)
+                } else {
+                    each(paused.iter(), r#fn, ctx)
+                }
+            }};
+        }
+        match slot.as_ref().ok_or_else(no_pause)? {
+            PauseHold::Mpsc(hold) => walk!(hold),
+            PauseHold::Spsc(hold) => walk!(hold),
+        }
+    })
+}
+
+/// Ends the pause this ring handle holds: producers write again.
+///
+/// Returns 0, or -EINVAL (null handle, or no pause held).
+///
+/// Threads: any thread.
+///
+/// # Safety
+///
+/// `ring` is NULL or a ring handle.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_resume(ring: *mut ringtrace_ring) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `ring`.
+        let h = unsafe { guard::get(ring) }?;
+        let hold = h.pause.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match hold {
+            Some(hold) => {
+                drop(hold);
+                Ok(0)
+            }
+            None => Err(Fail::inval("this ring handle holds no pause")),
+        }
+    })
+}
