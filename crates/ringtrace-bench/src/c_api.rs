@@ -312,8 +312,13 @@ mod breakdown {
                 buf[..8].copy_from_slice(&v.to_le_bytes());
                 pn.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
             });
+            let small = Channel::<Overwrite, Tsc>::builder(64 << 10).build(tsc).unwrap();
+            let ts = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                small.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
+            });
             eprintln!(
-                "{bytes}B: channel.output tsc {t:.2} | ahead=1KiB {ta:.2} | handle tsc {th:.2} | channel.output none {tn:.2} | handle none {thn:.2}"
+                "{bytes}B: channel.output tsc {t:.2} | 64 KiB ring {ts:.2} | ahead=1KiB {ta:.2} | handle tsc {th:.2} | channel.output none {tn:.2} | handle none {thn:.2}"
             );
         }
         let mut acc = 0u64;
