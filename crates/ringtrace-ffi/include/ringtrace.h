@@ -34,6 +34,26 @@
 #include <stdint.h>
 
 /**
+ * No timestamps (`clock`).
+ */
+#define RINGTRACE_CLOCK_NONE 0
+
+/**
+ * The invariant TSC, calibrated once per process (`clock`; -ENOTSUP without one).
+ */
+#define RINGTRACE_CLOCK_TSC 1
+
+/**
+ * `CLOCK_MONOTONIC` (`clock`).
+ */
+#define RINGTRACE_CLOCK_MONOTONIC 2
+
+/**
+ * The TSC where it is invariant, `CLOCK_MONOTONIC` elsewhere (`clock`).
+ */
+#define RINGTRACE_CLOCK_BEST 3
+
+/**
  * Commit or discard with the ring's wakeup policy.
  */
 #define RINGTRACE_WAKEUP_DEFAULT 0
@@ -84,6 +104,21 @@
 #define RINGTRACE_DEFAULT_CAPACITY (1 << 20)
 
 /**
+ * A BPF ring buffer reader handle.
+ */
+typedef struct ringtrace_bpf_ringbuf ringtrace_bpf_ringbuf;
+
+/**
+ * A channel handle.
+ */
+typedef struct ringtrace_channel ringtrace_channel;
+
+/**
+ * A channel reader handle.
+ */
+typedef struct ringtrace_channel_reader ringtrace_channel_reader;
+
+/**
  * A consumer handle.
  */
 typedef struct ringtrace_consumer ringtrace_consumer;
@@ -110,6 +145,17 @@ typedef struct ringtrace_snapshot ringtrace_snapshot;
  * consumed).
  */
 typedef int (*ringtrace_record_fn)(void *ctx, const void *data, size_t len);
+
+/**
+ * A channel record callback: `producer` is the producer's number in the channel,
+ * `timestamp_ns` its timestamp (`CLOCK_MONOTONIC` time base; 0 without a clock);
+ * `data` and `len` are valid only during the call. Nonzero stops (-ECANCELED).
+ */
+typedef int (*ringtrace_channel_record_fn)(void *ctx,
+                                           uint32_t producer,
+                                           uint64_t timestamp_ns,
+                                           const void *data,
+                                           size_t len);
 
 /**
  * Options of a new ring. libbpf-style: set `sz` to `sizeof(struct ringtrace_ring_opts)`
@@ -227,6 +273,220 @@ const char *ringtrace_strerror(int err);
  * Threads: any thread; each thread has its own message.
  */
 const char *ringtrace_last_error(void);
+
+/**
+ * Attaches a reader to the BPF ring buffer map `map_fd` (duplicated: the caller keeps
+ * `map_fd`). Free it with `ringtrace_bpf_ringbuf_free`.
+ *
+ * Returns 0, or -EINVAL (not a ring buffer map), -EBADF, -EPERM, or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+int ringtrace_bpf_ringbuf_from_fd(int map_fd, struct ringtrace_bpf_ringbuf **out);
+
+/**
+ * Attaches a reader to the BPF ring buffer map pinned at `path` (in a bpffs mount).
+ *
+ * Returns 0, or -EINVAL, -ENOENT (nothing pinned there), -EPERM, or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_bpf_ringbuf_open_pinned(const char *path, struct ringtrace_bpf_ringbuf **out);
+
+/**
+ * Frees a BPF ring buffer reader (NULL is ignored).
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle not used after this call.
+ */
+void ringtrace_bpf_ringbuf_free(struct ringtrace_bpf_ringbuf *rb);
+
+/**
+ * Calls `fn(ctx, data, len)` for every record available now, in order.
+ *
+ * Returns the number delivered, or -EINVAL, -ECANCELED, -EBADMSG.
+ *
+ * Threads: one thread at a time per handle (one reader per map, as with libbpf).
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_bpf_ringbuf_consume(struct ringtrace_bpf_ringbuf *rb,
+                                  ringtrace_record_fn fn,
+                                  void *ctx);
+
+/**
+ * Waits up to `timeout_ms` (-1: no limit) for records, then delivers them as
+ * `ringtrace_bpf_ringbuf_consume`.
+ *
+ * Returns the number delivered (0 on timeout), or the errors of
+ * `ringtrace_bpf_ringbuf_consume`.
+ *
+ * Threads: one thread at a time per handle.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_bpf_ringbuf_poll(struct ringtrace_bpf_ringbuf *rb,
+                               int timeout_ms,
+                               ringtrace_record_fn fn,
+                               void *ctx);
+
+/**
+ * The map's descriptor, readable while records are available (for epoll), owned by
+ * the handle.
+ *
+ * Returns the descriptor (>= 0) or -EINVAL.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF ring buffer handle.
+ */
+int ringtrace_bpf_ringbuf_fd(const struct ringtrace_bpf_ringbuf *rb);
+
+/**
+ * Creates a channel private to this process: each thread that writes gets its own
+ * single-producer ring of `capacity_per_producer` bytes (a power of two from 4096),
+ * in `mode` (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), its records stamped with
+ * `clock` (`RINGTRACE_CLOCK_*`).
+ *
+ * Returns 0, or -EINVAL (bad capacity, mode or clock), -ENOTSUP (`RINGTRACE_CLOCK_TSC`
+ * without an invariant TSC).
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+int ringtrace_channel_new(uint64_t capacity_per_producer,
+                          int mode,
+                          int clock,
+                          struct ringtrace_channel **out);
+
+/**
+ * Frees a channel handle (NULL is ignored). Readers made from it stay valid.
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle not used after this call.
+ */
+void ringtrace_channel_free(struct ringtrace_channel *ch);
+
+/**
+ * Writes one record through the calling thread's ring of the channel (made at the
+ * thread's first write; given up when the thread exits).
+ *
+ * Returns 0, or -EINVAL, -ENOSPC (that ring full: counted as lost), -EMSGSIZE.
+ *
+ * Threads: any threads, concurrently.
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle; `data` is valid for reads of `len` bytes.
+ */
+int ringtrace_channel_output(struct ringtrace_channel *ch,
+                             const void *data,
+                             size_t len,
+                             int wakeup_flag);
+
+/**
+ * Makes the channel's reader (one at a time per channel); free it with
+ * `ringtrace_channel_reader_free`.
+ *
+ * Returns 0, or -EINVAL, -EBUSY (the channel has a reader).
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle; `out` is valid for a write.
+ */
+int ringtrace_channel_reader_new(struct ringtrace_channel *ch,
+                                 struct ringtrace_channel_reader **out);
+
+/**
+ * Frees a channel reader (NULL is ignored).
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `r` is NULL or a channel reader handle not used after this call.
+ */
+void ringtrace_channel_reader_free(struct ringtrace_channel_reader *r);
+
+/**
+ * Waits up to `timeout_ms` (-1: no limit) for records (polling every millisecond: a
+ * channel has no single doorbell), then delivers those due, merged in timestamp order.
+ *
+ * Returns the number delivered (0 on timeout), or -EINVAL, -ECANCELED.
+ *
+ * Threads: one thread at a time per reader (writers: any threads).
+ *
+ * # Safety
+ *
+ * `r` is NULL or a channel reader handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_channel_poll(struct ringtrace_channel_reader *r,
+                           int timeout_ms,
+                           ringtrace_channel_record_fn fn,
+                           void *ctx);
+
+/**
+ * Delivers every record in the channel's rings in timestamp order, until they are
+ * empty (for a channel whose writers are done or quiet).
+ *
+ * Returns the number delivered, or -EINVAL, -ECANCELED.
+ *
+ * Threads: one thread at a time per reader.
+ *
+ * # Safety
+ *
+ * `r` is NULL or a channel reader handle; `fn` is NULL or a function callable with
+ * `ctx`.
+ */
+int ringtrace_channel_drain(struct ringtrace_channel_reader *r,
+                            ringtrace_channel_record_fn fn,
+                            void *ctx);
+
+/**
+ * Snapshots every writer's ring of an overwrite channel and calls `fn` for each
+ * record in timestamp order (newest first if `newest_first` is nonzero).
+ *
+ * Returns the number delivered, or -EINVAL (null argument, or a discard channel),
+ * -ECANCELED.
+ *
+ * Threads: any thread, concurrently with the writers.
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle; `fn` is NULL or a function callable with `ctx`.
+ */
+int ringtrace_channel_snapshot_foreach(struct ringtrace_channel *ch,
+                                       int newest_first,
+                                       ringtrace_channel_record_fn fn,
+                                       void *ctx);
 
 /**
  * Attaches the ring's consumer (one per ring at a time, in any process). Free it with

@@ -147,3 +147,25 @@ macro_rules! handle {
     };
 }
 pub(crate) use handle;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_enotrecoverable() {
+        assert_eq!(call(|| panic!("boom")), -libc::ENOTRECOVERABLE);
+        assert_eq!(call_or(7usize, || panic!("boom")), 7);
+        // SAFETY: the thread's NUL-terminated message, unchanged until the next call.
+        let msg = unsafe { std::ffi::CStr::from_ptr(crate::error::last_error_ptr()) };
+        assert!(msg.to_str().unwrap().contains("panic"));
+    }
+
+    #[test]
+    fn errors_keep_their_message() {
+        assert_eq!(call(|| Err(Fail::inval("bad thing"))), -libc::EINVAL);
+        // SAFETY: the thread's NUL-terminated message, unchanged until the next call.
+        let msg = unsafe { std::ffi::CStr::from_ptr(crate::error::last_error_ptr()) };
+        assert_eq!(msg.to_str().unwrap(), "bad thing");
+    }
+}
