@@ -268,6 +268,16 @@ mod breakdown {
     use super::*;
     use ringtrace::clock::{Clock, Monotonic, NoClock};
 
+    /// `channel.output` behind a call the compiler cannot inline, with a length it
+    /// cannot see: what a call through the C API adds before its own checks.
+    #[inline(never)]
+    fn out_of_line(ch: &Channel<Overwrite, Tsc>, data: &[u8]) -> i32 {
+        match ch.output(data, Wakeup::NoWakeup) {
+            Ok(()) => 0,
+            Err(_) => -1,
+        }
+    }
+
     /// Thread CPU ns per call of `f` over `n` calls, after `n / 4` untimed ones.
     fn cpu_per<F: FnMut(u64)>(n: u64, mut f: F) -> f64 {
         for i in 0..n / 4 {
@@ -317,8 +327,13 @@ mod breakdown {
                 buf[..8].copy_from_slice(&v.to_le_bytes());
                 small.output(&buf[..bytes], Wakeup::NoWakeup).unwrap();
             });
+            let len = std::hint::black_box(bytes);
+            let to = cpu_per(n, |v| {
+                buf[..8].copy_from_slice(&v.to_le_bytes());
+                assert_eq!(out_of_line(&ch, std::hint::black_box(&buf[..len])), 0);
+            });
             eprintln!(
-                "{bytes}B: channel.output tsc {t:.2} | 64 KiB ring {ts:.2} | ahead=1KiB {ta:.2} | handle tsc {th:.2} | channel.output none {tn:.2} | handle none {thn:.2}"
+                "{bytes}B: channel.output tsc {t:.2} | out of line {to:.2} | 64 KiB ring {ts:.2} | ahead=1KiB {ta:.2} | handle tsc {th:.2} | channel.output none {tn:.2} | handle none {thn:.2}"
             );
         }
         let mut acc = 0u64;
