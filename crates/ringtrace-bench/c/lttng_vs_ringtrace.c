@@ -221,7 +221,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     struct cfg cfg = { .warmup_ns = 30000000u, .window_ns = 100000000u };
-    int rounds = 11, first = 0, want[2] = { 1, 1 };
+    int rounds = 11, first = 0, one = 0, want[2] = { 1, 1 };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             rounds = 3;
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--round") && i + 1 < argc) {
             first = atoi(argv[++i]);
-            rounds = 1;
+            one = 1;
         } else if (!strcmp(argv[i], "--warmup-ms") && i + 1 < argc) {
             cfg.warmup_ns = strtoull(argv[++i], NULL, 10) * 1000000u;
         } else if (!strcmp(argv[i], "--window-ms") && i + 1 < argc) {
@@ -246,6 +246,8 @@ int main(int argc, char **argv)
             usage();
         }
     }
+    if (one)
+        rounds = 1;
     if (rounds < 1 || first < 0)
         usage();
     /* lttng-ust's constructor has registered with the session daemon (waiting up to
