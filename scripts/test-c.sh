@@ -27,6 +27,23 @@ for src in crates/ringtrace-ffi/c/tests/*.c crates/ringtrace-ffi/c/examples/*.c;
     failed+=("$src")
   fi
 done
+# The installed library: install into a scratch prefix, build the smallest example with
+# pkg-config's flags alone (shared, then static) and run it.
+echo "-- install-c.sh and pkg-config"
+bash scripts/install-c.sh "$out/prefix" >/dev/null
+pc() { PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig" pkg-config "$@"; }
+if command -v pkg-config >/dev/null; then
+  # shellcheck disable=SC2046
+  "$cc" -std=c11 -Wall -Wextra -Werror $(pc --cflags --libs ringtrace) -o "$out/minimal-pc" \
+    crates/ringtrace-ffi/c/examples/minimal.c
+  (unset LD_LIBRARY_PATH; "$out/minimal-pc") || failed+=("minimal.c via pkg-config (shared)")
+  # shellcheck disable=SC2046
+  "$cc" -std=c11 -Wall -Wextra -Werror -o "$out/minimal-static" crates/ringtrace-ffi/c/examples/minimal.c \
+    $(pc --cflags ringtrace) "$out/prefix/lib/libringtrace.a" $(pc --static --libs-only-l ringtrace | sed 's/-lringtrace//')
+  "$out/minimal-static" || failed+=("minimal.c via pkg-config (static)")
+else
+  echo "pkg-config not found: the installed library's check is skipped" >&2
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "C tests failed: ${failed[*]}" >&2
   exit 1

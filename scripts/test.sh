@@ -95,6 +95,15 @@ for ex in crates/ringtrace/examples/*.rs crates/ringtrace-tracing/examples/*.rs;
   cargo run --release -q -p "$crate" "${features[@]}" --example "$(basename "$ex" .rs)" >/dev/null
 done
 
+echo "== the C API: header, C tests and examples under ASan/UBSan"
+# A C compiler with the sanitizers' runtimes and pkg-config (install-c.sh's .pc file).
+if ! command -v cc >/dev/null || ! command -v pkg-config >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq gcc libc6-dev pkg-config) >/dev/null 2>&1 || echo "warning: could not install gcc and pkg-config; the C tests will fail" >&2
+fi
+# The committed include/ringtrace.h against cbindgen's output of the current sources.
+cargo test -p ringtrace-ffi --test header
+bash scripts/test-c.sh
+
 echo "== the Perfetto export read by Perfetto's own message classes (PyPI perfetto), event by event against decode"
 python3 -m pip install -q --disable-pip-version-check perfetto protobuf 2>&1 | grep -v "Running pip as the 'root' user" || true
 dump=${TMPDIR:-/tmp}/ringtrace-example/dump.rtt   # written by the flight_recorder example above

@@ -859,8 +859,7 @@ int ringtrace_ring_max_record_len(const struct ringtrace_ring *ring, size_t *out
  * Returns 0, or -EINVAL (null argument, or a discard ring), -EBUSY (overwritten faster
  * than it could be copied; retry), -EBADMSG.
  *
- * Threads: any thread, concurrently with producers; one snapshot or consumer
- * read of a ring at a time is not required.
+ * Threads: any thread, concurrently with producers, a consumer and other snapshots.
  *
  * # Safety
  *

@@ -77,8 +77,7 @@ fn not_overwrite() -> Fail {
 /// Returns 0, or -EINVAL (null argument, or a discard ring), -EBUSY (overwritten faster
 /// than it could be copied; retry), -EBADMSG.
 ///
-/// Threads: any thread, concurrently with producers; one snapshot or consumer
-/// read of a ring at a time is not required.
+/// Threads: any thread, concurrently with producers, a consumer and other snapshots.
 ///
 /// # Safety
 ///
