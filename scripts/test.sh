@@ -21,6 +21,12 @@ if ! command -v babeltrace2 >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq babeltrace2) >/dev/null 2>&1 || echo "warning: could not install babeltrace2; the CTF checks will fail" >&2
 fi
 
+# LTTng-UST's headers and library: the c-api bench's C program is compiled against them.
+if [ ! -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/lttng/tracepoint.h" ] && [ ! -e /usr/include/lttng/tracepoint.h ]; then
+  echo "== installing liblttng-ust-dev (the c-api bench's C program compares LTTng-UST tracepoints)"
+  (apt-get update -qq && apt-get install -y -qq liblttng-ust-dev) >/dev/null 2>&1 || echo "warning: could not install liblttng-ust-dev; the C bench program is not compiled" >&2
+fi
+
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 # The workspace builds the library with its `tokio` feature (the bench's async rows use
@@ -72,6 +78,13 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
 echo "== bench smoke run (one bench, quick)"
 cargo run --release -q -p ringtrace-bench -- --quick --filter back-to-back --json target/bench-smoke.json >/dev/null
 test "$(wc -l < target/bench-smoke.json)" -ge 5
+# The c-api bench's C program compiles (-Wall -Wextra -Werror) against the C API and
+# LTTng-UST, where LTTng-UST's headers are installed; it is not run here.
+if [ -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/lttng/tracepoint.h" ] || [ -e /usr/include/lttng/tracepoint.h ]; then
+  bash scripts/build-c-bench.sh
+else
+  echo "warning: liblttng-ust-dev missing; the C bench program was not compiled" >&2
+fi
 
 echo "== examples (crates/*/examples, each checks its own results)"
 for ex in crates/ringtrace/examples/*.rs crates/ringtrace-tracing/examples/*.rs; do

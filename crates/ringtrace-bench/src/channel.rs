@@ -69,7 +69,7 @@ const BATCH: u64 = 512;
 const CHUNK: u64 = 1024;
 
 /// The calling thread's CPU time in nanoseconds.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     // A thread's CPU time is never negative.
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
@@ -77,7 +77,7 @@ fn thread_cpu_ns() -> u64 {
 
 /// What the writers did in the window, and the CPU time they spent on it.
 #[derive(Clone, Copy, Debug, Default)]
-struct CpuMeasured {
+pub(crate) struct CpuMeasured {
     /// `committed`, `drops` and the window's wall time.
     m: Measured,
     /// Thread CPU time summed over writers (pop-inline: over push loops), ns.
@@ -87,7 +87,12 @@ struct CpuMeasured {
 impl CpuMeasured {
     /// The row: wall-clock Mrec/s, CPU ns per record.
     fn row(&self, imp: &str, variant: &str, producers: usize) -> Row {
-        let mut r = Row::new(BENCH, imp, variant, producers, &self.m);
+        self.row_of(BENCH, imp, variant, producers)
+    }
+
+    /// The row of `bench`: wall-clock Mrec/s, CPU ns per record.
+    pub(crate) fn row_of(&self, bench: &str, imp: &str, variant: &str, producers: usize) -> Row {
+        let mut r = Row::new(bench, imp, variant, producers, &self.m);
         r.ns_per_rec = if self.m.committed > 0 { self.cpu_ns as f64 / self.m.committed as f64 } else { f64::INFINITY };
         // The writers are the row's only threads.
         r.cpu_ns_per_rec = Some(r.ns_per_rec);
@@ -108,7 +113,7 @@ const STOP: u8 = 2;
 /// (reading their CPU clock) until they see it closed (reading it again): each
 /// writer's records and CPU time cover the same span. `write(v)` says whether the
 /// write went in.
-fn run_writers<MW, W, S>(cfg: &RunCfg, writers: usize, make: MW, side: Option<S>) -> CpuMeasured
+pub(crate) fn run_writers<MW, W, S>(cfg: &RunCfg, writers: usize, make: MW, side: Option<S>) -> CpuMeasured
 where
     MW: Fn(usize) -> W + Sync,
     W: FnMut(u64) -> bool,

@@ -20,7 +20,10 @@
 //! `CLOCK_MONOTONIC` timestamps, next to one shared flight recorder, to crossbeam's
 //! `ArrayQueue::force_push` from as many threads and to rtrb; LTTng's
 //! metric: `ns/rec` there is writer-thread CPU time per record, summed over writers,
-//! while `Mrec/s` stays wall-clock; see `channel.rs`), `kernel-bpf` (a BPF program
+//! while `Mrec/s` stays wall-clock; see `channel.rs`), `c-api` (`ringtrace_channel_output`
+//! called from C, against LTTng-UST tracepoints in a flight-recorder session and against
+//! the same channel write from Rust, 8- and 64-byte records, 1 and 2 writers; the same
+//! CPU-time metric; see `c_api.rs`), `kernel-bpf` (a BPF program
 //! writing 8-byte records into a ring buffer map, consumed by ringtrace's `BpfRingBuf`
 //! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `perf-backward` (full reads
 //! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`), `tracing`
@@ -29,6 +32,7 @@
 //! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
 //! `export.rs`).
 
+mod c_api;
 mod channel;
 pub mod export;
 pub mod harness;
@@ -115,7 +119,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 15] = [
+const ORDER: [&str; 16] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -127,6 +131,7 @@ const ORDER: [&str; 15] = [
     "snapshot",
     "shm",
     "channel-scaling",
+    "c-api",
     "kernel-bpf",
     "perf-backward",
     "tracing",
@@ -165,6 +170,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             }
             rows.extend(shm::rows(&cfg, &one, &mut progress));
             rows.extend(channel::rows(&cfg, &one, &mut progress));
+            rows.extend(c_api::rows(&cfg, &one, round - 1, &mut progress));
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
             rows.extend(perf::rows(&cfg, &one, &mut progress));
             rows.extend(layers::rows(&cfg, &one, &mut progress));

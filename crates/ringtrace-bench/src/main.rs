@@ -20,7 +20,7 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-    /// overwrite-contention, snapshot, shm, channel-scaling, kernel-bpf, perf-backward, tracing, export).
+    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export).
     #[arg(long, value_name = "NAME")]
     filter: Option<String>,
     /// Also write one JSON object per row to this file.

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::harness::Measured;
 
 /// One result line. JSON field names are part of the interface.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// `parallel`, `back-to-back`, `sampled`, `reserve-vs-output`, `contention`,
     /// `overwrite-contention`, `snapshot`, `shm`, `channel-scaling`.
@@ -42,6 +42,12 @@ pub struct Row {
     /// (`blocking/...`) or by `AsyncReader::consume` on a current-thread tokio runtime
     /// (`async/...`), with latency percentiles (`p50_ns`, `p99_ns`).
     ///
+    /// `c-api`: a record written from C through `ringtrace_channel_output`
+    /// (`ringtrace-c`), through an LTTng-UST tracepoint into a flight-recorder session
+    /// (`lttng-ust`) and through `Channel::output` from Rust (`ringtrace-rust`); `variant`
+    /// `8B` or `64B`; `ns_per_rec` is writer CPU time, as in `channel-scaling`. The C
+    /// program prints these rows as JSON lines, read back with `Deserialize`.
+    ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
     /// consumed by ringtrace (`ringtrace`) or libbpf's `ring_buffer` (`libbpf`),
     /// `parallel`, `parallel/linger=0` or `back-to-back`. `perf-backward`: full reads of
@@ -49,7 +55,7 @@ pub struct Row {
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
     /// `ringtrace-channel` and `ringtrace-mpsc` (and `crossbeam-arrayqueue`) in `channel-scaling`; `libbpf` in
-    /// `kernel-bpf`.
+    /// `kernel-bpf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`.
     #[serde(rename = "impl")]
     pub imp: String,
     /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in
@@ -65,7 +71,7 @@ pub struct Row {
     /// consumer or whose reader counts none: `overwrite-contention`; captured, in `snapshot`).
     pub mrec_per_s: f64,
     /// Wall-clock nanoseconds per record counted in `mrec_per_s`; but in
-    /// `channel-scaling`, CPU nanoseconds per record: the writer threads' CPU time
+    /// `channel-scaling` and `c-api`, CPU nanoseconds per record: the writer threads' CPU time
     /// (`CLOCK_THREAD_CPUTIME_ID`) summed over writers, divided by the records they
     /// wrote (LTTng's "ns CPU time/record"; `pop-inline` rows: the push loops' CPU time).
     pub ns_per_rec: f64,

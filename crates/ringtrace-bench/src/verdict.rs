@@ -35,6 +35,8 @@ pub enum Goal {
     NsUnder(f64),
     /// 99th percentile latency (`p99_ns`): `ours / peer` at most this.
     P99AtMost(Side, f64),
+    /// CPU nanoseconds per record (`cpu_ns_per_rec`): `ours / peer` at most this.
+    CpuAtMost(Side, f64),
 }
 
 /// A speed target.
@@ -48,7 +50,10 @@ impl Target {
     /// The row `ours` is compared with in each round (none for a bound of its own).
     pub fn peer(&self) -> Option<&Side> {
         match &self.goal {
-            Goal::RateAtLeast(peer, _) | Goal::NsAtMost(peer, _) | Goal::P99AtMost(peer, _) => Some(peer),
+            Goal::RateAtLeast(peer, _)
+            | Goal::NsAtMost(peer, _)
+            | Goal::P99AtMost(peer, _)
+            | Goal::CpuAtMost(peer, _) => Some(peer),
             Goal::NsUnder(_) => None,
         }
     }
@@ -155,6 +160,18 @@ pub const TARGETS: &[Target] = &[
     },
     // The moonshot: within 2x of what `tracing` itself costs with a layer that does nothing.
     tracing_cost("flight", "noop-layer", "registry", 2.0),
+    // `c-api`: a record written from C through `ringtrace_channel_output` costs its
+    // writer at most a fifth of the CPU time of an LTTng-UST tracepoint of the same
+    // payload into a flight-recorder session, and at most 1.1x the same channel write
+    // called from Rust.
+    c_api("8B", 1, "lttng-ust", 0.2),
+    c_api("8B", 2, "lttng-ust", 0.2),
+    c_api("64B", 1, "lttng-ust", 0.2),
+    c_api("64B", 2, "lttng-ust", 0.2),
+    c_api("8B", 1, "ringtrace-rust", 1.1),
+    c_api("8B", 2, "ringtrace-rust", 1.1),
+    c_api("64B", 1, "ringtrace-rust", 1.1),
+    c_api("64B", 2, "ringtrace-rust", 1.1),
     // `export`: at least 5 million events a second (200 ns each, opening the trace
     // included) to Perfetto and to CTF.
     Target { ours: side("export", "ringtrace-tracing", "perfetto/1M", 1), goal: Goal::NsUnder(200.0) },
@@ -172,6 +189,15 @@ const fn tracing_cost(variant: &'static str, peer: &'static str, peer_variant: &
     Target {
         ours: side("tracing", "ringtrace-tracing", variant, 1),
         goal: Goal::NsAtMost(side("tracing", peer, peer_variant, 1), x),
+    }
+}
+
+/// `c-api`: `ringtrace-c`'s writer CPU ns per record at most `x` times `peer`'s, same
+/// variant and writers.
+const fn c_api(variant: &'static str, producers: usize, peer: &'static str, x: f64) -> Target {
+    Target {
+        ours: side("c-api", "ringtrace-c", variant, producers),
+        goal: Goal::CpuAtMost(side("c-api", peer, variant, producers), x),
     }
 }
 
@@ -200,7 +226,7 @@ impl Verdict {
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
             Goal::RateAtLeast(_, x) => ratio >= x,
-            Goal::NsAtMost(_, x) | Goal::NsUnder(x) | Goal::P99AtMost(_, x) => ratio <= x,
+            Goal::NsAtMost(_, x) | Goal::NsUnder(x) | Goal::P99AtMost(_, x) | Goal::CpuAtMost(_, x) => ratio <= x,
         }
     }
 
@@ -231,6 +257,9 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
                         Goal::NsAtMost(peer, _) => o.wall_ns_per_rec / find(measurements, peer, round)?.wall_ns_per_rec,
                         Goal::NsUnder(_) => o.wall_ns_per_rec,
                         Goal::P99AtMost(peer, _) => o.p99_ns? / find(measurements, peer, round)?.p99_ns?,
+                        Goal::CpuAtMost(peer, _) => {
+                            o.cpu_ns_per_rec? / find(measurements, peer, round)?.cpu_ns_per_rec?
+                        }
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -271,6 +300,7 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
             Goal::NsAtMost(_, x) => (format!("ns/rec <= {}x", short(x)), "x"),
             Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
             Goal::P99AtMost(_, x) => (format!("p99 <= {}x", short(x)), "x"),
+            Goal::CpuAtMost(_, x) => (format!("cpu ns <= {}x", short(x)), "x"),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.ratios.iter().copied().fold(0.0, f64::max);
