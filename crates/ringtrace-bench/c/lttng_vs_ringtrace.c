@@ -1,5 +1,6 @@
 /* lttng_vs_ringtrace: the cost of one trace record from C, ringtrace's
- * `ringtrace_channel_output` (per-thread rings, TSC timestamps, overwrite mode: a flight
+ * `ringtrace_channel_producer_output` (a producer handle per writer thread, TSC
+ * timestamps, overwrite mode: a flight
  * recorder) against an LTTng-UST tracepoint of the same payload recorded into a
  * flight-recorder session (snapshot mode, overwrite channel), in the same run.
  *
@@ -88,7 +89,7 @@ static void sleep_ns(uint64_t ns)
 }
 
 /* One record of `bytes` bytes whose first 8 bytes are `v`. */
-static inline int write_one(struct run *r, char *buf, uint64_t v)
+static inline int write_one(struct run *r, ringtrace_channel_producer *p, char *buf, uint64_t v)
 {
     memcpy(buf, &v, sizeof v);
     if (r->impl == LTTNG) {
@@ -98,7 +99,7 @@ static inline int write_one(struct run *r, char *buf, uint64_t v)
             lttng_ust_tracepoint(ringtrace_bench, rec64, buf);
         return 0;
     }
-    return ringtrace_channel_output(r->ch, buf, r->bytes, RINGTRACE_WAKEUP_NONE);
+    return ringtrace_channel_producer_output(p, buf, r->bytes, RINGTRACE_WAKEUP_NONE);
 }
 
 static void *writer_main(void *arg)
@@ -107,12 +108,20 @@ static void *writer_main(void *arg)
     struct run *r = w->run;
     char buf[64];
     memset(buf, 0x5a, sizeof buf);
+    /* Each writer thread holds its own producer handle of the channel (its ring), as
+     * an LTTng-UST thread writes the buffer of its CPU. */
+    ringtrace_channel_producer *p = NULL;
+    if (r->impl != LTTNG) {
+        int e = ringtrace_channel_producer_new(r->ch, &p);
+        if (e < 0)
+            w->out.err = e;
+    }
     pthread_barrier_wait(&r->barrier);
     uint64_t ok = 0, fail = 0, c0 = 0, ok0 = 0, fail0 = 0;
     int started = 0;
     for (;;) {
         for (int i = 0; i < CHUNK; i++) {
-            int e = write_one(r, buf, ok);
+            int e = p || r->impl == LTTNG ? write_one(r, p, buf, ok) : -EINVAL;
             if (e < 0) {
                 fail++;
                 if (!w->out.err)
@@ -138,6 +147,7 @@ static void *writer_main(void *arg)
         w->out.fails = fail - fail0;
         w->out.cpu_ns = c1 - c0;
     }
+    ringtrace_channel_producer_free(p);
     return NULL;
 }
 

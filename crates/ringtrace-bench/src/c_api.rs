@@ -1,8 +1,8 @@
 //! `c-api`: the cost of one trace record written from C through ringtrace's C API
-//! (`ringtrace_channel_output` on a flight-recorder channel with TSC timestamps: one
+//! (`ringtrace_channel_producer_output` on a flight-recorder channel with TSC timestamps: one
 //! ring per writer thread, overwrite mode, no reader), next to an LTTng-UST 2.13
 //! tracepoint of the same payload recorded into a flight-recorder session, and next to
-//! the same channel operation called from Rust (`Channel<Overwrite, Tsc>::output`).
+//! the same channel operation called from Rust (`ChannelProducer::output`).
 //!
 //! Rows (`variant` `8B` and `64B`, 1 and 2 writer threads; the metric is
 //! `channel-scaling`'s: **`ns_per_rec` is writer-thread CPU time per record**,
@@ -10,9 +10,9 @@
 //! and `wall_ns_per_rec` are wall-clock):
 //!
 //! * `ringtrace-rust`: measured here, `Channel::<Overwrite, Tsc>::builder(1 MiB)` with
-//!   the builder's defaults, every writer calling `channel.output(record,
-//!   Wakeup::NoWakeup)` (the thread's producer found through the channel's thread-local
-//!   lookup, as the C function does);
+//!   the builder's defaults, every writer calling `producer.output(record,
+//!   Wakeup::NoWakeup)` on a producer handle of its own (as the C writers hold a
+//!   `ringtrace_channel_producer`);
 //! * `ringtrace-c` and `lttng-ust`: the C program `lttng_vs_ringtrace`
 //!   (crates/ringtrace-bench/c, built by scripts/build-c-bench.sh next to this binary;
 //!   `RINGTRACE_C_BENCH` names another path), run for one round (`--round k`) with the
@@ -63,15 +63,17 @@ fn window(cfg: &RunCfg, quick: bool) -> RunCfg {
     }
 }
 
-/// `writers` threads writing `bytes`-byte records through `Channel::output`.
+/// `writers` threads writing `bytes`-byte records, each through a producer handle of
+/// its own (`ChannelProducer::output`), as the C program's writers do through
+/// `ringtrace_channel_producer_output`.
 fn rust_rows(cfg: &RunCfg, tsc: Tsc, bytes: usize, writers: usize) -> CpuMeasured {
     let channel = Channel::<Overwrite, Tsc>::builder(RING).build(tsc).expect("valid channel");
     let make = |_| {
-        let channel = &channel;
+        let mut producer = channel.producer().expect("a free producer slot");
         let mut buf = [0x5au8; 64];
         move |v: u64| {
             buf[..8].copy_from_slice(&v.to_le_bytes());
-            channel.output(&buf[..bytes], Wakeup::NoWakeup).is_ok()
+            producer.output(&buf[..bytes], Wakeup::NoWakeup).is_ok()
         }
     };
     run_writers(cfg, writers, make, None::<fn()>)

@@ -160,7 +160,7 @@ pub const TARGETS: &[Target] = &[
     },
     // The moonshot: within 2x of what `tracing` itself costs with a layer that does nothing.
     tracing_cost("flight", "noop-layer", "registry", 2.0),
-    // `c-api`: a record written from C through `ringtrace_channel_output` costs its
+    // `c-api`: a record written from C through `ringtrace_channel_producer_output` costs its
     // writer at most a fifth of the CPU time of an LTTng-UST tracepoint of the same
     // payload into a flight-recorder session, and at most 1.1x the same channel write
     // called from Rust.

@@ -114,6 +114,12 @@ typedef struct ringtrace_bpf_ringbuf ringtrace_bpf_ringbuf;
 typedef struct ringtrace_channel ringtrace_channel;
 
 /**
+ * A channel producer handle: a ring of the channel held by the caller, for one
+ * thread at a time.
+ */
+typedef struct ringtrace_channel_producer ringtrace_channel_producer;
+
+/**
  * A channel reader handle.
  */
 typedef struct ringtrace_channel_reader ringtrace_channel_reader;
@@ -408,6 +414,53 @@ int ringtrace_channel_output(struct ringtrace_channel *ch,
                              const void *data,
                              size_t len,
                              int wakeup_flag);
+
+/**
+ * Makes a producer of the channel: a ring of its own, written with
+ * `ringtrace_channel_producer_output`. This is the hot path's form: it skips the
+ * lookup of the calling thread's ring that `ringtrace_channel_output` makes on every
+ * call (keep one handle per thread, as LTTng keeps a buffer per CPU). Free it with
+ * `ringtrace_channel_producer_free`; its ring stays readable, as an exited thread's.
+ *
+ * Returns 0, or -EINVAL, -EBUSY (the channel has as many producers as it takes).
+ *
+ * Threads: any thread; the handle is then used by one thread at a time.
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle; `out` is valid for a write.
+ */
+int ringtrace_channel_producer_new(struct ringtrace_channel *ch,
+                                   struct ringtrace_channel_producer **out);
+
+/**
+ * Frees a channel producer handle (NULL is ignored).
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `p` is NULL or a channel producer handle not used after this call.
+ */
+void ringtrace_channel_producer_free(struct ringtrace_channel_producer *p);
+
+/**
+ * Writes one record into the producer's ring, stamped with the channel's clock: the
+ * same as `ringtrace_channel_output`, through the handle.
+ *
+ * Returns 0, or -EINVAL, -ENOSPC (discard channel full, or an overwrite channel
+ * that could not make room: counted as lost), -EMSGSIZE.
+ *
+ * Threads: one thread at a time per handle; different handles: any threads.
+ *
+ * # Safety
+ *
+ * `p` is NULL or a channel producer handle; `data` is valid for reads of `len` bytes.
+ */
+int ringtrace_channel_producer_output(struct ringtrace_channel_producer *p,
+                                      const void *data,
+                                      size_t len,
+                                      int wakeup_flag);
 
 /**
  * Makes the channel's reader (one at a time per channel); free it with

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use ringtrace::channel::ChannelRecord;
+use ringtrace::channel::{ChannelProducer, ChannelRecord};
 use ringtrace::clock::{BestClock, Monotonic, NoClock, Tsc};
 use ringtrace::config::{Discard, Overwrite};
 use ringtrace::{Channel, ChannelReader};
@@ -72,6 +72,7 @@ macro_rules! any_channel {
 }
 any_channel!(AnyChannel, Channel, with_channel);
 any_channel!(AnyReader, ChannelReader, with_reader);
+any_channel!(AnyProducer, ChannelProducer, with_producer);
 
 /// A channel handle.
 #[derive(Debug)]
@@ -178,6 +179,93 @@ pub unsafe extern "C" fn ringtrace_channel_output(
         let (h, data) = unsafe { (guard::get(ch)?, bytes(data, len)?) };
         let w = wakeup(wakeup_flag)?;
         with_channel!(&h.channel, c => c.output(data, w))?;
+        Ok(0)
+    })
+}
+
+/// A channel producer handle: a ring of the channel held by the caller, for one
+/// thread at a time.
+#[derive(Debug)]
+pub struct ringtrace_channel_producer {
+    tag: u64,
+    producer: AnyProducer,
+}
+handle!(ringtrace_channel_producer, 0x5254_4350_524f_0008, "channel producer");
+
+/// Makes a producer of the channel: a ring of its own, written with
+/// `ringtrace_channel_producer_output`. This is the hot path's form: it skips the
+/// lookup of the calling thread's ring that `ringtrace_channel_output` makes on every
+/// call (keep one handle per thread, as LTTng keeps a buffer per CPU). Free it with
+/// `ringtrace_channel_producer_free`; its ring stays readable, as an exited thread's.
+///
+/// Returns 0, or -EINVAL, -EBUSY (the channel has as many producers as it takes).
+///
+/// Threads: any thread; the handle is then used by one thread at a time.
+///
+/// # Safety
+///
+/// `ch` is NULL or a channel handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_channel_producer_new(
+    ch: *mut ringtrace_channel,
+    out: *mut *mut ringtrace_channel_producer,
+) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `ch`.
+        let h = unsafe { guard::get(ch) }?;
+        let out = guard::out_ptr(out)?;
+        let producer = match &h.channel {
+            AnyChannel::DiscardNone(c) => AnyProducer::DiscardNone(c.producer()?),
+            AnyChannel::DiscardTsc(c) => AnyProducer::DiscardTsc(c.producer()?),
+            AnyChannel::DiscardMonotonic(c) => AnyProducer::DiscardMonotonic(c.producer()?),
+            AnyChannel::DiscardBest(c) => AnyProducer::DiscardBest(c.producer()?),
+            AnyChannel::OverwriteNone(c) => AnyProducer::OverwriteNone(c.producer()?),
+            AnyChannel::OverwriteTsc(c) => AnyProducer::OverwriteTsc(c.producer()?),
+            AnyChannel::OverwriteMonotonic(c) => AnyProducer::OverwriteMonotonic(c.producer()?),
+            AnyChannel::OverwriteBest(c) => AnyProducer::OverwriteBest(c.producer()?),
+        };
+        let tag = <ringtrace_channel_producer as guard::Handle>::TAG;
+        // SAFETY: `out` is valid for a write (caller).
+        unsafe { guard::put(out, ringtrace_channel_producer { tag, producer }) }
+    })
+}
+
+/// Frees a channel producer handle (NULL is ignored).
+///
+/// Threads: no other thread may be using this handle.
+///
+/// # Safety
+///
+/// `p` is NULL or a channel producer handle not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_channel_producer_free(p: *mut ringtrace_channel_producer) {
+    // SAFETY: the caller's promise about `p`.
+    call_or((), || unsafe { guard::free(p) })
+}
+
+/// Writes one record into the producer's ring, stamped with the channel's clock: the
+/// same as `ringtrace_channel_output`, through the handle.
+///
+/// Returns 0, or -EINVAL, -ENOSPC (discard channel full, or an overwrite channel
+/// that could not make room: counted as lost), -EMSGSIZE.
+///
+/// Threads: one thread at a time per handle; different handles: any threads.
+///
+/// # Safety
+///
+/// `p` is NULL or a channel producer handle; `data` is valid for reads of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_channel_producer_output(
+    p: *mut ringtrace_channel_producer,
+    data: *const c_void,
+    len: usize,
+    wakeup_flag: c_int,
+) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promises about `p` and `data`.
+        let (h, data) = unsafe { (guard::get_mut(p)?, bytes(data, len)?) };
+        let w = wakeup(wakeup_flag)?;
+        with_producer!(&mut h.producer, x => x.output(data, w))?;
         Ok(0)
     })
 }

@@ -1,5 +1,5 @@
 /* Channels through the C API: threads write through ringtrace_channel_output (each gets
- * its own ring), the reader delivers every record once, merged in timestamp order, each
+ * its own ring) or a producer handle of their own, the reader delivers every record once, merged in timestamp order, each
  * thread's records in its order; an overwrite channel's snapshot is in time order both
  * ways. */
 #define _POSIX_C_SOURCE 200809L
@@ -22,18 +22,27 @@ struct writer_arg {
     uint32_t id;
 };
 
+/* Writer 0 holds a producer handle of its own (ringtrace_channel_producer_output); the
+ * others write through the calling thread's ring (ringtrace_channel_output). */
 static void *write_records(void *arg) {
     struct writer_arg *a = arg;
+    ringtrace_channel_producer *p = NULL;
+    if (a->id == 0) CHECK_EQ(ringtrace_channel_producer_new(a->ch, &p), 0);
     long long deadline = now_ms() + 60000;
     for (uint32_t seq = 0; seq < PER_WRITER; seq++) {
         struct rec r = {a->id, seq};
         int rc;
-        while ((rc = ringtrace_channel_output(a->ch, &r, sizeof r, RINGTRACE_WAKEUP_DEFAULT)) == -ENOSPC) {
+        for (;;) {
+            rc = p ? ringtrace_channel_producer_output(p, &r, sizeof r, RINGTRACE_WAKEUP_DEFAULT)
+                   : ringtrace_channel_output(a->ch, &r, sizeof r, RINGTRACE_WAKEUP_DEFAULT);
+            if (rc != -ENOSPC) break;
             CHECK(now_ms() < deadline); /* the reader frees room */
             sched_yield();
         }
         CHECK_EQ(rc, 0);
     }
+    CHECK_EQ(ringtrace_channel_producer_output(NULL, &deadline, 1, 0), -EINVAL);
+    ringtrace_channel_producer_free(p);
     return NULL;
 }
 
