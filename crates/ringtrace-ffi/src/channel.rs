@@ -74,6 +74,23 @@ any_channel!(AnyChannel, Channel, with_channel);
 any_channel!(AnyReader, ChannelReader, with_reader);
 any_channel!(AnyProducer, ChannelProducer, with_producer);
 
+/// `$to` made from the channel inside `$e`, variant for variant (its reader, or a
+/// producer, of the same mode and clock).
+macro_rules! map_channel {
+    ($e:expr, $to:ident, $c:ident => $make:expr) => {
+        match $e {
+            AnyChannel::DiscardNone($c) => $to::DiscardNone($make),
+            AnyChannel::DiscardTsc($c) => $to::DiscardTsc($make),
+            AnyChannel::DiscardMonotonic($c) => $to::DiscardMonotonic($make),
+            AnyChannel::DiscardBest($c) => $to::DiscardBest($make),
+            AnyChannel::OverwriteNone($c) => $to::OverwriteNone($make),
+            AnyChannel::OverwriteTsc($c) => $to::OverwriteTsc($make),
+            AnyChannel::OverwriteMonotonic($c) => $to::OverwriteMonotonic($make),
+            AnyChannel::OverwriteBest($c) => $to::OverwriteBest($make),
+        }
+    };
+}
+
 /// A channel handle.
 #[derive(Debug)]
 pub struct ringtrace_channel {
@@ -214,16 +231,7 @@ pub unsafe extern "C" fn ringtrace_channel_producer_new(
         // SAFETY: the caller's promise about `ch`.
         let h = unsafe { guard::get(ch) }?;
         let out = guard::out_ptr(out)?;
-        let producer = match &h.channel {
-            AnyChannel::DiscardNone(c) => AnyProducer::DiscardNone(c.producer()?),
-            AnyChannel::DiscardTsc(c) => AnyProducer::DiscardTsc(c.producer()?),
-            AnyChannel::DiscardMonotonic(c) => AnyProducer::DiscardMonotonic(c.producer()?),
-            AnyChannel::DiscardBest(c) => AnyProducer::DiscardBest(c.producer()?),
-            AnyChannel::OverwriteNone(c) => AnyProducer::OverwriteNone(c.producer()?),
-            AnyChannel::OverwriteTsc(c) => AnyProducer::OverwriteTsc(c.producer()?),
-            AnyChannel::OverwriteMonotonic(c) => AnyProducer::OverwriteMonotonic(c.producer()?),
-            AnyChannel::OverwriteBest(c) => AnyProducer::OverwriteBest(c.producer()?),
-        };
+        let producer = map_channel!(&h.channel, AnyProducer, c => c.producer()?);
         let tag = <ringtrace_channel_producer as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_channel_producer { tag, producer }) }
@@ -289,16 +297,7 @@ pub unsafe extern "C" fn ringtrace_channel_reader_new(
         // SAFETY: the caller's promise about `ch`.
         let h = unsafe { guard::get(ch) }?;
         let out = guard::out_ptr(out)?;
-        let reader = match &h.channel {
-            AnyChannel::DiscardNone(c) => AnyReader::DiscardNone(c.reader()?),
-            AnyChannel::DiscardTsc(c) => AnyReader::DiscardTsc(c.reader()?),
-            AnyChannel::DiscardMonotonic(c) => AnyReader::DiscardMonotonic(c.reader()?),
-            AnyChannel::DiscardBest(c) => AnyReader::DiscardBest(c.reader()?),
-            AnyChannel::OverwriteNone(c) => AnyReader::OverwriteNone(c.reader()?),
-            AnyChannel::OverwriteTsc(c) => AnyReader::OverwriteTsc(c.reader()?),
-            AnyChannel::OverwriteMonotonic(c) => AnyReader::OverwriteMonotonic(c.reader()?),
-            AnyChannel::OverwriteBest(c) => AnyReader::OverwriteBest(c.reader()?),
-        };
+        let reader = map_channel!(&h.channel, AnyReader, c => c.reader()?);
         let tag = <ringtrace_channel_reader as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_channel_reader { tag, reader }) }

@@ -144,32 +144,30 @@ impl std::fmt::Display for Stopped {
 
 impl From<ConsumeError<Stopped>> for Fail {
     fn from(e: ConsumeError<Stopped>) -> Fail {
-        let errno = match &e {
+        match &e {
             ConsumeError::Callback(Stopped(code)) => {
-                return Fail::new(libc::ECANCELED, format!("the record callback returned {code}"));
+                Fail::new(libc::ECANCELED, format!("the record callback returned {code}"))
             }
-            ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
-            ConsumeError::Busy => libc::EBUSY,
-            ConsumeError::Disconnected => libc::EPIPE,
-            ConsumeError::Io(io) => io_errno(io),
-            ConsumeError::Kernel(k) => errno_of_kernel(k),
-            _ => libc::EIO,
-        };
-        Fail::new(errno, e.to_string())
+            _ => Fail::new(consume_errno(&e), e.to_string()),
+        }
+    }
+}
+
+/// The errno of a reading error other than a callback's.
+fn consume_errno<E>(e: &ConsumeError<E>) -> c_int {
+    match e {
+        ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
+        ConsumeError::Busy => libc::EBUSY,
+        ConsumeError::Disconnected => libc::EPIPE,
+        ConsumeError::Io(io) => io_errno(io),
+        ConsumeError::Kernel(k) => errno_of_kernel(k),
+        _ => libc::EIO,
     }
 }
 
 impl From<ConsumeError> for Fail {
     fn from(e: ConsumeError) -> Fail {
-        let errno = match &e {
-            ConsumeError::Corrupt { .. } | ConsumeError::Positions { .. } => libc::EBADMSG,
-            ConsumeError::Busy => libc::EBUSY,
-            ConsumeError::Disconnected => libc::EPIPE,
-            ConsumeError::Io(io) => io_errno(io),
-            ConsumeError::Kernel(k) => errno_of_kernel(k),
-            _ => libc::EIO,
-        };
-        Fail::new(errno, e.to_string())
+        Fail::new(consume_errno(&e), e.to_string())
     }
 }
 
