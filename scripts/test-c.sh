@@ -2,7 +2,8 @@
 # The C API's tests and examples: builds libringtrace (release), compiles every C file
 # under crates/ringtrace-ffi/c/{tests,examples} with warnings as errors and
 # AddressSanitizer + UndefinedBehaviorSanitizer against the shared library and the
-# header, and runs each (it checks its own results and exits nonzero on a mismatch).
+# header, and runs each (it checks its own results and exits nonzero on a mismatch);
+# then runs three of them under valgrind's memcheck.
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -27,6 +28,25 @@ for src in crates/ringtrace-ffi/c/tests/*.c crates/ringtrace-ffi/c/examples/*.c;
     failed+=("$src")
   fi
 done
+# Valgrind's memcheck, as C users debug: the library must run under it (rustix reads the
+# auxiliary vector through libc, see crates/ringtrace/Cargo.toml), and these programs
+# must run clean. Built without the sanitizers, which valgrind cannot run beside.
+if command -v valgrind >/dev/null; then
+  for name in minimal threads channels; do
+    src=crates/ringtrace-ffi/c/examples/$name.c
+    [ -e "$src" ] || src=crates/ringtrace-ffi/c/tests/$name.c
+    echo "-- $src under valgrind"
+    "$cc" -std=c11 -Wall -Wextra -Werror -g -O1 -I crates/ringtrace-ffi/include -o "$out/vg-$name" "$src" \
+      -L "$target" -lringtrace -lpthread
+    if ! (cd "$out" && timeout 600 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+      "$out/vg-$name" >/dev/null); then
+      failed+=("$src under valgrind")
+    fi
+  done
+else
+  echo "valgrind not found: the valgrind run fails" >&2
+  failed+=("valgrind (not installed)")
+fi
 # The installed library: install into a scratch prefix, build the smallest example with
 # pkg-config's flags alone (shared, then static) and run it.
 echo "-- install-c.sh and pkg-config"

@@ -100,6 +100,10 @@ echo "== the C API: header, C tests and examples under ASan/UBSan"
 if ! command -v cc >/dev/null || ! command -v pkg-config >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq gcc libc6-dev pkg-config) >/dev/null 2>&1 || echo "warning: could not install gcc and pkg-config; the C tests will fail" >&2
 fi
+# Valgrind: a C program linked with the library runs under memcheck (test-c.sh).
+if ! command -v valgrind >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq valgrind) >/dev/null 2>&1 || echo "warning: could not install valgrind; the valgrind run will fail" >&2
+fi
 # The committed include/ringtrace.h against cbindgen's output of the current sources.
 cargo test -p ringtrace-ffi --test header
 bash scripts/test-c.sh

@@ -893,7 +893,10 @@ void ringtrace_ring_free(struct ringtrace_ring *ring);
 int ringtrace_ring_stats(const struct ringtrace_ring *ring, struct ringtrace_stats *out);
 
 /**
- * Stores the largest record payload the ring takes in `*out`.
+ * Stores the largest record payload the ring takes in `*out`: the capacity less 64
+ * (a multi-producer discard ring) or less 16 (single producer, overwrite mode). A
+ * record this long fits whenever the ring is empty; a longer one is refused with
+ * -EMSGSIZE, never waited for.
  *
  * Returns 0, or -EINVAL (null argument).
  *
@@ -910,7 +913,9 @@ int ringtrace_ring_max_record_len(const struct ringtrace_ring *ring, size_t *out
  * new snapshot; free it with `ringtrace_snapshot_free`.
  *
  * Returns 0, or -EINVAL (null argument, or a discard ring), -EBUSY (overwritten faster
- * than it could be copied; retry), -EBADMSG.
+ * than it could be copied, or its oldest record's producer stopped inside its claim
+ * for 100 ms; retry), -EBADMSG. A snapshot of a ring that holds records is never
+ * returned empty.
  *
  * Threads: any thread, concurrently with producers, a consumer and other snapshots.
  *

@@ -460,7 +460,10 @@ pub unsafe extern "C" fn ringtrace_ring_stats(ring: *const ringtrace_ring, out: 
     })
 }
 
-/// Stores the largest record payload the ring takes in `*out`.
+/// Stores the largest record payload the ring takes in `*out`: the capacity less 64
+/// (a multi-producer discard ring) or less 16 (single producer, overwrite mode). A
+/// record this long fits whenever the ring is empty; a longer one is refused with
+/// -EMSGSIZE, never waited for.
 ///
 /// Returns 0, or -EINVAL (null argument).
 ///

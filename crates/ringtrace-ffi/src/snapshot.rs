@@ -28,7 +28,9 @@ fn not_overwrite() -> Fail {
 /// new snapshot; free it with `ringtrace_snapshot_free`.
 ///
 /// Returns 0, or -EINVAL (null argument, or a discard ring), -EBUSY (overwritten faster
-/// than it could be copied; retry), -EBADMSG.
+/// than it could be copied, or its oldest record's producer stopped inside its claim
+/// for 100 ms; retry), -EBADMSG. A snapshot of a ring that holds records is never
+/// returned empty.
 ///
 /// Threads: any thread, concurrently with producers, a consumer and other snapshots.
 ///

@@ -19,8 +19,9 @@ use crate::wait::poll::byte_reader_poll;
 use crate::wait::sleep::{arm_for_fd, sleep_until_ready};
 use crate::wait::DEAD_CHECK;
 
-/// Cache line size for the consumer's partial publication.
-const LINE: u64 = 64;
+/// The consumer's partial publication hands space back in lines of this many bytes
+/// (which the ring's largest record leaves room for: [`Region::RELEASE_LINE`]).
+const LINE: u64 = <MmapView as Region>::RELEASE_LINE;
 /// Empty consume calls between two readings of the clock while the consumer is stuck
 /// (reading the clock costs more than an empty call): whether to check for a dead
 /// producer is decided by time ([`DEAD_CHECK`]), not by this count.
@@ -29,6 +30,7 @@ use crate::disconnect;
 use crate::format::control::SEEN_CONSUMER;
 use crate::owner;
 use crate::region::mmap::MmapView;
+use crate::region::Region;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 

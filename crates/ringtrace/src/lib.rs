@@ -107,8 +107,11 @@
 //! ## Limits
 //!
 //! Capacity: a power of two from one page to 4 GiB. Record payload: at most
-//! `capacity - 8` bytes (`capacity - 16` in a single-producer ring and in overwrite mode,
-//! where the next header word is kept zeroed) and at most 2^30 - 1. Little- and
+//! `capacity - 64` bytes in a multi-producer discard ring (the header, and up to 56 bytes
+//! of the cache line its consumer has read but leaves to the producers writing the rest
+//! of it), `capacity - 16` in a single-producer ring and in overwrite mode (where the
+//! next header word is kept zeroed), and at most 2^30 - 1: a record of
+//! [`RingBuf::max_record_len`] bytes fits whenever the ring is empty. Little- and
 //! big-endian 64-bit Linux.
 
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -97,9 +97,20 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         self.shared.core.capacity()
     }
 
-    /// The largest payload one record can have: the capacity minus the 8-byte header
-    /// ([`Mpsc`]), or minus 16 ([`Spsc`](crate::config::Spsc): its producer keeps the word after
-    /// its last record, the next header, zeroed).
+    /// The largest payload one record can have: the capacity minus 64 ([`Mpsc`] in
+    /// discard mode: the 8-byte header, and up to 56 bytes of the cache line its
+    /// consumer has read but leaves to the producers writing the rest of it), or minus
+    /// 16 ([`Spsc`](crate::config::Spsc), and overwrite mode: the producer keeps the word after
+    /// its last record, the next header, zeroed). A record of this size fits whenever
+    /// the ring is empty; a longer one never does ([`ReserveError::TooLarge`](crate::ReserveError::TooLarge)).
+    ///
+    /// ```
+    /// use ringtrace::{MpscRing, SpscRing, FlightRecorder};
+    /// assert_eq!(MpscRing::new(4096)?.max_record_len(), 4096 - 64);
+    /// assert_eq!(SpscRing::new(4096)?.max_record_len(), 4096 - 16);
+    /// assert_eq!(FlightRecorder::new(4096)?.max_record_len(), 4096 - 16);
+    /// # Ok::<(), ringtrace::Error>(())
+    /// ```
     pub fn max_record_len(&self) -> usize {
         self.shared.core.max_len() as usize
     }

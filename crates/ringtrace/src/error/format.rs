@@ -95,6 +95,14 @@ pub enum FormatError {
     /// [`RingFile::records_from`](crate::inspect::RingFile::records_from) was given a position that is not a multiple of 8.
     #[error("position {0} is not a record boundary (positions are multiples of 8)")]
     Unaligned(u64),
+    /// Producers rewrote the whole window of a live ring while it was copied, every time
+    /// it was read for `waited` (measured): the reader gives up rather than return no
+    /// records. Read again (a reader preempted for a whole lap of the ring).
+    #[error("the ring was overwritten faster than it could be read (for {waited:?}); read it again")]
+    Overwritten {
+        /// How long the reader tried.
+        waited: std::time::Duration,
+    },
     /// Not enough memory to copy the records.
     #[error("cannot allocate {0} bytes to copy the ring's records")]
     OutOfMemory(u64),

@@ -105,13 +105,14 @@ pub enum Error {
     #[error("the ring is already paused")]
     AlreadyPaused,
     /// A producer held the ring's retire lock, or a record claimed before the pause was
-    /// not finished, for longer than the pause's timeout (`waited`: 1 s for
+    /// not finished, for longer than the pause's timeout (1 s for
     /// [`RingBuf::pause`](crate::RingBuf::pause), else the one given to
     /// [`RingBuf::pause_timeout`](crate::RingBuf::pause_timeout)); the ring was
-    /// resumed. Try again, or with a longer timeout.
+    /// resumed. Try again, or with a longer timeout. `waited` is the time the pause
+    /// took, measured on the monotonic clock (at least the timeout).
     #[error("a producer did not finish its record within {waited:?}; the ring was not paused")]
     PauseBusy {
-        /// How long the pause waited.
+        /// How long the pause waited, measured.
         waited: std::time::Duration,
     },
     /// A shared channel's file has a ring for at most this many producers, all taken by

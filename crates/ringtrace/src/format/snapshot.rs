@@ -120,7 +120,7 @@ impl FileHeader {
         read_exact(r, &mut h[FIELDS_AT..], "the header")?;
         let stored = u32_at(&h, HEADER_CRC_AT);
         let computed = crc32c::crc32c(&h[..HEADER_CRC_AT]);
-        if stored != computed || u32_at(&h, HEADER_CRC_AT + 4) != 0 {
+        if stored != computed {
             return Err(FormatError::Checksum {
                 part: "header",
                 start: 0,
@@ -128,6 +128,14 @@ impl FileHeader {
                 stored,
                 computed,
             });
+        }
+        // The padding words are zero; the one after the header's checksum lies outside
+        // every checksum, so a damaged byte there is named as such, not as a mismatch.
+        if u32_at(&h, HEADER_CRC_AT + 4) != 0 {
+            return Err(format_err(format!(
+                "the padding after the header's checksum (bytes {}..{HEADER_LEN}) is not zero",
+                HEADER_CRC_AT + 4
+            )));
         }
         let flags = u32_at(&h, FLAGS_AT);
         let ours = if cfg!(target_endian = "little") { LITTLE_ENDIAN } else { 0 };
@@ -138,7 +146,10 @@ impl FileHeader {
             return Err(format_err("written on a machine of the other byte order"));
         }
         if u32_at(&h, DATA_CRC_AT + 4) != 0 {
-            return Err(format_err("the padding after the ring bytes' checksum is not zero"));
+            return Err(format_err(format!(
+                "the padding after the ring bytes' checksum (bytes {}..{HEADER_CRC_AT}) is not zero",
+                DATA_CRC_AT + 4
+            )));
         }
         let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8 bytes"));
         let [capacity, first, end, count, retired_before, missed, unfinished, data_len] =

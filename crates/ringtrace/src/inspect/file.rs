@@ -3,11 +3,16 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::header::Header;
+use super::header::{Header, RingMode};
 use super::records::{AtUnfinished, Records};
 use super::source::{At, Source};
 use super::state::State;
 use crate::error::FormatError;
+use crate::wait::Patience;
+
+/// How long [`RingFile::records`] reads a live ring again when producers lapped it
+/// while it was copied, before it gives up with [`FormatError::Overwritten`].
+const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 use crate::format::control::CONTROL_SIZE;
 use crate::format::offsets as fields;
 
@@ -232,21 +237,54 @@ impl<S: Source> RingFile<S> {
     }
 
     /// `from`: `None` for the whole window.
+    ///
+    /// Copy, then read the positions again, then walk: the window's start as read after
+    /// the copy (`lo2`: the overwrite position, or the consumer's) is a record boundary,
+    /// and every byte copied at or past it is as the producers left it (space is
+    /// reclaimed only after that position has passed it), so the walk starts there. A
+    /// walk from the start read before the copy could meet the middle of a record
+    /// written over the reclaimed space, take it for a damaged header and stop, leaving
+    /// the intact records after it unread. When the copy of an overwrite ring holds no
+    /// intact committed record (the producers lapped the ring while it was copied), the
+    /// ring is read again, for at most [`READ_WAIT`], then [`FormatError::Overwritten`]:
+    /// never no records for a ring that holds some.
     fn read_records(&self, from: Option<u64>, at_unfinished: AtUnfinished) -> Result<Records, FormatError> {
         let h = &self.header;
-        let s1 = self.state()?;
-        let (lo, hi) = s1.window(h.mode);
-        if let Some(from) = from.filter(|&f| f > hi) {
-            return Err(FormatError::PastEnd { from, end: hi });
+        let mut patience = Patience::new(READ_WAIT);
+        let began = std::time::Instant::now();
+        loop {
+            let s1 = self.state()?;
+            let (lo, hi) = s1.window(h.mode);
+            if let Some(from) = from.filter(|&f| f > hi) {
+                return Err(FormatError::PastEnd { from, end: hi });
+            }
+            let start = lo.max(from.unwrap_or(0));
+            let bytes = self.read_data(start, hi)?;
+            let s2 = self.state()?;
+            let (lo2, _) = s2.window(h.mode);
+            // Overwrite mode only: in discard mode the space was consumed, and a ring
+            // emptied by its consumer is empty.
+            let lapped = h.mode == RingMode::Overwrite && lo2 > start;
+            if lapped && lo2 >= hi && hi > start {
+                // Everything copied was reclaimed, and perhaps rewritten, meanwhile.
+                if !patience.wait() {
+                    return Err(FormatError::Overwritten { waited: began.elapsed() });
+                }
+                continue;
+            }
+            let walk_from = start.max(lo2).min(hi);
+            let mut out = Records::walk_copy(h, &s1, from, start, walk_from, bytes, at_unfinished);
+            out.drop_reclaimed(h.mode, &s1, &s2, from);
+            if lapped && out.is_empty() {
+                // Lapped but for records still being written: the ring holds committed
+                // records again by now.
+                if !patience.wait() {
+                    return Err(FormatError::Overwritten { waited: began.elapsed() });
+                }
+                continue;
+            }
+            return Ok(out);
         }
-        let start = lo.max(from.unwrap_or(0));
-        let bytes = self.read_data(start, hi)?;
-        let mut out = Records::walk_copy(h, &s1, from, start, bytes, at_unfinished);
-        // Read the positions again: records whose space was reclaimed while we copied
-        // them may have been zeroed or rewritten under the copy. Drop them.
-        let s2 = self.state()?;
-        out.drop_reclaimed(h.mode, &s2, from);
-        Ok(out)
     }
 
     /// Copies the data of positions `[from, to)` (`to - from <= capacity`, checked by

@@ -141,8 +141,11 @@ impl Records {
         self.corrupt
     }
 
-    /// Records dropped because the consumer (discard mode) or producers (overwrite mode)
-    /// reclaimed their space while they were being copied: their bytes may have changed.
+    /// Committed records whose space the consumer (discard mode) or producers (overwrite
+    /// mode) reclaimed while the ring was being copied (their bytes may have changed, so
+    /// they are not read), counted from the ring's counters read before and after the
+    /// copy: for a read from a position past the oldest record, records before that
+    /// position reclaimed meanwhile count too.
     pub fn gone_during_read(&self) -> u64 {
         self.gone
     }
@@ -249,13 +252,15 @@ pub(super) enum AtUnfinished {
 
 impl Records {
     /// Walks `bytes`, the copy of positions `[start, end of the window)` of a ring with
-    /// header `h`, read while its state was `s1`. `from`: the position a follower asked
-    /// for (`None` for the whole window).
+    /// header `h`, read while its state was `s1`, from the record boundary `walk_from`
+    /// (`start <= walk_from <= end`: where the intact part of the copy begins). `from`:
+    /// the position a follower asked for (`None` for the whole window).
     pub(super) fn walk_copy(
         h: &Header,
         s1: &State,
         from: Option<u64>,
         start: u64,
+        walk_from: u64,
         bytes: Vec<u8>,
         at_unfinished: AtUnfinished,
     ) -> Records {
@@ -270,26 +275,27 @@ impl Records {
         // A single producer in discard mode writes its record before its header: a zero
         // header is its one unfinished record, up to the producer position.
         let zero_is_last = h.kind == RingKind::Spsc && h.mode == RingMode::Discard;
-        walk(&Walk { bytes: &bytes, start, end: window.1 }, zero_is_last, at_unfinished, &mut out);
+        let end = window.1.max(walk_from);
+        walk(&Walk { bytes: &bytes, start, end }, walk_from, zero_is_last, at_unfinished, &mut out);
         out.bytes = bytes;
         out
     }
 
-    /// Drops the records (and findings) below the start of the window as `s2` has it:
-    /// their space was reclaimed during the copy.
-    pub(super) fn drop_reclaimed(&mut self, mode: RingMode, s2: &State, from: Option<u64>) {
+    /// Moves the window's start to where `s2` has it (the walk began there: the space
+    /// before it was reclaimed during the copy), and counts the committed records
+    /// reclaimed between the positions' two readings `s1` and `s2` from the ring's
+    /// counters (the copy of their bytes cannot be trusted to count them).
+    pub(super) fn drop_reclaimed(&mut self, mode: RingMode, s1: &State, s2: &State, from: Option<u64>) {
         let (lo2, _) = s2.window(mode);
         if lo2 <= self.start {
             return;
         }
-        let before = self.found.len();
+        self.gone = match mode {
+            RingMode::Overwrite => s2.overwritten.saturating_sub(s1.overwritten),
+            RingMode::Discard => s2.consumed.saturating_sub(s1.consumed),
+        };
         self.found.retain(|f| f.pos >= lo2);
-        self.gone = (before - self.found.len()) as u64;
         self.unfinished.retain(|u| u.pos >= lo2);
-        if self.corrupt.is_some_and(|c| c.pos < lo2) {
-            // Explained by the rewrite: the walk stopped early, the rest was not read.
-            self.corrupt = None;
-        }
         self.window.0 = lo2;
         if let Some(from) = from {
             self.missed_bytes = lo2.saturating_sub(from);
@@ -306,8 +312,8 @@ impl Records {
 /// Walks the copy from its start to its end, filling `out` (`found`, counts, `end`,
 /// `resume`, `corrupt`). Bounded: every step moves at least 8 bytes forward, and the
 /// scan over a zero header looks at each word once (plus one word of look-ahead).
-fn walk(w: &Walk<'_>, zero_is_last: bool, at_unfinished: AtUnfinished, out: &mut Records) {
-    let mut pos = w.start;
+fn walk(w: &Walk<'_>, from: u64, zero_is_last: bool, at_unfinished: AtUnfinished, out: &mut Records) {
+    let mut pos = from;
     let mut resume = None;
     let unfinished = |out: &mut Records, u: Unfinished| {
         out.unfinished_count += 1;

@@ -75,6 +75,19 @@ impl Capture {
         &self.bytes[at..at + f.len() as usize]
     }
 
+    /// Whether the parse stopped at a header still zero (space claimed by a producer
+    /// that has not yet marked it BUSY) with words written after it in the copy: a
+    /// claim in progress that hides newer records, whose length no reader can know until
+    /// its producer writes the header. (Space past a claim is zero until a later
+    /// producer writes its header there, so a nonzero word past it is a newer record.)
+    pub(crate) fn hides_records(&self) -> bool {
+        if self.stop != Parse::Unfinished {
+            return false;
+        }
+        let after = (self.end - self.start) as usize + HDR_SIZE as usize;
+        self.bytes.get(after..).is_some_and(|rest| rest.iter().any(|&b| b != 0))
+    }
+
     fn word_at(&self, pos: u64) -> u64 {
         let at = (pos - self.start) as usize;
         let mut w = [0u8; 8];

@@ -15,9 +15,10 @@ impl<R: Region> Core<R> {
     pub(crate) fn reserve<const MULTI: bool>(&self, len: usize, cur: &mut ProducerCursor) -> Result<u64, Refused> {
         // The first test is constant for lengths known at compile time: a record that
         // small fits in any ring of this region type, of either kind (`max_len` is at
-        // least the capacity minus 16).
-        const { assert!(R::MIN_CAPACITY >= 2 * HDR_SIZE) };
-        if len > (R::MIN_CAPACITY - 2 * HDR_SIZE) as usize && len > self.max_len as usize {
+        // least the capacity minus 16, and minus the release line).
+        const { assert!(R::MIN_CAPACITY >= 2 * HDR_SIZE && R::MIN_CAPACITY >= R::RELEASE_LINE) };
+        let small = R::MIN_CAPACITY - if R::RELEASE_LINE > 2 * HDR_SIZE { R::RELEASE_LINE } else { 2 * HDR_SIZE };
+        if len > small as usize && len > self.max_len as usize {
             return Err(Refused::TooLarge);
         }
         let len = len as u32;

@@ -116,7 +116,10 @@ pub(crate) enum Step {
 pub(crate) struct Core<R> {
     pub(crate) region: R,
     pub(super) cap: u64,
-    /// Largest payload: `capacity - 8` (single producer: `- 16`), at most `LEN_MASK`.
+    /// Largest payload: `capacity - R::RELEASE_LINE` (a multi-producer ring: the header,
+    /// and the part of a line its consumer may keep; 64 bytes for shared memory),
+    /// `capacity - 16` (a single producer, which keeps the next header zeroed), at most
+    /// `LEN_MASK`.
     pub(super) max_len: u32,
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
@@ -179,10 +182,16 @@ impl<R: Region> Core<R> {
     /// A core for a multi-producer ring (`multi`) or a single-producer one, whose
     /// producer keeps the word after its last record zeroed and so can use all but 8
     /// bytes of the ring.
+    ///
+    /// A multi-producer ring's consumer hands space back in lines of
+    /// [`Region::RELEASE_LINE`] bytes, so when the ring is empty up to that less 8 bytes
+    /// it has read may still be unreturned: its largest record leaves that room, so that
+    /// a record of the largest size fits whenever the ring is empty (and a producer
+    /// waiting for room for it never waits for room that cannot come).
     pub(crate) fn new(region: R, watermark: u64, multi: bool) -> Self {
         let cap = region.capacity();
         debug_assert!(cap.is_power_of_two() && cap >= 32);
-        let reserved = if multi { HDR_SIZE } else { 2 * HDR_SIZE };
+        let reserved = if multi { R::RELEASE_LINE.max(HDR_SIZE) } else { 2 * HDR_SIZE };
         let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
         // Read once (`getpid` is a system call; the retire lock takes the pid on every
         // retire: `Self::pid` reads it back from here).

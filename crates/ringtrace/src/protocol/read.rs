@@ -150,6 +150,13 @@ impl<R: Region> Core<R> {
                 out.found.retain(|f| f.pos >= o2);
                 out.first = o2;
             }
+            if out.found.is_empty() && o2 > o0 {
+                // Producers lapped the copy (its reader was preempted, most likely):
+                // what is left past `O` is at most records being written. The ring
+                // holds committed records again by now: copy it again rather than
+                // return it empty.
+                continue;
+            }
             out.retired_at_first = Some(r2);
             return Some(());
         }

@@ -57,9 +57,11 @@ impl<K: ProducerKind> fmt::Debug for Paused<'_, K> {
 impl<'a, K: ProducerKind> Paused<'a, K> {
     pub(crate) fn new(ring: &'a Shared, limit: Duration) -> Result<Self, Error> {
         let core = &ring.core;
+        let began = std::time::Instant::now();
         let mut token = core.pause(ring.writable, limit).map_err(|e| match e {
             PauseRefused::Already => Error::AlreadyPaused,
-            PauseRefused::Busy => Error::PauseBusy { waited: limit },
+            // The time measured (at least the limit: the wait gives up only past it).
+            PauseRefused::Busy => Error::PauseBusy { waited: began.elapsed() },
         })?;
         // The pause's own wait walked the records (with Acquire) and indexed them.
         let index = std::mem::take(&mut token.index);

@@ -9,8 +9,16 @@ use std::io::{self, Read, Write};
 use crate::callback::{Held, Iter};
 use crate::error::{ConsumeError, FormatError};
 use crate::format::snapshot::{format_err, read_some, FileHeader, HEADER_LEN};
-use crate::protocol::capture::{parse, Capture, Parse, Walk};
+use crate::protocol::capture::{parse, Capture, Parse, Walk, CHUNK};
 use crate::shared::Shared;
+use crate::wait::Patience;
+
+/// How long a snapshot waits for a producer to write the header of space it claimed,
+/// when newer records lie past it ([`Snapshot::take_into`]): a preempted producer runs
+/// again within a few scheduler periods on a loaded machine; one stopped for longer (by
+/// a debugger, or a dead process whose claim the next retire repairs) costs each
+/// snapshot this long.
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The records an overwrite ring held at one moment, oldest to newest, copied out and
 /// checked: none is torn or half-overwritten. Made by
@@ -65,19 +73,39 @@ impl Snapshot {
     }
 
     /// [`take`](Self::take) into `snap`, reusing its memory.
+    ///
+    /// A copy whose walk meets a header still zero with records written after it (a
+    /// producer between claiming its space and marking it BUSY, a window of a few
+    /// instructions unless that producer is preempted there) is taken again until the
+    /// header is written, for at most [`CLAIM_WAIT`]: otherwise the newer records, and
+    /// when the claim is the oldest record all of them, would be left out of a snapshot
+    /// that says nothing of them. Past that wait, a copy that still holds records is
+    /// returned; one that holds none is [`ConsumeError::Busy`].
     pub(crate) fn take_into(shared: &Shared, snap: &mut Snapshot) -> Result<(), ConsumeError> {
         let core = &shared.core;
-        if core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
-            // Producers overwrote every copy, or a retirer died inside its seqlock
-            // write (then readers stay `Busy` until someone ends it): end it, if so,
-            // and try once more.
-            let recovered = core.recover_lock(shared.writable);
-            if !recovered || core.capture_newest(crate::protocol::capture::CHUNK, &mut snap.cap).is_none() {
-                return Err(ConsumeError::Busy);
+        let mut patience = Patience::new(CLAIM_WAIT);
+        loop {
+            if core.capture_newest(CHUNK, &mut snap.cap).is_none() {
+                // Producers overwrote every copy, or a retirer died inside its seqlock
+                // write (then readers stay `Busy` until someone ends it): end it, if so,
+                // and try once more.
+                let recovered = core.recover_lock(shared.writable);
+                if !recovered || core.capture_newest(CHUNK, &mut snap.cap).is_none() {
+                    return Err(ConsumeError::Busy);
+                }
             }
-        }
-        if let crate::protocol::capture::Parse::Corrupt { pos, header } = snap.cap.stop {
-            return Err(ConsumeError::Corrupt { pos, header });
+            if let Parse::Corrupt { pos, header } = snap.cap.stop {
+                return Err(ConsumeError::Corrupt { pos, header });
+            }
+            if !snap.cap.hides_records() {
+                break;
+            }
+            if !patience.wait() {
+                if snap.cap.found.is_empty() {
+                    return Err(ConsumeError::Busy);
+                }
+                break;
+            }
         }
         snap.capacity = core.capacity();
         snap.retired_before = snap.cap.retired_at_first.unwrap_or(0);
@@ -173,8 +201,11 @@ impl Snapshot {
     ///
     /// A record whose header was not yet written at all (its producer between claiming
     /// the space and marking it BUSY, a window of a few instructions unless it is
-    /// preempted there) ends the snapshot: its length is unknown, so the records after
-    /// it are left out, and not counted here.
+    /// preempted there) has no known length, so no record after it can be found: the
+    /// snapshot is taken again until that header is written (for at most 100 ms; then
+    /// the records before it are returned, or, if there are none,
+    /// [`ConsumeError::Busy`]). Only such claims at the newest end, with nothing
+    /// written after them, are left out without a wait, and not counted here.
     pub fn unfinished(&self) -> u64 {
         self.cap.unfinished
     }

@@ -127,6 +127,8 @@ impl HeapRegion {
 // views of every word in the range.
 unsafe impl Region for HeapRegion {
     const MIN_CAPACITY: u64 = 16;
+    /// The loom models' consumers hand back exactly what they read.
+    const RELEASE_LINE: u64 = 8;
     fn control(&self) -> &Control {
         &self.control
     }

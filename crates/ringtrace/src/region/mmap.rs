@@ -330,6 +330,8 @@ unsafe impl Region for MmapView {
     /// One 4 KiB page, the smallest page of any Linux target (the builder requires at
     /// least one page).
     const MIN_CAPACITY: u64 = crate::format::control::MIN_CAPACITY;
+    /// A cache line: the consumer leaves the line producers are writing to them.
+    const RELEASE_LINE: u64 = 64;
     #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned,
