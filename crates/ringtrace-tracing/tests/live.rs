@@ -14,8 +14,8 @@ use common::{dispatch, TempDir};
 use ringtrace_tracing::decode::Trace;
 use ringtrace_tracing::Builder;
 
-/// Readings of the live directory (about one in ten left a thread out before the
-/// reader walked each ring from the position it read after its copy).
+/// Readings of the live directory (a reader that walked each ring from the position it
+/// read before its copy left a thread out of about one reading in ten).
 fn readings() -> usize {
     std::env::var("RINGTRACE_LIVE_READINGS").ok().and_then(|v| v.parse().ok()).unwrap_or(600)
 }
@@ -43,6 +43,7 @@ fn a_live_recorder_directory_shows_every_thread_in_every_reading() {
                             n += 1;
                         }
                         if n == 100 {
+                            // Release: pairs with the Acquire load below.
                             started.fetch_add(1, Ordering::Release);
                         }
                         std::thread::sleep(Duration::from_micros(200));
@@ -52,6 +53,7 @@ fn a_live_recorder_directory_shows_every_thread_in_every_reading() {
         })
         .collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // Acquire: pairs with the threads' Release increments.
     while started.load(Ordering::Acquire) < threads {
         assert!(std::time::Instant::now() < deadline, "the threads did not start within a minute");
         std::thread::sleep(Duration::from_millis(1));

@@ -8,13 +8,13 @@ use super::records::{AtUnfinished, Records};
 use super::source::{At, Source};
 use super::state::State;
 use crate::error::FormatError;
+use crate::format::control::CONTROL_SIZE;
+use crate::format::offsets as fields;
 use crate::wait::Patience;
 
 /// How long [`RingFile::records`] reads a live ring again when producers lapped it
 /// while it was copied, before it gives up with [`FormatError::Overwritten`].
 const READ_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
-use crate::format::control::CONTROL_SIZE;
-use crate::format::offsets as fields;
 
 /// A ring file (or a byte image of one) opened for reading, its header checked.
 ///
@@ -189,6 +189,11 @@ impl<S: Source> RingFile<S> {
     /// stepped over and counted; a header no producer could have written ends the walk
     /// ([`Records::corrupt`]).
     ///
+    /// A live overwrite ring whose producers lap it while it is copied, leaving no
+    /// committed record intact, is read again for up to 200 ms, then
+    /// [`FormatError::Overwritten`]: a ring that holds committed records is never read
+    /// back empty.
+    ///
     /// ```
     /// use ringtrace::inspect::{image::ImageBuilder, RingFile, RingMode};
     ///
@@ -262,9 +267,10 @@ impl<S: Source> RingFile<S> {
             let bytes = self.read_data(start, hi)?;
             let s2 = self.state()?;
             let (lo2, _) = s2.window(h.mode);
-            // Overwrite mode only: in discard mode the space was consumed, and a ring
-            // emptied by its consumer is empty.
-            let lapped = h.mode == RingMode::Overwrite && lo2 > start;
+            // Overwrite mode only (in discard mode the space was consumed, and a ring
+            // emptied by its consumer is empty), and only when committed records were
+            // given up during the copy (discarded ones prove nothing).
+            let lapped = h.mode == RingMode::Overwrite && lo2 > start && s2.overwritten > s1.overwritten;
             if lapped && lo2 >= hi && hi > start {
                 // Everything copied was reclaimed, and perhaps rewritten, meanwhile.
                 if !patience.wait() {
@@ -275,7 +281,7 @@ impl<S: Source> RingFile<S> {
             let walk_from = start.max(lo2).min(hi);
             let mut out = Records::walk_copy(h, &s1, from, start, walk_from, bytes, at_unfinished);
             out.drop_reclaimed(h.mode, &s1, &s2, from);
-            if lapped && out.is_empty() {
+            if lapped && out.is_empty() && out.corrupt().is_none() {
                 // Lapped but for records still being written: the ring holds committed
                 // records again by now.
                 if !patience.wait() {

@@ -297,6 +297,9 @@ impl Records {
         self.found.retain(|f| f.pos >= lo2);
         self.unfinished.retain(|u| u.pos >= lo2);
         self.window.0 = lo2;
+        // A consumer that passed the producer position read before the copy: the
+        // window read then is empty now.
+        self.window.1 = self.window.1.max(lo2);
         if let Some(from) = from {
             self.missed_bytes = lo2.saturating_sub(from);
         }

@@ -8,9 +8,12 @@
 //!    before any rewrite (module rule in [`super`]), and `O'` is a record boundary. Parse
 //!    records from `max(from, O')` through the copy; the records before it are counted as
 //!    overwritten (`retired` at `O'` says how many committed records lie before it).
-//! 4. If `O'` passed the end of the copy, everything copied is stale: start again, at
-//!    most [`MAX_ATTEMPTS`] times, then report `Busy` (the kernel review's rule: no
-//!    unbounded loop).
+//! 4. If `O'` passed the end of the copy, everything copied is stale (and a snapshot
+//!    copy left with no committed record after producers retired committed ones is as
+//!    good as stale): start again, at most [`MAX_ATTEMPTS`] times, then report `Busy`.
+//!    A count of copies, not a deadline: each attempt waits for nothing, it copies
+//!    again at once, and the bound keeps a reader that producers lap forever from
+//!    looping forever.
 //!
 //! Parsing trusts nothing it copied: a length that runs past the copy or past the
 //! largest record is [`crate::protocol::capture::Parse::Corrupt`], never an out-of-bounds read.
@@ -101,7 +104,7 @@ impl<R: Region> Core<R> {
     pub(crate) fn capture_newest(&self, chunk: u64, out: &mut Capture) -> Option<()> {
         let cap = self.capacity();
         for _ in 0..MAX_ATTEMPTS {
-            let (o0, _) = self.over_state()?;
+            let (o0, r0) = self.over_state()?;
             let z = self.zeroed_acquire();
             let p_now = self.prod();
             let end = p_now.min(z).max(o0);
@@ -150,11 +153,13 @@ impl<R: Region> Core<R> {
                 out.found.retain(|f| f.pos >= o2);
                 out.first = o2;
             }
-            if out.found.is_empty() && o2 > o0 {
-                // Producers lapped the copy (its reader was preempted, most likely):
-                // what is left past `O` is at most records being written. The ring
-                // holds committed records again by now: copy it again rather than
-                // return it empty.
+            if out.found.is_empty() && r2 > r0 {
+                // Producers lapped the copy (its reader was preempted, most likely),
+                // giving up committed records it held: what is left past `O` is at most
+                // records being written, and the ring holds committed records. Copy it
+                // again (within the attempts above) rather than return it empty. (A
+                // ring whose `O` moves over discarded records only retires no
+                // committed one, and its empty snapshot is the truth.)
                 continue;
             }
             out.retired_at_first = Some(r2);

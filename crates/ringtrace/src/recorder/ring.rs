@@ -13,10 +13,15 @@ use std::time::Duration;
 impl<K: ProducerKind> RingBuf<K, Overwrite> {
     /// The records the ring holds now, oldest to newest, copied and checked, without
     /// stopping producers. Records still being written are left out (and counted in
+    /// [`Snapshot::unfinished`]); space claimed whose header is not yet written, with
+    /// newer records past it, is waited for up to 100 ms (see
     /// [`Snapshot::unfinished`]).
     ///
     /// [`ConsumeError::Busy`] if producers overwrote every copy before it could be
-    /// checked, 16 times in a row: then [`pause`](Self::pause) first.
+    /// checked (or left nothing committed in it), 16 times in a row, or if a claim
+    /// not written within those 100 ms hides every record: then
+    /// [`pause`](Self::pause) first. A ring that holds committed records never gives
+    /// an empty snapshot.
     pub fn snapshot(&self) -> Result<Snapshot, ConsumeError> {
         let mut snap = Snapshot::new();
         self.snapshot_into(&mut snap)?;
