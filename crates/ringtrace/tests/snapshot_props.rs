@@ -37,14 +37,52 @@ fn record(w: u8, seq: u64, buf: &mut Vec<u8>) {
     buf.extend_from_slice(&sum.to_le_bytes());
 }
 
-/// Waits until `n` writers have written a record, for at most a minute (a writer whose
-/// first records are all refused, counted as lost, is still a writer: it is waited for).
-fn wait_started(started: &AtomicUsize, n: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    // Acquire: pairs with the writers' Release increments.
-    while started.load(Ordering::Acquire) < n {
-        assert!(std::time::Instant::now() < deadline, "writers did not start within a minute");
-        std::thread::sleep(std::time::Duration::from_millis(1));
+/// Writer threads that write checksummed records until stopped: thread `w` writes with
+/// the closure `make(w)` returns (true: the record was taken).
+struct Writers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl Writers {
+    /// Starts `n` writers and returns once each has had a record taken (for at most a
+    /// minute: a writer whose first records are all refused, counted as lost, is still
+    /// a writer, and is waited for).
+    fn start<W: FnMut(&[u8]) -> bool + Send + 'static>(n: u8, make: impl Fn(u8) -> W) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicUsize::new(0));
+        let threads = (0..n)
+            .map(|w| {
+                let (stop, started, mut write) = (stop.clone(), started.clone(), make(w));
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let (mut seq, mut wrote) = (0u64, false);
+                    while !stop.load(Ordering::Relaxed) {
+                        record(w, seq, &mut buf);
+                        if write(&buf) && !wrote {
+                            wrote = true;
+                            // Release: pairs with the Acquire load below.
+                            started.fetch_add(1, Ordering::Release);
+                        }
+                        seq += 1;
+                    }
+                    seq
+                })
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // Acquire: pairs with the writers' Release increments.
+        while started.load(Ordering::Acquire) < n as usize {
+            assert!(std::time::Instant::now() < deadline, "writers did not start within a minute");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Writers { stop, threads }
+    }
+
+    /// Stops the writers; returns how many records they tried to write.
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.threads.into_iter().map(|t| t.join().unwrap()).sum()
     }
 }
 
@@ -78,29 +116,10 @@ fn check_snapshot(snap: &Snapshot, writers: usize) -> usize {
 /// Runs `writers` threads that write `ring` until the snapshots are done, and takes
 /// [`rounds`] snapshots (alternately fresh and into one reused snapshot).
 fn nonstop<K: ProducerKind>(ring: Arc<RingBuf<K, Overwrite>>, writers: usize) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..writers as u8)
-        .map(|w| {
-            let (ring, stop, started) = (ring.clone(), stop.clone(), started.clone());
-            std::thread::spawn(move || {
-                let mut p = ring.producer().unwrap();
-                let mut buf = Vec::new();
-                let (mut seq, mut wrote) = (0u64, false);
-                while !stop.load(Ordering::Relaxed) {
-                    record(w, seq, &mut buf);
-                    if p.output(&buf, Wakeup::NoWakeup).is_ok() && !wrote {
-                        wrote = true;
-                        // Release: pairs with the Acquire load in `wait_started`.
-                        started.fetch_add(1, Ordering::Release);
-                    }
-                    seq += 1;
-                }
-                seq
-            })
-        })
-        .collect();
-    wait_started(&started, writers);
+    let threads = Writers::start(writers as u8, |_| {
+        let mut p = ring.producer().unwrap();
+        move |rec: &[u8]| p.output(rec, Wakeup::NoWakeup).is_ok()
+    });
     let (mut busy, mut held) = (0usize, 0usize);
     let mut reused = Snapshot::new();
     for i in 0..rounds() {
@@ -112,8 +131,7 @@ fn nonstop<K: ProducerKind>(ring: Arc<RingBuf<K, Overwrite>>, writers: usize) {
             Err(e) => panic!("snapshot {i}: {e}"),
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    let written: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    let written = threads.stop();
     eprintln!("{} snapshots: {busy} busy, {held} records held; {written} records written", rounds());
     // `Busy` is the documented answer when producers overwrite every copy; it must
     // stay the exception, or the property above says nothing.
@@ -142,27 +160,10 @@ fn single_producer_recorder_snapshots_hold_records() {
 fn channel_snapshots_hold_every_writer() {
     let writers = 3u8;
     let channel = Arc::new(Channel::<Overwrite, Monotonic>::builder(1 << 16).build(Monotonic).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..writers)
-        .map(|w| {
-            let (channel, stop, started) = (channel.clone(), stop.clone(), started.clone());
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let (mut seq, mut wrote) = (0u64, false);
-                while !stop.load(Ordering::Relaxed) {
-                    record(w, seq, &mut buf);
-                    if channel.output(&buf, Wakeup::NoWakeup).is_ok() && !wrote {
-                        wrote = true;
-                        // Release: pairs with the Acquire load in `wait_started`.
-                        started.fetch_add(1, Ordering::Release);
-                    }
-                    seq += 1;
-                }
-            })
-        })
-        .collect();
-    wait_started(&started, writers as usize);
+    let threads = Writers::start(writers, |_| {
+        let channel = channel.clone();
+        move |rec: &[u8]| channel.output(rec, Wakeup::NoWakeup).is_ok()
+    });
     let mut failed = 0;
     for i in 0..rounds() / 4 {
         let snap = channel.snapshot().unwrap();
@@ -181,10 +182,7 @@ fn channel_snapshots_hold_every_writer() {
         let present = seen.iter().filter(|&&s| s).count();
         assert_eq!(present + snap.failed().len(), writers as usize, "snapshot {i}: writers present {seen:?}, {snap:?}");
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
+    threads.stop();
     assert!(failed * 10 < rounds() / 4, "{failed} rings not captured");
 }
 
@@ -204,27 +202,10 @@ fn a_live_channel_file_reads_back_every_writer() {
         .create(&path, Monotonic)
         .unwrap();
     let channel = Arc::new(channel);
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..writers)
-        .map(|w| {
-            let (channel, stop, started) = (channel.clone(), stop.clone(), started.clone());
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let (mut seq, mut wrote) = (0u64, false);
-                while !stop.load(Ordering::Relaxed) {
-                    record(w, seq, &mut buf);
-                    if channel.output(&buf, Wakeup::NoWakeup).is_ok() && !wrote {
-                        wrote = true;
-                        // Release: pairs with the Acquire load in `wait_started`.
-                        started.fetch_add(1, Ordering::Release);
-                    }
-                    seq += 1;
-                }
-            })
-        })
-        .collect();
-    wait_started(&started, writers as usize);
+    let threads = Writers::start(writers, |_| {
+        let channel = channel.clone();
+        move |rec: &[u8]| channel.output(rec, Wakeup::NoWakeup).is_ok()
+    });
     let file = ChannelFile::open(&path).unwrap();
     let (mut overwritten, mut held) = (0usize, 0usize);
     let reads = rounds() / 4;
@@ -252,10 +233,7 @@ fn a_live_channel_file_reads_back_every_writer() {
             Err(e) => panic!("read {i}: slot {slot}: {e}"),
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
+    threads.stop();
     eprintln!("{reads} reads of live slots: {overwritten} overwritten while read, {held} records held");
     assert!(overwritten * 10 < reads, "{overwritten} of {reads} reads overwritten");
     drop(channel);
@@ -271,29 +249,17 @@ fn a_ring_of_discarded_records_reads_back_empty_not_busy() {
     use ringtrace::inspect::RingFile;
     let path = common::temp_file("discards", "ring");
     let ring = Arc::new(RingBuf::<Mpsc, Overwrite>::builder(1 << 16).create(&path).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicUsize::new(0));
-    let threads: Vec<_> = (0..2)
-        .map(|_| {
-            let (ring, stop, started) = (ring.clone(), stop.clone(), started.clone());
-            std::thread::spawn(move || {
-                let mut p = ring.producer().unwrap();
-                let mut wrote = false;
-                while !stop.load(Ordering::Relaxed) {
-                    if let Ok(mut r) = p.reserve(40) {
-                        r.write(0, &[7; 40]).unwrap();
-                        r.discard();
-                        if !wrote {
-                            wrote = true;
-                            // Release: pairs with the Acquire load in `wait_started`.
-                            started.fetch_add(1, Ordering::Release);
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
-    wait_started(&started, 2);
+    let threads = Writers::start(2, |_| {
+        let mut p = ring.producer().unwrap();
+        move |_: &[u8]| match p.reserve(40) {
+            Ok(mut r) => {
+                r.write(0, &[7; 40]).unwrap();
+                r.discard();
+                true
+            }
+            Err(_) => false,
+        }
+    });
     let file = RingFile::open(&path).unwrap();
     for i in 0..rounds() / 8 {
         let snap = ring.snapshot().unwrap_or_else(|e| panic!("snapshot {i}: {e}"));
@@ -301,10 +267,7 @@ fn a_ring_of_discarded_records_reads_back_empty_not_busy() {
         let records = file.records().unwrap_or_else(|e| panic!("read {i}: {e}"));
         assert!(records.is_empty() && records.corrupt().is_none(), "read {i}: {:?}", records.corrupt());
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
+    threads.stop();
     assert!(ring.stats().overwrite_pos > 1 << 16, "the overwrite position did not move");
     drop(ring);
     std::fs::remove_file(&path).unwrap();
