@@ -42,6 +42,10 @@ def fields(text):
 
 
 def same(expected, got):
+    """A decoded field (JSON) against babeltrace2's text of it. decode's JSON writes
+    64-bit integers past 2^53 - 1 and 128-bit ones as decimal strings; babeltrace2
+    prints integers bare and strings quoted (the quotes gone here): either way the
+    same digits."""
     if isinstance(expected, bool):
         return got == str(int(expected))
     if isinstance(expected, int):
@@ -67,6 +71,8 @@ def main():
             o = json.loads(line)
             if "lost" in o:
                 continue
+            # `time` is the wall-clock time; `ts_ns` (a decimal string) the clock's.
+            assert o["ts_ns"].isdigit(), o
             want.append((o["time"][11:29], o["tid"], f'{o["target"]}:{o["name"]}', o["fields"]))
     assert len(got) == len(want), f"babeltrace2 read {len(got)} events, decode {len(want)}"
     key = lambda e: (e[0], e[1], e[2])

@@ -27,6 +27,12 @@ if [ ! -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/lttng/tracepoint.h" ] &&
   (apt-get update -qq && apt-get install -y -qq liblttng-ust-dev) >/dev/null 2>&1 || echo "warning: could not install liblttng-ust-dev; the C bench program is not compiled" >&2
 fi
 
+# groff renders every man page in the command's tests, with its warnings on.
+if ! command -v groff >/dev/null; then
+  echo "== installing groff (the command's man pages are rendered in its tests)"
+  (apt-get update -qq && apt-get install -y -qq groff-base) >/dev/null 2>&1 || echo "warning: could not install groff; the man page test will fail" >&2
+fi
+
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 # The workspace builds the library with its `tokio` feature (the bench's async rows use
@@ -35,6 +41,17 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p ringtrace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
+
+echo "== the user crates package and build as published (cargo publish --dry-run)"
+# Each user crate is packaged as crates.io would receive it (the files its `include`
+# names; path-only dev-dependencies such as ringtrace-fixtures dropped) and built from
+# that package alone, the others' packages standing in for crates.io: a file the build
+# needs but the package lacks, or a path dependency without a version, fails here. The
+# working tree as it is (--allow-dirty); -q, or cargo lists every test and example it
+# leaves out. The packages build in target/debug beside the workspace's own debug build.
+publish_start=$SECONDS
+cargo publish --dry-run --allow-dirty -q --workspace --exclude ringtrace-fixtures --exclude ringtrace-bench
+echo "publish dry-run step: $((SECONDS - publish_start)) s"
 
 echo "== module graph: imports run one way (no module cycles)"
 bash scripts/acyclic.sh lib cli tracing ffi

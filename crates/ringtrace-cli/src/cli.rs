@@ -2,6 +2,7 @@
 //! runs a command; `main` hands each to its module in `commands`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use clap_complete::Shell;
@@ -9,7 +10,7 @@ use clap_complete::Shell;
 use crate::commands::create::{ModeArg, ProducersArg};
 use crate::output::ReportFormat;
 use crate::records::Format;
-use crate::units::parse_capacity;
+use crate::units::{parse_capacity, parse_duration};
 
 /// Ring buffers for trace and event data: inspect, read, create and write them.
 ///
@@ -44,14 +45,17 @@ pub enum Command {
     },
     /// Print the newest records, oldest first, one per line.
     ///
+    /// Ring, channel, snapshot and trace files are only read: tail never consumes them,
+    /// so producers of a full discard ring stay refused (use `consume` to drain one).
     /// Discard mode: the records not consumed yet. Overwrite mode: the records held.
     /// Channel files: the newest across all slots, merged by timestamp, each line with
     /// its slot and timestamp (channels without timestamps: slot by slot); with
     /// --follow, each poll's new records sorted by timestamp (exact within a poll).
     ///
-    /// BPF ring buffer maps (bpf-pin:PATH, bpf-id:N): consumes and prints the next N
-    /// records in order, waiting for them (with --follow, every record from then on),
-    /// handing their space back to the kernel as the map's reader would.
+    /// BPF ring buffer maps (bpf-pin:PATH, bpf-id:N) are consumed: tail prints the
+    /// next N records in order, waiting for them (with --follow, every record from then
+    /// on), handing their space back to the kernel as the map's reader would. A map
+    /// has one reader: a second `tail` or `consume` of the same map is refused.
     Tail {
         /// A ring, channel, snapshot or trace file, a recorder directory, or bpf-pin:PATH or bpf-id:N.
         source: PathBuf,
@@ -68,6 +72,45 @@ pub enum Command {
         /// and ts; the payload is shown without its timestamp.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// The same as --format json.
+        #[arg(long, hide = true)]
+        json: bool,
+        /// BPF maps: stop waiting for records after this long without one (250ms, 2s,
+        /// 5m); with --follow on any source, stop after this long without a new record.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+    },
+    /// Consume records: print each and hand its space back, so that producers never
+    /// stop for want of room.
+    ///
+    /// The source's consumer: a ring file (the ring's one consumer role, taken as the
+    /// library's consumer takes it; refused while another consumer is attached,
+    /// recovered from a consumer that died) or a kernel BPF ring buffer map (a map has
+    /// one reader: a second is refused). Each record is printed before its space is
+    /// handed back: an interrupted consume (Ctrl-C) loses none. Overwrite rings: what
+    /// the producers overwrote before it was read is counted on stderr.
+    ///
+    /// Stops when every producer of the ring has gone and all is read (as a pipe's
+    /// reader sees end of file); with --follow, goes on waiting for new producers.
+    /// -n stops after N records, --timeout after a wait that long without a record.
+    Consume {
+        /// A ring file, or bpf-pin:PATH or bpf-id:N.
+        source: PathBuf,
+        /// Stop after this many records.
+        #[arg(short = 'n', long, value_name = "N")]
+        count: Option<u64>,
+        /// Keep consuming when every producer has gone (until Ctrl-C, -n or --timeout).
+        #[arg(short, long)]
+        follow: bool,
+        /// Stop after this long without a record (250ms, 2s, 5m).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        /// Record format (as for tail; JSON objects have len and data or hex).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// The same as --format json.
+        #[arg(long, hide = true)]
+        json: bool,
     },
     /// Print every record a source holds, oldest first, without consuming any.
     ///
@@ -84,7 +127,11 @@ pub enum Command {
         /// Record format (as for tail).
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Write to this file instead of stdout.
+        /// The same as --format json.
+        #[arg(long, hide = true)]
+        json: bool,
+        /// Write to this file instead of stdout: written whole under a temporary name,
+        /// then renamed over FILE; never the source itself.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -100,10 +147,10 @@ pub enum Command {
         source: PathBuf,
         /// text: one event a line; json: one JSON object a line (time, ts_ns, level,
         /// thread, tid, target, name, spans, fields).
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = EventFormat::Text)]
+        format: EventFormat,
         /// The same as --format json.
-        #[arg(long)]
+        #[arg(long, hide = true)]
         json: bool,
     },
     /// Write a ringtrace-tracing trace in a format other tools open.
@@ -123,7 +170,8 @@ pub enum Command {
         /// The output format.
         #[arg(long, value_enum)]
         format: crate::commands::export::ExportFormat,
-        /// Write to this file instead of stdout.
+        /// Write to this file (CTF: this directory) instead of stdout: written whole
+        /// under a temporary name, then renamed into place; never the source itself.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -141,17 +189,20 @@ pub enum Command {
         /// Multi-producer (mpsc) or single-producer (spsc).
         #[arg(long, value_enum, default_value_t = ProducersArg::Mpsc)]
         producers: ProducersArg,
-        /// Replace the file if it exists.
+        /// Replace PATH if it is a regular file (never a device, FIFO, socket, link or
+        /// directory).
         #[arg(long)]
         force: bool,
     },
     /// Append records to a ring file: one per input line (or per input with --whole).
     ///
     /// Attaches as one more producer and writes one record per line of each INPUT
-    /// (stdin if none, or "-"), the newline not included. Prints how many records were written and refused. A record the ring refuses
-    /// (discard mode: the ring is full; overwrite mode: paused, or making room would
-    /// overwrite a record still being written) is an error, exit status 1, unless
-    /// --drop is given.
+    /// (stdin if none, or "-"), the newline not included; says on stderr how many
+    /// records were written and refused. A record the ring refuses (discard mode: the
+    /// ring is full; overwrite mode: paused, or making room would overwrite a record
+    /// still being written) is an error, exit status 1, unless --drop is given. With
+    /// --wait, a full discard ring is waited on until its consumer makes room (a
+    /// `consume` running on it): no record is refused for want of room.
     Write {
         /// The ring file (made by `ringtrace create` or a program using the library).
         path: PathBuf,
@@ -164,6 +215,12 @@ pub enum Command {
         /// Records the ring refuses are counted and reported but are not an error.
         #[arg(long)]
         drop: bool,
+        /// Wait for room instead of refusing a record: for ever, or at most TIMEOUT
+        /// per record (--wait=2s). Overwrite rings: wait out a pause or a record being
+        /// written. A record still refused (the time ran out, the consumer went away)
+        /// counts as refused.
+        #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, require_equals = true, default_missing_value = "forever", value_parser = parse_wait)]
+        wait: Option<Wait>,
     },
     /// The flight recorder demo: producer processes, an overwrite ring, a live display.
     ///
@@ -171,15 +228,19 @@ pub enum Command {
     /// display shows their rates; then the newest events, newest first (producer,
     /// sequence number, age), and what each producer wrote and lost.
     Demo {
-        /// The ring file to create (default: a new file in /dev/shm, removed at the end).
-        #[arg(long, value_name = "PATH")]
+        /// The ring file to create and keep (default: a new file in /dev/shm, removed
+        /// at the end, or when the demo is interrupted).
+        #[arg(value_name = "PATH")]
+        path: Option<PathBuf>,
+        /// The same as PATH.
+        #[arg(long, value_name = "PATH", hide = true, conflicts_with = "path")]
         file: Option<PathBuf>,
-        /// How long the producers write.
-        #[arg(long, default_value_t = 3, value_name = "N")]
+        /// How long the producers write, in seconds: 1 to 86400.
+        #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=86_400))]
         seconds: u64,
-        /// Producer processes.
-        #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
-        producers: u32,
+        /// Producer processes: 1 to 32.
+        #[arg(long, alias = "producers", default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+        processes: u32,
         /// Ring capacity: a power of two, as bytes or with k, M or G (64k, 1MiB).
         #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = parse_capacity)]
         capacity: u64,
@@ -189,8 +250,45 @@ pub enum Command {
         /// The shell.
         shell: Shell,
     },
-    /// Print the man page (roff): `ringtrace man | man -l -`.
-    Man,
+    /// Print a man page (roff): `ringtrace man | man -l -`, `ringtrace man tail`.
+    ///
+    /// With --dir, writes every page (ringtrace.1 and ringtrace-SUBCOMMAND.1 for each
+    /// subcommand) into DIR instead.
+    Man {
+        /// The subcommand whose page to print (default: the ringtrace page).
+        #[arg(value_name = "SUBCOMMAND")]
+        page: Option<String>,
+        /// Write every page into this directory.
+        #[arg(long, value_name = "DIR", conflicts_with = "page")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// How `write --wait` waits for room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Until there is room or the consumer is gone.
+    Forever,
+    /// At most this long per record.
+    For(Duration),
+}
+
+fn parse_wait(s: &str) -> Result<Wait, String> {
+    if s == "forever" {
+        Ok(Wait::Forever)
+    } else {
+        parse_duration(s).map(Wait::For)
+    }
+}
+
+/// How `decode` prints events (a trace's events have no hex form).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventFormat {
+    /// One event a line, for people.
+    #[default]
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// The arguments of a `demo` producer process (internal): `ringtrace __demo-producer

@@ -12,6 +12,9 @@ pub enum Failure {
     Message(String),
     /// The reader of stdout went away (`| head`): exit quietly.
     BrokenPipe,
+    /// Stopped by this signal (SIGINT, SIGTERM) after finishing cleanly: exit 128 + it,
+    /// as the shell reports a command killed by it.
+    Interrupted(u8),
 }
 
 impl Failure {
@@ -42,6 +45,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Message(m) => f.write_str(m),
             Failure::BrokenPipe => f.write_str("the reader of stdout went away"),
+            Failure::Interrupted(s) => write!(f, "interrupted by signal {s}"),
         }
     }
 }

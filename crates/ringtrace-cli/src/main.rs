@@ -13,13 +13,20 @@
 //! * `merge`: a channel file's slots read and merged by timestamp.
 //! * `traced`: `ringtrace-tracing` traces (trace files, recorder directories) decoded.
 //! * `follow`: `tail --follow` of one ring.
+//! * `bpf`: a BPF map's one reader (its lock) and its consuming loop.
 //! * `records`: record lines (text, hex, JSON).
 //! * `output`: stdout, stderr, output files, JSON reports.
+//! * `destination`: output files written beside their name and renamed into place,
+//!   never over a source.
+//! * `cleanup`: temporary files removed and children stopped on SIGINT/SIGTERM.
 //! * `units`, `liveness`: sizes, times and watermarks for people; whether a pid lives.
 //! * `failure`: the error every command returns.
 
+mod bpf;
+mod cleanup;
 mod cli;
 mod commands;
+mod destination;
 mod failure;
 mod follow;
 mod liveness;
@@ -36,12 +43,13 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, DemoProducer};
-use commands::{create, decode, demo, docs, export, snapshot, stat, tail, write};
+use commands::{consume, create, decode, demo, docs, export, snapshot, stat, tail, write};
 use failure::Failure;
 use output::ReportFormat;
 use source::Source;
 
 fn main() -> ExitCode {
+    cleanup::install();
     let result = if std::env::args_os().nth(1).is_some_and(|a| a == demo::PRODUCER_ARG) {
         let p = DemoProducer::parse_from(std::env::args_os().skip(1));
         demo::producer(&p.file, p.id, p.millis)
@@ -50,6 +58,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Interrupted(signal)) => ExitCode::from(128 + signal),
         Err(Failure::Message(e)) => {
             // One line, whatever the message holds.
             let e = e.replace(['\n', '\r'], " ");
@@ -67,26 +76,50 @@ fn run(command: Command) -> Result<(), Failure> {
             let format = if json { ReportFormat::Json } else { format };
             on(&source, &|s| stat::run(&source, s, format))
         }
-        Command::Tail { source, count, follow, format } => on(&source, &|s| tail::run(s, count, follow, format)),
-        Command::Snapshot { source, reverse, format, output } => {
+        Command::Tail { source, count, follow, format, json, timeout } => {
+            let format = if json { records::Format::Json } else { format };
+            on(&source, &|s| tail::run(s, count, follow, format, timeout))
+        }
+        Command::Consume { source, count, follow, timeout, format, json } => {
+            let opts =
+                consume::Options { count, follow, timeout, format: if json { records::Format::Json } else { format } };
+            on(&source, &|s| consume::run(&source, s, &opts))
+        }
+        Command::Snapshot { source, reverse, format, json, output } => {
+            let format = if json { records::Format::Json } else { format };
+            refuse_source(output.as_deref(), &source)?;
             on(&source, &|s| snapshot::run(s, reverse, format, output.as_deref()))
         }
         Command::Decode { source, format, json } => {
-            let format = if json { records::Format::Json } else { format };
+            let format =
+                if json || format == cli::EventFormat::Json { records::Format::Json } else { records::Format::Text };
             on(&source, &|s| decode::run(s, format))
         }
         Command::Export { source, format, output } => {
+            refuse_source(output.as_deref(), &source)?;
             on(&source, &|s| export::run(&source, s, format, output.as_deref()))
         }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
         }
-        Command::Write { path, inputs, whole, drop } => {
-            let opts = write::Options { inputs, whole, drop };
+        Command::Write { path, inputs, whole, drop, wait } => {
+            let opts = write::Options { inputs, whole, drop, wait };
             on(&path, &|s| write::run(&path, s, &opts))
         }
-        Command::Demo { file, seconds, producers, capacity } => demo::run(file, seconds, producers, capacity),
+        Command::Demo { path, file, seconds, processes, capacity } => {
+            demo::run(path.or(file), seconds, processes, capacity)
+        }
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
-        Command::Man => docs::man(Cli::command()),
+        Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
     }
+}
+
+/// Refuses an output that is the source (or inside it), before either is opened.
+fn refuse_source(output: Option<&Path>, source: &Path) -> Result<(), Failure> {
+    let Some(output) = output else { return Ok(()) };
+    let source = match source::Spec::parse(source.as_os_str())? {
+        source::Spec::File(p) | source::Spec::BpfPin(p) => p,
+        source::Spec::BpfId(_) => return Ok(()),
+    };
+    destination::refuse_source(output, &[&source])
 }

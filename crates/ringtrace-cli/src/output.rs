@@ -1,12 +1,12 @@
 //! Writing to stdout, stderr or an output file; a broken pipe on stdout ends a command
 //! quietly. JSON reports are printed from serde types.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
 use serde::Serialize;
 
+use crate::destination::Output;
 use crate::failure::Failure;
 
 /// Writes one line to stderr; a failure to write it is ignored (`eprintln!` would
@@ -44,14 +44,17 @@ pub fn stdout_err(e: io::Error) -> Failure {
     }
 }
 
-/// Runs `write` on stdout, or on `output` (created, synced).
+/// Runs `write` on stdout, or on `output`: a regular file is written under a temporary
+/// name and renamed into place once whole (see [`crate::destination`]); a device or
+/// FIFO is written in place.
 pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
     match output {
         None => write(&mut io::stdout().lock()).map_err(stdout_err),
         Some(file) => {
             let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
-            let mut f = File::create(file).map_err(err)?;
-            write(&mut f).and_then(|()| f.sync_all()).map_err(err)
+            let mut out = Output::create(file).map_err(err)?;
+            write(out.file()).map_err(err)?;
+            out.commit().map_err(err)
         }
     }
 }

@@ -1,11 +1,21 @@
 //! Records, one per line: as text (with escapes), as hex, or as JSON objects.
+//!
+//! Every JSON output of the command (these lines, `stat --format json`) writes 64-bit
+//! integers as the protobuf JSON mapping does where a reader could round them: a JSON
+//! number above 2^53 - 1 is rounded by every reader that holds numbers as doubles
+//! (JavaScript; `jq` in arithmetic). Identifiers and absolute times (`ts`,
+//! `created_ns`, a TSC calibration), which routinely pass 2^53 (`CLOCK_REALTIME`
+//! nanoseconds always, `CLOCK_MONOTONIC` ones after 104 days of uptime), are decimal
+//! strings ([`decimal`]). Counts, lengths and byte positions (`pos`, `len`, `committed`,
+//! ...) stay numbers: they reach 2^53 only after 9 * 10^15 records or bytes have passed
+//! through a ring (104 days at 1 GB/s).
 
 use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
 
 use clap::ValueEnum;
 use ringtrace::inspect::{Record, Records};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::output::warn;
 
@@ -22,7 +32,7 @@ pub enum Format {
     Hex,
     /// One JSON object per line: {"pos":..,"pid":..,"len":..,"data":"<UTF-8 text>"},
     /// or "hex":"<hex digits>" instead of "data" when the payload is not UTF-8.
-    /// Channel files: "slot" and "ts" first.
+    /// Channel files: "slot" and "ts" first ("ts" a decimal string, or null).
     Json,
 }
 
@@ -41,7 +51,7 @@ pub fn write_record(w: &mut impl Write, format: Format, r: &Record<'_>) -> io::R
 
 /// Writes one channel record in `format`, newline included: text and hex lines start
 /// with the slot and the timestamp (`-` without one), JSON objects with `slot` and `ts`
-/// (`null` without one).
+/// (a decimal string; `null` without one).
 pub fn write_channel_record(w: &mut impl Write, format: Format, r: &Record<'_>, o: Origin) -> io::Result<()> {
     write_line(w, format, r, Some(o))
 }
@@ -73,14 +83,35 @@ pub fn warn_corrupt(records: &Records, label: &str) {
     }
 }
 
+/// Serializes an identifier or an absolute time as a decimal string (see the module's
+/// docs).
+pub fn decimal<S: Serializer>(x: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(x)
+}
+
+/// [`decimal`] of each.
+pub fn decimals<S: Serializer>(xs: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(xs.iter().map(u64::to_string))
+}
+
+/// [`decimal`] of a timestamp that may be absent (`null`).
+fn decimal_or_null<S: Serializer>(x: &Option<Option<u64>>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(Some(x)) => s.collect_str(x),
+        _ => s.serialize_none(),
+    }
+}
+
 /// A record as a JSON object (field order as printed).
 #[derive(Serialize)]
 struct JsonRecord<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     slot: Option<u32>,
-    /// Present for channel records: the timestamp, or null without one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Present for channel records: the timestamp (`CLOCK_MONOTONIC` nanoseconds) as a
+    /// decimal string, or null without one.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "decimal_or_null")]
     ts: Option<Option<u64>>,
+    /// A byte position: a number (see the module's docs).
     pos: u64,
     pid: u32,
     len: usize,
@@ -173,9 +204,21 @@ mod tests {
         }
         assert_eq!(
             String::from_utf8(v).unwrap(),
-            "2 5 hi\n2 - 6869\n{\"slot\":2,\"ts\":5,\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n\
+            "2 5 hi\n2 - 6869\n{\"slot\":2,\"ts\":\"5\",\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n\
              {\"slot\":2,\"ts\":null,\"pos\":8,\"pid\":3,\"len\":2,\"data\":\"hi\"}\n"
         );
+    }
+
+    #[test]
+    fn a_timestamp_past_2_pow_53_reads_back_exactly() {
+        let mut v = Vec::new();
+        let r = Record { pos: 8, pid: 3, payload: b"hi" };
+        let ts = (1 << 53) + 1;
+        write_channel_record(&mut v, Format::Json, &r, Origin { slot: 0, ts: Some(ts) }).unwrap();
+        let j: serde_json::Value = serde_json::from_slice(&v).unwrap();
+        assert_eq!(j["ts"].as_str().map(str::parse::<u64>), Some(Ok(ts)));
+        // A position is a number.
+        assert_eq!(j["pos"].as_u64(), Some(8));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! * Otherwise a path, told apart by its first bytes: a `ringtrace-tracing` trace file
 //!   (a dump or a stream), a channel file (a header page, then one single-producer ring
 //!   per slot), a snapshot file (`Snapshot::write_to`, its checksums checked on
-//!   opening), or else a ring file (its header checked).
+//!   opening) or a ring file (its header checked); anything else is "not a ringtrace
+//!   file", with its length and first bytes.
 //!
 //! Every file is read with `pread`, never mapped: a damaged or truncated file is an
 //! error message, not a signal.
@@ -18,7 +19,6 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use ringtrace::format::channel::CHANNEL_MAGIC;
-use ringtrace::format::snapshot::SNAPSHOT_MAGIC;
 use ringtrace::inspect::channel::{is_channel_file, ChannelFile};
 use ringtrace::inspect::{FormatError, RingFile};
 use ringtrace::kernel::bpf::BpfRingBuf;
@@ -98,13 +98,18 @@ impl Source {
                 // `is_channel_file` refuses what is not a regular file (a FIFO would block
                 // the magic reads below).
                 if is_channel_file(&path)? {
-                    open_channel(&path).map(Source::Channel)
-                } else if has_magic(&path, TRACE_MAGIC) {
+                    return open_channel(&path).map(Source::Channel);
+                }
+                let (head, len) = first_bytes(&path)?;
+                if head == TRACE_MAGIC {
                     Ok(Source::Traced(Traced::File(path)))
-                } else if is_snapshot_file(&path) {
+                } else if head.starts_with(b"RTSNAP") {
                     read_snapshot(&path).map(Source::Snapshot)
-                } else {
+                } else if head == ringtrace::format::control::MAGIC.to_le_bytes() || head.starts_with(b"RTCHAN") {
+                    // A ring file, or a channel file of another format version (said so).
                     open_ring(&path).map(Source::Ring)
+                } else {
+                    Err(not_ours(&head, len))
                 }
             }
         }
@@ -129,15 +134,33 @@ impl std::fmt::Debug for Source {
     }
 }
 
-/// Whether `path` starts with `magic`.
-fn has_magic(path: &Path, magic: [u8; 8]) -> bool {
-    let mut first = [0u8; 8];
-    File::open(path).and_then(|mut f| f.read_exact(&mut first)).is_ok() && first == magic
+/// The first 8 bytes of `path` (zeroes past its end) and its length.
+fn first_bytes(path: &Path) -> Result<([u8; 8], u64), Failure> {
+    let err = |e: std::io::Error| Failure::msg(format!("cannot read {}: {e}", path.display()));
+    let file = File::open(path).map_err(err)?;
+    let len = file.metadata().map_err(err)?.len();
+    let mut head = [0u8; 8];
+    let mut got = 0;
+    let mut reader = file.take(8);
+    while got < 8 {
+        match reader.read(&mut head[got..]).map_err(err)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok((head, len))
 }
 
-/// Whether `path` starts with the snapshot file magic.
-fn is_snapshot_file(path: &Path) -> bool {
-    has_magic(path, SNAPSHOT_MAGIC)
+/// What a file none of whose magics match is said to be.
+fn not_ours(head: &[u8; 8], len: u64) -> Failure {
+    const WHAT: &str = "not a ringtrace file (ring, channel, snapshot or trace)";
+    if len == 0 {
+        return Failure::msg(format!("{WHAT}: the file is empty"));
+    }
+    let shown = &head[..len.min(8) as usize];
+    let hex: Vec<String> = shown.iter().map(|b| format!("{b:02x}")).collect();
+    let text: String = shown.iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+    Failure::msg(format!("{WHAT}: it is {len} bytes and starts with {} ({text:?})", hex.join(" ")))
 }
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, Failure> {

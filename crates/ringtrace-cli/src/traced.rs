@@ -86,10 +86,12 @@ pub fn print(
 /// Writes a recorder directory's snapshot as a trace file at `file`.
 pub fn snapshot_to(dir: &Path, file: &Path) -> Result<(), Failure> {
     let err = |e: std::io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
-    let f = std::fs::File::create(file).map_err(err)?;
-    let mut w = BufWriter::new(f);
+    let mut out = crate::destination::Output::create(file).map_err(err)?;
+    let mut w = BufWriter::new(out.file());
     let s = ringtrace_tracing::snapshot(dir, &mut w).map_err(|e| Failure::msg(e.to_string()))?;
-    w.into_inner().map_err(|e| err(e.into_error()))?.sync_all().map_err(err)?;
+    w.flush().map_err(err)?;
+    drop(w);
+    out.commit().map_err(err)?;
     if s.unfinished > 0 {
         warn(&format!("{} records being written were stepped over", s.unfinished));
     }

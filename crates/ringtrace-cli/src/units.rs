@@ -71,6 +71,33 @@ pub fn parse_capacity(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// The longest duration a command takes (`--timeout`, `--wait=`, `demo --seconds`):
+/// 365 days, far inside what a monotonic deadline can hold.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
+/// Parses a duration as typed: a number with an optional unit `ms`, `s`, `m` or `h`
+/// (`250ms`, `2s`, `1.5s`, `5m`); a bare number is seconds. From 1 ms to
+/// [`MAX_DURATION`].
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || format!("`{s}` is not a duration: write a number with ms, s, m or h (250ms, 2s, 5m)");
+    let scale = match unit.trim() {
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(bad()),
+    };
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    let secs = n * scale;
+    if !secs.is_finite() || secs < 1e-3 || secs > MAX_DURATION.as_secs_f64() {
+        return Err(format!("`{s}`: a duration is from 1ms to 365 days"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 /// The watermark of `WakeupPolicy::CaughtUp` in a ring header (the others are the
 /// library's `NEVER_WAKE` and `HALF_RING`).
 const CAUGHT_UP: u64 = 0;
@@ -161,6 +188,20 @@ mod tests {
         assert!(parse_capacity("1000").is_err());
         assert!(parse_capacity("1k").is_err());
         assert!(parse_capacity("8G").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("365 days").ok(), None);
+        for bad in ["", "s", "0", "0.0001s", "-1s", "1e400", "nan", "1 week", "18446744073709551615", "8761h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
     }
 
     #[test]

@@ -47,12 +47,19 @@ fn missing_file_directory_fifo_and_devices_fail_cleanly() {
 
 #[test]
 fn bad_files_fail_with_one_line() {
-    fails(&write_image("empty", &[]), "ring file is 0 bytes, the header alone needs 8192");
+    // Files of no ringtrace kind are said to be that, whatever their name says.
+    fails(&write_image("empty.rtt", &[]), "not a ringtrace file (ring, channel, snapshot or trace): the file is empty");
+    fails(&write_image("short", b"hello\n"), "not a ringtrace file (ring, channel, snapshot or trace): it is 6 bytes");
     let random: Vec<u8> = (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    fails(&write_image("random", &random), "not a ringtrace ring file: magic is 0x");
+    fails(
+        &write_image("random", &random),
+        "not a ringtrace file (ring, channel, snapshot or trace): it is 20000 bytes",
+    );
     let mut img = valid();
     img[..8].copy_from_slice(b"NOTARING");
-    fails(&write_image("magic", &img), "magic is 0x474e495241544f4e, expected \"RINGTRC\\0\"");
+    fails(&write_image("magic", &img), "starts with 4e 4f 54 41 52 49 4e 47 (\"NOTARING\")");
+    // A ring file's magic and nothing after it: a ring file cut short.
+    fails(&write_image("cut", b"RINGTRC\0"), "ring file is 8 bytes, the header alone needs 8192");
     let mut img = valid();
     image::set_u32(&mut img, image::VERSION_AT, 3);
     fails(&write_image("version", &img), "layout version 3 is not supported (this ringtrace reads version 5)");
@@ -238,7 +245,7 @@ fn channel_stat_snapshot_and_tail() {
     let j = run(&["snapshot", "--format", "json", &path]);
     let first = j.stdout.lines().next().unwrap();
     let (slot, ts, payload) = &lines[0];
-    let want = format!("{{\"slot\":{slot},\"ts\":{ts},\"pos\":0,\"pid\":{me},\"len\":2,\"data\":\"{payload}\"}}");
+    let want = format!("{{\"slot\":{slot},\"ts\":\"{ts}\",\"pos\":0,\"pid\":{me},\"len\":2,\"data\":\"{payload}\"}}");
     assert_eq!(first, want);
     let h = run(&["tail", "-n", "1", "--format", "hex", &path]);
     let (slot, ts, payload) = &lines[11];

@@ -22,8 +22,9 @@ fn create(name: &str, capacity: &str, extra: &[&str]) -> String {
     let mut args = vec!["create", &path, "--capacity", capacity];
     args.extend(extra);
     let o = run(&args);
-    assert_eq!((o.code, o.stderr.as_str()), (0, ""), "{args:?}");
-    assert!(o.stdout.starts_with(&format!("created {path}: ")), "{}", o.stdout);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{args:?}");
+    // What was done is said on stderr; stdout carries only what a command prints.
+    assert!(o.stderr.starts_with(&format!("created {path}: ")), "{}", o.stderr);
     path
 }
 
@@ -44,18 +45,18 @@ fn create_stat_write_tail_round_trip() {
     // From files: one record per line.
     let lines: Vec<String> = (0..5).map(|i| format!("line {i} of the input")).collect();
     let o = run(&["write", &path, &input(&lines[..3]), &input(&lines[3..])]);
-    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
-    assert_eq!(o.stdout, format!("{path}: wrote 5 record(s) (95 bytes)\n"));
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""));
+    assert_eq!(o.stderr, format!("{path}: wrote 5 record(s) (95 bytes)\n"));
     // From stdin, the last line without a newline; then one input whole.
     let mut child = Command::new(BIN).args(["write", &path]).stdin(Stdio::piped()).output_with(b"six\n\nseven");
     assert!(child.status.success(), "{}", String::from_utf8_lossy(&child.stderr));
     assert_eq!(
-        String::from_utf8(std::mem::take(&mut child.stdout)).unwrap(),
+        String::from_utf8(std::mem::take(&mut child.stderr)).unwrap(),
         format!("{path}: wrote 3 record(s) (8 bytes)\n")
     );
     let whole = input(&["a".into(), "b".into()]);
     let o = run(&["write", "--whole", &path, &whole]);
-    assert_eq!(o.stdout, format!("{path}: wrote 1 record(s) (4 bytes)\n"));
+    assert_eq!(o.stderr, format!("{path}: wrote 1 record(s) (4 bytes)\n"));
 
     let o = run(&["tail", "-n", "100", &path]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
@@ -85,7 +86,7 @@ fn write_to_a_full_discard_ring_reports_refusals() {
     let lines: Vec<String> = (0..100).map(|i| format!("{i:03} {}", "x".repeat(96))).collect();
     let file = input(&lines);
     let o = run(&["write", &path, &file]);
-    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert_eq!((o.code, o.stdout.as_str()), (1, ""), "{}", o.stderr);
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
     assert!(
         o.stderr.starts_with(&format!("ringtrace: error: {path}: ")) && o.stderr.contains("refused"),
@@ -97,15 +98,15 @@ fn write_to_a_full_discard_ring_reports_refusals() {
     let (written, lost) = (j["committed"].as_u64().unwrap(), j["lost"].as_u64().unwrap());
     assert!(written > 0 && lost > 0 && written + lost == 100, "{j}");
     assert!(
-        o.stdout.contains(&format!("wrote {written} record(s)")) && o.stdout.contains(&format!("refused {lost} ")),
+        o.stderr.contains(&format!("wrote {written} record(s)")) && o.stderr.contains(&format!("refused {lost} ")),
         "{}",
-        o.stdout
+        o.stderr
     );
-    assert!(o.stdout.contains("the ring was full"), "{}", o.stdout);
+    assert!(o.stderr.contains("the ring was full"), "{}", o.stderr);
     // --drop: the same report, exit 0.
     let o = run(&["write", "--drop", &path, &file]);
-    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
-    assert!(o.stdout.contains("wrote 0 record(s)") && o.stdout.contains("refused 100 "), "{}", o.stdout);
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""));
+    assert!(o.stderr.contains("wrote 0 record(s)") && o.stderr.contains("refused 100 "), "{}", o.stderr);
     // The records that fitted are the first ones, in order.
     let t = run(&["snapshot", &path]);
     assert_eq!(t.stdout.lines().collect::<Vec<_>>(), lines[..written as usize]);
@@ -165,9 +166,56 @@ fn completions_and_man_page_name_the_subcommands() {
         "{}",
         &o.stdout[..200.min(o.stdout.len())]
     );
-    for cmd in ["stat", "tail", "snapshot", "create", "write", "completions"] {
+    for cmd in ["stat", "tail", "consume", "snapshot", "create", "write", "completions"] {
         assert!(o.stdout.contains(&format!("ringtrace\\-{cmd}")), "man: no {cmd}");
     }
+}
+
+/// Every page `man --dir` writes renders without a groff warning, has the sections a
+/// user looks for, and the top page names exactly the pages that exist.
+#[test]
+fn man_pages_one_per_subcommand_render_cleanly() {
+    let dir = temp("man");
+    let o = run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str()), (0, "", ""));
+    let mut pages: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    pages.sort();
+    let subcommands =
+        ["completions", "consume", "create", "decode", "demo", "export", "man", "snapshot", "stat", "tail", "write"];
+    let mut want: Vec<String> = subcommands.iter().map(|s| format!("ringtrace-{s}.1")).collect();
+    want.push("ringtrace.1".into());
+    want.sort();
+    assert_eq!(pages, want);
+    for page in &pages {
+        let roff = std::fs::read_to_string(dir.join(page)).unwrap();
+        let stem = page.trim_end_matches(".1");
+        for section in ["NAME", "SYNOPSIS", "OPTIONS", "\"EXIT STATUS\"", "EXAMPLES", "\"SEE ALSO\""] {
+            assert!(roff.contains(&format!(".SH {section}")), "{page}: no {section} section");
+        }
+        if !["ringtrace-completions", "ringtrace-create", "ringtrace-write", "ringtrace-demo", "ringtrace-man"]
+            .contains(&stem)
+        {
+            assert!(roff.contains(".SH SOURCE"), "{page}: no SOURCE section");
+        }
+        // Every page it names exists.
+        for (i, _) in roff.match_indices("\\fBringtrace\\-") {
+            let name: String = roff[i + 14..].chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+            assert!(
+                pages.contains(&format!("ringtrace-{name}.1")),
+                "{page} names ringtrace-{name}(1), which does not exist"
+            );
+        }
+        // groff's own warnings (-ww), as man(1) would render it.
+        let g = Command::new("groff").args(["-man", "-Tutf8", "-ww", "-z"]).arg(dir.join(page)).output().unwrap();
+        assert!(g.status.success() && g.stderr.is_empty(), "{page}: {}", String::from_utf8_lossy(&g.stderr));
+    }
+    // The same page on stdout, by name; an unknown name is an error that lists them.
+    let o = run(&["man", "tail"]);
+    assert_eq!(o.stdout, std::fs::read_to_string(dir.join("ringtrace-tail.1")).unwrap());
+    let o = run(&["man", "nosuch"]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("consume"), "{}", o.stderr);
 }
 
 /// An overwrite ring (no watermark: forced wakeups only) written past its capacity.

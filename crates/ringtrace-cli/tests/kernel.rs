@@ -223,3 +223,52 @@ fn bad_sources_fail_with_one_line() {
     fails("bpf-id:-1", "a map id is a number");
     fails("bpf-pin:", "bpf-pin: needs a path");
 }
+
+#[test]
+fn a_second_reader_of_a_map_is_refused() {
+    let Some(_fs) = setup("a_second_reader_of_a_map_is_refused") else { return };
+    let (map, prog) = ring(8);
+    let src = format!("bpf-id:{}", map.id().unwrap());
+    let (mut first, out, err) = spawn(&["tail", "-f", &src, "--format", "hex"]);
+    // The first reader holds the map once it has printed a record.
+    prog.run(1).unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&out).unwrap().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", std::fs::read_to_string(&err));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for cmd in ["tail", "consume"] {
+        let o = run(&[cmd, "-n", "1", &src]);
+        assert_eq!(o.code, 1, "{cmd}: {}", o.stderr);
+        assert!(
+            o.stderr.contains("already has a reader") && o.stderr.contains(&first.0.id().to_string()),
+            "{}",
+            o.stderr
+        );
+    }
+    // Every record goes to the one reader.
+    prog.run(9).unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&out).unwrap() != hex_lines(0..10, 8) {
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", std::fs::read_to_string(&out).unwrap());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    // Its lock went with it: the next reader is let in.
+    prog.run(2).unwrap();
+    assert_eq!(ok(&["consume", "-n", "2", "--format", "hex", &src]), hex_lines(10..12, 8));
+}
+
+#[test]
+fn tail_of_an_empty_map_gives_up_at_its_timeout() {
+    let Some(_fs) = setup("tail_of_an_empty_map_gives_up_at_its_timeout") else { return };
+    let (map, _prog) = ring(8);
+    let src = format!("bpf-id:{}", map.id().unwrap());
+    for cmd in ["tail", "consume"] {
+        let start = Instant::now();
+        assert_eq!(ok(&[cmd, "-n", "1", "--timeout", "300ms", &src]), "");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(10), "{cmd}: {took:?}");
+    }
+}

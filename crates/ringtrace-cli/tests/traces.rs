@@ -52,6 +52,10 @@ fn decode_prints_a_live_recorder_directory_one_event_a_line() {
     assert_eq!(first["thread"], "worker");
     assert_eq!(first["fields"]["path"], "/a b");
     assert_eq!(first["spans"][0]["name"], "request");
+    // Identifiers and times are decimal strings; small recorded integers numbers.
+    assert!(first["ts_ns"].as_str().is_some_and(|t| t.parse::<u64>().is_ok()), "{first}");
+    assert!(first["spans"][0]["id"].as_str().is_some_and(|t| t.parse::<u64>().is_ok()), "{first}");
+    assert_eq!((first["fields"]["n"].as_u64(), first["spans"][0]["fields"]["id"].as_u64()), (Some(0), Some(7)));
     assert_eq!(run(&["decode", &dir, "--json"]).stdout, o.stdout, "--json is --format json");
 }
 
@@ -104,6 +108,49 @@ fn a_damaged_trace_file_decodes_as_far_as_it_is_sound_and_says_what_was_skipped(
     let o = run(&["decode", file.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stderr.contains("not read") && o.stderr.contains("no end chunk"), "{}", o.stderr);
+}
+
+/// The chunks of a trace file, by their heads: (offset, kind, payload length).
+fn chunk_heads(bytes: &[u8]) -> Vec<(usize, u8, usize)> {
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at + 12 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        out.push((at, bytes[at], len));
+        at += 12 + len;
+    }
+    out
+}
+
+#[test]
+fn a_chunk_failing_its_checksum_is_named_at_its_offset_and_the_rest_decoded() {
+    let (_recorder, dir) = recorder();
+    let file = temp("flipped.rtt");
+    let file = file.to_str().unwrap();
+    assert_eq!(run(&["snapshot", &dir, "--output", file]).code, 0);
+    let bytes = std::fs::read(file).unwrap();
+    let heads = chunk_heads(&bytes);
+    // A bit of the records chunk (of its first record's timestamp): its records are not
+    // read, and counted; the file is whole.
+    let (at, _, _) = *heads.iter().find(|h| h.1 == 4).unwrap();
+    let mut b = bytes.clone();
+    b[at + 12 + 6] ^= 0x20;
+    std::fs::write(file, &b).unwrap();
+    let o = run(&["decode", file]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("damaged records chunk at byte {at}")), "{}", o.stderr);
+    assert!(o.stderr.contains("events) not read"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no end chunk"), "{}", o.stderr);
+    // A bit of a thread chunk: every event still decodes, its thread unnamed.
+    let (at, _, len) = *heads.iter().find(|h| h.1 == 3).unwrap();
+    let mut b = bytes.clone();
+    b[at + 12 + len / 2] ^= 0x20;
+    std::fs::write(file, &b).unwrap();
+    let o = run(&["decode", file]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.lines().count(), 3, "{}", o.stdout);
+    assert!(o.stderr.contains(&format!("damaged thread chunk at byte {at}")), "{}", o.stderr);
+    assert!(!o.stderr.contains("no end chunk"), "{}", o.stderr);
 }
 
 #[test]

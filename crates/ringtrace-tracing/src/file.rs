@@ -13,12 +13,16 @@
 //! u64`, repeated), 6 end (empty: the writer finished; a file cut at a chunk boundary
 //! lacks it). Text is `len u16` then UTF-8. Integers are little-endian.
 //!
-//! A reader stops at the first chunk that is cut short or fails its checksum (a chunk
-//! whose length cannot be trusted gives no way to the next) and reports where.
+//! A chunk that fails its checksum is skipped, and reading goes on at the next chunk,
+//! where its head's length leads, if that chunk is sound (its checksum confirms the
+//! length; or the damaged chunk ends exactly at the file's end). Where it leads to no
+//! sound chunk (a length that cannot be trusted gives no way further), reading stops:
+//! the rest of the file is damaged. A file that ends inside a chunk is cut short. Both
+//! are reported, with where they start ([`Damage`]).
 
 use std::io::{self, Write};
 
-use crate::wire::{Cursor, WireError};
+use crate::wire::{self, Cursor, WireError};
 
 /// The file's first 8 bytes.
 pub const MAGIC: [u8; 8] = *b"RTTRACE\0";
@@ -95,20 +99,45 @@ pub fn put_record(out: &mut Vec<u8>, lane: u32, ts: u64, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// Where reading a trace file stopped early.
+/// Bytes of a trace file that could not be read: a damaged chunk, or where the file is
+/// cut short.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Damage {
-    /// Byte offset of the chunk that could not be read.
+    /// Byte offset (in the file) of the chunk that could not be read.
     pub offset: u64,
-    /// Bytes from there to the end of the file, not read.
+    /// Bytes from there not read: the chunk's, or, where reading stopped there
+    /// ([`stopped`](Damage::stopped)), all to the end of the file.
     pub bytes: u64,
-    /// Why.
+    /// What its head says it is: `records chunk`, `callsite chunk`, ... (`chunk` for a
+    /// kind this version does not know).
+    pub what: &'static str,
+    /// Why it could not be read.
     pub reason: String,
+    /// Whether reading stopped there: no sound chunk follows where its length leads.
+    pub stopped: bool,
+    /// A damaged records chunk skipped alone: the records and the events it held, where
+    /// its framing parses to its end and every record it frames decodes
+    /// ([`frame_count`]); `None` where they cannot be counted.
+    pub records: Option<u64>,
+    pub events: Option<u64>,
+}
+
+/// What of a trace file's chunks could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Damaged chunks, in file order; the last may run to the end of the file
+    /// ([`Damage::stopped`]).
+    pub damaged: Vec<Damage>,
+    /// Where the file ends inside a chunk (or its head): the file is cut short.
+    pub cut: Option<Damage>,
 }
 
 /// Why a file is not a trace file at all.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NotATrace {
+    #[error("empty file: not a trace (0 bytes)")]
+    Empty,
     #[error("{0} bytes: shorter than a trace file's {HEADER_LEN}-byte header")]
     Short(usize),
     #[error("not a ringtrace trace file (its first bytes are not \"RTTRACE\\0\")")]
@@ -128,6 +157,9 @@ pub type FileRecord<'a> = (u32, u64, &'a [u8]);
 /// Checks a trace file's header (its first [`HEADER_LEN`] bytes, or fewer if the file is
 /// shorter).
 pub fn check_header(b: &[u8]) -> Result<(), NotATrace> {
+    if b.is_empty() {
+        return Err(NotATrace::Empty);
+    }
     if b.len() < HEADER_LEN {
         return Err(NotATrace::Short(b.len()));
     }
@@ -147,49 +179,35 @@ pub fn check_header(b: &[u8]) -> Result<(), NotATrace> {
 
 /// A chunk's head: its kind, its payload's length and its checksum; or why its length
 /// cannot be trusted.
-fn chunk_head(head: &[u8]) -> Result<(u8, u32, u32), String> {
-    let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-    let crc = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+fn chunk_head(head: &[u8; CHUNK_HEAD]) -> Result<(u8, u32, u32), String> {
+    let [kind, _, _, _, l0, l1, l2, l3, c0, c1, c2, c3] = *head;
+    let len = u32::from_le_bytes([l0, l1, l2, l3]);
     if len > MAX_CHUNK {
-        return Err(format!("a chunk of {len} bytes, over the {MAX_CHUNK}-byte limit"));
+        return Err(format!("its head gives a length of {len} bytes, over the {MAX_CHUNK}-byte limit"));
     }
-    Ok((head[0], len, crc))
+    Ok((kind, len, u32::from_le_bytes([c0, c1, c2, c3])))
 }
 
 /// Whether a chunk's head and payload match its checksum.
 pub fn chunk_sound(head: &[u8], payload: &[u8], crc: u32) -> bool {
-    crc32c::crc32c_append(crc32c::crc32c(&head[..8]), payload) == crc
+    head.len() >= 8 && crc32c::crc32c_append(crc32c::crc32c(&head[..8]), payload) == crc
 }
 
-/// The chunks of a trace file's bytes, in order, and where reading stopped early.
-pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Option<Damage>), NotATrace> {
-    check_header(b)?;
-    let mut out = Vec::new();
-    let mut at = HEADER_LEN;
-    // Each chunk advances `at` by at least its head: the loop is bounded by the length.
-    while at < b.len() {
-        let damage = |reason: String| Damage { offset: at as u64, bytes: (b.len() - at) as u64, reason };
-        let Some(head) = b.get(at..at + CHUNK_HEAD) else {
-            return Ok((out, Some(damage("the file ends inside a chunk's head".into()))));
-        };
-        let (kind, len, crc) = match chunk_head(head) {
-            Ok(h) => h,
-            Err(reason) => return Ok((out, Some(damage(reason)))),
-        };
-        let start = at + CHUNK_HEAD;
-        let Some(payload) = b.get(start..start + len as usize) else {
-            return Ok((out, Some(damage(format!("the file ends inside a chunk of {len} bytes")))));
-        };
-        if !chunk_sound(head, payload, crc) {
-            return Ok((out, Some(damage("a chunk fails its checksum".into()))));
-        }
-        out.push((kind, payload));
-        at = start + len as usize;
+/// What a chunk of kind `kind` is called in messages.
+pub fn kind_name(kind: u8) -> &'static str {
+    match kind {
+        chunk::PROCESS => "process chunk",
+        chunk::CALLSITE => "callsite chunk",
+        chunk::THREAD => "thread chunk",
+        chunk::RECORDS => "records chunk",
+        chunk::STATS => "stats chunk",
+        chunk::END => "end chunk",
+        _ => "chunk",
     }
-    Ok((out, None))
 }
 
 /// Where a chunk of a trace file lies, as its head says (its payload not read yet).
+#[derive(Clone, Debug)]
 pub struct ChunkAt {
     /// Where its head starts.
     pub head: u64,
@@ -199,33 +217,145 @@ pub struct ChunkAt {
     pub crc: u32,
 }
 
-/// The chunks of a trace file of `len` bytes, found by their heads alone (each read
-/// with a positioned read, the header's checked already), and where they stop making
-/// sense: a head cut short, a length over the limit or past the file's end. The
-/// payloads' checksums are the caller's to check ([`chunk_sound`]).
-pub fn chunk_heads(f: &std::fs::File, len: u64) -> io::Result<(Vec<ChunkAt>, Option<Damage>)> {
-    use std::os::unix::fs::FileExt;
+/// Where a walk of chunk heads stopped before the file's end: what lies there, and
+/// whether the file ends inside it (it is cut short; else its head is damaged).
+#[derive(Debug)]
+pub struct Stop {
+    pub damage: Damage,
+    pub cut: bool,
+}
+
+/// The chunks of a trace file of `len` bytes from its header on, found by their heads
+/// alone (`read_head` reads the head at an offset), and where they stop making sense: a
+/// head cut short, a length over the limit or past the file's end.
+fn walk<E>(
+    len: u64,
+    mut read_head: impl FnMut(u64, &mut [u8; CHUNK_HEAD]) -> Result<(), E>,
+) -> Result<(Vec<ChunkAt>, Option<Stop>), E> {
     let mut out = Vec::new();
     let mut at = HEADER_LEN as u64;
     let mut head = [0u8; CHUNK_HEAD];
     // Each chunk advances `at` by at least its head: the loop is bounded by the length.
     while at < len {
-        let damage = |reason: String| Some(Damage { offset: at, bytes: len - at, reason });
+        let stop = |what, reason, cut| {
+            let damage =
+                Damage { offset: at, bytes: len - at, what, reason, stopped: true, records: None, events: None };
+            Some(Stop { damage, cut })
+        };
         if len - at < CHUNK_HEAD as u64 {
-            return Ok((out, damage("the file ends inside a chunk's head".into())));
+            return Ok((out, stop("chunk", "the file ends inside its head".into(), true)));
         }
-        f.read_exact_at(&mut head, at)?;
+        read_head(at, &mut head)?;
         let (kind, n, crc) = match chunk_head(&head) {
             Ok(h) => h,
-            Err(reason) => return Ok((out, damage(reason))),
+            Err(reason) => return Ok((out, stop(kind_name(head[0]), reason, false))),
         };
         if len - at - (CHUNK_HEAD as u64) < u64::from(n) {
-            return Ok((out, damage(format!("the file ends inside a chunk of {n} bytes"))));
+            let reason = format!("its head gives {n} bytes, past the file's end");
+            return Ok((out, stop(kind_name(kind), reason, true)));
         }
         out.push(ChunkAt { head: at, kind, len: n, crc });
         at += CHUNK_HEAD as u64 + u64::from(n);
     }
     Ok((out, None))
+}
+
+/// [`walk`] of a trace file, its header checked already, read with positioned reads.
+pub fn chunk_heads(f: &std::fs::File, len: u64) -> io::Result<(Vec<ChunkAt>, Option<Stop>)> {
+    use std::os::unix::fs::FileExt;
+    walk(len, |at, head| f.read_exact_at(head, at))
+}
+
+/// Which chunks of a trace file are read, and what could not be, from their heads (and
+/// where the heads stopped) and which chunks are `sound` (match their checksums).
+/// `count(i)` gives the records and events of the damaged records chunk `i`, where they
+/// can be counted ([`frame_count`]).
+///
+/// A run of chunks failing their checksums is skipped, chunk by chunk, where a sound
+/// chunk follows it or it ends exactly at the file's end: the lengths its heads give
+/// are then confirmed. Else reading stops at the run's first chunk, the rest of the
+/// file damaged.
+pub fn resolve(
+    heads: &[ChunkAt],
+    stop: Option<Stop>,
+    len: u64,
+    sound: &[bool],
+    mut count: impl FnMut(usize) -> Option<(u64, u64)>,
+) -> (Vec<bool>, Losses) {
+    let mut read = vec![false; heads.len()];
+    let mut losses = Losses::default();
+    let mut i = 0;
+    while i < heads.len() {
+        if sound.get(i).copied().unwrap_or(false) {
+            read[i] = true;
+            i += 1;
+            continue;
+        }
+        let end = (i..heads.len()).find(|&j| sound.get(j).copied().unwrap_or(false)).unwrap_or(heads.len());
+        if end == heads.len() && stop.is_some() {
+            let c = &heads[i];
+            losses.damaged.push(Damage {
+                offset: c.head,
+                bytes: len - c.head,
+                what: kind_name(c.kind),
+                reason: "it fails its checksum, and no sound chunk follows where its length leads".into(),
+                stopped: true,
+                records: None,
+                events: None,
+            });
+            return (read, losses);
+        }
+        for (j, c) in heads.iter().enumerate().take(end).skip(i) {
+            let counted = if c.kind == chunk::RECORDS { count(j) } else { None };
+            losses.damaged.push(Damage {
+                offset: c.head,
+                bytes: CHUNK_HEAD as u64 + u64::from(c.len),
+                what: kind_name(c.kind),
+                reason: "it fails its checksum".into(),
+                stopped: false,
+                records: counted.map(|c| c.0),
+                events: counted.map(|c| c.1),
+            });
+        }
+        i = end;
+    }
+    match stop {
+        Some(s) if s.cut => losses.cut = Some(s.damage),
+        Some(s) => losses.damaged.push(s.damage),
+        None => {}
+    }
+    (read, losses)
+}
+
+/// The records and the events a damaged records chunk's payload held, as far as can be
+/// told: if its framing parses to its end exactly and every record it frames is one
+/// (else `None`). A damaged byte that leaves both so is a byte of a value, or of a
+/// record's lane or time: the count is the one written.
+pub fn frame_count(payload: &[u8]) -> Option<(u64, u64)> {
+    let rs = records(payload).ok()?;
+    if !rs.iter().all(|r| wire::check(r.2).is_ok()) {
+        return None;
+    }
+    let events = rs.iter().filter(|r| r.2.first() == Some(&wire::kind::EVENT)).count();
+    Some((rs.len() as u64, events as u64))
+}
+
+/// The chunks of a trace file's bytes that can be read, in order, and what could not
+/// be (see [`resolve`]).
+pub fn chunks(b: &[u8]) -> Result<(Vec<Chunk<'_>>, Losses), NotATrace> {
+    check_header(b)?;
+    let len = b.len() as u64;
+    // Every head the walk reads lies inside `b`.
+    let Ok((heads, stop)) = walk::<std::convert::Infallible>(len, |at, head| {
+        head.copy_from_slice(&b[at as usize..][..CHUNK_HEAD]);
+        Ok(())
+    });
+    let head = |c: &ChunkAt| &b[c.head as usize..][..CHUNK_HEAD];
+    let payload = |c: &ChunkAt| &b[c.head as usize + CHUNK_HEAD..][..c.len as usize];
+    let sound: Vec<bool> = heads.iter().map(|c| chunk_sound(head(c), payload(c), c.crc)).collect();
+    let (read, losses) = resolve(&heads, stop, len, &sound, |i| frame_count(payload(&heads[i])));
+    let out = heads.iter().zip(read).filter(|(_, r)| *r).map(|(c, _)| (c.kind, payload(c))).collect();
+    Ok((out, losses))
 }
 
 /// Decodes a records chunk's payload: `(lane, ts, bytes)` each.
@@ -327,8 +457,8 @@ mod tests {
     #[test]
     fn chunks_read_back() {
         let f = sample();
-        let (cs, damage) = chunks(&f).unwrap();
-        assert_eq!(damage, None);
+        let (cs, losses) = chunks(&f).unwrap();
+        assert_eq!(losses, Losses::default());
         assert_eq!(cs.len(), 2);
         assert_eq!(records(cs[1].1).unwrap(), vec![(3, 42, &b"abc"[..])]);
     }
@@ -339,7 +469,10 @@ mod tests {
         for n in 0..f.len() {
             match chunks(&f[..n]) {
                 Err(_) => assert!(n < HEADER_LEN),
-                Ok((cs, damage)) => assert!(n == HEADER_LEN || damage.is_some() || cs.len() == 1, "cut at {n}"),
+                Ok((cs, losses)) => {
+                    assert!(losses.damaged.is_empty(), "cut at {n}");
+                    assert!(n == HEADER_LEN || losses.cut.is_some() || cs.len() == 1, "cut at {n}");
+                }
             }
         }
         for bit in 0..f.len() * 8 {
@@ -347,8 +480,47 @@ mod tests {
             g[bit / 8] ^= 1 << (bit % 8);
             match chunks(&g) {
                 Err(_) => assert!(bit < HEADER_LEN * 8),
-                Ok((_, damage)) => assert!(damage.is_some(), "bit {bit} went unnoticed"),
+                Ok((_, losses)) => {
+                    assert!(!losses.damaged.is_empty() || losses.cut.is_some(), "bit {bit} went unnoticed")
+                }
             }
         }
+    }
+
+    #[test]
+    fn a_chunk_failing_its_checksum_is_skipped_where_a_sound_chunk_follows() {
+        let mut f = header().to_vec();
+        write_chunk(&mut f, chunk::PROCESS, &Process::now().encode()).unwrap();
+        let (mut recs, mut enter) = (Vec::new(), Vec::new());
+        wire::simple(&mut enter, wire::kind::ENTER, 7, None);
+        put_record(&mut recs, 3, 42, &enter);
+        write_chunk(&mut f, chunk::RECORDS, &recs).unwrap();
+        write_chunk(&mut f, chunk::STATS, &encode_stats(&[("lost", 0)])).unwrap();
+        write_chunk(&mut f, chunk::END, &[]).unwrap();
+        let (heads, _) = walk::<std::convert::Infallible>(f.len() as u64, |at, h| {
+            h.copy_from_slice(&f[at as usize..][..CHUNK_HEAD]);
+            Ok(())
+        })
+        .unwrap();
+        let r = &heads[1];
+        // A bit of the records chunk's payload: that chunk alone is skipped.
+        let mut g = f.clone();
+        g[r.head as usize + CHUNK_HEAD + 1] ^= 1;
+        let (cs, losses) = chunks(&g).unwrap();
+        assert_eq!(cs.iter().map(|c| c.0).collect::<Vec<_>>(), [chunk::PROCESS, chunk::STATS, chunk::END]);
+        assert_eq!(losses.cut, None);
+        let d = &losses.damaged[..];
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].offset, d[0].bytes, d[0].stopped), (r.head, CHUNK_HEAD as u64 + u64::from(r.len), false));
+        assert_eq!((d[0].what, d[0].records, d[0].events), ("records chunk", Some(1), Some(0)));
+        // Its length: no sound chunk where it leads, and reading stops.
+        let mut g = f.clone();
+        g[r.head as usize + 4] ^= 1;
+        let (cs, losses) = chunks(&g).unwrap();
+        assert_eq!(cs.len(), 1);
+        assert_eq!(losses.damaged.len(), 1);
+        let d = &losses.damaged[0];
+        assert_eq!((d.offset, d.bytes, d.stopped), (r.head, g.len() as u64 - r.head, true));
+        assert_eq!(chunks(&[]).unwrap_err(), NotATrace::Empty);
     }
 }

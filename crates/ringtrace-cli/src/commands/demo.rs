@@ -5,7 +5,7 @@
 //! a table of what each producer wrote and lost, and what the ring overwrote.
 //!
 //! Each event is one text record: `p<producer> #<sequence> t=<CLOCK_MONOTONIC ns>
-//! <event>`, so `ringtrace snapshot --file` of a kept demo ring is readable too.
+//! <event>`, so `ringtrace snapshot PATH` of a kept demo ring (`demo PATH`) is readable too.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
@@ -17,6 +17,7 @@ use ringtrace::clock::monotonic_ns;
 use ringtrace::inspect::RingFile;
 use ringtrace::{FlightRecorder, ReserveError, Wakeup};
 
+use crate::cleanup;
 use crate::failure::Failure;
 use crate::output::stdout_err;
 use crate::units::{bytes, duration_ns, rate};
@@ -110,6 +111,8 @@ pub fn run(file: Option<PathBuf>, seconds: u64, producers: u32, capacity: u64) -
     let keep = file.is_some();
     let path = file.unwrap_or_else(default_path);
     let ring = FlightRecorder::builder(capacity).create(&path).map_err(fail("creating the demo ring"))?;
+    // Ctrl-C (or SIGTERM) removes the ring file it made and stops the producers.
+    let _cleanup = (!keep).then(|| cleanup::remove_on_signal(&path));
     let result = run_with(&ring, &path, seconds, producers);
     if !keep {
         let _ = std::fs::remove_file(&path);
@@ -144,6 +147,7 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
     writeln!(out, "the ring: overwrite mode, {cap}; when full, the oldest events make room\n").map_err(stdout_err)?;
     let millis = seconds * 1000;
     let mut children = Vec::new();
+    let mut guards = Vec::new();
     for id in 0..producers {
         let child = Command::new(&exe)
             .arg(PRODUCER_ARG)
@@ -153,6 +157,7 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| Failure::msg(format!("starting producer {id}: {e}")))?;
+        guards.push(cleanup::kill_on_signal(child.id()));
         children.push(child);
     }
     let pids: Vec<u32> = children.iter().map(Child::id).collect();

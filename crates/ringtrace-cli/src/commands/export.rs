@@ -41,8 +41,7 @@ pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Pa
         let Some(dir) = output else {
             return Err(Failure::msg("a CTF trace is a directory: name it with -o DIR"));
         };
-        let x = ctf::write_with_progress(&trace, dir, &mut progress())
-            .map_err(|e| Failure::msg(format!("cannot write {}: {e}", dir.display())))?;
+        let x = crate::destination::write_dir(dir, |tmp| ctf::write_with_progress(&trace, tmp, &mut progress()))?;
         report(&x, dir);
         return Ok(());
     }

@@ -2,6 +2,7 @@
 //! [`Source`](crate::source::Source) for the reading commands) and imports no other
 //! subcommand: what they share lives in the modules beside `commands`.
 
+pub mod consume;
 pub mod create;
 pub mod decode;
 pub mod demo;

@@ -8,11 +8,10 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ringtrace::inspect::channel::ChannelFile;
-use ringtrace::inspect::{Record, RingFile};
-use ringtrace::kernel::bpf::BpfRingBuf;
+use ringtrace::inspect::RingFile;
 use ringtrace::Snapshot;
 
 use crate::failure::Failure;
@@ -22,12 +21,23 @@ use crate::output::{stdout_err, write_output};
 use crate::records::{warn_corrupt, write_record, write_records, Format};
 use crate::source::Source;
 
-pub fn run(source: Source, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+pub fn run(
+    source: Source,
+    count: usize,
+    follow: bool,
+    format: Format,
+    timeout: Option<Duration>,
+) -> Result<(), Failure> {
+    let idle = Idle { timeout, last: Instant::now() };
     match source {
-        Source::Ring(ring) => ring_tail(&ring, count, follow, format),
-        Source::Channel(ch) => channel_tail(&ch, count, follow, format),
+        Source::Ring(ring) => ring_tail(&ring, count, follow, format, idle),
+        Source::Channel(ch) => channel_tail(&ch, count, follow, format, idle),
         Source::Snapshot(snap) => snapshot_tail(&snap, count, follow, format),
-        Source::Bpf(mut map) => bpf_tail(&mut map, count, follow, format),
+        Source::Bpf(map) => {
+            let mut reader = crate::bpf::take(map)?;
+            let limit = if follow { None } else { Some(count as u64) };
+            crate::bpf::drain(&mut reader, limit, timeout, format).map(drop)
+        }
         Source::Traced(t) => {
             if follow {
                 return Err(Failure::msg("--follow reads rings; a trace is read whole (decode prints it all)"));
@@ -37,7 +47,23 @@ pub fn run(source: Source, count: usize, follow: bool, format: Format) -> Result
     }
 }
 
-fn ring_tail(ring: &RingFile<File>, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+/// `--timeout` of a follow: when the last new record was printed.
+struct Idle {
+    timeout: Option<Duration>,
+    last: Instant,
+}
+
+impl Idle {
+    /// Notes `n` new records; true when the follow should stop.
+    fn over(&mut self, n: usize) -> bool {
+        if n > 0 {
+            self.last = Instant::now();
+        }
+        self.timeout.is_some_and(|t| self.last.elapsed() >= t)
+    }
+}
+
+fn ring_tail(ring: &RingFile<File>, count: usize, follow: bool, format: Format, mut idle: Idle) -> Result<(), Failure> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     // Following reads in order, waiting at unfinished records.
     let records = if follow { ring.records_from(0, true)? } else { ring.records()? };
@@ -60,10 +86,19 @@ fn ring_tail(ring: &RingFile<File>, count: usize, follow: bool, format: Format) 
             write_record(&mut out, format, &r).map_err(stdout_err)?;
         }
         out.flush().map_err(stdout_err)?;
+        if idle.over(records.len()) {
+            return Ok(());
+        }
     }
 }
 
-fn channel_tail(ch: &ChannelFile<File>, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
+fn channel_tail(
+    ch: &ChannelFile<File>,
+    count: usize,
+    follow: bool,
+    format: Format,
+    mut idle: Idle,
+) -> Result<(), Failure> {
     let h = *ch.header();
     let rings = rings(ch);
     let mut out = BufWriter::new(std::io::stdout().lock());
@@ -105,12 +140,16 @@ fn channel_tail(ch: &ChannelFile<File>, count: usize, follow: bool, format: Form
                 warn_slot(*i, &e);
                 false
             }
-            Err(Failure::BrokenPipe) => false,
+            Err(Failure::BrokenPipe | Failure::Interrupted(_)) => false,
         });
-        for e in &merge(&h, &pass) {
+        let merged = merge(&h, &pass);
+        for e in &merged {
             e.write(&mut out, format).map_err(stdout_err)?;
         }
         out.flush().map_err(stdout_err)?;
+        if idle.over(merged.len()) {
+            return Ok(());
+        }
     }
 }
 
@@ -120,28 +159,4 @@ fn snapshot_tail(snap: &Snapshot, count: usize, follow: bool, format: Format) ->
     }
     let skip = snap.len().saturating_sub(count);
     write_output(None, |w| write_records(w, format, snap.records().skip(skip), false))
-}
-
-/// Consumes and prints the next `count` records, waiting for them; with `follow`,
-/// every record from then on.
-fn bpf_tail(ring: &mut BpfRingBuf, count: usize, follow: bool, format: Format) -> Result<(), Failure> {
-    let mut out = BufWriter::new(std::io::stdout().lock());
-    let mut left = if follow { usize::MAX } else { count };
-    while left > 0 {
-        let n = ring
-            .consume_at(left, |pos, payload| {
-                write_record(&mut out, format, &Record { pos, pid: 0, payload }).map_err(stdout_err)
-            })
-            .map_err(|e| match e {
-                ringtrace::ConsumeError::Callback(f) => f,
-                e => Failure::msg(format!("reading the map: {e}")),
-            })?;
-        left -= n.min(left);
-        out.flush().map_err(stdout_err)?;
-        if left > 0 && n == 0 {
-            ring.wait(Some(Duration::from_millis(500)))
-                .map_err(|e| Failure::msg(format!("waiting for records: {e}")))?;
-        }
-    }
-    Ok(())
 }

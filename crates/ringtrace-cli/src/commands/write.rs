@@ -5,13 +5,15 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use ringtrace::config::{Discard, Mpsc, Overwrite, ProducerKind, Spsc};
 use ringtrace::inspect::{RingKind, RingMode};
 use ringtrace::{Access, ReserveError, RingBuf, Wakeup};
 
+use crate::cli::Wait;
 use crate::failure::Failure;
-use crate::output::print;
+use crate::output::eprint_line;
 use crate::source::Source;
 
 /// What `write` was asked to do.
@@ -23,6 +25,8 @@ pub struct Options {
     pub whole: bool,
     /// Refused records are reported but are not an error.
     pub drop: bool,
+    /// Wait for room (`--wait`).
+    pub wait: Option<Wait>,
 }
 
 /// What happened to the records.
@@ -34,6 +38,10 @@ struct Counts {
     /// still being written (overwrite).
     no_room: u64,
     too_large: u64,
+    /// Refused because the time to wait ran out (`--wait=TIMEOUT`).
+    timed_out: u64,
+    /// Refused because the consumer went away while `--wait` waited for room.
+    no_consumer: u64,
 }
 
 pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
@@ -49,7 +57,7 @@ pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
         (RingKind::Spsc, RingMode::Discard) => write_discard::<Spsc>(path, opts)?,
         (RingKind::Spsc, RingMode::Overwrite) => write_overwrite::<Spsc>(path, opts)?,
     };
-    let refused = counts.no_room + counts.too_large;
+    let refused = counts.no_room + counts.too_large + counts.timed_out + counts.no_consumer;
     let mut report = format!("{}: wrote {} record(s) ({} bytes)", path.display(), counts.written, counts.bytes);
     if refused > 0 {
         report += &format!("; refused {refused}");
@@ -61,16 +69,19 @@ pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
         if counts.too_large > 0 {
             why.push(format!("{} too large for the ring", counts.too_large));
         }
+        if counts.timed_out > 0 {
+            why.push(format!("{} after waiting for room as long as --wait allowed", counts.timed_out));
+        }
+        if counts.no_consumer > 0 {
+            why.push(format!("{} because the consumer went away while they waited", counts.no_consumer));
+        }
         report += &format!(" ({})", why.join(", "));
     }
-    report.push('\n');
-    print(&report)?;
     if refused > 0 && !opts.drop {
-        return Err(Failure::msg(format!(
-            "{}: {refused} record(s) were refused and are not in the ring (--drop accepts that)",
-            path.display()
-        )));
+        // One error line that carries the whole report.
+        return Err(Failure::msg(format!("{report}: the refused records are not in the ring (--drop accepts that)")));
     }
+    eprint_line(format_args!("{report}"));
     Ok(())
 }
 
@@ -82,18 +93,56 @@ fn err(what: &'static str) -> impl FnOnce(ringtrace::Error) -> Failure {
 // per mode, generic over the producer kind.
 fn write_discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
     let ring = RingBuf::<K, Discard>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+    let max = ring.max_record_len();
     let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
-    feed(opts, |record| producer.output(record, Wakeup::Default))
+    match opts.wait {
+        None => feed(opts, max, |record| producer.output(record, Wakeup::Default)),
+        Some(wait) => {
+            let timeout = match wait {
+                Wait::Forever => None,
+                Wait::For(t) => Some(t),
+            };
+            feed(opts, max, |record| producer.output_wait(record, Wakeup::Default, timeout))
+        }
+    }
 }
 
 fn write_overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
     let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+    let max = ring.max_record_len();
     let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
-    feed(opts, |record| producer.output(record, Wakeup::Default))
+    feed(opts, max, |record| {
+        let Some(wait) = opts.wait else { return producer.output(record, Wakeup::Default) };
+        // An overwrite ring never waits for its consumer; what it refuses (a pause, a
+        // record still being written where room is made) passes: try again until the
+        // deadline, napping between tries.
+        let deadline = match wait {
+            Wait::Forever => None,
+            Wait::For(t) => Instant::now().checked_add(t),
+        };
+        let mut nap = Duration::from_micros(50);
+        loop {
+            match producer.output(record, Wakeup::Default) {
+                Err(ReserveError::Pending { .. } | ReserveError::Paused { .. }) => {}
+                done => return done,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(ReserveError::Timeout { len: record.len() });
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(10));
+        }
+    })
 }
 
 /// Reads the inputs and hands each record to `output`, counting what it did.
-fn feed(opts: &Options, mut output: impl FnMut(&[u8]) -> Result<(), ReserveError>) -> Result<Counts, Failure> {
+/// `max` is the ring's largest record: a `--whole` input larger than that is refused
+/// before it is read whole.
+fn feed(
+    opts: &Options,
+    max: usize,
+    mut output: impl FnMut(&[u8]) -> Result<(), ReserveError>,
+) -> Result<Counts, Failure> {
     let mut counts = Counts::default();
     let mut put = |record: &[u8]| match output(record) {
         Ok(()) => {
@@ -101,6 +150,8 @@ fn feed(opts: &Options, mut output: impl FnMut(&[u8]) -> Result<(), ReserveError
             counts.bytes += record.len() as u64;
         }
         Err(ReserveError::TooLarge { .. }) => counts.too_large += 1,
+        Err(ReserveError::Timeout { .. }) => counts.timed_out += 1,
+        Err(ReserveError::Disconnected { .. }) => counts.no_consumer += 1,
         Err(_) => counts.no_room += 1,
     };
     let stdin = [PathBuf::from("-")];
@@ -113,8 +164,16 @@ fn feed(opts: &Options, mut output: impl FnMut(&[u8]) -> Result<(), ReserveError
             Box::new(BufReader::new(File::open(input).map_err(err)?))
         };
         if opts.whole {
+            // At most one byte past the largest record: an endless input (/dev/zero)
+            // is refused at once, not read into memory.
             let mut all = Vec::new();
-            reader.read_to_end(&mut all).map_err(err)?;
+            reader.by_ref().take(max as u64 + 1).read_to_end(&mut all).map_err(err)?;
+            if all.len() > max {
+                return Err(Failure::msg(format!(
+                    "{} is larger than the ring's largest record ({max} bytes): --whole writes an input as one record",
+                    name(input)
+                )));
+            }
             put(&all);
             continue;
         }

@@ -12,17 +12,24 @@ use super::records::{ChunkRef, Rec, Records};
 use crate::catalog::{Callsite, ThreadInfo};
 use crate::directory::{self, not_a_trace};
 use crate::error::Error;
-use crate::file::{self, chunk, Damage, Process, CATALOG_FILE, CHUNK_HEAD};
+use crate::file::{self, chunk, Damage, Losses, Process, CATALOG_FILE, CHUNK_HEAD};
 use crate::wire::{self, WireError};
 
 /// What could not be read, counted: a trace is decoded as far as it is sound.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Problems {
-    /// Where reading the file stopped early (cut short, or a chunk failed its checksum).
-    pub damage: Option<Damage>,
+    /// Damaged chunks (failing their checksums, or with a length over the limit), in
+    /// file order, each skipped: reading goes on at the next chunk, which confirms the
+    /// damaged one's length; where none does, the last runs to the end of the file,
+    /// where reading stopped ([`Damage::stopped`]).
+    pub damaged: Vec<Damage>,
+    /// Where the file ends inside a chunk: it is cut short (its writer did not finish,
+    /// or a copy of it was cut).
+    pub cut: Option<Damage>,
     /// A file without its end chunk: its writer did not finish (a stream whose process
-    /// died, or a file cut at a chunk boundary).
+    /// died, or a file cut short). Not said of a file whose damaged last bytes may have
+    /// held it.
     pub incomplete: bool,
     /// Records whose bytes are not a record, skipped.
     pub bad_records: u64,
@@ -41,7 +48,8 @@ pub struct Problems {
 impl Problems {
     /// Whether anything was skipped or found damaged.
     pub fn any(&self) -> bool {
-        self.damage.is_some()
+        !self.damaged.is_empty()
+            || self.cut.is_some()
             || self.bad_records > 0
             || self.bad_chunks > 0
             || self.unknown_chunks > 0
@@ -124,9 +132,16 @@ fn hold_records(payload: &[u8], records: &mut Vec<Rec>, problems: &mut Problems)
     }
 }
 
+/// Whether a file of `len` bytes whose end chunk was not read was left unfinished: not
+/// if its last bytes are damaged (they may have held the end chunk).
+fn unfinished(ended: bool, damaged: &[Damage], len: u64) -> bool {
+    !ended && damaged.last().is_none_or(|d| d.offset + d.bytes < len)
+}
+
 fn read_chunks(bytes: &[u8], path: &Path, parts: &mut Parts, problems: &mut Problems) -> Result<(), Error> {
-    let (chunks, damage) = file::chunks(bytes).map_err(|e| not_a_trace(path, e))?;
-    problems.damage = damage;
+    let (chunks, Losses { damaged, cut }) = file::chunks(bytes).map_err(|e| not_a_trace(path, e))?;
+    problems.damaged = damaged;
+    problems.cut = cut;
     for (kind, payload) in chunks {
         if kind == chunk::RECORDS {
             hold_records(payload, &mut parts.records, problems);
@@ -150,8 +165,9 @@ struct Summary {
 
 /// A chunk of a trace file, read and checked.
 enum Checked {
-    /// It fails its checksum: reading stops there.
-    Unsound,
+    /// It fails its checksum; the records and events it frames, if a records chunk
+    /// whose framing parses.
+    Unsound(Option<(u64, u64)>),
     Records(Result<Summary, WireError>),
     Meta(Meta),
 }
@@ -181,7 +197,7 @@ fn check(f: &File, c: &file::ChunkAt, buf: &mut Vec<u8>) -> io::Result<Checked> 
     f.read_exact_at(buf, c.head)?;
     let (head, payload) = buf.split_at(CHUNK_HEAD);
     if !file::chunk_sound(head, payload, c.crc) {
-        return Ok(Checked::Unsound);
+        return Ok(Checked::Unsound(if c.kind == chunk::RECORDS { file::frame_count(payload) } else { None }));
     }
     Ok(match c.kind {
         chunk::RECORDS => Checked::Records(summarize(payload)),
@@ -196,8 +212,9 @@ const TWO_THREADS_FROM: u64 = 8 << 20;
 /// and where each records chunk lies is noted, for [`Records::File`] to read them again
 /// as they are reached. The chunks are found by their heads first, then read and
 /// checked (on two threads, for a large file on a machine with two CPUs: half the
-/// chunks each), then taken in file order, as far as the first that fails its
-/// checksum.
+/// chunks each), then taken in file order, skipping those that fail their checksums
+/// where the next chunk confirms their lengths, and stopping at one where it does not
+/// (see [`file::resolve`]).
 pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
     let io = |e| Error::io("reading", path, e);
     let f = File::open(path).map_err(|e| Error::io("opening", path, e))?;
@@ -207,10 +224,10 @@ pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
     let n = (len as usize).min(file::HEADER_LEN);
     f.read_exact_at(&mut h[..n], 0).map_err(io)?;
     file::check_header(&h[..n]).map_err(|e| not_a_trace(path, e))?;
-    let (heads, mut damage) = file::chunk_heads(&f, len).map_err(io)?;
+    let (heads, stop) = file::chunk_heads(&f, len).map_err(io)?;
     let bytes: u64 = heads.iter().map(|c| u64::from(c.len)).sum();
     let two = bytes >= TWO_THREADS_FROM && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
-    let checked: Vec<io::Result<Checked>> = if two {
+    let checked: io::Result<Vec<Checked>> = if two {
         std::thread::scope(|s| {
             let odd = s.spawn(|| {
                 let mut buf = Vec::new();
@@ -226,16 +243,21 @@ pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
         let mut buf = Vec::new();
         heads.iter().map(|c| check(&f, c, &mut buf)).collect()
     };
+    let checked = checked.map_err(io)?;
+    let sound: Vec<bool> = checked.iter().map(|c| !matches!(c, Checked::Unsound(_))).collect();
+    let (read, losses) = file::resolve(&heads, stop, len, &sound, |i| match checked.get(i) {
+        Some(Checked::Unsound(n)) => *n,
+        _ => None,
+    });
     let mut parts = Parts::default();
     let mut problems = Problems::default();
     let (mut chunks, mut count, mut lost) = (Vec::new(), 0u64, 0u64);
-    for (c, checked) in heads.iter().zip(checked) {
-        match checked.map_err(io)? {
-            Checked::Unsound => {
-                let reason = "a chunk fails its checksum".to_string();
-                damage = Some(Damage { offset: c.head, bytes: len - c.head, reason });
-                break;
-            }
+    for ((c, checked), read) in heads.iter().zip(checked).zip(read) {
+        if !read {
+            continue;
+        }
+        match checked {
+            Checked::Unsound(_) => {}
             Checked::Meta(m) => apply_meta(m, &mut parts, &mut problems),
             Checked::Records(Err(e)) => {
                 problems.bad_chunks += 1;
@@ -260,8 +282,9 @@ pub(crate) fn scan(path: &Path) -> Result<(Parts, Records, Problems), Error> {
             }
         }
     }
-    problems.damage = damage;
-    problems.incomplete = !parts.ended;
+    problems.incomplete = unfinished(parts.ended, &losses.damaged, len);
+    problems.damaged = losses.damaged;
+    problems.cut = losses.cut;
     Ok((parts, Records::File { file: f, chunks, count, lost }, problems))
 }
 
@@ -280,7 +303,7 @@ pub(crate) fn file(bytes: &[u8], path: &Path) -> Result<(Parts, Problems), Error
     let mut parts = Parts::default();
     let mut problems = Problems::default();
     read_chunks(bytes, path, &mut parts, &mut problems)?;
-    problems.incomplete = !parts.ended;
+    problems.incomplete = unfinished(parts.ended, &problems.damaged, bytes.len() as u64);
     Ok((parts, problems))
 }
 
@@ -292,9 +315,7 @@ pub(crate) fn dir(dir: &Path) -> Result<(Parts, Problems), Error> {
     let mut problems = Problems::default();
     read_chunks(&c.catalog, &dir.join(CATALOG_FILE), &mut parts, &mut problems)?;
     // A live writer may be appending: a catalog cut inside its last chunk is normal.
-    if problems.damage.as_ref().is_some_and(|d| d.reason.starts_with("the file ends")) {
-        problems.damage = None;
-    }
+    problems.cut = None;
     problems.unfinished = c.unfinished;
     problems.unreadable_rings = c.unreadable;
     problems.bad_records += c.unstamped;

@@ -1,6 +1,24 @@
 //! A trace as lines, the way `ringtrace decode` prints it: one event a line in the
 //! spirit of `tracing-subscriber`'s `fmt` (time, level, thread, span context, target,
 //! message, fields), or one JSON object a line; lost events as lines of their own.
+//!
+//! # JSON and 64-bit integers
+//!
+//! A JSON number above 2^53 - 1 (JavaScript's `Number.MAX_SAFE_INTEGER`) is rounded by
+//! every reader that holds numbers as doubles (JavaScript; `jq` in arithmetic, and
+//! before 1.7 in its output too). So, as the protobuf JSON mapping writes its 64-bit
+//! integers as strings:
+//!
+//! * identifiers and absolute times are decimal strings, whatever their value:
+//!   `ts_ns` (`CLOCK_MONOTONIC` nanoseconds, past 2^53 after 104 days of uptime) and a
+//!   span's `id`;
+//! * recorded integer values (`fields`, and a span's `fields`) of 64 bits are JSON
+//!   numbers from -(2^53 - 1) to 2^53 - 1 and decimal strings beyond; 128-bit ones are
+//!   decimal strings whatever their value (mostly identifiers);
+//! * counts (`lost`, `dropped`) and the thread id `tid` (32 bits) are numbers: a count
+//!   reaches 2^53 only after 9 * 10^15 events.
+//!
+//! A reader that needs a field's exact value takes a string or a number alike.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -74,6 +92,17 @@ fn spans_text(out: &mut String, spans: &[SpanContext]) {
     }
 }
 
+/// The largest integer every JSON reader reads exactly: JavaScript's
+/// `Number.MAX_SAFE_INTEGER` (2^53 - 1; past it, a double cannot tell `n` from `n + 1`).
+pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// An identifier or an absolute time: a decimal string, whatever its value.
+pub(crate) fn json_id(x: u64) -> Json {
+    Json::String(x.to_string())
+}
+
+/// A value as the Chrome export's `args` hold it: 64-bit integers as numbers, 128-bit
+/// ones as text.
 pub(crate) fn json_value(v: &Value) -> Json {
     match v {
         Value::U64(x) => json!(x),
@@ -87,8 +116,25 @@ pub(crate) fn json_value(v: &Value) -> Json {
     }
 }
 
+/// Fields as the Chrome export's `args` hold them ([`json_value`]).
 pub(crate) fn json_fields(fields: &[Field]) -> Map<String, Json> {
     fields.iter().map(|f| (f.name.to_string(), json_value(&f.value))).collect()
+}
+
+/// A recorded value in a JSON line (see the module's docs): a 64-bit integer a number
+/// where every reader reads it exactly, else a decimal string; a 128-bit one a string.
+pub(crate) fn json_line_value(v: &Value) -> Json {
+    match *v {
+        Value::U64(x) if x <= MAX_SAFE_INTEGER => json!(x),
+        Value::I64(x) if x.unsigned_abs() <= MAX_SAFE_INTEGER => json!(x),
+        Value::U64(x) => json!(x.to_string()),
+        Value::I64(x) => json!(x.to_string()),
+        _ => json_value(v),
+    }
+}
+
+fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
+    fields.iter().map(|f| (f.name.to_string(), json_line_value(&f.value))).collect()
 }
 
 /// An event as one line (no newline).
@@ -121,7 +167,7 @@ pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
         Format::Json => {
             let mut o = Map::new();
             o.insert("time".into(), json!(rfc3339(wall)));
-            o.insert("ts_ns".into(), json!(e.ts_ns));
+            o.insert("ts_ns".into(), json_id(e.ts_ns));
             o.insert("level".into(), json!(e.level().as_str()));
             o.insert("thread".into(), json!(thread));
             if let Some(t) = e.thread {
@@ -134,10 +180,12 @@ pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
             let spans: Vec<Json> = e
                 .spans
                 .iter()
-                .map(|s| json!({"name": s.name, "id": s.id, "fields": s.fields.as_deref().map(json_fields)}))
+                .map(|s| {
+                    json!({"name": s.name, "id": json_id(s.id), "fields": s.fields.as_deref().map(json_line_fields)})
+                })
                 .collect();
             o.insert("spans".into(), Json::Array(spans));
-            o.insert("fields".into(), Json::Object(json_fields(&e.fields)));
+            o.insert("fields".into(), Json::Object(json_line_fields(&e.fields)));
             if !cut.is_empty() {
                 o.insert("cut".into(), json!(cut));
             }
@@ -171,7 +219,7 @@ pub fn write(trace: &Trace, format: Format, out: &mut impl Write) -> io::Result<
                     Format::Json => writeln!(
                         out,
                         "{}",
-                        json!({"time": rfc3339(wall), "ts_ns": entry.ts_ns, "thread": thread, "lost": count})
+                        json!({"time": rfc3339(wall), "ts_ns": json_id(entry.ts_ns), "thread": thread, "lost": count})
                     )?,
                 }
             }
@@ -180,6 +228,9 @@ pub fn write(trace: &Trace, format: Format, out: &mut impl Write) -> io::Result<
     }
     Ok(n)
 }
+
+/// Damaged chunks [`summary`] names one by one; the rest it sums up.
+const DAMAGED_SHOWN: usize = 3;
 
 /// A one-paragraph account of what the trace lost or could not read, for stderr
 /// (empty if nothing).
@@ -196,11 +247,28 @@ pub fn summary(trace: &Trace) -> String {
         let _ = write!(s, "{n} records with values cut at the size bounds; ");
     }
     let p = &trace.problems;
-    if let Some(d) = &p.damage {
-        let _ = write!(s, "{} bytes at offset {} not read ({}); ", d.bytes, d.offset, d.reason);
+    for d in p.damaged.iter().take(DAMAGED_SHOWN) {
+        let _ = write!(s, "damaged {} at byte {} ({}): ", d.what, d.offset, d.reason);
+        match (d.records, d.events) {
+            _ if d.stopped => _ = write!(s, "the rest of the file, {} bytes, not read; ", d.bytes),
+            (Some(r), Some(e)) => _ = write!(s, "its {r} records ({e} events) not read; "),
+            _ => _ = write!(s, "its {} bytes not read; ", d.bytes),
+        }
+    }
+    if let Some(first) = p.damaged.get(DAMAGED_SHOWN) {
+        let rest = &p.damaged[DAMAGED_SHOWN..];
+        let bytes: u64 = rest.iter().map(|d| d.bytes).sum();
+        let _ = write!(s, "{} more damaged chunks from byte {}: {bytes} bytes not read; ", rest.len(), first.offset);
+    }
+    if let Some(d) = &p.cut {
+        let _ = write!(
+            s,
+            "cut short inside a {} at byte {} ({}): {} bytes not read; ",
+            d.what, d.offset, d.reason, d.bytes
+        );
     }
     if p.incomplete {
-        s.push_str("the file has no end chunk (its writer did not finish); ");
+        s.push_str("the file has no end chunk (its writer did not finish, or the file was cut short); ");
     }
     for (what, n) in [
         ("records skipped as unreadable", p.bad_records),

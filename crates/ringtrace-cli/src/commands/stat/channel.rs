@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::failure::Failure;
 use crate::liveness::{alive, pid_text};
 use crate::output::{print, print_json};
+use crate::records::{decimal, decimals};
 use crate::units::{bytes, utc};
 
 /// One slot's ring, with the library's counter names.
@@ -77,6 +78,8 @@ impl Totals {
     }
 }
 
+/// `stat --format json` of a channel file: identifiers and absolute times as decimal
+/// strings, counts, sizes and offsets as numbers (see `records`' docs).
 #[derive(Serialize)]
 struct Json {
     path: String,
@@ -90,8 +93,12 @@ struct Json {
     capacity: u64,
     image_len: u64,
     first: u64,
+    /// `[tsc0, ns0, mult]`: a TSC reading and `CLOCK_MONOTONIC` nanoseconds.
+    #[serde(serialize_with = "decimals")]
     calibration: [u64; 3],
     creator_pid: u32,
+    /// `CLOCK_REALTIME` nanoseconds.
+    #[serde(serialize_with = "decimal")]
     created_ns: u64,
     slots: Vec<SlotLine>,
     totals: Totals,
@@ -130,7 +137,11 @@ pub fn stat(path: &Path, ch: &ChannelFile<File>, json: bool) -> Result<(), Failu
     if !json {
         return print(&to_text(path, &h, &slots, &totals));
     }
-    print_json(&Json {
+    print_json(&to_json(path, &h, slots, totals))
+}
+
+fn to_json(path: &Path, h: &ChannelHeader, slots: Vec<SlotLine>, totals: Totals) -> Json {
+    Json {
         path: path.display().to_string(),
         kind: "channel",
         version: CHANNEL_VERSION,
@@ -147,7 +158,7 @@ pub fn stat(path: &Path, ch: &ChannelFile<File>, json: bool) -> Result<(), Failu
         created_ns: h.created_ns,
         slots,
         totals,
-    })
+    }
 }
 
 fn clock_text(h: &ChannelHeader) -> &'static str {
@@ -198,4 +209,28 @@ fn to_text(path: &Path, h: &ChannelHeader, slots: &[SlotLine], t: &Totals) -> St
         let _ = writeln!(o, "unreadable    {} slot(s), not in the totals", t.unreadable_slots);
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_ns_and_the_calibration_are_decimal_strings_and_sizes_numbers() {
+        let h = ChannelHeader {
+            mode: RingMode::Discard,
+            clock: 2,
+            slots: 1,
+            capacity: 4096,
+            image_len: 8192,
+            first: 4096,
+            calibration: [u64::MAX - 1, (1 << 53) + 1, 3 << 31],
+            creator_pid: 7,
+            created_ns: 1_760_000_000_123_456_789,
+        };
+        let j = serde_json::to_value(to_json(Path::new("c"), &h, Vec::new(), Totals::default())).unwrap();
+        assert_eq!(j["created_ns"], "1760000000123456789");
+        assert_eq!(j["calibration"], serde_json::json!([(u64::MAX - 1).to_string(), "9007199254740993", "6442450944"]));
+        assert_eq!((j["capacity"].as_u64(), j["first"].as_u64()), (Some(4096), Some(4096)));
+    }
 }

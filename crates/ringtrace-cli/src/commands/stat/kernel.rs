@@ -9,6 +9,8 @@ use serde::Serialize;
 use crate::failure::Failure;
 use crate::output::{print, print_json};
 
+/// `stat --format json` of a BPF ring buffer map: sizes, positions and counts, all
+/// numbers (see `records`' docs).
 #[derive(Serialize)]
 struct Json<'a> {
     kind: &'static str,

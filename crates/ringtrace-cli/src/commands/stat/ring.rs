@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::failure::Failure;
 use crate::liveness::{alive, pid_text};
 use crate::output::{print, print_json};
+use crate::records::decimal;
 use crate::units::{bytes, utc, wakeup_name, wakeups, watermark_bytes};
 
 pub fn stat(path: &Path, ring: &RingFile<File>, json: bool) -> Result<(), Failure> {
@@ -113,7 +114,8 @@ fn to_text(path: &Path, h: &Header, s: &State) -> String {
 }
 
 /// `stat --format json` of a ring file: header fields, then `inspect::State`'s fields
-/// under their names, then liveness.
+/// under their names, then liveness. `created_ns` is a decimal string; counts, sizes
+/// and byte positions are numbers (see `records`' docs).
 #[derive(Serialize)]
 struct Json {
     path: String,
@@ -124,7 +126,8 @@ struct Json {
     capacity: u64,
     data_offset: u64,
     /// As the header stores it: 0, `u64::MAX` (forced wakeups only), `u64::MAX - 1`
-    /// (every half ring) or a byte count; `wakeup` names it.
+    /// (every half ring) or a byte count; `wakeup` names it. A number: a reader holding
+    /// numbers as doubles reads both codes as 2^64, and `wakeup` tells them apart.
     watermark: u64,
     /// `caught-up`, `forced-only`, `half-ring` or `watermark`.
     wakeup: &'static str,
@@ -132,6 +135,8 @@ struct Json {
     watermark_bytes: Option<u64>,
     flags: u32,
     clock: u32,
+    /// `CLOCK_REALTIME` nanoseconds: a decimal string (see `records`' docs).
+    #[serde(serialize_with = "decimal")]
     created_ns: u64,
     window_start: u64,
     window_end: u64,
@@ -215,5 +220,26 @@ fn to_json(path: &Path, h: &Header, s: &State) -> Json {
             .iter()
             .map(|p| JsonSlot { slot: p.slot, pid: p.owner, alive: alive(p.owner), committed: p.committed })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_ns_is_a_decimal_string_and_positions_numbers() {
+        let path = std::env::temp_dir().join(format!("ringtrace-stat-json-{}.ring", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let ring = ringtrace::FlightRecorder::builder(4096).create(&path).unwrap();
+        let file = RingFile::open(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let h = file.header();
+        let j = serde_json::to_value(to_json(&path, h, &file.state().unwrap())).unwrap();
+        // CLOCK_REALTIME nanoseconds: past 2^53 since 1970-04-15.
+        assert!(h.created_ns > 1 << 53);
+        assert_eq!(j["created_ns"].as_str().map(str::parse::<u64>), Some(Ok(h.created_ns)));
+        assert_eq!((j["capacity"].as_u64(), j["producer_pos"].as_u64()), (Some(4096), Some(0)));
+        drop(ring);
     }
 }

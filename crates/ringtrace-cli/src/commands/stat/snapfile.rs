@@ -11,6 +11,8 @@ use crate::failure::Failure;
 use crate::output::{print, print_json};
 use crate::units::bytes;
 
+/// `stat --format json` of a snapshot file: sizes, positions and counts, all numbers
+/// (see `records`' docs).
 #[derive(Serialize)]
 struct Json {
     path: String,

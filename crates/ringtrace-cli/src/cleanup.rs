@@ -1,0 +1,113 @@
+//! What an interrupted command leaves behind: nothing. Files registered here (a
+//! temporary output, the demo's ring file) are removed, and child processes registered
+//! here are killed, when SIGINT, SIGTERM or SIGHUP arrives; then the command dies of
+//! that signal as it would have without a handler (the shell sees 130 for Ctrl-C).
+//!
+//! The signals are taken by a thread of their own (`signal_hook::iterator`), so that
+//! the removal runs as ordinary code, not in a signal handler.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+#[derive(Default)]
+struct Registry {
+    files: Vec<(u64, PathBuf)>,
+    children: Vec<(u64, u32)>,
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+    // A panic while holding the lock leaves a list that is still whole: go on with it.
+    REGISTRY.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Starts the thread that cleans up on SIGINT, SIGTERM and SIGHUP. Once per process;
+/// a failure to install it leaves the default actions (and is not an error: the
+/// command runs as before).
+pub fn install() {
+    let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+    let _ = std::thread::Builder::new().name("ringtrace-signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            // A command that stops cleanly is told, once; a second signal kills it.
+            if GRACEFUL.load(Ordering::Relaxed) && STOP.load(Ordering::Relaxed) == 0 {
+                STOP.store(signal as u8, Ordering::Relaxed);
+                continue;
+            }
+            run_cleanup();
+            // Dies of the signal, as without the handler.
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+/// Whether the command polls [`stop_requested`] (and the first signal only asks).
+static GRACEFUL: AtomicBool = AtomicBool::new(false);
+/// The signal that asked the command to stop, or 0.
+static STOP: AtomicU8 = AtomicU8::new(0);
+
+/// From now on the first SIGINT/SIGTERM/SIGHUP does not kill the command: it asks it
+/// to stop, and the command polls [`stop_requested`] (a second signal kills it). For
+/// `consume`, which must not hand back the space of a record it has not printed.
+pub fn stop_gracefully() {
+    GRACEFUL.store(true, Ordering::Relaxed);
+}
+
+/// The signal that asked the command to stop, if one did.
+pub fn stop_requested() -> Option<u8> {
+    match STOP.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+fn run_cleanup() {
+    let r = registry();
+    for (_, pid) in &r.children {
+        if let Some(pid) = rustix::process::Pid::from_raw(*pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+    for (_, path) in &r.files {
+        let _ = std::fs::remove_file(path).or_else(|_| std::fs::remove_dir_all(path));
+    }
+}
+
+/// A file or child registered for cleanup; unregistered when dropped.
+#[derive(Debug)]
+pub struct Registered(u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut r = registry();
+        r.files.retain(|(id, _)| *id != self.0);
+        r.children.retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Removes `path` (a file, or a directory and what it holds) if the command is
+/// interrupted while the returned guard lives.
+#[must_use = "the path is unregistered when the guard is dropped"]
+pub fn remove_on_signal(path: &Path) -> Registered {
+    let id = next_id();
+    registry().files.push((id, path.to_path_buf()));
+    Registered(id)
+}
+
+/// Sends SIGTERM to the process `pid` if the command is interrupted while the guard
+/// lives.
+#[must_use = "the child is unregistered when the guard is dropped"]
+pub fn kill_on_signal(pid: u32) -> Registered {
+    let id = next_id();
+    registry().children.push((id, pid));
+    Registered(id)
+}
