@@ -149,6 +149,20 @@ fn sample_argv(line: &str) -> Option<Vec<String>> {
     Some(argv)
 }
 
+/// Asserts that the command takes `line` (its sample argv, `--help` appended); false
+/// for a line that names no subcommand (`ringtrace ARGS`).
+fn parses(at: &str, line: &str) -> bool {
+    let Some(argv) = sample_argv(line) else { return false };
+    let o = Command::new(BIN).args(&argv).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{at}: `{line}` is not a command line ringtrace takes (as {argv:?}): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    true
+}
+
 /// A recorder directory at `dir`, as a live process keeps it.
 fn recorder(dir: &Path) -> ringtrace_tracing::Recorder {
     let (layer, recorder) =
@@ -190,16 +204,7 @@ fn check(file: &str) -> usize {
     for shown in extract(file) {
         let (synopses, runnable): (Vec<&String>, Vec<&String>) = shown.lines.iter().partition(|l| is_synopsis(l));
         for line in synopses {
-            let Some(argv) = sample_argv(line) else { continue };
-            let o = Command::new(BIN).args(&argv).output().unwrap();
-            assert_eq!(
-                o.status.code(),
-                Some(0),
-                "{}: `{line}` is not a command line ringtrace takes (as {argv:?}): {}",
-                shown.at,
-                String::from_utf8_lossy(&o.stderr)
-            );
-            checked += 1;
+            checked += usize::from(parses(&shown.at, line));
         }
         if runnable.is_empty() {
             continue;
@@ -207,17 +212,7 @@ fn check(file: &str) -> usize {
         if shown.inline {
             // An inline command in prose: parsed, not run (it may name files of the
             // reader's own); `--help` after it checks its flags.
-            let argv = sample_argv(runnable[0]).unwrap_or_default();
-            let o = Command::new(BIN).args(&argv).output().unwrap();
-            assert_eq!(
-                o.status.code(),
-                Some(0),
-                "{}: `{}`: {}",
-                shown.at,
-                runnable[0],
-                String::from_utf8_lossy(&o.stderr)
-            );
-            checked += 1;
+            checked += usize::from(parses(&shown.at, runnable[0]));
             continue;
         }
         let script = runnable.iter().map(|l| into_sandbox(l, sb)).collect::<Vec<_>>().join("\n");

@@ -72,14 +72,21 @@ fn render_err(e: std::io::Error) -> Failure {
     Failure::msg(format!("cannot render the page: {e}"))
 }
 
-fn top_page(cmd: &clap::Command) -> Result<Vec<u8>, Failure> {
-    let man = Man::new(cmd.clone());
+/// The sections clap_mangen renders from the definition: title, NAME, SYNOPSIS,
+/// DESCRIPTION, OPTIONS.
+fn head(cmd: clap::Command) -> Result<Vec<u8>, Failure> {
+    let man = Man::new(cmd);
     let mut w = Vec::new();
     man.render_title(&mut w).map_err(render_err)?;
     man.render_name_section(&mut w).map_err(render_err)?;
     man.render_synopsis_section(&mut w).map_err(render_err)?;
     man.render_description_section(&mut w).map_err(render_err)?;
     man.render_options_section(&mut w).map_err(render_err)?;
+    Ok(w)
+}
+
+fn top_page(cmd: &clap::Command) -> Result<Vec<u8>, Failure> {
+    let mut w = head(cmd.clone())?;
     section(&mut w, "COMMANDS");
     for sub in subcommands(cmd) {
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
@@ -107,13 +114,7 @@ fn top_page(cmd: &clap::Command) -> Result<Vec<u8>, Failure> {
 fn sub_page(sub: &clap::Command) -> Result<Vec<u8>, Failure> {
     let name = sub.get_name().to_owned();
     let page = sub.clone().name(format!("ringtrace-{name}")).bin_name(format!("ringtrace {name}"));
-    let man = Man::new(page);
-    let mut w = Vec::new();
-    man.render_title(&mut w).map_err(render_err)?;
-    man.render_name_section(&mut w).map_err(render_err)?;
-    man.render_synopsis_section(&mut w).map_err(render_err)?;
-    man.render_description_section(&mut w).map_err(render_err)?;
-    man.render_options_section(&mut w).map_err(render_err)?;
+    let mut w = head(page)?;
     if sub.get_arguments().any(|a| a.get_id() == "source") {
         source_section(&mut w);
     }
