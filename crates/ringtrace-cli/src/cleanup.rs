@@ -4,7 +4,9 @@
 //! that signal as it would have without a handler (the shell sees 130 for Ctrl-C).
 //!
 //! The signals are taken by a thread of their own (`signal_hook::iterator`), so that
-//! the removal runs as ordinary code, not in a signal handler.
+//! the removal runs as ordinary code, not in a signal handler. A signal the parent
+//! left ignored (`nohup` ignores SIGHUP, a shell's `&` SIGINT) stays ignored: the
+//! command is not stopped by what its caller meant it to survive.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -34,7 +36,9 @@ fn next_id() -> u64 {
 /// a failure to install it leaves the default actions (and is not an error: the
 /// command runs as before).
 pub fn install() {
-    let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+    let ignored = ignored_signals();
+    let wanted = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| ignored & (1 << (s - 1)) == 0);
+    let Ok(mut signals) = Signals::new(wanted) else { return };
     let _ = std::thread::Builder::new().name("ringtrace-signals".into()).spawn(move || {
         for signal in signals.forever() {
             // A command that stops cleanly is told, once; a second signal kills it.
@@ -48,6 +52,17 @@ pub fn install() {
             std::process::exit(128 + signal);
         }
     });
+}
+
+/// The signals this process ignores (bit `n - 1` for signal `n`), from the `SigIgn`
+/// mask of `/proc/self/status` (see proc(5)); none if it cannot be read.
+fn ignored_signals() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0)
 }
 
 /// Whether the command polls [`stop_requested`] (and the first signal only asks).

@@ -1,7 +1,8 @@
 //! The command as a pipeline: `write --wait` producers and a `consume` reader carry
 //! any number of records through a small ring, exactly once and in each writer's
 //! order; `consume` takes the ring's one consumer role and hands back only what it has
-//! printed; `tail --timeout` ends a follow.
+//! printed (a failed stdout leaves the records in the ring); a signal the caller
+//! ignores stays ignored; `tail --timeout` ends a follow.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -29,7 +30,9 @@ fn three_writers_through_a_64k_ring_arrive_exactly_once_in_order() {
     let o = run(&["create", ring, "--capacity", "64k"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let total = (3 * n).to_string();
-    let (mut consumer, out, err) = spawn(&["consume", ring, "-n", &total, "--timeout", "60s"]);
+    // `-f`: a writer may finish before the next attaches; without it, consume would
+    // end there, as a FIFO's reader sees end of file when its last writer closes.
+    let (mut consumer, out, err) = spawn(&["consume", ring, "-f", "-n", &total, "--timeout", "60s"]);
     let mut writers: Vec<Guard> = (0..3)
         .map(|_| {
             let child = Command::new(BIN)
@@ -180,4 +183,92 @@ fn tail_follow_ends_after_its_timeout() {
     let o = run(&["tail", "-f", "--timeout", "300ms", path.to_str().unwrap()]);
     assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
     assert!(start.elapsed() >= Duration::from_millis(300));
+}
+
+/// Runs the binary with stdout on the full device (every write fails with ENOSPC).
+fn run_to_full(args: &[&str]) -> (i32, String) {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let o = Command::new(BIN).args(args).stdin(Stdio::null()).stdout(full).stderr(Stdio::piped()).output().unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn a_consume_whose_output_fails_leaves_its_records_in_the_ring() {
+    let lines = |n: usize, from: usize| (from..n).map(|i| format!("r{i}")).collect::<Vec<_>>();
+    // A discard ring: the pass read and not printed is put back, every record stays.
+    let path = temp("d.ring");
+    let p = path.to_str().unwrap();
+    {
+        let ring = MpscRing::builder(64 << 10).create(&path).unwrap();
+        let mut producer = ring.producer().unwrap();
+        for i in 0..100 {
+            producer.output(format!("r{i}").as_bytes(), Wakeup::Default).unwrap();
+        }
+    }
+    let (status, err) = run_to_full(&["consume", p]);
+    assert_eq!(status, 1, "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let o = run(&["consume", p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.lines().collect::<Vec<_>>(), lines(100, 0), "records lost with the failed output");
+
+    // An overwrite ring: a consume call hands back what it read, so only the record
+    // being written when stdout failed is gone, and the message says so.
+    let path = temp("o.ring");
+    let p = path.to_str().unwrap();
+    {
+        let ring = ringtrace::FlightRecorder::builder(64 << 10).create(&path).unwrap();
+        let mut producer = ring.producer().unwrap();
+        for i in 0..100 {
+            producer.output(format!("r{i}").as_bytes(), Wakeup::Default).unwrap();
+        }
+    }
+    let (status, err) = run_to_full(&["consume", p]);
+    assert_eq!(status, 1, "{err}");
+    assert!(err.contains("the record being written is consumed and lost"), "{err}");
+    let o = run(&["consume", p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.lines().collect::<Vec<_>>(), lines(100, 1), "more than the record being written lost");
+}
+
+/// A signal's bit in a `SigIgn`/`SigCgt` mask of `/proc/PID/status`.
+fn signal_mask(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mask = status.lines().find_map(|l| l.strip_prefix(field))?;
+    u64::from_str_radix(mask.trim(), 16).ok()
+}
+
+#[test]
+fn a_signal_the_caller_ignores_stays_ignored() {
+    let path = temp("r.ring");
+    let ring = MpscRing::builder(64 << 10).create(&path).unwrap();
+    let _producer = ring.producer().unwrap();
+    // As `nohup` starts it: SIGHUP ignored.
+    let child = Command::new("bash")
+        .args(["-c", "trap '' HUP; exec \"$0\" consume \"$1\""])
+        .args([BIN, path.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut consumer = Guard(child);
+    let pid = consumer.0.id();
+    // Once the command is the ring's consumer (its handlers are installed, and the first
+    // SIGINT only asks it to stop), SIGHUP must still be ignored, not caught.
+    let (hup, int) = (1u64 << 0, 1u64 << 1);
+    let start = Instant::now();
+    loop {
+        let stat = run(&["stat", "--format", "json", path.to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_str(&stat.stdout).unwrap();
+        if v["consumer_attached"] == pid {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "consume never attached: {}", stat.stdout);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_ne!(signal_mask(pid, "SigCgt:").unwrap() & int, 0, "SIGINT is not taken");
+    assert_ne!(signal_mask(pid, "SigIgn:").unwrap() & hup, 0, "SIGHUP, ignored by the caller, was taken over");
+    // SIGINT still stops it gracefully.
+    assert!(Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap().success());
+    assert_eq!(consumer.wait(Duration::from_secs(20), "consume").code(), Some(130));
 }

@@ -76,6 +76,9 @@ pub struct Consumer<K: ProducerKind = Mpsc> {
     /// This handle's copy of the protocol state (a view of `shared.region`).
     core: Core<MmapView>,
     rd: ReadCursor,
+    /// The cursor where the last [`iter`](Self::iter) began, for
+    /// [`unread`](Self::unread).
+    mark: ReadCursor,
     /// Publication batch in bytes.
     batch: u64,
     /// Whether the wait word may still say WAITING.
@@ -118,6 +121,7 @@ impl<K: ProducerKind> Consumer<K> {
         Ok(Consumer {
             core,
             rd,
+            mark: rd,
             batch: shared.batch,
             armed: false,
             stalls: 0,
@@ -299,12 +303,42 @@ impl<K: ProducerKind> Consumer<K> {
     pub fn iter(&mut self) -> Records<'_, K> {
         self.disarm();
         self.publish();
+        self.mark = self.rd;
         Records { consumer: self }
     }
 
     /// Hands back the space of records read through [`iter`](Self::iter).
     pub fn release(&mut self) {
         self.publish();
+    }
+
+    /// Puts back the records read through the last [`iter`](Self::iter) and not handed
+    /// back yet: the next `iter` or consume call delivers them again, and dropping the
+    /// consumer leaves them in the ring for the next one. For a reader that could not
+    /// pass them on (its output failed) and must not lose them. Does nothing once they
+    /// were handed back ([`release`](Self::release), a consume call, a wait).
+    ///
+    /// ```
+    /// # let ring = ringtrace::MpscRing::new(4096)?;
+    /// # let mut p = ring.producer()?;
+    /// p.output(b"a", ringtrace::Wakeup::Default)?;
+    /// p.output(b"b", ringtrace::Wakeup::Default)?;
+    /// let mut consumer = ring.consumer()?;
+    /// assert_eq!(consumer.iter().count(), 2);
+    /// consumer.unread(); // say, stdout failed: keep them
+    /// let again: Vec<&[u8]> = consumer.iter().collect();
+    /// assert_eq!(again, [&b"a"[..], &b"b"[..]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unread(&mut self) {
+        // Nothing published since `iter` began (it published the read position as the
+        // mark's; any later publication moved it, or the space, on): the records past
+        // the mark are uncounted and ours, so the cursor may return to it.
+        // Relaxed: this consumer is the line's only writer.
+        let read = self.core.control().consumer.0.read.load(Relaxed);
+        if read == self.mark.pos && self.rd.published == self.mark.published && self.mark.pos <= self.rd.pos {
+            self.rd = self.mark;
+        }
     }
 
     /// Whether a record (or a discarded one to step over) is ready at the consumer's

@@ -16,7 +16,9 @@
 //!   part of a cache line, multi-producer rings) is accepted, one that does not fit in
 //!   the capacity less what is held is `Full` (counted in `lost`);
 //! * the consumer delivers exactly the committed records, oldest first, byte for byte,
-//!   and steps over the discarded ones (counted in `skipped`).
+//!   and steps over the discarded ones (counted in `skipped`);
+//! * records read through `iter` and put back with `unread` are delivered again, and
+//!   the counters do not move until they are handed back.
 //!
 //! For overwrite rings (flight recorders): a record up to the largest is always accepted
 //! (no other thread holds a record); a snapshot (and a pause) holds the newest records,
@@ -29,7 +31,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use ringtrace::config::{Discard, Mpsc, Overwrite, ProducerKind, Spsc};
-use ringtrace::{ReserveError, RingBuf, Wakeup};
+use ringtrace::{ReserveError, RingBuf, Stats, Wakeup};
 
 /// A record's footprint in the ring: the 8-byte header and the payload rounded up to 8.
 fn footprint(len: usize) -> u64 {
@@ -90,6 +92,9 @@ enum Op {
     Consume(usize),
     /// The consumer hands back everything it read.
     Release,
+    /// `iter` over `n` records (0: all), then `release` (`true`) or `unread` (`false`:
+    /// they stay, to be delivered again).
+    Iter(usize, bool),
     /// Drop the producer and attach a new one.
     Reattach,
     /// Overwrite rings: a snapshot.
@@ -105,6 +110,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => len_strategy().prop_map(Op::OutputWait),
         4 => (0usize..4).prop_map(Op::Consume),
         1 => Just(Op::Release),
+        2 => (0usize..4, any::<bool>()).prop_map(|(n, r)| Op::Iter(n, r)),
         1 => Just(Op::Reattach),
         2 => Just(Op::Snapshot),
         1 => len_strategy().prop_map(Op::Pause),
@@ -153,6 +159,16 @@ fn discard_fits(m: &DiscardModel, len: usize, cap: u64, multi: bool) -> Option<b
         // A single producer needs the word after its record.
         Some(held + fp + 8 <= cap)
     }
+}
+
+/// The ring's counters and held bytes against the model's.
+fn check_counts(s: &Stats, m: &DiscardModel, ctx: &str) -> Result<(), TestCaseError> {
+    let counts = (s.committed, s.discarded, s.lost, s.too_large, s.consumed, s.skipped);
+    let want = (m.committed, m.discarded, m.lost, m.too_large, m.consumed, m.skipped);
+    prop_assert_eq!(counts, want, "{}: (committed, discarded, lost, too_large, consumed, skipped)", ctx);
+    // `available` runs from the consumer's read position: exactly what is held.
+    prop_assert_eq!(s.available, m.held(), "{}: available", ctx);
+    Ok(())
 }
 
 fn run_discard<K: ProducerKind>(cap: u64, ops: &[Op]) -> Result<(), TestCaseError> {
@@ -220,12 +236,33 @@ fn run_discard<K: ProducerKind>(cap: u64, ops: &[Op]) -> Result<(), TestCaseErro
                     }
                 }
             }
-            Op::Consume(n) => {
-                let mut got = Vec::new();
-                let collect = |d: &[u8]| got.push(d.to_vec());
-                let k = if n == 0 { c.consume(collect) } else { c.consume_n(n, collect) };
-                let k = k.map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
-                prop_assert_eq!(k, got.len());
+            Op::Consume(_) | Op::Iter(_, _) => {
+                let (n, got) = match op {
+                    Op::Consume(n) => {
+                        let mut got = Vec::new();
+                        let collect = |d: &[u8]| got.push(d.to_vec());
+                        let k = if n == 0 { c.consume(collect) } else { c.consume_n(n, collect) };
+                        let k = k.map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
+                        prop_assert_eq!(k, got.len());
+                        (n, got)
+                    }
+                    Op::Iter(n, release) => {
+                        let take = if n == 0 { usize::MAX } else { n };
+                        let got: Vec<Vec<u8>> = c.iter().take(take).map(<[u8]>::to_vec).collect();
+                        if !release {
+                            // Put back: the model keeps them, the next read delivers them.
+                            c.unread();
+                            let again: Vec<Vec<u8>> = c.iter().take(take).map(<[u8]>::to_vec).collect();
+                            prop_assert!(again == got, "{}: after unread, iter read something else", ctx);
+                            c.unread();
+                            check_counts(&ring.stats(), &m, &ctx)?;
+                            continue;
+                        }
+                        c.release();
+                        (n, got)
+                    }
+                    _ => unreachable!(),
+                };
                 let want_n = if n == 0 { usize::MAX } else { n };
                 let mut want = Vec::new();
                 while want.len() < want_n {
@@ -255,12 +292,7 @@ fn run_discard<K: ProducerKind>(cap: u64, ops: &[Op]) -> Result<(), TestCaseErro
             }
             Op::Snapshot | Op::Pause(_) => continue, // overwrite rings only
         }
-        let s = ring.stats();
-        let counts = (s.committed, s.discarded, s.lost, s.too_large, s.consumed, s.skipped);
-        let want = (m.committed, m.discarded, m.lost, m.too_large, m.consumed, m.skipped);
-        prop_assert_eq!(counts, want, "{}: (committed, discarded, lost, too_large, consumed, skipped)", ctx);
-        // `available` runs from the consumer's read position: exactly what is held.
-        prop_assert_eq!(s.available, m.held(), "{}: available", ctx);
+        check_counts(&ring.stats(), &m, &ctx)?;
     }
     // Whatever came before, an emptied ring takes a record of the largest size.
     drop(c.consume(|_: &[u8]| ()));
@@ -379,7 +411,7 @@ fn run_overwrite<K: ProducerKind>(cap: u64, ahead: u64, ops: &[Op]) -> Result<()
                 drop(p.take());
                 p = Some(ring.producer().unwrap());
             }
-            Op::Consume(_) | Op::Release => continue, // discard rings (the model has no overwrite reader)
+            Op::Consume(_) | Op::Release | Op::Iter(_, _) => continue, // discard rings (the model has no overwrite reader)
         }
         let s = ring.stats();
         let counts = (s.committed, s.discarded, s.lost, s.paused, s.too_large);

@@ -1,7 +1,14 @@
-//! `ringtrace consume`: the consumer of a ring file or a BPF map. Each record is
-//! printed, and its space handed back only once the line has been written to stdout:
-//! an interrupted consume loses nothing (a killed one may leave the last lines it
-//! printed in the ring, for the next consumer to print again).
+//! `ringtrace consume`: the consumer of a ring file or a BPF map. A record's space is
+//! handed back only once its line is written to stdout: an interrupted consume loses
+//! nothing (a killed one may leave the last lines it printed in the ring, for the next
+//! consumer to print again).
+//!
+//! * A discard ring is read in place (`iter`), a pass of lines printed and flushed, then
+//!   handed back (`release`); if stdout fails, the pass is put back (`unread`) for the
+//!   next consumer.
+//! * An overwrite ring's and a BPF map's records are handed back when the consume call
+//!   that read them returns, so each line is written straight to stdout before the next
+//!   record is read. A write error loses the one record being written, and says so.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -141,10 +148,14 @@ fn discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> 
             }
         }
         // The lines first, then the space: a record is handed back once it is printed.
-        if let Some(e) = failed {
+        // If stdout fails, the records of this pass stay in the ring for the next
+        // consumer (one may print some of them again, never skip one).
+        if let Some(e) = failed.or_else(|| out.flush().err()) {
+            c.unread();
+            // Dropped without the flush a `BufWriter` tries: what is left is unread.
+            let _ = out.into_parts();
             return Err(stdout_err(e));
         }
-        out.flush().map_err(stdout_err)?;
         c.release();
         stop.printed(n as u64);
         if n > 0 {
@@ -153,10 +164,12 @@ fn discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> 
         if c.ready() {
             // Something at the position the iterator does not step over: a corrupt
             // header (reported here) or a record committed just now (printed).
-            let k = c
-                .consume_n(1, |rec: &[u8]| write_payload(&mut out, opts.format, rec))
-                .map_err(|e| Failure::msg(format!("reading the ring: {e}")))?;
-            out.flush().map_err(stdout_err)?;
+            // Written through (the buffer is empty): the record is consumed once printed.
+            let k =
+                c.consume_n(1, |rec: &[u8]| write_payload(out.get_mut(), opts.format, rec)).map_err(|e| match e {
+                    ringtrace::ConsumeError::Callback(e) => lost_one(e),
+                    e => Failure::msg(format!("reading the ring: {e}")),
+                })?;
             stop.printed(k as u64);
             continue;
         }
@@ -177,7 +190,9 @@ fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure
     let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Full)
         .map_err(|e| Failure::msg(format!("cannot open the ring: {e}")))?;
     let mut c = ring.consumer().map_err(attach_err)?;
-    let mut out = BufWriter::new(io::stdout().lock());
+    // Line by line, straight to stdout: a consume call hands back what it read when it
+    // returns, so each record is written before the next is read.
+    let mut out = io::stdout().lock();
     let mut stop = Stop::new(opts);
     let result = loop {
         let nap = match stop.check() {
@@ -186,16 +201,11 @@ fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure
             Err(e) => break Err(e),
         };
         let gone = c.is_disconnected();
-        // An overwrite ring's consumer copies records out: the producers never wait for
-        // it, so nothing is handed back late.
         let n = match c.consume_n(stop.max(), |rec: &[u8]| write_payload(&mut out, opts.format, rec)) {
             Ok(n) => n,
-            Err(ringtrace::ConsumeError::Callback(e)) => break Err(stdout_err(e)),
+            Err(ringtrace::ConsumeError::Callback(e)) => break Err(lost_one(e)),
             Err(e) => break Err(Failure::msg(format!("reading the ring: {e}"))),
         };
-        if let Err(e) = out.flush() {
-            break Err(stdout_err(e));
-        }
         stop.printed(n as u64);
         if n > 0 {
             continue;
@@ -211,12 +221,20 @@ fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure
             break Err(Failure::msg(format!("waiting for records: {e}")));
         }
     };
-    let _ = out.flush();
     let missed = c.overwritten_unread();
     if missed > 0 {
         warn(&format!("{missed} records were overwritten by the producers before they could be read"));
     }
     result
+}
+
+/// A write error on stdout inside a consume call, which counts the record it was
+/// writing as consumed (libbpf's rule for a callback that fails): the message says so.
+pub(crate) fn lost_one(e: io::Error) -> Failure {
+    match stdout_err(e) {
+        Failure::Message(m) => Failure::msg(format!("{m} (the record being written is consumed and lost)")),
+        f => f,
+    }
 }
 
 /// One consumed record as a line: text and hex as `tail` prints them; JSON as

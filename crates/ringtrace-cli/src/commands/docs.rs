@@ -35,7 +35,7 @@ pub fn man(cmd: clap::Command, page: Option<&str>, dir: Option<&Path>) -> Result
         for (name, roff) in pages(&cmd)? {
             let file = dir.join(format!("{name}.1"));
             let err = |e: std::io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
-            let mut out = Output::create(&file).map_err(err)?;
+            let mut out = Output::create_public(&file).map_err(err)?;
             out.file().write_all(&roff).map_err(err)?;
             out.commit().map_err(err)?;
         }

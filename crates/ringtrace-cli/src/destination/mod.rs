@@ -4,15 +4,30 @@
 //!   through symbolic and hard links), or a file inside a source directory, is refused
 //!   before anything is read or written.
 //! * A regular file (or a name not taken yet) is written to a temporary file in the
-//!   same directory (`.NAME.ringtrace-PID-N`, mode 0600, created exclusively), synced,
-//!   and renamed over NAME: an interrupted or failed command leaves the old file whole.
-//!   A symbolic link is followed: the file it names is replaced, the link stays.
+//!   same directory (`.NAME.ringtrace-PID-N`, created exclusively), synced, and renamed
+//!   over NAME: an interrupted or failed command leaves the old file whole. Trace data
+//!   is private: the new file is mode 0600 whatever the old one's was (man pages,
+//!   which are not, follow the umask).
+//! * A symbolic link is followed: the file it names is replaced, the link stays. As
+//!   the kernel does with `fs.protected_symlinks`, a link in a sticky directory that
+//!   others may write (/tmp) is followed only if it is the caller's or the directory
+//!   owner's: another user cannot point root's output at a file of root's choosing.
+//! * `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` and `/proc/self/fd/N` are the open
+//!   descriptor: written where it stands (a `>>` redirection keeps its content), never
+//!   replaced.
 //! * Anything else that can be written (a character device such as /dev/null, a FIFO,
 //!   a socket) is opened and written in place: no temporary file, no fsync (which a
 //!   character device refuses).
 //! * A directory output (a CTF trace) is built beside its name and renamed into place;
 //!   an existing directory is replaced only if it holds a CTF trace and nothing else
-//!   (swapped atomically, then the old one removed).
+//!   (swapped atomically, checked again once swapped, then the old one removed).
+//! * A file system without `renameat2` flags (some network file systems) gets the same
+//!   guarantees another way: a new file is linked to its name (`link` fails on a name
+//!   taken), a new directory renamed to a name checked free, and an existing CTF trace
+//!   is refused with a message (no atomic swap there).
+
+mod links;
+mod place;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -20,10 +35,10 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rustix::fs::{renameat_with, RenameFlags, CWD};
-
 use crate::cleanup;
 use crate::failure::Failure;
+
+pub use place::{create_file, write_dir};
 
 /// Refuses `output` when it is any of `sources` (same device and inode), lies inside a
 /// source that is a directory, or is a directory holding a source.
@@ -46,10 +61,12 @@ pub fn refuse_source(output: &Path, sources: &[&Path]) -> Result<(), Failure> {
 }
 
 fn inside_source_dir(output: &Path, sources: &[&Path]) -> Result<(), Failure> {
-    let parent = real_parent(output);
+    // Where the output lands: the file a link names (the file it replaces), else the
+    // name in its real directory.
+    let place = std::fs::canonicalize(output).ok().or_else(|| real_parent(output));
     for source in sources.iter().filter(|s| s.is_dir()) {
-        let (Some(parent), Ok(dir)) = (&parent, std::fs::canonicalize(source)) else { continue };
-        if parent.starts_with(&dir) {
+        let (Some(place), Ok(dir)) = (&place, std::fs::canonicalize(source)) else { continue };
+        if place.starts_with(&dir) {
             return Err(Failure::msg(format!(
                 "the output {} is inside the source directory {}: a command never writes into what it reads",
                 output.display(),
@@ -80,8 +97,21 @@ pub struct Output {
 }
 
 impl Output {
-    /// Opens `path` for a new content.
+    /// Opens `path` for a new content, private to the caller (mode 0600).
     pub fn create(path: &Path) -> io::Result<Output> {
+        Self::create_mode(path, 0o600)
+    }
+
+    /// Opens `path` for a new content anyone may read (mode 0666 less the umask): for
+    /// documentation, not trace data.
+    pub fn create_public(path: &Path) -> io::Result<Output> {
+        Self::create_mode(path, 0o666)
+    }
+
+    fn create_mode(path: &Path, mode: u32) -> io::Result<Output> {
+        if let Some(fd) = links::descriptor(path) {
+            return Ok(Output { file: links::open_descriptor(fd)?, replace: None, _cleanup: None });
+        }
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => Err(io::Error::other("it is a directory")),
             Ok(m) if special(&m.file_type()) => {
@@ -89,9 +119,9 @@ impl Output {
                 Ok(Output { file, replace: None, _cleanup: None })
             }
             _ => {
-                let target = resolve(path)?;
+                let target = links::resolve(path)?;
                 let (tmp, file) =
-                    temp_beside(&target, |p| OpenOptions::new().write(true).create_new(true).mode(0o600).open(p))?;
+                    temp_beside(&target, |p| OpenOptions::new().write(true).create_new(true).mode(mode).open(p))?;
                 let guard = cleanup::remove_on_signal(&tmp);
                 Ok(Output { file, replace: Some((tmp, target)), _cleanup: Some(guard) })
             }
@@ -130,16 +160,6 @@ fn special(t: &std::fs::FileType) -> bool {
     t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
 }
 
-/// The name that is replaced: `path`, or the file a symbolic link at `path` names.
-fn resolve(path: &Path) -> io::Result<PathBuf> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("it is a symbolic link to a file that cannot be reached ({e})"))
-        }),
-        _ => Ok(path.to_path_buf()),
-    }
-}
-
 /// Creates a fresh temporary name beside `target` with `make`, retrying names taken.
 fn temp_beside<T>(target: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> io::Result<(PathBuf, T)> {
     static N: AtomicU32 = AtomicU32::new(0);
@@ -164,94 +184,4 @@ fn sync_parent(path: &Path) {
     if let Some(dir) = real_parent(path) {
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
-}
-
-/// Creates a ring (or any file `make` creates exclusively at the path it is given)
-/// under a temporary name and renames it to `path`: over a regular file when
-/// `replace`, else only if the name is still free (`RENAME_NOREPLACE`).
-pub fn create_file<T>(
-    path: &Path,
-    replace: bool,
-    make: impl FnOnce(&Path) -> Result<T, Failure>,
-) -> Result<T, Failure> {
-    let err = |e: io::Error| Failure::msg(format!("cannot create {}: {e}", path.display()));
-    let (tmp, ()) = temp_beside(path, |p| match std::fs::symlink_metadata(p) {
-        Ok(_) => Err(io::ErrorKind::AlreadyExists.into()),
-        Err(_) => Ok(()),
-    })
-    .map_err(err)?;
-    let guard = cleanup::remove_on_signal(&tmp);
-    let value = make(&tmp).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })?;
-    let flags = if replace { RenameFlags::empty() } else { RenameFlags::NOREPLACE };
-    if let Err(e) = renameat_with(CWD, &tmp, CWD, path, flags) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(err(e.into()));
-    }
-    drop(guard);
-    sync_parent(path);
-    Ok(value)
-}
-
-/// Writes a directory output (a CTF trace) with `write` into a fresh directory beside
-/// `dir`, then puts it in place: renamed to a free name, or swapped with an existing
-/// directory that holds a CTF trace and nothing else, which is then removed.
-pub fn write_dir<T>(dir: &Path, write: impl FnOnce(&Path) -> io::Result<T>) -> Result<T, Failure> {
-    let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", dir.display()));
-    let old = match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => {
-            if !is_ctf_dir(dir) {
-                return Err(Failure::msg(format!(
-                    "{} exists and is not a CTF trace: a CTF export replaces only a directory holding a CTF trace (metadata and stream files)",
-                    dir.display()
-                )));
-            }
-            true
-        }
-        Ok(_) => {
-            return Err(Failure::msg(format!(
-                "{} exists and is not a directory: a CTF trace is a directory",
-                dir.display()
-            )))
-        }
-        Err(_) => false,
-    };
-    let (tmp, ()) = temp_beside(dir, |p| std::fs::create_dir(p)).map_err(err)?;
-    let guard = cleanup::remove_on_signal(&tmp);
-    let result = write(&tmp).and_then(|v| {
-        let flags = if old { RenameFlags::EXCHANGE } else { RenameFlags::NOREPLACE };
-        renameat_with(CWD, &tmp, CWD, dir, flags)?;
-        Ok(v)
-    });
-    // After an exchange the old trace sits at the temporary name; after a failure the
-    // half-written one does: either way it goes.
-    let _ = std::fs::remove_dir_all(&tmp);
-    drop(guard);
-    let value = result.map_err(err)?;
-    sync_parent(dir);
-    Ok(value)
-}
-
-/// Whether `dir` holds a CTF trace written by `export` and nothing else: a `metadata`
-/// file starting with the TSDL signature and files named `stream-*`.
-fn is_ctf_dir(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    let mut metadata = false;
-    for entry in entries {
-        let Ok(entry) = entry else { return false };
-        let name = entry.file_name();
-        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-        match name.to_str() {
-            Some("metadata") if is_file => {
-                let mut head = [0u8; 10];
-                use std::io::Read;
-                metadata = File::open(entry.path()).and_then(|mut f| f.read_exact(&mut head)).is_ok()
-                    && head == *b"/* CTF 1.8";
-            }
-            Some(n) if n.starts_with("stream-") && is_file => {}
-            _ => return false,
-        }
-    }
-    metadata
 }
