@@ -3,87 +3,126 @@
 //!
 //! The kernel keeps one consumer position per map and does not know who advances it:
 //! two readers would each print some records and hand back the other's. So a reader
-//! holds an exclusive `flock` on `bpf-map-ID.lock` in `/run/ringtrace` (a directory
-//! only root writes; another user's directory is `$TMPDIR/ringtrace-UID`), released by
-//! the kernel when the reader exits or dies, and a second ringtrace reader is refused.
-//! A reader outside ringtrace (libbpf's `ring_buffer__poll`) takes no such lock and
-//! cannot be seen.
+//! holds a lock on the map: a listening Unix socket bound to the abstract name
+//! `ringtrace-bpf-map-ID` (see unix(7)). A map id is global, and so is that name for
+//! every user: root's reader and another user's (one who may open the map: by id with
+//! `CAP_SYS_ADMIN`, or through a pin it may read) take the same lock. An abstract name
+//! is no file, so nobody can plant a link, a file or a directory where it is taken;
+//! the kernel releases it when the reader exits or dies. A second ringtrace reader
+//! fails to bind the name and is refused, naming the holder's pid and uid (the
+//! `SO_PEERCRED` of a connection to it; the connection is never accepted).
+//!
+//! What the lock does not cover:
+//! - The abstract names are per network namespace: readers in different network
+//!   namespaces (containers, `unshare -n`) take different locks and are not kept apart.
+//! - A reader outside ringtrace (libbpf's `ring_buffer__poll`) takes no such lock and
+//!   cannot be seen.
+//! - Any local user may bind the name first and so keep ringtrace readers of that map
+//!   out; the refusal then names that user's pid and uid.
+//!
+//! A refused reader outside the initial pid namespace is not told the holder's pid and
+//! uid (see [`holder`]).
 
-use std::fs::File;
-use std::io::{BufWriter, Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::io::ErrorKind;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 use std::time::{Duration, Instant};
 
 use ringtrace::inspect::Record;
 use ringtrace::kernel::bpf::BpfRingBuf;
-use rustix::fs::{flock, FlockOperation};
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
 use crate::cleanup;
 use crate::failure::Failure;
-use crate::output::stdout_err;
 use crate::records::{write_record, Format};
-
-/// The directory of the readers' lock files, made if missing (mode 0755, owned by
-/// this user, not a link).
-fn lock_dir() -> Result<PathBuf, Failure> {
-    let uid = rustix::process::geteuid();
-    let dir = if uid.is_root() {
-        PathBuf::from("/run/ringtrace")
-    } else {
-        std::env::temp_dir().join(format!("ringtrace-{}", uid.as_raw()))
-    };
-    let err =
-        |e: std::io::Error| Failure::msg(format!("cannot make the map readers' lock directory {}: {e}", dir.display()));
-    match std::fs::DirBuilder::new().mode(0o755).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(err(e)),
-    }
-    let m = std::fs::symlink_metadata(&dir).map_err(err)?;
-    if !m.is_dir() || m.uid() != uid.as_raw() || m.mode() & 0o022 != 0 {
-        return Err(Failure::msg(format!(
-            "{} is not a directory of this user that only it can write: the map readers' locks are not kept there",
-            dir.display()
-        )));
-    }
-    Ok(dir)
-}
 
 /// A map with its reader's lock held.
 pub struct Reader {
     pub map: BpfRingBuf,
-    _lock: File,
+    /// Bound to the map's lock name and listening, never accepting: the lock, held
+    /// until the reader exits.
+    _lock: UnixListener,
+}
+
+/// The abstract socket name of a map's reader lock.
+fn lock_name(map_id: u32) -> String {
+    format!("ringtrace-bpf-map-{map_id}")
 }
 
 /// Takes the map's reader lock, or says who holds it.
 pub fn take(map: BpfRingBuf) -> Result<Reader, Failure> {
-    let path = lock_dir()?.join(format!("bpf-map-{}.lock", map.map_id()));
-    let err = |e: std::io::Error| Failure::msg(format!("cannot open the map's reader lock {}: {e}", path.display()));
-    let mut lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&path)
-        .map_err(err)?;
-    if !lock.metadata().map_err(err)?.is_file() {
-        return Err(Failure::msg(format!("{} is not a regular file", path.display())));
+    let id = map.map_id();
+    let name = lock_name(id);
+    let addr = SocketAddr::from_abstract_name(&name)
+        .map_err(|e| Failure::msg(format!("the map's reader lock @{name}: {e}")))?;
+    // A holder may exit between a bind that fails and the connection that asks who it
+    // is: then bind again.
+    for _ in 0..3 {
+        match UnixListener::bind_addr(&addr) {
+            Ok(lock) => return Ok(Reader { map, _lock: lock }),
+            Err(e) if e.kind() == ErrorKind::AddrInUse => match holder(&name) {
+                Holder::Gone => std::thread::sleep(Duration::from_millis(10)),
+                Holder::Known(who) => return Err(refused(id, &format!(" ({who})"))),
+                Holder::Unknown => return Err(refused(id, "")),
+            },
+            Err(e) => return Err(Failure::msg(format!("cannot take the map's reader lock @{name}: {e}"))),
+        }
     }
-    if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
-        let mut holder = String::new();
-        let _ = lock.read_to_string(&mut holder);
-        let holder = holder.trim();
-        let who = if holder.is_empty() { String::new() } else { format!(" (pid {holder})") };
-        return Err(Failure::msg(format!(
-            "map {} already has a reader{who}: a BPF ring buffer has one consumer position, and two readers would each miss records",
-            map.map_id()
-        )));
+    Err(refused(id, ""))
+}
+
+fn refused(id: u32, who: &str) -> Failure {
+    Failure::msg(format!(
+        "map {id} already has a reader{who}: a BPF ring buffer has one consumer position, and two readers would each miss records"
+    ))
+}
+
+/// Who holds a lock name, as a connection to it tells.
+enum Holder {
+    /// `pid P, uid U`, as this process's namespaces number them.
+    Known(String),
+    /// The name is no longer bound.
+    Gone,
+    /// Bound, but who holds it cannot be told.
+    Unknown,
+}
+
+/// Connects to the lock name and reads the listener's credentials (recorded by the
+/// kernel when it started listening). The connection is non-blocking: a holder never
+/// accepts, so the connections of refused readers stay queued on it until it exits,
+/// and once its queue is full a blocking connect would wait for that.
+fn holder(name: &str) -> Holder {
+    let Ok(addr) = SocketAddrUnix::new_abstract_name(name.as_bytes()) else { return Holder::Unknown };
+    let Ok(sock) = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    ) else {
+        return Holder::Unknown;
+    };
+    match rustix::net::connect(&sock, &addr) {
+        Ok(()) => {}
+        // Not bound any more (or bound by a socket that does not listen).
+        Err(rustix::io::Errno::CONNREFUSED) => return Holder::Gone,
+        Err(_) => return Holder::Unknown,
     }
-    let _ = lock.set_len(0).and_then(|()| lock.rewind()).and_then(|()| write!(lock, "{}", std::process::id()));
-    Ok(Reader { map, _lock: lock })
+    // SO_PEERCRED gives pid 0 for a process outside this one's pid namespace, and
+    // rustix's `UCred` holds the pid as a non-zero `Pid`: it is asked only where every
+    // process is visible, in the initial pid namespace.
+    if !in_initial_pid_namespace() {
+        return Holder::Unknown;
+    }
+    match rustix::net::sockopt::socket_peercred(&sock) {
+        Ok(c) => Holder::Known(format!("pid {}, uid {}", c.pid.as_raw_nonzero(), c.uid.as_raw())),
+        Err(_) => Holder::Unknown,
+    }
+}
+
+/// Whether this process is in the initial pid namespace, whose inode number is fixed
+/// (`PROC_PID_INIT_INO` of the kernel's `proc_ns.h`).
+fn in_initial_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns.as_os_str() == "pid:[4026531836]")
 }
 
 /// Consumes and prints records until `limit` were printed, `idle` passed without one,
@@ -91,26 +130,25 @@ pub fn take(map: BpfRingBuf) -> Result<Reader, Failure> {
 /// stdout before the next is read. Returns how many were printed.
 pub fn drain(r: &mut Reader, limit: Option<u64>, idle: Option<Duration>, format: Format) -> Result<u64, Failure> {
     cleanup::stop_gracefully();
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    // Line by line, straight to stdout: a consume call hands the space of what it read
+    // back to the kernel when it returns, so each record is written before the next is
+    // read (a write error loses only the record being written, and says so).
+    let mut out = std::io::stdout().lock();
     let mut left = limit.unwrap_or(u64::MAX);
     let mut last = Instant::now();
     let mut printed = 0;
     while left > 0 {
         if let Some(signal) = cleanup::stop_requested() {
-            out.flush().map_err(stdout_err)?;
             return Err(Failure::Interrupted(signal));
         }
         let max = usize::try_from(left).unwrap_or(usize::MAX);
         let n = r
             .map
-            .consume_at(max, |pos, payload| {
-                write_record(&mut out, format, &Record { pos, pid: 0, payload }).map_err(stdout_err)
-            })
+            .consume_at(max, |pos, payload| write_record(&mut out, format, &Record { pos, pid: 0, payload }))
             .map_err(|e| match e {
-                ringtrace::ConsumeError::Callback(f) => f,
-                e => Failure::msg(format!("reading the map: {e}")),
-            })? as u64;
-        out.flush().map_err(stdout_err)?;
+            ringtrace::ConsumeError::Callback(e) => crate::output::lost_one(e),
+            e => Failure::msg(format!("reading the map: {e}")),
+        })? as u64;
         (left, printed) = (left - n.min(left), printed + n);
         if n > 0 {
             last = Instant::now();

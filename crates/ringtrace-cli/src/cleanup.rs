@@ -118,11 +118,13 @@ pub fn remove_on_signal(path: &Path) -> Registered {
     Registered(id)
 }
 
-/// Sends SIGTERM to the process `pid` if the command is interrupted while the guard
-/// lives.
-#[must_use = "the child is unregistered when the guard is dropped"]
-pub fn kill_on_signal(pid: u32) -> Registered {
+/// Starts `cmd`, and sends SIGTERM to it if the command is interrupted while the guard
+/// lives. The start and the registration happen under the lock the cleanup takes, so a
+/// signal between them cannot leave the child running.
+pub fn spawn_killed_on_signal(cmd: &mut std::process::Command) -> std::io::Result<(std::process::Child, Registered)> {
+    let mut r = registry();
+    let child = cmd.spawn()?;
     let id = next_id();
-    registry().children.push((id, pid));
-    Registered(id)
+    r.children.push((id, child.id()));
+    Ok((child, Registered(id)))
 }

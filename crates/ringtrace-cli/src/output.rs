@@ -44,6 +44,15 @@ pub fn stdout_err(e: io::Error) -> Failure {
     }
 }
 
+/// A write error on stdout inside a consume call, which counts the record it was
+/// writing as consumed (libbpf's rule for a callback that fails): the message says so.
+pub fn lost_one(e: io::Error) -> Failure {
+    match stdout_err(e) {
+        Failure::Message(m) => Failure::msg(format!("{m} (the record being written is consumed and lost)")),
+        f => f,
+    }
+}
+
 /// Runs `write` on stdout, or on `output`: a regular file is written under a temporary
 /// name and renamed into place once whole (see [`crate::destination`]); a device or
 /// FIFO is written in place.

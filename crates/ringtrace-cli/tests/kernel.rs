@@ -5,6 +5,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use ringtrace_fixtures::{bpf_skip_reason, create_array_map, expected_payload, Bp
 
 mod common;
 
-use common::{code, fails, run, spawn, temp, Guard, BIN};
+use common::{code, fails, run, spawn, temp, Guard, Output, BIN, DEADLINE};
 
 /// Data bytes of the maps under test.
 const SIZE: u32 = 1 << 16;
@@ -232,32 +234,170 @@ fn a_second_reader_of_a_map_is_refused() {
     let (mut first, out, err) = spawn(&["tail", "-f", &src, "--format", "hex"]);
     // The first reader holds the map once it has printed a record.
     prog.run(1).unwrap();
-    let start = Instant::now();
-    while std::fs::read_to_string(&out).unwrap().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", std::fs::read_to_string(&err));
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_output(&out, &hex_lines([0], 8), &err);
     for cmd in ["tail", "consume"] {
         let o = run(&[cmd, "-n", "1", &src]);
         assert_eq!(o.code, 1, "{cmd}: {}", o.stderr);
-        assert!(
-            o.stderr.contains("already has a reader") && o.stderr.contains(&first.0.id().to_string()),
-            "{}",
-            o.stderr
-        );
+        assert!(o.stderr.contains(&format!("already has a reader (pid {}, uid 0)", first.0.id())), "{}", o.stderr);
     }
     // Every record goes to the one reader.
     prog.run(9).unwrap();
-    let start = Instant::now();
-    while std::fs::read_to_string(&out).unwrap() != hex_lines(0..10, 8) {
-        assert!(start.elapsed() < Duration::from_secs(10), "{}", std::fs::read_to_string(&out).unwrap());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    first.0.kill().unwrap();
-    first.0.wait().unwrap();
+    wait_for_output(&out, &hex_lines(0..10, 8), &err);
+    // SIGINT, not SIGKILL: a reader that stops gracefully hands back the space of
+    // every record it printed (a killed one may keep the last one's, printed again by
+    // the next reader).
+    assert_eq!(interrupt(&mut first, "tail -f"), 130);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), hex_lines(0..10, 8));
     // Its lock went with it: the next reader is let in.
     prog.run(2).unwrap();
     assert_eq!(ok(&["consume", "-n", "2", "--format", "hex", &src]), hex_lines(10..12, 8));
+}
+
+/// Waits (at most 10 s) until the file at `out` holds `expected`.
+fn wait_for_output(out: &Path, expected: &str, err: &Path) {
+    let start = Instant::now();
+    loop {
+        let got = std::fs::read_to_string(out).unwrap();
+        if got == expected {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "stdout {got:?}, not {expected:?}; stderr {:?}",
+            std::fs::read_to_string(err)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Stops a running reader with SIGINT and returns its exit code.
+fn interrupt(child: &mut Guard, what: &str) -> i32 {
+    let pid = rustix::process::Pid::from_child(&child.0);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    code(child.wait(DEADLINE, what), what)
+}
+
+/// The uid and gid of the other user of [`Nobody`].
+const NOBODY: u32 = 65534;
+
+/// Runs `ringtrace` as uid and gid 65534, with no groups and `CAP_SYS_ADMIN`, which
+/// opening a BPF map by id needs (`setpriv`; ambient, so kept across its exec): another
+/// user than the test's root, who may read the same maps.
+struct Nobody {
+    /// A copy of the binary in a directory of mode 0755: the build's own may lie
+    /// under a directory that uid 65534 cannot search.
+    dir: PathBuf,
+}
+
+impl Nobody {
+    /// Can the test run `ringtrace` as another user? `Err`: why not (then it skips).
+    fn new(map_src: &str) -> Result<Nobody, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("not root: cannot run a reader as another user".into());
+        }
+        match Command::new("setpriv").arg("--version").output() {
+            Ok(o) if o.status.success() => {}
+            _ => return Err("no setpriv (util-linux) to run a reader as another user".into()),
+        }
+        let dir = std::env::temp_dir().join(format!("ringtrace-kernel-test-{}", std::process::id()));
+        let nobody = Nobody { dir };
+        std::fs::DirBuilder::new().mode(0o755).create(&nobody.dir).map_err(|e| e.to_string())?;
+        std::fs::copy(BIN, nobody.bin()).map_err(|e| format!("copying {BIN}: {e}"))?;
+        std::fs::set_permissions(nobody.bin(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        // The map opens (stat takes no reader lock).
+        let o = nobody.run(&["stat", map_src]);
+        if o.code != 0 {
+            return Err(format!("`ringtrace stat {map_src}` as uid {NOBODY} failed: {}", o.stderr.trim()));
+        }
+        Ok(nobody)
+    }
+
+    fn bin(&self) -> PathBuf {
+        self.dir.join("ringtrace")
+    }
+
+    /// Starts the binary as uid 65534, stdout and stderr going to files.
+    fn spawn(&self, args: &[&str]) -> (Guard, PathBuf, PathBuf) {
+        let out = temp("stdout");
+        let err = temp("stderr");
+        let ids = NOBODY.to_string();
+        let caps = "+sys_admin";
+        let child = Command::new("setpriv")
+            .args([&format!("--reuid={ids}"), &format!("--regid={ids}"), "--clear-groups"])
+            .args([&format!("--inh-caps={caps}"), &format!("--ambient-caps={caps}")])
+            .arg(self.bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        (Guard(child), out, err)
+    }
+
+    /// Runs the binary as uid 65534 to completion (at most `DEADLINE`).
+    fn run(&self, args: &[&str]) -> Output {
+        let (mut child, out, err) = self.spawn(args);
+        let what = args.join(" ");
+        let code = code(child.wait(DEADLINE, &what), &what);
+        Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
+    }
+}
+
+impl Drop for Nobody {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_reader_of_another_user_is_refused() {
+    let test = "a_reader_of_another_user_is_refused";
+    let Some(_fs) = setup(test) else { return };
+    let (map, prog) = ring(8);
+    let src = format!("bpf-id:{}", map.id().unwrap());
+    let nobody = match Nobody::new(&src) {
+        Ok(n) => n,
+        Err(reason) => {
+            eprintln!("{test}: skipped: {reason}");
+            return;
+        }
+    };
+    // A map id is the same for every user, and so is its reader lock. Refused readers
+    // give up within 2 s if they are let in (and then take no record).
+    let refused = |o: Output, holder: &Guard, uid: u32, what: &str| {
+        assert_eq!((o.code, o.stdout.as_str()), (1, ""), "{what}: {}", o.stderr);
+        let who = format!("map {} already has a reader (pid {}, uid {uid})", map.id().unwrap(), holder.0.id());
+        assert!(o.stderr.contains(&who), "{what}: {:?} does not say {who:?}", o.stderr);
+    };
+
+    // Root reads; uid 65534 is refused.
+    let (mut first, out, err) = spawn(&["tail", "-f", &src, "--format", "hex"]);
+    prog.run(1).unwrap();
+    wait_for_output(&out, &hex_lines([0], 8), &err);
+    for cmd in ["tail", "consume"] {
+        let o = nobody.run(&[cmd, "-n", "1", "--timeout", "2s", "--format", "hex", &src]);
+        refused(o, &first, 0, &format!("{cmd} as uid {NOBODY}"));
+    }
+    prog.run(2).unwrap();
+    wait_for_output(&out, &hex_lines(0..3, 8), &err);
+    assert_eq!(interrupt(&mut first, "tail -f"), 130);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), hex_lines(0..3, 8));
+
+    // Uid 65534 reads; root is refused.
+    let (mut other, out, err) = nobody.spawn(&["tail", "-f", &src, "--format", "hex"]);
+    prog.run(1).unwrap();
+    wait_for_output(&out, &hex_lines([3], 8), &err);
+    for cmd in ["tail", "consume"] {
+        let o = run(&[cmd, "-n", "1", "--timeout", "2s", "--format", "hex", &src]);
+        refused(o, &other, NOBODY, &format!("{cmd} as root"));
+    }
+    assert_eq!(interrupt(&mut other, "tail -f as uid 65534"), 130);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), hex_lines([3], 8));
+
+    // No reader holds the map now: the next one is let in.
+    prog.run(1).unwrap();
+    assert_eq!(ok(&["consume", "-n", "1", "--format", "hex", &src]), hex_lines([4], 8));
 }
 
 #[test]
@@ -271,4 +411,26 @@ fn tail_of_an_empty_map_gives_up_at_its_timeout() {
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(10), "{cmd}: {took:?}");
     }
+}
+
+#[test]
+fn a_reader_whose_output_fails_loses_only_the_record_being_written() {
+    let Some(fs) = setup("a_reader_whose_output_fails_loses_only_the_record_being_written") else { return };
+    let (map, prog) = ring(8);
+    let pin = fs.path("events");
+    map.pin(&pin).unwrap();
+    let src = format!("bpf-pin:{}", pin.display());
+    prog.run(8).unwrap();
+    // stdout on the full device: the first line fails with ENOSPC.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let o = std::process::Command::new(BIN)
+        .args(["consume", &src, "--format", "hex", "--timeout", "300ms"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the record being written is consumed and lost"), "{err}");
+    // The kernel got back the first record's space only: the other seven are there.
+    assert_eq!(ok(&["tail", &src, "--format", "hex", "--timeout", "1s"]), hex_lines(1..8, 8));
 }

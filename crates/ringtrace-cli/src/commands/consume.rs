@@ -167,7 +167,7 @@ fn discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> 
             // Written through (the buffer is empty): the record is consumed once printed.
             let k =
                 c.consume_n(1, |rec: &[u8]| write_payload(out.get_mut(), opts.format, rec)).map_err(|e| match e {
-                    ringtrace::ConsumeError::Callback(e) => lost_one(e),
+                    ringtrace::ConsumeError::Callback(e) => crate::output::lost_one(e),
                     e => Failure::msg(format!("reading the ring: {e}")),
                 })?;
             stop.printed(k as u64);
@@ -203,7 +203,7 @@ fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure
         let gone = c.is_disconnected();
         let n = match c.consume_n(stop.max(), |rec: &[u8]| write_payload(&mut out, opts.format, rec)) {
             Ok(n) => n,
-            Err(ringtrace::ConsumeError::Callback(e)) => break Err(lost_one(e)),
+            Err(ringtrace::ConsumeError::Callback(e)) => break Err(crate::output::lost_one(e)),
             Err(e) => break Err(Failure::msg(format!("reading the ring: {e}"))),
         };
         stop.printed(n as u64);
@@ -226,15 +226,6 @@ fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure
         warn(&format!("{missed} records were overwritten by the producers before they could be read"));
     }
     result
-}
-
-/// A write error on stdout inside a consume call, which counts the record it was
-/// writing as consumed (libbpf's rule for a callback that fails): the message says so.
-pub(crate) fn lost_one(e: io::Error) -> Failure {
-    match stdout_err(e) {
-        Failure::Message(m) => Failure::msg(format!("{m} (the record being written is consumed and lost)")),
-        f => f,
-    }
 }
 
 /// One consumed record as a line: text and hex as `tail` prints them; JSON as

@@ -149,15 +149,11 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
     let mut children = Vec::new();
     let mut guards = Vec::new();
     for id in 0..producers {
-        let child = Command::new(&exe)
-            .arg(PRODUCER_ARG)
-            .arg(path)
-            .arg(id.to_string())
-            .arg(millis.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
+        let mut cmd = Command::new(&exe);
+        cmd.arg(PRODUCER_ARG).arg(path).arg(id.to_string()).arg(millis.to_string()).stdout(Stdio::piped());
+        let (child, guard) = cleanup::spawn_killed_on_signal(&mut cmd)
             .map_err(|e| Failure::msg(format!("starting producer {id}: {e}")))?;
-        guards.push(cleanup::kill_on_signal(child.id()));
+        guards.push(guard);
         children.push(child);
     }
     let pids: Vec<u32> = children.iter().map(Child::id).collect();
