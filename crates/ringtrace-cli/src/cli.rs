@@ -111,6 +111,10 @@ pub enum Command {
         /// The same as --format json.
         #[arg(long, hide = true)]
         json: bool,
+        /// Attach to a ring file of another user, or one its group may write (refused
+        /// otherwise: its owner could kill this command with SIGBUS by truncating it).
+        #[arg(long)]
+        any_owner: bool,
     },
     /// Print every record a source holds, oldest first, without consuming any.
     ///
@@ -221,6 +225,10 @@ pub enum Command {
         /// counts as refused.
         #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, require_equals = true, default_missing_value = "forever", value_parser = parse_wait)]
         wait: Option<Wait>,
+        /// Attach to a ring file of another user, or one its group may write (refused
+        /// otherwise: its owner could kill this command with SIGBUS by truncating it).
+        #[arg(long)]
+        any_owner: bool,
     },
     /// The flight recorder demo: producer processes, an overwrite ring, a live display.
     ///

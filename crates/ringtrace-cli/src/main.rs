@@ -80,9 +80,9 @@ fn run(command: Command) -> Result<(), Failure> {
             let format = if json { records::Format::Json } else { format };
             on(&source, &|s| tail::run(s, count, follow, format, timeout))
         }
-        Command::Consume { source, count, follow, timeout, format, json } => {
-            let opts =
-                consume::Options { count, follow, timeout, format: if json { records::Format::Json } else { format } };
+        Command::Consume { source, count, follow, timeout, format, json, any_owner } => {
+            let format = if json { records::Format::Json } else { format };
+            let opts = consume::Options { count, follow, timeout, format, owners: owners(any_owner) };
             on(&source, &|s| consume::run(&source, s, &opts))
         }
         Command::Snapshot { source, reverse, format, json, output } => {
@@ -102,8 +102,8 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
         }
-        Command::Write { path, inputs, whole, drop, wait } => {
-            let opts = write::Options { inputs, whole, drop, wait };
+        Command::Write { path, inputs, whole, drop, wait, any_owner } => {
+            let opts = write::Options { inputs, whole, drop, wait, owners: owners(any_owner) };
             on(&path, &|s| write::run(&path, s, &opts))
         }
         Command::Demo { path, file, seconds, processes, capacity } => {
@@ -111,6 +111,15 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
+    }
+}
+
+/// Whose ring files `write` and `consume` attach to.
+fn owners(any: bool) -> ringtrace::Owners {
+    if any {
+        ringtrace::Owners::Any
+    } else {
+        ringtrace::Owners::Mine
     }
 }
 

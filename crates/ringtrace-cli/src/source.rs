@@ -202,6 +202,24 @@ fn open_channel(path: &Path) -> Result<ChannelFile<File>, Failure> {
     })
 }
 
+/// The ring file at `path` opened read-write to attach to: the very file that was
+/// inspected as `inspected` (a name pointed at another file since is refused).
+pub fn reopen(path: &Path, inspected: &File) -> Result<std::os::fd::OwnedFd, Failure> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let err = |e: std::io::Error| Failure::msg(format!("cannot open the ring: {e}"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(err)?;
+    let (a, b) = (inspected.metadata().map_err(err)?, file.metadata().map_err(err)?);
+    if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
+        return Err(Failure::msg(format!("{} was replaced by another file while it was opened", path.display())));
+    }
+    Ok(file.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

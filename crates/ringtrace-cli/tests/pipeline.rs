@@ -272,3 +272,30 @@ fn a_signal_the_caller_ignores_stays_ignored() {
     assert!(Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap().success());
     assert_eq!(consumer.wait(Duration::from_secs(20), "consume").code(), Some(130));
 }
+
+#[test]
+fn write_and_consume_attach_to_another_users_ring_only_when_asked() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: only root can give a ring file to another user (chown)");
+        return;
+    }
+    let path = temp("theirs.ring");
+    let p = path.to_str().unwrap();
+    assert_eq!(run(&["create", p, "--capacity", "64k"]).code, 0);
+    // Its owner could truncate it under this command's mapping (SIGBUS).
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let mut writer = Command::new(BIN).args(["write", p]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    writer.stdin.take().unwrap().write_all(b"refused\n").unwrap();
+    let o = writer.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("belongs to another user"), "{o:?}");
+    let o = run(&["consume", p, "--timeout", "100ms"]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("belongs to another user"), "{}", o.stderr);
+    // Asked for: it is shared on purpose.
+    let mut writer = Command::new(BIN).args(["write", p, "--any-owner"]).stdin(Stdio::piped()).spawn().unwrap();
+    writer.stdin.take().unwrap().write_all(b"shared on purpose\n").unwrap();
+    assert!(writer.wait().unwrap().success());
+    let o = run(&["consume", p, "--any-owner"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "shared on purpose\n"), "{}", o.stderr);
+}

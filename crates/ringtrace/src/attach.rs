@@ -30,6 +30,25 @@ pub enum Access {
     Consumer,
 }
 
+/// Whose ring files a process attaches to.
+///
+/// A process that maps a file shares its fate with whoever can change the file: the
+/// file's owner (or anyone who may write it) can truncate it under the mapping, and
+/// the next access dies of SIGBUS; or rewrite the ring's positions and records at
+/// will (which attaching and reading check as untrusted input, but cannot prevent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Owners {
+    /// Only files of this process's user (its effective uid) that no other user may
+    /// write (no group or other write bit): the default, and what
+    /// [`Builder::create`](crate::Builder::create) makes (mode 0600).
+    #[default]
+    Mine,
+    /// Also files of other users, and files their group may write: for rings shared
+    /// between users on purpose. Such a user can kill this process with SIGBUS by
+    /// truncating the file. Files every user may write are refused still.
+    Any,
+}
+
 /// Positioned reads of a descriptor, for [`inspect`](crate::inspect)'s header check.
 struct FdSource<'a>(BorrowedFd<'a>);
 
@@ -48,8 +67,9 @@ impl Source for FdSource<'_> {
 /// file; at that offset, a header of this layout version ([`inspect`](crate::inspect)
 /// parses and checks it, as for any untrusted file, through an [`At`] window, so its
 /// size checks cover `offset` too), describing a ring this machine can map and no
-/// longer than the rest of the file. The kind and mode are checked by the caller.
-pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64) -> Result<Header, Error> {
+/// longer than the rest of the file. A named file must also be of `owners`. The kind
+/// and mode are checked by the caller.
+pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64, owners: Owners) -> Result<Header, Error> {
     let st = fstat(fd).map_err(Error::io("fstat of the ring file"))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Error::invalid("not a regular file"));
@@ -68,6 +88,20 @@ pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64) -> Result<Header, E
              corrupt the ring; ring files are created with mode 600",
             st.st_mode & 0o7777
         )));
+    } else if owners == Owners::Mine {
+        let me = rustix::process::geteuid().as_raw();
+        if st.st_uid != me {
+            return Err(Error::invalid(format!(
+                "the file belongs to another user (uid {}, this process runs as uid {me}): its owner could                  truncate it under the mapping (SIGBUS) or rewrite it; attach with Owners::Any to share a ring                  between users on purpose",
+                st.st_uid
+            )));
+        }
+        if st.st_mode & 0o020 != 0 {
+            return Err(Error::invalid(format!(
+                "the file is writable by its group (mode {:o}): another user could truncate it under the                  mapping (SIGBUS); attach with Owners::Any to share a ring within a group on purpose",
+                st.st_mode & 0o7777
+            )));
+        }
     }
     check_offset(offset, u64::try_from(st.st_size).unwrap_or(0))?;
     let file = RingFile::from_source(At::new(FdSource(fd), offset)).map_err(|e| Error::invalid(e.to_string()))?;

@@ -2,7 +2,7 @@
 
 #![cfg(not(loom))]
 
-pub use crate::attach::Access;
+pub use crate::attach::{Access, Owners};
 pub use crate::channel::{Channel, ChannelReader};
 pub use crate::config::Wakeup;
 pub use crate::consumer::Consumer;

@@ -20,10 +20,13 @@
 //!   those seals is refused, so no process can make another die of `SIGBUS`.
 //!   **A named file cannot be sealed**: if a process with write access truncates it,
 //!   every process that has it mapped gets `SIGBUS` at its next access past the new
-//!   end (as with any mapped file). Keep ring files private to their user (the 0600
-//!   default; files writable by every user are refused) or use a memfd. The `ringtrace`
-//!   command never maps a ring file (it reads it with `pread`), so a truncated file is an
-//!   error message there, not a signal.
+//!   end (as with any mapped file). So attaching takes only files of this process's
+//!   user that no other user may write (the 0600 default; [`Owners::Mine`]): a file of
+//!   another user, or one its group may write, is refused unless the caller opts in
+//!   with [`Owners::Any`] ([`RingBuf::from_fd_owned_by`], [`Channel::open_owned_by`](crate::channel::Channel::open_owned_by)),
+//!   and a file every user may write is always refused. Or use a memfd. The `ringtrace`
+//!   command's readers (`stat`, `tail`, `snapshot`) never map a ring file (they read it
+//!   with `pread`), so a truncated file is an error message there, not a signal.
 //!
 //! # Crash safety
 //!
@@ -42,7 +45,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use crate::attach::{check_file_at, check_positions, dup, Access};
+use crate::attach::{check_file_at, check_positions, dup, Access, Owners};
 use crate::config::{Mode, ProducerKind};
 use crate::error::Error;
 use crate::protocol::core::Core;
@@ -109,9 +112,30 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     }
 
     /// Attaches to the ring in `fd` (a ring file or a memfd made by
-    /// [`Builder::build_shared`]).
+    /// [`Builder::build_shared`]). A named file must be this user's and writable by
+    /// no other ([`Owners::Mine`]); a memfd must be sealed against shrinking.
     pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Self, Error> {
-        Self::attach(fd, 0, access)
+        Self::attach(fd, 0, access, Owners::Mine)
+    }
+
+    /// [`from_fd`](Self::from_fd), attaching also to files of other users when
+    /// `owners` is [`Owners::Any`] (read its risks there).
+    ///
+    /// ```
+    /// use ringtrace::{Access, MpscRing, Owners};
+    ///
+    /// # let dir = std::env::temp_dir().join(format!("ringtrace-doc-owners-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let path = dir.join("shared.ring");
+    /// # let _ring = MpscRing::builder(4096).create(&path)?;
+    /// let file = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
+    /// let ring = MpscRing::from_fd_owned_by(file.into(), Access::Full, Owners::Any)?;
+    /// # drop(ring);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_fd_owned_by(fd: OwnedFd, access: Access, owners: Owners) -> Result<Self, Error> {
+        Self::attach(fd, 0, access, owners)
     }
 
     /// Attaches to the ring image at `offset` of `fd` (a file holding several rings,
@@ -119,13 +143,13 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// of the whole file (seals, permissions) and of the image (header, kind and mode,
     /// size, positions). `offset` must be page-aligned and the image inside the file;
     /// other bytes may follow it. The ring's mapping holds its own duplicate of `fd`.
-    pub(crate) fn open_at(fd: BorrowedFd<'_>, offset: u64, access: Access) -> Result<Self, Error> {
-        Self::attach(dup(fd)?, offset, access)
+    pub(crate) fn open_at(fd: BorrowedFd<'_>, offset: u64, access: Access, owners: Owners) -> Result<Self, Error> {
+        Self::attach(dup(fd)?, offset, access, owners)
     }
 
     /// [`open_at`](Self::open_at) with a descriptor of its own, which the mapping keeps.
-    fn attach(fd: OwnedFd, offset: u64, access: Access) -> Result<Self, Error> {
-        let meta = check_file_at(fd.as_fd(), offset)?;
+    fn attach(fd: OwnedFd, offset: u64, access: Access, owners: Owners) -> Result<Self, Error> {
+        let meta = check_file_at(fd.as_fd(), offset, owners)?;
         if meta.kind.code() != K::CODE || meta.mode.code() != M::CODE {
             let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
             return Err(Error::invalid(format!(

@@ -1,5 +1,5 @@
-//! Ring files shared between processes that are truncated, foreign, corrupt or
-//! world-writable, and creators racing for one path.
+//! Ring files shared between processes that are truncated, foreign, corrupt,
+//! world-writable or another user's, and creators racing for one path.
 //!
 //! Children are this test binary run again with `RINGTRACE_CHILD` set (`common/shm.rs`).
 #![cfg(not(loom))]
@@ -9,7 +9,7 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 
 use common::shm::*;
-use ringtrace::{Error, FlightRecorder, MpscRing, Wakeup};
+use ringtrace::{Access, Error, FlightRecorder, MpscRing, Owners, Wakeup};
 
 /// The child side. Does nothing in a normal test run.
 #[test]
@@ -137,5 +137,37 @@ fn creators_racing_for_one_path_one_wins() {
     MpscRing::builder(4096).create(&path).unwrap();
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_ring_file_of_another_user_is_attached_only_when_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = temp_path("owner");
+    drop(MpscRing::builder(64 * 1024).create(&path).unwrap());
+    let open_any = || {
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        MpscRing::from_fd_owned_by(f.into(), Access::Full, Owners::Any)
+    };
+    // Group-writable: another user could truncate it under the mapping.
+    std::fs::set_permissions(&path, PermissionsExt::from_mode(0o660)).unwrap();
+    let err = MpscRing::open(&path).unwrap_err();
+    assert!(err.to_string().contains("writable by its group"), "{err}");
+    open_any().expect("Owners::Any takes a group-shared ring");
+    // Every user may write it: refused whatever the caller asks.
+    std::fs::set_permissions(&path, PermissionsExt::from_mode(0o666)).unwrap();
+    assert!(open_any().unwrap_err().to_string().contains("writable by every user"));
+    std::fs::set_permissions(&path, PermissionsExt::from_mode(0o600)).unwrap();
+    MpscRing::open(&path).expect("this user's private ring");
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped the other-owner half: only root can give a file away (chown)");
+        return;
+    }
+    // Another user's file (nobody's): its owner could truncate it under root's mapping.
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let err = MpscRing::open(&path).unwrap_err();
+    assert!(err.to_string().contains("belongs to another user (uid 65534"), "{err}");
+    let mut p = open_any().expect("Owners::Any takes another user's ring").producer().unwrap();
+    p.output(b"shared on purpose", Wakeup::Default).unwrap();
     std::fs::remove_file(&path).unwrap();
 }

@@ -11,6 +11,7 @@
 //!   record is read. A write error loses the one record being written, and says so.
 
 use std::io::{self, BufWriter, Write};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,8 @@ pub struct Options {
     /// Stop after this long without a record.
     pub timeout: Option<Duration>,
     pub format: Format,
+    /// Whose ring files to attach to.
+    pub owners: ringtrace::Owners,
 }
 
 /// The longest sleep between looks for a stop signal.
@@ -56,13 +59,14 @@ pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
         }
     };
     let (kind, mode) = (file.header().kind, file.header().mode);
+    let fd = crate::source::reopen(path, file.source())?;
     drop(file);
     cleanup::stop_gracefully();
     match (kind, mode) {
-        (RingKind::Mpsc, RingMode::Discard) => discard::<Mpsc>(path, opts),
-        (RingKind::Spsc, RingMode::Discard) => discard::<Spsc>(path, opts),
-        (RingKind::Mpsc, RingMode::Overwrite) => overwrite::<Mpsc>(path, opts),
-        (RingKind::Spsc, RingMode::Overwrite) => overwrite::<Spsc>(path, opts),
+        (RingKind::Mpsc, RingMode::Discard) => discard::<Mpsc>(fd, opts),
+        (RingKind::Spsc, RingMode::Discard) => discard::<Spsc>(fd, opts),
+        (RingKind::Mpsc, RingMode::Overwrite) => overwrite::<Mpsc>(fd, opts),
+        (RingKind::Spsc, RingMode::Overwrite) => overwrite::<Spsc>(fd, opts),
     }
 }
 
@@ -118,8 +122,8 @@ impl<'a> Stop<'a> {
     }
 }
 
-fn discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> {
-    let ring = RingBuf::<K, Discard>::open_with(path, Access::Full)
+fn discard<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> {
+    let ring = RingBuf::<K, Discard>::from_fd_owned_by(fd, Access::Full, opts.owners)
         .map_err(|e| Failure::msg(format!("cannot open the ring: {e}")))?;
     let mut c = ring.consumer().map_err(attach_err)?;
     let mut out = BufWriter::new(io::stdout().lock());
@@ -186,8 +190,8 @@ fn discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> 
     out.flush().map_err(stdout_err)
 }
 
-fn overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<(), Failure> {
-    let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Full)
+fn overwrite<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> {
+    let ring = RingBuf::<K, Overwrite>::from_fd_owned_by(fd, Access::Full, opts.owners)
         .map_err(|e| Failure::msg(format!("cannot open the ring: {e}")))?;
     let mut c = ring.consumer().map_err(attach_err)?;
     // Line by line, straight to stdout: a consume call hands back what it read when it

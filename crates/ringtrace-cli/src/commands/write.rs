@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,8 @@ pub struct Options {
     pub drop: bool,
     /// Wait for room (`--wait`).
     pub wait: Option<Wait>,
+    /// Whose ring files to attach to.
+    pub owners: ringtrace::Owners,
 }
 
 /// What happened to the records.
@@ -50,12 +53,13 @@ pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
     };
     // The file decides the ring's kind and mode, and so the type to open it with.
     let (kind, mode) = (file.header().kind, file.header().mode);
+    let fd = crate::source::reopen(path, file.source())?;
     drop(file);
     let counts = match (kind, mode) {
-        (RingKind::Mpsc, RingMode::Discard) => write_discard::<Mpsc>(path, opts)?,
-        (RingKind::Mpsc, RingMode::Overwrite) => write_overwrite::<Mpsc>(path, opts)?,
-        (RingKind::Spsc, RingMode::Discard) => write_discard::<Spsc>(path, opts)?,
-        (RingKind::Spsc, RingMode::Overwrite) => write_overwrite::<Spsc>(path, opts)?,
+        (RingKind::Mpsc, RingMode::Discard) => write_discard::<Mpsc>(fd, opts)?,
+        (RingKind::Mpsc, RingMode::Overwrite) => write_overwrite::<Mpsc>(fd, opts)?,
+        (RingKind::Spsc, RingMode::Discard) => write_discard::<Spsc>(fd, opts)?,
+        (RingKind::Spsc, RingMode::Overwrite) => write_overwrite::<Spsc>(fd, opts)?,
     };
     let refused = counts.no_room + counts.too_large + counts.timed_out + counts.no_consumer;
     let mut report = format!("{}: wrote {} record(s) ({} bytes)", path.display(), counts.written, counts.bytes);
@@ -91,8 +95,9 @@ fn err(what: &'static str) -> impl FnOnce(ringtrace::Error) -> Failure {
 
 // `Producer::output` is a method of each mode's producer, not of a trait: one function
 // per mode, generic over the producer kind.
-fn write_discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
-    let ring = RingBuf::<K, Discard>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+fn write_discard<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<Counts, Failure> {
+    let ring =
+        RingBuf::<K, Discard>::from_fd_owned_by(fd, Access::Full, opts.owners).map_err(err("cannot open the ring"))?;
     let max = ring.max_record_len();
     let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
     match opts.wait {
@@ -107,8 +112,9 @@ fn write_discard<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts,
     }
 }
 
-fn write_overwrite<K: ProducerKind>(path: &Path, opts: &Options) -> Result<Counts, Failure> {
-    let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Full).map_err(err("cannot open the ring"))?;
+fn write_overwrite<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<Counts, Failure> {
+    let ring = RingBuf::<K, Overwrite>::from_fd_owned_by(fd, Access::Full, opts.owners)
+        .map_err(err("cannot open the ring"))?;
     let max = ring.max_record_len();
     let mut producer = ring.producer().map_err(err("cannot attach as a producer"))?;
     feed(opts, max, |record| {

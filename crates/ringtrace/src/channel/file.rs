@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::handle::{Builder, Channel};
 use super::inner::{realtime_ns, ring_builder, short, Inner};
 use super::lane::Lane;
-use crate::attach::{image_len, Access};
+use crate::attach::{image_len, Access, Owners};
 use crate::clock::Clock;
 use crate::config::Mode;
 use crate::config::Spsc;
@@ -106,7 +106,15 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     /// [`RingBuf::open`] checks a ring file. Its mode and clock must be `M` and `C`, and
     /// a TSC clock's calibration usable here (else [`Error::NoInvariantTsc`]): every process
     /// stamps with the creator's calibration, so their timestamps compare exactly.
+    ///
+    /// The file must be this user's and writable by no other ([`Owners::Mine`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::open_owned_by(path, Owners::Mine)
+    }
+
+    /// [`open`](Self::open), attaching also to a file of another user when `owners` is
+    /// [`Owners::Any`] (read its risks there).
+    pub fn open_owned_by(path: impl AsRef<Path>, owners: Owners) -> Result<Self, Error> {
         let path = path.as_ref();
         let fd: OwnedFd = file::open_path(path)?;
         let file = File::from(fd);
@@ -136,7 +144,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
         let clock = C::from_calibration(header.calibration).ok_or(Error::NoInvariantTsc)?;
         let mut lanes = Vec::with_capacity(header.slots as usize);
         for i in 0..header.slots {
-            let r = RingBuf::<Spsc, M>::open_at(file.as_fd(), header.ring_offset(i), Access::Full)?;
+            let r = RingBuf::<Spsc, M>::open_at(file.as_fd(), header.ring_offset(i), Access::Full, owners)?;
             if r.capacity() != header.capacity {
                 return Err(Error::invalid(format!("slot {i}'s ring is not of the channel's capacity")));
             }

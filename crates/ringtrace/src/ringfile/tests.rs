@@ -101,9 +101,9 @@ fn three_rings_in_one_memfd() {
     let (mut pa, mut pb, mut pc) = (spsc.producer().unwrap(), over.producer().unwrap(), mpsc.producer().unwrap());
     let mut pc2 = pc.clone();
     // Consumers attached through the other descriptor, as another process would.
-    let ca = RingBuf::<Spsc, Discard>::open_at(other.as_fd(), a, Access::Consumer).unwrap();
-    let cb = RingBuf::<Spsc, Overwrite>::open_at(other.as_fd(), b, Access::Consumer).unwrap();
-    let cc = RingBuf::<Mpsc, Discard>::open_at(other.as_fd(), c, Access::Consumer).unwrap();
+    let ca = RingBuf::<Spsc, Discard>::open_at(other.as_fd(), a, Access::Consumer, Owners::Mine).unwrap();
+    let cb = RingBuf::<Spsc, Overwrite>::open_at(other.as_fd(), b, Access::Consumer, Owners::Mine).unwrap();
+    let cc = RingBuf::<Mpsc, Discard>::open_at(other.as_fd(), c, Access::Consumer, Owners::Mine).unwrap();
     let (mut ka, mut kb, mut kc) = (ca.consumer().unwrap(), cb.consumer().unwrap(), cc.consumer().unwrap());
     assert!(matches!(ca.producer(), Err(Error::ReadOnly { .. })), "Access::Consumer refuses producers");
 
@@ -153,10 +153,10 @@ fn rings_in_a_named_file_reopened_by_path() {
     }
     let fresh = open_path(path.to_str().unwrap());
     let opened: Vec<_> =
-        offs.iter().map(|&o| RingBuf::<Mpsc, Discard>::open_at(fresh.as_fd(), o, Access::Full)).collect();
+        offs.iter().map(|&o| RingBuf::<Mpsc, Discard>::open_at(fresh.as_fd(), o, Access::Full, Owners::Mine)).collect();
     // Unlinked, the file is one only seals could protect: attaching is refused.
     std::fs::remove_file(&path).unwrap();
-    let unlinked = RingBuf::<Mpsc, Discard>::open_at(fresh.as_fd(), offs[0], Access::Full).unwrap_err();
+    let unlinked = RingBuf::<Mpsc, Discard>::open_at(fresh.as_fd(), offs[0], Access::Full, Owners::Mine).unwrap_err();
     assert!(invalid(unlinked).contains("not sealed"));
     for (i, ring) in opened.into_iter().enumerate() {
         let got: Vec<Vec<u8>> = ring.unwrap().consumer().unwrap().iter().map(<[u8]>::to_vec).collect();
@@ -171,7 +171,7 @@ fn bad_offsets_are_invalid_ring_errors() {
     let _ring = RingBuf::<Spsc, Discard>::builder(4096).init_at(fd.as_fd(), a).unwrap();
     let _over = RingBuf::<Mpsc, Overwrite>::builder(8192).init_at(fd.as_fd(), b).unwrap();
     let new = |o| RingBuf::<Mpsc, Discard>::builder(4096).init_at(fd.as_fd(), o);
-    let open = |o| RingBuf::<Spsc, Discard>::open_at(fd.as_fd(), o, Access::Full);
+    let open = |o| RingBuf::<Spsc, Discard>::open_at(fd.as_fd(), o, Access::Full, Owners::Mine);
 
     // Not page-aligned.
     for o in [c + 8, c + 4095, 1] {
@@ -192,7 +192,7 @@ fn bad_offsets_are_invalid_ring_errors() {
     assert!(invalid(big).contains("does not fit in the file"));
     // Nothing at the offset (the header page), or a ring of another kind or mode.
     assert!(invalid(open(0).unwrap_err()).contains("not initialized"));
-    let kind = RingBuf::<Mpsc, Discard>::open_at(fd.as_fd(), a, Access::Full).unwrap_err();
+    let kind = RingBuf::<Mpsc, Discard>::open_at(fd.as_fd(), a, Access::Full, Owners::Mine).unwrap_err();
     assert!(invalid(kind).contains(&format!("holds at offset {a} an spsc discard ring, not the mpsc discard")));
     assert!(invalid(open(b).unwrap_err()).contains("an mpsc overwrite ring"));
     // A ring is never initialized over another (or over anything but zeroes).
@@ -211,12 +211,12 @@ fn whole_file_checks_apply_at_any_offset() {
     let fd = memfd_create("unsealed", MemfdFlags::CLOEXEC).unwrap();
     ftruncate(&fd, len).unwrap();
     let ring = RingBuf::<Mpsc, Discard>::builder(4096).init_at(fd.as_fd(), a).unwrap();
-    let err = RingBuf::<Mpsc, Discard>::open_at(fd.as_fd(), a, Access::Full).unwrap_err();
+    let err = RingBuf::<Mpsc, Discard>::open_at(fd.as_fd(), a, Access::Full, Owners::Mine).unwrap_err();
     assert!(invalid(err).contains("not sealed against shrinking"));
     drop(ring);
     // Not a regular file.
     let r = std::fs::File::open("/dev/null").unwrap();
-    assert!(invalid(RingBuf::<Mpsc, Discard>::open_at(r.as_fd(), a, Access::Full).unwrap_err())
+    assert!(invalid(RingBuf::<Mpsc, Discard>::open_at(r.as_fd(), a, Access::Full, Owners::Mine).unwrap_err())
         .contains("not a regular file"));
     assert!(invalid(RingBuf::<Mpsc, Discard>::builder(4096).init_at(r.as_fd(), a).unwrap_err())
         .contains("not a regular file"));
