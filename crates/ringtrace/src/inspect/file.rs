@@ -294,23 +294,65 @@ impl<S: Source> RingFile<S> {
     }
 
     /// Copies the data of positions `[from, to)` (`to - from <= capacity`, checked by
-    /// [`State`]) in one or two reads (the second when the range wraps around the end of
+    /// [`State`]) in one or two ranges (the second when the range wraps around the end of
     /// the data area).
+    ///
+    /// Memory follows what the file holds, not what its header declares: the copy is
+    /// zeroed memory the allocator maps lazily (`vec![0; n]` asks for zeroed pages),
+    /// and only the pages that hold a byte other than zero are written, so a sparse file
+    /// declaring a ring of 4 GiB over a few pages of data takes a few pages of memory.
+    /// Its holes are not even read (`Source::next_data`).
     fn read_data(&self, from: u64, to: u64) -> Result<Vec<u8>, FormatError> {
         let cap = self.header.capacity;
         let len = to.saturating_sub(from).min(cap);
-        let mut bytes = Vec::new();
         let n = usize::try_from(len).map_err(|_| FormatError::OutOfMemory(len))?;
-        bytes.try_reserve_exact(n).map_err(|_| FormatError::OutOfMemory(len))?;
-        bytes.resize(n, 0);
+        // A fallible look first: `vec!` aborts the process where memory is refused.
+        Vec::<u8>::new().try_reserve_exact(n).map_err(|_| FormatError::OutOfMemory(len))?;
+        let mut bytes = vec![0u8; n];
         let first_at = from & (cap - 1);
         let first_len = (cap - first_at).min(len) as usize;
         let (a, b) = bytes.split_at_mut(first_len);
         let what = "cannot read the ring's data area";
-        self.source.read_at(self.header.data_offset + first_at, a).map_err(FormatError::io(what))?;
+        self.read_sparse(self.header.data_offset + first_at, a).map_err(FormatError::io(what))?;
         if !b.is_empty() {
-            self.source.read_at(self.header.data_offset, b).map_err(FormatError::io(what))?;
+            self.read_sparse(self.header.data_offset, b).map_err(FormatError::io(what))?;
         }
         Ok(bytes)
+    }
+
+    /// Reads `dst.len()` bytes at `offset` into `dst` (zeroed), writing only its pages
+    /// that get a byte other than zero, and reading none of the source's holes.
+    fn read_sparse(&self, offset: u64, dst: &mut [u8]) -> std::io::Result<()> {
+        const CHUNK: usize = 1 << 20;
+        const PAGE: usize = 4096;
+        // What is skipped must lie inside the file: a file shorter than the range is
+        // an error, as a read past its end would be.
+        if self.source.size()? < offset.saturating_add(dst.len() as u64) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file ended early (it was truncated while being read?)",
+            ));
+        }
+        let mut scratch = vec![0u8; CHUNK.min(dst.len())];
+        let mut at = 0usize;
+        // Each pass moves `at` forward by a chunk, or to the next data (or the end).
+        while at < dst.len() {
+            let data = self.source.next_data(offset + at as u64).saturating_sub(offset);
+            let data = usize::try_from(data).unwrap_or(usize::MAX).min(dst.len());
+            at = at.max(data / PAGE * PAGE);
+            if at >= dst.len() {
+                break;
+            }
+            let end = (at + CHUNK).min(dst.len());
+            let buf = &mut scratch[..end - at];
+            self.source.read_at(offset + at as u64, buf)?;
+            for (out, page) in dst[at..end].chunks_mut(PAGE).zip(buf.chunks(PAGE)) {
+                if page.iter().any(|&b| b != 0) {
+                    out.copy_from_slice(page);
+                }
+            }
+            at = end;
+        }
+        Ok(())
     }
 }

@@ -229,6 +229,26 @@ impl Walk<'_> {
         (end <= self.end).then_some(end)
     }
 
+    /// The first position at or after `pos` (a multiple of 8) whose word is not zero,
+    /// or the end: zero blocks are stepped over a page at a time (a sparse file's holes
+    /// are long runs of them).
+    fn skip_zeros(&self, mut pos: u64) -> u64 {
+        const PAGE: u64 = 4096;
+        static ZERO: [u8; PAGE as usize] = [0; PAGE as usize];
+        while pos < self.end {
+            let at = usize::try_from(pos.wrapping_sub(self.start)).unwrap_or(usize::MAX);
+            if pos + PAGE <= self.end && self.bytes.get(at..at.saturating_add(PAGE as usize)) == Some(&ZERO[..]) {
+                pos += PAGE;
+                continue;
+            }
+            if self.word(pos) != 0 {
+                return pos;
+            }
+            pos += HDR_SIZE;
+        }
+        self.end
+    }
+
     /// Whether the nonzero word at `pos` looks like a record header: a valid record
     /// whose next header is the end of the copy, zero, or valid too.
     fn plausible(&self, pos: u64, h: u64) -> bool {
@@ -337,8 +357,8 @@ fn walk(w: &Walk<'_>, from: u64, zero_is_last: bool, at_unfinished: AtUnfinished
                 next = w.end;
             }
             while next < w.end {
-                let h2 = w.word(next);
-                if h2 != 0 && w.plausible(next, h2) {
+                next = w.skip_zeros(next);
+                if next >= w.end || w.plausible(next, w.word(next)) {
                     break;
                 }
                 next += HDR_SIZE;

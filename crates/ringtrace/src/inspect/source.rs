@@ -23,11 +23,27 @@ pub trait Source {
     /// Fills `buf` with the bytes at `offset`; an error (`UnexpectedEof`) if the source
     /// ends before.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The first offset at or after `offset` that may hold a byte other than zero:
+    /// where a sparse file's next data begins (`lseek(SEEK_DATA)`), `u64::MAX` if none
+    /// does. Readers skip what lies before it. Provided: `offset` (no holes known).
+    fn next_data(&self, offset: u64) -> u64 {
+        offset
+    }
 }
 
 impl Source for File {
     fn size(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
+    }
+    /// `lseek(SEEK_DATA)` (which moves the file's offset; reads here never use it).
+    fn next_data(&self, offset: u64) -> u64 {
+        match rustix::fs::seek(self, rustix::fs::SeekFrom::Data(offset)) {
+            Ok(at) => at,
+            // No data at or after `offset`: holes up to the end.
+            Err(rustix::io::Errno::NXIO) => u64::MAX,
+            // A file system that cannot tell: read everything.
+            Err(_) => offset,
+        }
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::read_exact_at(self, buf, offset).map_err(|e| {
@@ -77,6 +93,9 @@ impl<S: Source + ?Sized> Source for &S {
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         (**self).read_at(offset, buf)
+    }
+    fn next_data(&self, offset: u64) -> u64 {
+        (**self).next_data(offset)
     }
 }
 
@@ -130,5 +149,11 @@ impl<S: Source> Source for At<S> {
             io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the source (offset overflows)")
         })?;
         self.source.read_at(at, buf)
+    }
+    fn next_data(&self, offset: u64) -> u64 {
+        match self.base.checked_add(offset) {
+            Some(at) => self.source.next_data(at).saturating_sub(self.base).max(offset),
+            None => offset,
+        }
     }
 }
