@@ -204,6 +204,8 @@ fn a_ctf_export_replaces_a_ctf_trace_only() {
     let out = temp("trace.ctf");
     let o = run(&["export", &trace, "--format", "ctf", "-o", out.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o700, "trace data is private");
     // A stale stream file of an earlier export is not left beside the new one.
     std::fs::write(out.join("stream-999999"), b"stale").unwrap();
     let o = run(&["export", &trace, "--format", "ctf", "-o", out.to_str().unwrap()]);
@@ -270,8 +272,21 @@ fn an_interrupted_demo_removes_its_ring_and_stops_its_producers() {
         let mut child = Guard(child);
         let dir =
             if Path::new("/dev/shm").is_dir() { std::path::PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-        let ring = dir.join(format!("ringtrace-demo-{}.ring", child.0.id()));
+        // `ringtrace-demo-PID-RANDOM.ring`: a name nobody can guess, found by its pid.
+        let prefix = format!("ringtrace-demo-{}-", child.0.id());
+        let find = || {
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| {
+                p.file_name().unwrap().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".ring"))
+            })
+        };
         let start = Instant::now();
+        let ring = loop {
+            if let Some(ring) = find() {
+                break ring;
+            }
+            assert!(start.elapsed() < DEADLINE, "the demo made no ring {prefix}*.ring in {}", dir.display());
+            std::thread::sleep(Duration::from_millis(20));
+        };
         while !(ring.exists() && producers_of(&ring).len() == 2) {
             assert!(start.elapsed() < DEADLINE, "the demo did not start its producers");
             std::thread::sleep(Duration::from_millis(20));

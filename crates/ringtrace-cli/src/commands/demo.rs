@@ -102,9 +102,16 @@ fn report(child: Child, id: usize) -> Result<Report, Failure> {
     }
 }
 
+/// A fresh name in /dev/shm (or the temporary directory) that nobody can guess,
+/// `ringtrace-demo-PID-RANDOM.ring`: another user cannot plant a file or a link there
+/// first (the ring is created exclusively, so a planted name would stop the demo).
 fn default_path() -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    // std seeds each `RandomState` from the operating system's random source.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
     let dir = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-    dir.join(format!("ringtrace-demo-{}.ring", std::process::id()))
+    dir.join(format!("ringtrace-demo-{}-{:016x}.ring", std::process::id(), h.finish()))
 }
 
 pub fn run(file: Option<PathBuf>, seconds: u64, producers: u32, capacity: u64) -> Result<(), Failure> {

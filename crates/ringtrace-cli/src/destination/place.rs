@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use rustix::fs::{renameat_with, RenameFlags, CWD};
@@ -63,7 +64,7 @@ pub fn write_dir<T>(dir: &Path, write: impl FnOnce(&Path) -> io::Result<T>) -> R
         }
         Err(_) => false,
     };
-    let (tmp, ()) = temp_beside(dir, |p| std::fs::create_dir(p)).map_err(err)?;
+    let (tmp, ()) = temp_beside(dir, |p| std::fs::DirBuilder::new().mode(0o700).create(p)).map_err(err)?;
     let guard = cleanup::remove_on_signal(&tmp);
     let mut theirs = false;
     let result = write(&tmp).and_then(|v| {
