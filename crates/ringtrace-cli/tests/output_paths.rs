@@ -124,3 +124,16 @@ fn trace_outputs_are_private_and_man_pages_follow_the_umask() {
         assert_eq!(mode(&page), 0o644, "{}", page.display());
     }
 }
+
+#[test]
+fn a_ring_file_is_private_whatever_the_umask() {
+    let ring = temp("open.ring");
+    let o = Command::new("bash")
+        .args(["-c", "umask 000; exec \"$0\" create \"$1\" --capacity 64k"])
+        .args([common::BIN, ring.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::metadata(&ring).unwrap().permissions().mode() & 0o777, 0o600);
+}

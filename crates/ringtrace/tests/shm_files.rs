@@ -171,3 +171,33 @@ fn a_ring_file_of_another_user_is_attached_only_when_asked() {
     p.output(b"shared on purpose", Wakeup::Default).unwrap();
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn no_descriptor_of_a_ring_reaches_an_executed_program() {
+    // What an executed program gets before any ring exists (the test may inherit some,
+    // such as cargo's jobserver pipe).
+    let listed = || {
+        let out = std::process::Command::new("ls").args(["-1", "/proc/self/fd"]).output().unwrap();
+        let fds: std::collections::BTreeSet<u32> =
+            String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse().ok()).collect();
+        fds
+    };
+    let before = listed();
+    // Every kind of descriptor the library opens: a ring file's mapping, a memfd, a
+    // consumer's socket doorbell (named by `arm`), an eventfd, a waiting producer's.
+    let path = temp_path("cloexec");
+    let file_ring = MpscRing::builder(64 * 1024).create(&path).unwrap();
+    let mut c = file_ring.consumer().unwrap();
+    c.arm().unwrap();
+    let mut p = file_ring.producer().unwrap();
+    p.output(b"x", Wakeup::Default).unwrap();
+    let shared = FlightRecorder::builder(64 * 1024).build_shared().unwrap();
+    let _sp = shared.producer().unwrap();
+    let local = MpscRing::new(4096).unwrap();
+    let mut lc = local.consumer().unwrap();
+    lc.arm().unwrap();
+    let after = listed();
+    assert_eq!(after, before, "descriptors of the rings passed to an executed program");
+    assert!(after.contains(&0) && after.len() >= 3, "{after:?}");
+    std::fs::remove_file(&path).unwrap();
+}
