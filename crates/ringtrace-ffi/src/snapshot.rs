@@ -1,8 +1,11 @@
 //! Flight recorder: snapshots of overwrite rings, and pausing them.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ringtrace::Snapshot;
 
@@ -112,9 +115,14 @@ fn each<'a>(records: impl Iterator<Item = &'a [u8]>, f: ringtrace_record_fn, ctx
 }
 
 /// Writes the snapshot to a new file at `path` (replacing one that exists), in the
-/// snapshot file format that `ringtrace snapshot` reads.
+/// snapshot file format that `ringtrace snapshot` reads. The file is mode 0600: it is
+/// written beside `path` as `PATH.partial.PID.N` (PID this process's id, N a counter's
+/// next value; a name that exists is skipped, up to 100), created with `O_CREAT |
+/// O_EXCL | O_NOFOLLOW`, synced, then renamed over `path`. No file or symlink at either
+/// name is written through or truncated: a symlink at `path` is replaced, not followed.
 ///
-/// Returns 0, or -EINVAL, or the -errno of creating or writing the file.
+/// Returns 0, or -EINVAL, or the -errno of creating, writing or renaming the file
+/// (-EEXIST: every temporary name tried exists).
 ///
 /// Threads: any thread (a snapshot is immutable).
 ///
@@ -126,11 +134,39 @@ pub unsafe extern "C" fn ringtrace_snapshot_write(s: *const ringtrace_snapshot, 
     call(|| {
         // SAFETY: the caller's promises about `s` and `path`.
         let (h, path) = unsafe { (guard::get(s)?, path_arg(path)?) };
-        let mut w = BufWriter::new(File::create(path)?);
-        h.snap.write_to(&mut w)?;
-        w.flush()?;
+        let (tmp, file) = create_beside(path)?;
+        let written = (|| {
+            let mut w = BufWriter::new(&file);
+            h.snap.write_to(&mut w)?;
+            w.flush()?;
+            drop(w);
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
         Ok(0)
     })
+}
+
+/// Creates the temporary file for `path`: `PATH.partial.PID.N`, new (`O_CREAT |
+/// O_EXCL`, and `O_NOFOLLOW`: an existing name, a symlink included, is never opened),
+/// mode 0600; names taken are skipped.
+fn create_beside(path: &Path) -> io::Result<(PathBuf, File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    for _ in 0..100 {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".partial.{}.{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let tmp = PathBuf::from(name);
+        match OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(&tmp) {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "every temporary name tried beside the snapshot file exists"))
 }
 
 /// Frees a snapshot (NULL is ignored).
@@ -240,4 +276,83 @@ pub unsafe extern "C" fn ringtrace_resume(ring: *mut ringtrace_ring) -> c_int {
             None => Err(Fail::inval("this ring handle holds no pause")),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{lchown, symlink, MetadataExt, PermissionsExt};
+
+    use ringtrace::config::{Mpsc, Overwrite};
+    use ringtrace::{RingBuf, Wakeup};
+
+    use super::*;
+
+    const CANARY: &[u8] = b"a file of root's that no snapshot may touch\n";
+
+    /// A fresh directory for one test.
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ringtrace-ffi-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// `ringtrace_snapshot_write` of a snapshot holding one record, to `path`.
+    fn write_snapshot(path: &Path) -> c_int {
+        let ring = RingBuf::<Mpsc, Overwrite>::builder(4096).build().unwrap();
+        ring.producer().unwrap().output(b"root's record", Wakeup::Default).unwrap();
+        let s = ringtrace_snapshot { tag: <ringtrace_snapshot as guard::Handle>::TAG, snap: ring.snapshot().unwrap() };
+        let path = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `s` is a live snapshot handle; `path` is NUL-terminated.
+        unsafe { ringtrace_snapshot_write(&s, path.as_ptr()) }
+    }
+
+    /// `path` is a regular file of this process's user, mode 0600.
+    fn assert_private(path: &Path) {
+        let m = std::fs::symlink_metadata(path).unwrap();
+        assert!(m.file_type().is_file());
+        assert_eq!(m.mode() & 0o7777, 0o600);
+        assert_eq!(m.uid(), std::fs::metadata("/proc/self").unwrap().uid());
+    }
+
+    #[test]
+    fn a_snapshot_file_is_private_and_never_written_through_a_planted_name() {
+        let dir = temp("snapshot-write");
+        let out = dir.join("snap.rts");
+        assert_eq!(write_snapshot(&out), 0);
+        assert_private(&out);
+
+        // The attacker's symlink at the name, and at the fixed temporary name.
+        let canary = dir.join("canary");
+        std::fs::write(&canary, CANARY).unwrap();
+        let (linked, partial) = (dir.join("linked.rts"), dir.join("linked.rts.partial"));
+        symlink(&canary, &linked).unwrap();
+        symlink(&canary, &partial).unwrap();
+        assert_eq!(write_snapshot(&linked), 0);
+        assert!(std::fs::read(&canary).unwrap() == CANARY, "the snapshot was written through a symlink");
+        assert_private(&linked);
+
+        // The attacker's own file, readable and writable by anyone, at the name: it is
+        // replaced by the caller's private file, not written into.
+        let planted = dir.join("planted.rts");
+        std::fs::write(&planted, "the attacker's\n").unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+        if lchown(&planted, Some(65534), Some(65534)).is_err() {
+            eprintln!("not root: the planted file stays this user's (its mode is still checked)");
+        }
+        assert_eq!(write_snapshot(&planted), 0);
+        assert_private(&planted);
+
+        // Symlinks at every temporary name this process could use: no write at all.
+        let taken = dir.join("taken.rts");
+        for n in 0..1000 {
+            symlink(&canary, dir.join(format!("taken.rts.partial.{}.{n}", std::process::id()))).unwrap();
+        }
+        assert_eq!(write_snapshot(&taken), -libc::EEXIST);
+        assert!(std::fs::read(&canary).unwrap() == CANARY, "the snapshot was written through a symlink");
+        assert!(std::fs::symlink_metadata(&taken).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,18 +1,21 @@
 //! [`Builder`]: the recorder's mode, sizes and place, then the layer and its handle.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ringtrace::channel::Channel;
 use ringtrace::clock::BestClock;
 use ringtrace::config::{Discard, Overwrite};
+use rustix::fs::{self, AtFlags, Mode, OFlags};
 
 use crate::catalog::Catalog;
 use crate::error::Error;
 use crate::file::{self, chunk, Process, CATALOG_FILE, RINGS_FILE};
 use crate::layer::RingLayer;
+use crate::private;
 use crate::recorder::Recorder;
 use crate::shared::{Limits, Shared, Sink};
 use crate::stream::Drain;
@@ -82,8 +85,10 @@ impl Builder {
     }
 
     /// A stream: a background thread drains every thread's ring into the trace file at
-    /// `path` (made new, never replacing a file). An event that finds its thread's ring
-    /// full is lost, counted, and the count written into the trace.
+    /// `path`, made new with mode 0600 (`O_CREAT | O_EXCL | O_NOFOLLOW`: `build` fails
+    /// if a file or a symlink has the name; none is replaced or written through). An
+    /// event that finds its thread's ring full is lost, counted, and the count written
+    /// into the trace.
     pub fn stream(path: impl AsRef<Path>) -> Builder {
         Builder::new(Kind::Stream { path: path.as_ref().into() })
     }
@@ -95,11 +100,18 @@ impl Builder {
         self
     }
 
-    /// Flight recorder: keep the rings in files in `dir` (made if missing), so that
-    /// `ringtrace snapshot DIR` and `ringtrace decode DIR` read them from outside the
-    /// process, live or after it died. The directory holds [`RINGS_FILE`] and
-    /// [`CATALOG_FILE`]; if they exist already, `build` fails unless
+    /// Flight recorder: keep the rings in files in `dir`, so that `ringtrace snapshot
+    /// DIR` and `ringtrace decode DIR` read them from outside the process, live or after
+    /// it died. The directory holds [`RINGS_FILE`] and [`CATALOG_FILE`], both mode 0600;
+    /// if they exist already, `build` fails unless
     /// [`replace_existing`](Self::replace_existing) is set.
+    ///
+    /// `dir` is made mode 0700 if missing. An existing `dir` must be the recorder's
+    /// own: `build` refuses ([`Error::UnsafeDirectory`]) a directory owned by another
+    /// user than the process's effective user, or writable by its group or by others
+    /// (mode & 0o022), since another user could replace the recorder's files in it.
+    /// Reading a recorder directory (`ringtrace decode DIR`,
+    /// [`Trace::open`](crate::decode::Trace::open)) asks none of this.
     pub fn directory(mut self, dir: impl AsRef<Path>) -> Self {
         if let Kind::Flight { directory } = &mut self.kind {
             *directory = Some(dir.as_ref().into());
@@ -159,11 +171,7 @@ impl Builder {
                 (Sink::Flight(ch), catalog, None)
             }
             Kind::Stream { path } => {
-                let out = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .map_err(|e| Error::io("creating the stream file", path, e))?;
+                let out = private::create_new(path).map_err(|e| Error::io("creating the stream file", path, e))?;
                 let ch = Channel::<Discard, BestClock>::builder(self.per_thread).build(clock)?;
                 (Sink::Stream(ch), Catalog::default(), Some((out, path.clone())))
             }
@@ -198,28 +206,61 @@ impl Builder {
         clock: BestClock,
         process: &Process,
     ) -> Result<(Channel<Overwrite, BestClock>, Catalog), Error> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("making the recorder directory", dir, e))?;
+        let dir_fd = recorder_directory(dir)?;
+        // The files are looked up, removed and made through the directory opened and
+        // checked, not through its path again, which another user might change meanwhile.
         let (rings, catalog) = (dir.join(RINGS_FILE), dir.join(CATALOG_FILE));
-        for p in [&rings, &catalog] {
-            if p.exists() {
-                if !self.replace {
-                    return Err(Error::Exists(p.clone()));
-                }
-                std::fs::remove_file(p).map_err(|e| Error::io("removing an earlier run's file", p, e))?;
+        for (name, p) in [(RINGS_FILE, &rings), (CATALOG_FILE, &catalog)] {
+            match fs::statat(&dir_fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(Error::io("looking for an earlier run's file", p, e.into())),
+                Ok(_) if !self.replace => return Err(Error::Exists(p.clone())),
+                Ok(_) => fs::unlinkat(&dir_fd, name, AtFlags::empty())
+                    .map_err(|e| Error::io("removing an earlier run's file", p, e.into()))?,
             }
         }
         // The catalog first: a reader that finds the rings finds what names them.
-        let mut f: File = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&catalog)
-            .map_err(|e| Error::io("creating the catalog", &catalog, e))?;
+        let flags =
+            OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut f = File::from(
+            fs::openat(&dir_fd, CATALOG_FILE, flags, Mode::from_raw_mode(private::FILE_MODE))
+                .map_err(|e| Error::io("creating the catalog", &catalog, e.into()))?,
+        );
         let mut head = file::header().to_vec();
         head.extend_from_slice(&file::encode_chunk(chunk::PROCESS, &process.encode()));
         f.write_all(&head).map_err(|e| Error::io("writing the catalog", &catalog, e))?;
+        // The rings file is made by its path (new, mode 0600, never through a symlink):
+        // it must have landed in the directory checked, where no other user can make it.
         let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread)
             .max_producers(self.max_threads)
             .create(&rings, clock)?;
+        if fs::statat(&dir_fd, RINGS_FILE, AtFlags::SYMLINK_NOFOLLOW).is_err() {
+            return Err(Error::UnsafeDirectory {
+                path: dir.into(),
+                reason: "its path led to another directory while the recorder was being made".into(),
+            });
+        }
         Ok((ch, Catalog::with_file(f)))
     }
+}
+
+/// Opens a recorder directory to write in, made mode 0700 if missing; refuses one another
+/// user could change the files of: owned by another user than this process's effective
+/// one, or writable by its group or by others.
+fn recorder_directory(dir: &Path) -> Result<OwnedFd, Error> {
+    private::make_dir(dir).map_err(|e| Error::io("making the recorder directory", dir, e))?;
+    // O_PATH: the descriptor names the directory for fstat and the *at calls, and
+    // needs no read permission on it.
+    let fd = fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io("opening the recorder directory", dir, e.into()))?;
+    let st = fs::fstat(&fd).map_err(|e| Error::io("reading the recorder directory", dir, e.into()))?;
+    let me = rustix::process::geteuid().as_raw();
+    let reason = if st.st_uid != me {
+        format!("it is owned by uid {}, and this process runs as uid {me}", st.st_uid)
+    } else if st.st_mode & 0o022 != 0 {
+        format!("it is writable by its group or by others (mode {:04o})", st.st_mode & 0o7777)
+    } else {
+        return Ok(fd);
+    };
+    Err(Error::UnsafeDirectory { path: dir.into(), reason })
 }

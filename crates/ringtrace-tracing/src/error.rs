@@ -16,6 +16,15 @@ pub enum Error {
     /// ([`Builder::replace_existing`](crate::Builder::replace_existing) removes it).
     #[error("{} exists: remove it, choose another directory, or set replace_existing", .0.display())]
     Exists(PathBuf),
+    /// A recorder directory another user could change the files of: owned by another
+    /// user than the process's effective user, or writable by its group or by others
+    /// ([`Builder::directory`](crate::Builder::directory)).
+    #[error(
+        "refusing the recorder directory {}: {reason}; another user could replace the recorder's files in it \
+         (use a directory of this user's that only it can write, such as mode 0700)",
+        path.display()
+    )]
+    UnsafeDirectory { path: PathBuf, reason: String },
     /// Reading the rings failed (a ring found corrupt).
     #[error("reading the rings: {0}")]
     Consume(#[from] ringtrace::ConsumeError),

@@ -58,7 +58,8 @@
 //! `wire` (a record's bytes) and `file` (the trace file's chunks) are the formats;
 //! `catalog` holds callsites and threads; `shared` and `local` the recorder's and each
 //! thread's state; `layer` the `Layer`; `builder`, `recorder` and `stream` the user's
-//! handles and the stream's drain; `decode` reads it all back.
+//! handles and the stream's drain; `private` creates the files and directories they
+//! write (new, never through a symlink, mode 0600 and 0700); `decode` reads it all back.
 
 mod builder;
 mod catalog;
@@ -69,6 +70,7 @@ pub mod export;
 mod file;
 mod layer;
 mod local;
+mod private;
 mod recorder;
 mod shared;
 mod stream;

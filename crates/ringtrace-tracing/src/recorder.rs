@@ -1,7 +1,6 @@
 //! [`Recorder`]: the handle beside the layer. Dumps a flight recorder (on demand or from
 //! a panic hook), reports what was lost, finishes a stream.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -9,6 +8,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::file::{self, chunk};
+use crate::private::Partial;
 use crate::shared::{Counters, Shared, Sink};
 use crate::stream::Drain;
 
@@ -104,8 +104,14 @@ impl Recorder {
     }
 
     /// Writes the flight recorder's newest events, every thread's, to a new trace file
-    /// at `path` (written beside it, then renamed into place), while threads go on
-    /// recording. `ringtrace decode PATH` prints it.
+    /// at `path`, while threads go on recording. `ringtrace decode PATH` prints it.
+    ///
+    /// The file is written beside `path` as `PATH.partial.PID.N` (PID this process's
+    /// id, N a counter's next value; a name that exists is skipped, up to 100), created
+    /// new with `O_CREAT | O_EXCL | O_NOFOLLOW` and mode 0600, then synced and renamed
+    /// over `path`. So the dump is the caller's and private to it, and no file or
+    /// symlink another user planted at either name is written through or truncated (a
+    /// symlink at `path` is replaced, not followed).
     pub fn dump(&self, path: impl AsRef<Path>) -> Result<Dumped, Error> {
         dump_path(&self.shared, path.as_ref(), Duration::from_secs(1))
     }
@@ -116,10 +122,11 @@ impl Recorder {
     }
 
     /// On a panic, before the panic unwinds or aborts the process: dumps the flight
-    /// recorder to `path` (a new file each time: `path` with `.N` added if it exists),
-    /// says so on stderr, then runs the hook that was installed before. A dump from a
-    /// panic hook waits at most 100 ms for the catalog, whose lock the panicking thread
-    /// may hold.
+    /// recorder to `path` (a new file each time: `path` with `.N` added if the name is
+    /// taken, by a file or a symlink; written as [`dump`](Self::dump) writes, mode
+    /// 0600), says so on stderr, then runs the hook that was installed before. A dump
+    /// from a panic hook waits at most 100 ms for the catalog, whose lock the panicking
+    /// thread may hold.
     pub fn install_panic_hook(&self, path: impl Into<PathBuf>) -> Result<(), Error> {
         if !matches!(self.shared.sink, Sink::Flight(_)) {
             return Err(Error::NotFlight);
@@ -166,11 +173,12 @@ impl Drop for Recorder {
     }
 }
 
-/// `path`, or `path.1`, `path.2`, ... : the first that does not exist.
+/// `path`, or `path.1`, `path.2`, ... : the first that names nothing (a symlink, even
+/// one to nothing, names something).
 fn free_name(path: &Path) -> PathBuf {
     let mut name = path.to_path_buf();
     for i in 1..1000 {
-        if !name.exists() {
+        if std::fs::symlink_metadata(&name).is_err() {
             break;
         }
         let mut s = path.as_os_str().to_owned();
@@ -202,17 +210,15 @@ impl From<std::io::Error> for DumpError {
 }
 
 fn dump_path(shared: &Shared, path: &Path, patience: Duration) -> Result<Dumped, Error> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let f = File::create(&tmp).map_err(|e| Error::io("creating the dump", &tmp, e))?;
-    let mut w = BufWriter::new(f);
-    let d = dump(shared, &mut w, patience).map_err(|e| e.into_error(&tmp))?;
-    w.into_inner()
-        .map_err(|e| Error::io("writing the dump", &tmp, e.into_error()))?
-        .sync_all()
-        .map_err(|e| Error::io("writing the dump", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io("renaming the dump into place", path, e))?;
+    let tmp = Partial::create(path).map_err(|e| Error::io("creating the dump beside", path, e))?;
+    let mut w = BufWriter::new(tmp);
+    let d = dump(shared, &mut w, patience).map_err(|e| e.into_error(w.get_ref().path()))?;
+    let tmp = w.into_inner().map_err(|e| {
+        let (e, w) = e.into_parts();
+        Error::io("writing the dump", w.get_ref().path(), e)
+    })?;
+    tmp.file().sync_all().map_err(|e| Error::io("writing the dump", tmp.path(), e))?;
+    tmp.commit().map_err(|e| Error::io("renaming the dump into place", path, e))?;
     Ok(d)
 }
 

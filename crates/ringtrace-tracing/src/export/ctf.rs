@@ -25,7 +25,6 @@
 
 use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -35,6 +34,7 @@ use super::{each_view, Exported, Slices};
 use crate::catalog;
 use crate::decode::view::{ViewKind, ViewValues, Views};
 use crate::decode::{Callsite, Trace, Value};
+use crate::private::{self, Partial};
 use crate::wire::ValueIn;
 
 /// A packet is ended once its events reach this many bytes.
@@ -114,7 +114,7 @@ fn quoted(s: &str) -> String {
 
 /// One thread's stream file and its open packet.
 struct Stream {
-    out: BufWriter<File>,
+    out: BufWriter<Partial>,
     tid: u32,
     events: Vec<u8>,
     begin: u64,
@@ -245,8 +245,11 @@ fn loglevel(callsite: Option<&Callsite>) -> u8 {
     }
 }
 
-/// Writes `trace` as a CTF 1.8 trace into the directory `dir` (made if missing; its
-/// `metadata` and `stream-*` files are replaced).
+/// Writes `trace` as a CTF 1.8 trace into the directory `dir` (made mode 0700 if
+/// missing; its `metadata` and `stream-*` files are replaced). Each file is written
+/// beside its name as `NAME.partial.PID.N`, created new with `O_CREAT | O_EXCL |
+/// O_NOFOLLOW` and mode 0600, and renamed into place once all are written (`metadata`
+/// last): no file or symlink planted in `dir` is written through or truncated.
 pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
     write_with_progress(trace, dir, &mut |_, _| {})
 }
@@ -254,7 +257,7 @@ pub fn write(trace: &Trace, dir: &Path) -> io::Result<Exported> {
 /// [`write()`], telling `progress` records done and records in all as it goes (see
 /// [`PROGRESS_EVERY`](super::PROGRESS_EVERY)).
 pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> io::Result<Exported> {
-    std::fs::create_dir_all(dir)?;
+    private::make_dir(dir)?;
     let process = trace.process.clone().unwrap_or(crate::file::Process {
         pid: 0,
         realtime_ns: 0,
@@ -277,7 +280,7 @@ pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u
         let s = match streams.entry(tid) {
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
-                let f = File::create(dir.join(format!("stream-{tid}")))?;
+                let f = Partial::create(&dir.join(format!("stream-{tid}")))?;
                 v.insert(Stream {
                     out: BufWriter::new(f),
                     tid,
@@ -347,7 +350,16 @@ pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u
         s.flush(&uuid, pending)?;
         s.out.flush()?;
     }
-    std::fs::write(dir.join("metadata"), metadata(&process, &uuid, &classes))?;
+    let mut files = Vec::with_capacity(streams.len() + 1);
+    for (_, s) in streams {
+        files.push(s.out.into_inner()?);
+    }
+    let mut meta = Partial::create(&dir.join("metadata"))?;
+    meta.write_all(metadata(&process, &uuid, &classes).as_bytes())?;
+    files.push(meta);
+    for f in files {
+        f.commit()?;
+    }
     Ok(x)
 }
 
