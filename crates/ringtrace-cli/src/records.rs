@@ -30,8 +30,8 @@ pub enum Format {
     /// The payload as lowercase hex digits (one line per record; `xxd -r -p` reads it).
     /// Channel files: text and hex lines start with the slot and the timestamp.
     Hex,
-    /// One JSON object per line: {"pos":..,"pid":..,"len":..,"data":"<UTF-8 text>"},
-    /// or "hex":"<hex digits>" instead of "data" when the payload is not UTF-8.
+    /// One JSON object per line: "pos", "pid", "len", and "data" (the payload as UTF-8
+    /// text), or "hex" (its hex digits) instead of "data" when it is not UTF-8.
     /// Channel files: "slot" and "ts" first ("ts" a decimal string, or null).
     Json,
 }

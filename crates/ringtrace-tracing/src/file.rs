@@ -118,7 +118,7 @@ pub struct Damage {
     pub stopped: bool,
     /// A damaged records chunk skipped alone: the records and the events it held, where
     /// its framing parses to its end and every record it frames decodes
-    /// ([`frame_count`]); `None` where they cannot be counted.
+    /// (`frame_count`); `None` where they cannot be counted.
     pub records: Option<u64>,
     pub events: Option<u64>,
 }
