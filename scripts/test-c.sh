@@ -3,7 +3,7 @@
 # under crates/ringtrace-ffi/c/{tests,examples} with warnings as errors and
 # AddressSanitizer + UndefinedBehaviorSanitizer against the shared library and the
 # header, and runs each (it checks its own results and exits nonzero on a mismatch);
-# then runs three of them under valgrind's memcheck.
+# then runs four of them under valgrind's memcheck.
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -32,7 +32,8 @@ done
 # auxiliary vector through libc, see crates/ringtrace/Cargo.toml), and these programs
 # must run clean. Built without the sanitizers, which valgrind cannot run beside.
 if command -v valgrind >/dev/null; then
-  for name in minimal threads channels; do
+  # misuse: handles of the wrong type, whose tag must be read before any other byte.
+  for name in minimal threads channels misuse; do
     src=crates/ringtrace-ffi/c/examples/$name.c
     [ -e "$src" ] || src=crates/ringtrace-ffi/c/tests/$name.c
     echo "-- $src under valgrind"

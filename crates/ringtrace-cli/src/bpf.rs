@@ -147,7 +147,7 @@ pub fn drain(r: &mut Reader, limit: Option<u64>, idle: Option<Duration>, format:
             .consume_at(max, |pos, payload| write_record(&mut out, format, &Record { pos, pid: 0, payload }))
             .map_err(|e| match e {
             ringtrace::ConsumeError::Callback(e) => crate::output::lost_one(e),
-            e => Failure::msg(format!("reading the map: {e}")),
+            e => Failure::msg(format!("reading the map: {}", crate::failure::chain(&e))),
         })? as u64;
         (left, printed) = (left - n.min(left), printed + n);
         if n > 0 {

@@ -1,5 +1,6 @@
 //! The error every command returns: a one-line message, or a broken pipe (the reader
-//! of stdout went away, which is not an error to report).
+//! of stdout went away, which is not an error to report). A library error becomes its
+//! message with its causes ([`chain`]).
 
 use std::path::Path;
 
@@ -52,6 +53,43 @@ impl std::fmt::Display for Failure {
 
 impl From<FormatError> for Failure {
     fn from(e: FormatError) -> Self {
-        Failure::Message(e.to_string())
+        Failure::Message(chain(&e))
+    }
+}
+
+/// An error's message followed by its causes' (`source()`), joined with `: `: the one
+/// line a command prints. The library's errors leave their cause (the kernel's error, an
+/// I/O error) out of their own message and return it from `source()`; a cause whose
+/// text the message already holds is not repeated.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_names_the_cause_once() {
+        let cause = || std::io::Error::from_raw_os_error(2);
+        let text = cause().to_string();
+        let e = ringtrace::Error::File { what: "opening", path: "/dev/shm/x.ring".into(), source: cause() };
+        assert_eq!(chain(&e), format!("opening /dev/shm/x.ring: {text}"));
+        let Failure::Message(m) = Failure::from(FormatError::Io { what: "reading x".into(), source: cause() }) else {
+            panic!("a message")
+        };
+        assert_eq!(m, format!("reading x: {text}"));
+        let e = ringtrace::error::KernelError::NotPinned { path: "/sys/fs/bpf/x".into(), source: cause() };
+        assert_eq!(chain(&e).matches(&text).count(), 1);
     }
 }

@@ -13,6 +13,7 @@ use std::io::Write;
 use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
 use ringtrace::inspect::{At, Record, Records, RingFile};
 
+use crate::failure::chain;
 use crate::output::warn;
 use crate::records::{warn_corrupt, write_channel_record, Format, Origin};
 
@@ -25,7 +26,7 @@ pub fn rings(ch: &ChannelFile<File>) -> Vec<(u32, SlotRing<'_>)> {
         .filter_map(|i| match ch.ring(i) {
             Ok(r) => Some((i, r)),
             Err(e) => {
-                warn_slot(i, &e);
+                warn_slot(i, &chain(&e));
                 None
             }
         })
@@ -51,7 +52,7 @@ pub fn read_all(rings: &[(u32, SlotRing<'_>)]) -> Vec<(u32, Records)> {
                 warn_corrupt(&records, &label(*i));
                 out.push((*i, records));
             }
-            Err(e) => warn_slot(*i, &e),
+            Err(e) => warn_slot(*i, &chain(&e)),
         }
     }
     out

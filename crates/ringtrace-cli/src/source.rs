@@ -24,7 +24,7 @@ use ringtrace::inspect::{FormatError, RingFile};
 use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::Snapshot;
 
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::traced::Traced;
 use ringtrace_tracing::TRACE_MAGIC;
 
@@ -81,8 +81,8 @@ impl Source {
 
     fn open_spec(spec: Spec) -> Result<Source, Failure> {
         match spec {
-            Spec::BpfPin(p) => BpfRingBuf::open_pinned(p).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
-            Spec::BpfId(id) => BpfRingBuf::open_id(id).map(Source::Bpf).map_err(|e| Failure::msg(e.to_string())),
+            Spec::BpfPin(p) => BpfRingBuf::open_pinned(p).map(Source::Bpf).map_err(|e| Failure::msg(chain(&e))),
+            Spec::BpfId(id) => BpfRingBuf::open_id(id).map(Source::Bpf).map_err(|e| Failure::msg(chain(&e))),
             Spec::File(path) => {
                 if path.is_dir() {
                     return if path.join(ringtrace_tracing::RINGS_FILE).exists() {
@@ -165,7 +165,7 @@ fn not_ours(head: &[u8; 8], len: u64) -> Failure {
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, Failure> {
     let file = File::open(path).map_err(|e| Failure::msg(format!("cannot open {}: {e}", path.display())))?;
-    Snapshot::read_from(BufReader::new(file)).map_err(|e| Failure::msg(format!("{}: {e}", path.display())))
+    Snapshot::read_from(BufReader::new(file)).map_err(|e| Failure::msg(format!("{}: {}", path.display(), chain(&e))))
 }
 
 /// Opens a ring file; a file whose magic is a channel magic of another version is
@@ -197,7 +197,7 @@ fn open_channel(path: &Path) -> Result<ChannelFile<File>, Failure> {
             FormatError::Truncated { len, need, .. } => {
                 format!("channel file is {len} bytes but its header says {need} (truncated?)")
             }
-            e => e.to_string(),
+            e => chain(&e),
         })
     })
 }

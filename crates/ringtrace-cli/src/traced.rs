@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use ringtrace_tracing::decode::text::{self, Format as LineFormat};
 use ringtrace_tracing::decode::{EntryKind, Trace};
 
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::output::{stdout_err, warn, write_output};
 use crate::records::Format;
 
@@ -25,7 +25,7 @@ impl Traced {
     /// Reads and checks it; what was skipped is said on stderr.
     pub fn read(&self) -> Result<Trace, Failure> {
         let trace = match self {
-            Traced::Dir(p) | Traced::File(p) => Trace::open(p).map_err(|e| Failure::msg(e.to_string()))?,
+            Traced::Dir(p) | Traced::File(p) => Trace::open(p).map_err(|e| Failure::msg(chain(&e)))?,
         };
         let summary = text::summary(&trace);
         if !summary.is_empty() {
@@ -88,7 +88,7 @@ pub fn snapshot_to(dir: &Path, file: &Path) -> Result<(), Failure> {
     let err = |e: std::io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
     let mut out = crate::destination::Output::create(file).map_err(err)?;
     let mut w = BufWriter::new(out.file());
-    let s = ringtrace_tracing::snapshot(dir, &mut w).map_err(|e| Failure::msg(e.to_string()))?;
+    let s = ringtrace_tracing::snapshot(dir, &mut w).map_err(|e| Failure::msg(chain(&e)))?;
     w.flush().map_err(err)?;
     drop(w);
     out.commit().map_err(err)?;

@@ -386,8 +386,7 @@ fn channel_follow_prints_new_records_of_every_slot() {
 #[test]
 fn tsc_channel_stamps_are_printed_in_nanoseconds() {
     let Ok(tsc) = ringtrace::clock::Tsc::shared() else {
-        eprintln!("skipped: no invariant TSC on this CPU");
-        return;
+        return ringtrace_fixtures::skip(ringtrace_fixtures::Feature::Tsc, "no invariant TSC on this CPU");
     };
     let path = temp("tsc.chan");
     let channel = Channel::<Discard, ringtrace::clock::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();

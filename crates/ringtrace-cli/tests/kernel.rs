@@ -1,7 +1,8 @@
 //! Runs the `ringtrace` binary on real kernel BPF ring buffer maps (`bpf-pin:PATH`,
 //! `bpf-id:N`), written by a BPF program run with `BPF_PROG_TEST_RUN`
 //! (`ringtrace-fixtures`). Every test skips, with a one-line reason, where BPF maps
-//! cannot be created or a bpffs cannot be mounted.
+//! cannot be created or a bpffs cannot be mounted; it fails instead where
+//! `RINGTRACE_REQUIRE` lists `bpf`.
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
@@ -11,7 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ringtrace_fixtures::{bpf_skip_reason, create_array_map, expected_payload, BpfFs, ProgSpec, RingMap, SeqProgram};
+use ringtrace_fixtures::{
+    create_array_map, expected_payload, have_bpf, skip, BpfFs, Feature, ProgSpec, RingMap, SeqProgram,
+};
 
 mod common;
 
@@ -20,19 +23,13 @@ use common::{code, fails, run, spawn, temp, Guard, Output, BIN, DEADLINE};
 /// Data bytes of the maps under test.
 const SIZE: u32 = 1 << 16;
 
-/// A private bpffs, or `None` (with the reason printed) if the test must skip.
-fn setup(test: &str) -> Option<BpfFs> {
-    if let Some(reason) = bpf_skip_reason() {
-        eprintln!("{test}: skipped: {reason}");
+/// A private bpffs, or `None` (with the reason printed) if the test must skip; the test
+/// fails instead where `RINGTRACE_REQUIRE` lists `bpf` ([`ringtrace_fixtures::skip`]).
+fn setup() -> Option<BpfFs> {
+    if !have_bpf() {
         return None;
     }
-    match BpfFs::mount() {
-        Ok(fs) => Some(fs),
-        Err(e) => {
-            eprintln!("{test}: skipped: cannot mount a bpffs: {e}");
-            None
-        }
-    }
+    BpfFs::mount().map_err(|e| skip(Feature::Bpf, format!("cannot mount a bpffs: {e}"))).ok()
 }
 
 /// A ring buffer map of `SIZE` bytes and a program writing `payload`-byte records to it.
@@ -70,7 +67,7 @@ fn stat_json(id: u32, consumer: u64, producer: u64, records: usize) -> String {
 
 #[test]
 fn tail_consumes_in_order() {
-    let Some(fs) = setup("tail_consumes_in_order") else { return };
+    let Some(fs) = setup() else { return };
     let (map, prog) = ring(8);
     let pin = fs.path("events");
     map.pin(&pin).unwrap();
@@ -89,7 +86,7 @@ fn tail_consumes_in_order() {
 
 #[test]
 fn tail_waits_for_records() {
-    let Some(_fs) = setup("tail_waits_for_records") else { return };
+    let Some(_fs) = setup() else { return };
     let (map, prog) = ring(8);
     let src = format!("bpf-id:{}", map.id().unwrap());
     let args = ["tail", &src, "--count", "3", "--format", "json"];
@@ -118,7 +115,7 @@ fn tail_waits_for_records() {
 
 #[test]
 fn tail_follow_prints_records_as_they_come() {
-    let Some(_fs) = setup("tail_follow_prints_records_as_they_come") else { return };
+    let Some(_fs) = setup() else { return };
     let (map, prog) = ring(16);
     prog.run(2).unwrap();
     let src = format!("bpf-id:{}", map.id().unwrap());
@@ -155,7 +152,7 @@ fn tail_follow_prints_records_as_they_come() {
 
 #[test]
 fn snapshot_lists_without_consuming() {
-    let Some(fs) = setup("snapshot_lists_without_consuming") else { return };
+    let Some(fs) = setup() else { return };
     let (map, prog) = ring(16);
     let pin = fs.path("snap");
     map.pin(&pin).unwrap();
@@ -185,7 +182,7 @@ fn snapshot_lists_without_consuming() {
 
 #[test]
 fn stat_shows_the_map() {
-    let Some(fs) = setup("stat_shows_the_map") else { return };
+    let Some(fs) = setup() else { return };
     let (map, prog) = ring(8);
     let pin = fs.path("stat");
     map.pin(&pin).unwrap();
@@ -214,7 +211,7 @@ fn stat_shows_the_map() {
 
 #[test]
 fn bad_sources_fail_with_one_line() {
-    let Some(fs) = setup("bad_sources_fail_with_one_line") else { return };
+    let Some(fs) = setup() else { return };
     fails("bpf-id:4294967295", "no BPF map has id 4294967295");
     fails("bpf-pin:/nonexistent/x", "nothing is pinned at /nonexistent/x");
     let array = create_array_map(8, 4).unwrap();
@@ -228,7 +225,7 @@ fn bad_sources_fail_with_one_line() {
 
 #[test]
 fn a_second_reader_of_a_map_is_refused() {
-    let Some(_fs) = setup("a_second_reader_of_a_map_is_refused") else { return };
+    let Some(_fs) = setup() else { return };
     let (map, prog) = ring(8);
     let src = format!("bpf-id:{}", map.id().unwrap());
     let (mut first, out, err) = spawn(&["tail", "-f", &src, "--format", "hex"]);
@@ -353,7 +350,7 @@ impl Drop for Nobody {
 #[test]
 fn a_reader_of_another_user_is_refused() {
     let test = "a_reader_of_another_user_is_refused";
-    let Some(_fs) = setup(test) else { return };
+    let Some(_fs) = setup() else { return };
     let (map, prog) = ring(8);
     let src = format!("bpf-id:{}", map.id().unwrap());
     let nobody = match Nobody::new(&src) {
@@ -402,7 +399,7 @@ fn a_reader_of_another_user_is_refused() {
 
 #[test]
 fn tail_of_an_empty_map_gives_up_at_its_timeout() {
-    let Some(_fs) = setup("tail_of_an_empty_map_gives_up_at_its_timeout") else { return };
+    let Some(_fs) = setup() else { return };
     let (map, _prog) = ring(8);
     let src = format!("bpf-id:{}", map.id().unwrap());
     for cmd in ["tail", "consume"] {
@@ -415,7 +412,7 @@ fn tail_of_an_empty_map_gives_up_at_its_timeout() {
 
 #[test]
 fn a_reader_whose_output_fails_loses_only_the_record_being_written() {
-    let Some(fs) = setup("a_reader_whose_output_fails_loses_only_the_record_being_written") else { return };
+    let Some(fs) = setup() else { return };
     let (map, prog) = ring(8);
     let pin = fs.path("events");
     map.pin(&pin).unwrap();

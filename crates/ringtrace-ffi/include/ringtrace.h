@@ -196,7 +196,8 @@ typedef struct ringtrace_ring_opts {
 } ringtrace_ring_opts;
 
 /**
- * Counters and positions of a ring: mirrors `ringtrace::Stats`.
+ * Counters and positions of a ring: mirrors `ringtrace::Stats` (the same fields, by
+ * the same names, in the same order).
  */
 typedef struct ringtrace_stats {
   /**
@@ -214,7 +215,7 @@ typedef struct ringtrace_stats {
   /**
    * Of `lost`: refused because the ring was paused.
    */
-  uint64_t paused;
+  uint64_t refused_paused;
   /**
    * Overwrite mode: committed records overwritten.
    */
@@ -956,9 +957,14 @@ int ringtrace_snapshot_foreach(const struct ringtrace_snapshot *s,
 
 /**
  * Writes the snapshot to a new file at `path` (replacing one that exists), in the
- * snapshot file format that `ringtrace snapshot` reads.
+ * snapshot file format that `ringtrace snapshot` reads. The file is mode 0600: it is
+ * written beside `path` as `PATH.partial.PID.N` (PID this process's id, N a counter's
+ * next value; a name that exists is skipped, up to 100), created with `O_CREAT |
+ * O_EXCL | O_NOFOLLOW`, synced, then renamed over `path`. No file or symlink at either
+ * name is written through or truncated: a symlink at `path` is replaced, not followed.
  *
- * Returns 0, or -EINVAL, or the -errno of creating or writing the file.
+ * Returns 0, or -EINVAL, or the -errno of creating, writing or renaming the file
+ * (-EEXIST: every temporary name tried exists).
  *
  * Threads: any thread (a snapshot is immutable).
  *

@@ -12,7 +12,6 @@ use crate::ring::{dup_fd, path_arg};
 /// A BPF ring buffer reader handle.
 #[derive(Debug)]
 pub struct ringtrace_bpf_ringbuf {
-    tag: u64,
     rb: BpfRingBuf,
 }
 handle!(ringtrace_bpf_ringbuf, 0x5254_4250_4652_0007, "BPF ring buffer");
@@ -23,9 +22,8 @@ handle!(ringtrace_bpf_ringbuf, 0x5254_4250_4652_0007, "BPF ring buffer");
 ///
 /// `out` is NULL (refused) or valid for a write.
 unsafe fn put(out: *mut *mut ringtrace_bpf_ringbuf, rb: BpfRingBuf) -> Result<c_int, crate::error::Fail> {
-    let tag = <ringtrace_bpf_ringbuf as guard::Handle>::TAG;
     // SAFETY: forwarded from the caller.
-    unsafe { guard::put(out, ringtrace_bpf_ringbuf { tag, rb }) }
+    unsafe { guard::put(out, ringtrace_bpf_ringbuf { rb }) }
 }
 
 /// Attaches a reader to the BPF ring buffer map `map_fd` (duplicated: the caller keeps

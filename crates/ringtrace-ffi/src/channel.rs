@@ -94,7 +94,6 @@ macro_rules! map_channel {
 /// A channel handle.
 #[derive(Debug)]
 pub struct ringtrace_channel {
-    tag: u64,
     channel: AnyChannel,
 }
 handle!(ringtrace_channel, 0x5254_4348_414e_0005, "channel");
@@ -102,7 +101,6 @@ handle!(ringtrace_channel, 0x5254_4348_414e_0005, "channel");
 /// A channel reader handle.
 #[derive(Debug)]
 pub struct ringtrace_channel_reader {
-    tag: u64,
     reader: AnyReader,
 }
 handle!(ringtrace_channel_reader, 0x5254_4352_4452_0006, "channel reader");
@@ -155,9 +153,8 @@ pub unsafe extern "C" fn ringtrace_channel_new(
             }
             (m, c) => return Err(Fail::inval(format!("invalid channel mode {m} or clock {c}"))),
         };
-        let tag = <ringtrace_channel as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { guard::put(out, ringtrace_channel { tag, channel }) }
+        unsafe { guard::put(out, ringtrace_channel { channel }) }
     })
 }
 
@@ -204,7 +201,6 @@ pub unsafe extern "C" fn ringtrace_channel_output(
 /// thread at a time.
 #[derive(Debug)]
 pub struct ringtrace_channel_producer {
-    tag: u64,
     producer: AnyProducer,
 }
 handle!(ringtrace_channel_producer, 0x5254_4350_524f_0008, "channel producer");
@@ -232,9 +228,8 @@ pub unsafe extern "C" fn ringtrace_channel_producer_new(
         let h = unsafe { guard::get(ch) }?;
         let out = guard::out_ptr(out)?;
         let producer = map_channel!(&h.channel, AnyProducer, c => c.producer()?);
-        let tag = <ringtrace_channel_producer as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { guard::put(out, ringtrace_channel_producer { tag, producer }) }
+        unsafe { guard::put(out, ringtrace_channel_producer { producer }) }
     })
 }
 
@@ -298,9 +293,8 @@ pub unsafe extern "C" fn ringtrace_channel_reader_new(
         let h = unsafe { guard::get(ch) }?;
         let out = guard::out_ptr(out)?;
         let reader = map_channel!(&h.channel, AnyReader, c => c.reader()?);
-        let tag = <ringtrace_channel_reader as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { guard::put(out, ringtrace_channel_reader { tag, reader }) }
+        unsafe { guard::put(out, ringtrace_channel_reader { reader }) }
     })
 }
 

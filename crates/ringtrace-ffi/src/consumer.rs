@@ -55,7 +55,6 @@ macro_rules! with_consumer {
 /// A consumer handle.
 #[derive(Debug)]
 pub struct ringtrace_consumer {
-    tag: u64,
     consumer: AnyConsumer,
 }
 handle!(ringtrace_consumer, 0x5254_434f_4e53_0003, "consumer");
@@ -81,9 +80,8 @@ pub unsafe extern "C" fn ringtrace_consumer_new(ring: *mut ringtrace_ring, out: 
             AnyRing::MpscOverwrite(r) => AnyConsumer::MpscOverwrite(r.consumer()?),
             AnyRing::SpscOverwrite(r) => AnyConsumer::SpscOverwrite(r.consumer()?),
         };
-        let tag = <ringtrace_consumer as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { guard::put(out, ringtrace_consumer { tag, consumer }) }
+        unsafe { guard::put(out, ringtrace_consumer { consumer }) }
     })
 }
 

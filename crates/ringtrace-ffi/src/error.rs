@@ -1,5 +1,6 @@
 //! The error model: every Rust error becomes one negative errno-style code (mapped here,
-//! in one place), and its `Display` text is kept for `ringtrace_last_error`.
+//! in one place), and its message with its causes (`source()`, `: ` joined) is kept for
+//! `ringtrace_last_error`.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CString};
@@ -37,6 +38,22 @@ fn os_errno(e: &(dyn std::error::Error + 'static)) -> Option<c_int> {
         cur = err.source();
     }
     None
+}
+
+/// `e`'s message followed by its causes' (`source()`), joined with `: `: ringtrace's
+/// errors leave their cause out of their own message.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
 }
 
 /// The errno of an `io::Error`: its OS code, or one for its kind.
@@ -100,7 +117,7 @@ fn errno_of_kernel(e: &KernelError) -> c_int {
 
 impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
-        Fail::new(errno_of_setup(&e), e.to_string())
+        Fail::new(errno_of_setup(&e), with_causes(&e))
     }
 }
 
@@ -112,7 +129,7 @@ impl From<ReserveError> for Fail {
 
 impl From<KernelError> for Fail {
     fn from(e: KernelError) -> Fail {
-        Fail::new(errno_of_kernel(&e), e.to_string())
+        Fail::new(errno_of_kernel(&e), with_causes(&e))
     }
 }
 
@@ -122,7 +139,7 @@ impl From<FormatError> for Fail {
             FormatError::Io { .. } => os_errno(&e).unwrap_or(libc::EIO),
             _ => libc::EBADMSG,
         };
-        Fail::new(errno, e.to_string())
+        Fail::new(errno, with_causes(&e))
     }
 }
 
@@ -148,7 +165,7 @@ impl From<ConsumeError<Stopped>> for Fail {
             ConsumeError::Callback(Stopped(code)) => {
                 Fail::new(libc::ECANCELED, format!("the record callback returned {code}"))
             }
-            _ => Fail::new(consume_errno(&e), e.to_string()),
+            _ => Fail::new(consume_errno(&e), with_causes(&e)),
         }
     }
 }
@@ -167,7 +184,7 @@ fn consume_errno<E>(e: &ConsumeError<E>) -> c_int {
 
 impl From<ConsumeError> for Fail {
     fn from(e: ConsumeError) -> Fail {
-        Fail::new(consume_errno(&e), e.to_string())
+        Fail::new(consume_errno(&e), with_causes(&e))
     }
 }
 
@@ -211,5 +228,21 @@ pub(crate) fn describe(code: c_int) -> &'static std::ffi::CStr {
         libc::ECANCELED => c"stopped by the callback",
         libc::ENOTRECOVERABLE => c"internal error: a Rust panic was caught at the C boundary",
         _ => c"unknown error (an operating system errno)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_names_the_cause_once() {
+        let cause = || io::Error::from_raw_os_error(libc::ENOMEM);
+        let text = cause().to_string();
+        let f = Fail::from(Error::Io { what: "mapping the ring", source: cause() });
+        assert_eq!(f.code, -libc::ENOMEM);
+        assert_eq!(f.message, format!("mapping the ring: {text}"));
+        let f = Fail::from(KernelError::Dup(cause()));
+        assert_eq!(f.message.matches(&text).count(), 1, "{}", f.message);
     }
 }

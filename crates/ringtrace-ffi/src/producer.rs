@@ -104,7 +104,6 @@ impl ProducerState {
 /// A producer handle.
 #[derive(Debug)]
 pub struct ringtrace_producer {
-    tag: u64,
     state: ProducerState,
 }
 handle!(ringtrace_producer, 0x5254_5052_4f44_0002, "producer");
@@ -133,8 +132,7 @@ pub unsafe extern "C" fn ringtrace_producer_new(ring: *mut ringtrace_ring, out: 
             AnyRing::SpscOverwrite(r) => AnyProducer::SpscOverwrite(r.producer()?),
         };
         let producer = NonNull::from(Box::leak(Box::new(p)));
-        let tag = <ringtrace_producer as guard::Handle>::TAG;
-        let handle = ringtrace_producer { tag, state: ProducerState { open: None, producer } };
+        let handle = ringtrace_producer { state: ProducerState { open: None, producer } };
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, handle) }
     })

@@ -50,7 +50,8 @@ pub struct ringtrace_ring_opts {
     pub consumer_batch: u64,
 }
 
-/// Counters and positions of a ring: mirrors `ringtrace::Stats`.
+/// Counters and positions of a ring: mirrors `ringtrace::Stats` (the same fields, by
+/// the same names, in the same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ringtrace_stats {
@@ -61,7 +62,7 @@ pub struct ringtrace_stats {
     /// Reservations refused for want of room (records lost).
     pub lost: u64,
     /// Of `lost`: refused because the ring was paused.
-    pub paused: u64,
+    pub refused_paused: u64,
     /// Overwrite mode: committed records overwritten.
     pub overwritten: u64,
     /// Overwrite mode: of `overwritten`, those the consumer never read.
@@ -92,7 +93,7 @@ impl From<Stats> for ringtrace_stats {
             committed: s.committed,
             discarded: s.discarded,
             lost: s.lost,
-            paused: s.paused,
+            refused_paused: s.refused_paused,
             overwritten: s.overwritten,
             overwritten_unread: s.overwritten_unread,
             dead: s.dead,
@@ -135,7 +136,6 @@ pub(crate) use with_ring;
 /// references to the ring, so it may be freed before them.
 #[derive(Debug)]
 pub struct ringtrace_ring {
-    tag: u64,
     pub(crate) ring: AnyRing,
     /// The pause this handle holds (`ringtrace_pause` .. `ringtrace_resume`).
     pub(crate) pause: Mutex<Option<PauseHold>>,
@@ -144,7 +144,7 @@ handle!(ringtrace_ring, 0x5254_5249_4e47_0001, "ring");
 
 impl ringtrace_ring {
     pub(crate) fn new(ring: AnyRing) -> Self {
-        ringtrace_ring { tag: <Self as guard::Handle>::TAG, ring, pause: Mutex::new(None) }
+        ringtrace_ring { ring, pause: Mutex::new(None) }
     }
 }
 
@@ -482,4 +482,23 @@ pub unsafe extern "C" fn ringtrace_ring_max_record_len(ring: *const ringtrace_ri
         unsafe { out.write(with_ring!(&h.ring, r => r.max_record_len())) };
         Ok(0)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ringtrace_stats` is `ringtrace::Stats` field for field: the same names in the
+    /// same order, each copied from its namesake.
+    #[test]
+    fn stats_mirror_the_library_field_for_field() {
+        let mut s = Stats::default();
+        // Distinct values, none zero: a field copied from another, or left out, shows.
+        (s.committed, s.discarded, s.lost, s.refused_paused, s.overwritten) = (1, 2, 3, 4, 5);
+        (s.overwritten_unread, s.dead, s.overwrite_pos, s.too_large, s.consumed) = (6, 7, 8, 9, 10);
+        (s.skipped, s.consumer_pos, s.producer_pos, s.available, s.capacity) = (11, 12, 13, 14, 15);
+        let c = ringtrace_stats::from(s);
+        assert_eq!(format!("{c:?}"), format!("{s:?}").replacen("Stats", "ringtrace_stats", 1));
+        assert!(!format!("{s:?}").contains(": 0"), "a field of Stats is not set here: {s:?}");
+    }
 }

@@ -18,7 +18,6 @@ use crate::ring::{path_arg, ringtrace_ring, AnyRing};
 /// A snapshot handle: a copy of an overwrite ring's records.
 #[derive(Debug)]
 pub struct ringtrace_snapshot {
-    tag: u64,
     snap: Snapshot,
 }
 handle!(ringtrace_snapshot, 0x5254_534e_4150_0004, "snapshot");
@@ -54,9 +53,8 @@ pub unsafe extern "C" fn ringtrace_snapshot_take(
             AnyRing::SpscOverwrite(r) => r.snapshot()?,
             _ => return Err(not_overwrite()),
         };
-        let tag = <ringtrace_snapshot as guard::Handle>::TAG;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { guard::put(out, ringtrace_snapshot { tag, snap }) }
+        unsafe { guard::put(out, ringtrace_snapshot { snap }) }
     })
 }
 
@@ -303,10 +301,15 @@ mod tests {
     fn write_snapshot(path: &Path) -> c_int {
         let ring = RingBuf::<Mpsc, Overwrite>::builder(4096).build().unwrap();
         ring.producer().unwrap().output(b"root's record", Wakeup::Default).unwrap();
-        let s = ringtrace_snapshot { tag: <ringtrace_snapshot as guard::Handle>::TAG, snap: ring.snapshot().unwrap() };
+        let mut s = std::ptr::null_mut();
+        // SAFETY: `s` is valid for a write.
+        unsafe { guard::put(&mut s, ringtrace_snapshot { snap: ring.snapshot().unwrap() }) }.unwrap();
         let path = CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: `s` is a live snapshot handle; `path` is NUL-terminated.
-        unsafe { ringtrace_snapshot_write(&s, path.as_ptr()) }
+        let rc = unsafe { ringtrace_snapshot_write(s, path.as_ptr()) };
+        // SAFETY: `s` is a snapshot handle, not used after this.
+        unsafe { ringtrace_snapshot_free(s) };
+        rc
     }
 
     /// `path` is a regular file of this process's user, mode 0600.

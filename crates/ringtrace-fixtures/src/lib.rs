@@ -5,14 +5,15 @@
 //! `BPF_PROG_TEST_RUN`: a kernel producer without clang, libbpf or a BPF object file.
 //!
 //! Everything needs a kernel that lets this process create BPF maps; tests call
-//! [`bpf_skip_reason`] first and skip with its reason where it cannot.
+//! [`have_bpf`] first and return where it cannot (it says why, and fails the test
+//! instead where `RINGTRACE_REQUIRE` lists `bpf`: see [`skip`]). Tests of perf events
+//! and of the TSC skip through [`skip`] too.
 //!
 //! ```no_run
 //! use std::os::fd::AsFd;
-//! use ringtrace_fixtures::{bpf_skip_reason, Method, ProgSpec, RingMap, SeqProgram};
+//! use ringtrace_fixtures::{have_bpf, Method, ProgSpec, RingMap, SeqProgram};
 //!
-//! if let Some(reason) = bpf_skip_reason() {
-//!     eprintln!("skipped: {reason}");
+//! if !have_bpf() {
 //!     return Ok(());
 //! }
 //! let ring = RingMap::create(1 << 20)?;
@@ -29,6 +30,7 @@ mod asm;
 mod bpffs;
 mod map;
 mod prog;
+mod require;
 mod sys;
 
 use std::sync::OnceLock;
@@ -36,9 +38,10 @@ use std::sync::OnceLock;
 pub use bpffs::BpfFs;
 pub use map::{create_array_map, pin_fd, RingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
+pub use require::{have_bpf, required, skip, Feature, REQUIRE_VAR};
 
-/// `None` when BPF ring buffer maps can be created here; else a one-line reason for a test
-/// to print when it skips, e.g. "BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map
+/// `None` when BPF ring buffer maps can be created here; else a one-line reason for a bench
+/// or example to print when it leaves them out (a test calls [`have_bpf`]), e.g. "BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map
 /// failed: Operation not permitted (os error 1) (needs CAP_BPF or root)".
 ///
 /// Probes once per process (a one-page ring buffer map, closed again).

@@ -1,13 +1,13 @@
 //! The fixtures against the running kernel. Each test skips (printing why) where BPF ring
-//! buffer maps cannot be created.
+//! buffer maps cannot be created, and fails instead where `RINGTRACE_REQUIRE` lists `bpf`.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use ringtrace_fixtures::{
-    bpf_skip_reason, create_array_map, expected_payload, BpfFs, Counters, Method, ProgSpec, RingMap, SeqProgram,
-    BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
+    create_array_map, expected_payload, have_bpf, skip, BpfFs, Counters, Feature, Method, ProgSpec, RingMap,
+    SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP,
 };
 
 const MIB: u32 = 1 << 20;
@@ -17,8 +17,7 @@ const HDR: u64 = 8;
 
 macro_rules! skip_without_bpf {
     () => {
-        if let Some(reason) = bpf_skip_reason() {
-            eprintln!("skipped: {reason}");
+        if !have_bpf() {
             return;
         }
     };
@@ -277,8 +276,7 @@ fn bpffs_pin_and_unmount() {
     let fs = match BpfFs::mount() {
         Ok(fs) => fs,
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            eprintln!("skipped: cannot mount a bpffs: {e}");
-            return;
+            return skip(Feature::Bpf, format!("cannot mount a bpffs: {e}"));
         }
         Err(e) => panic!("{e}"),
     };

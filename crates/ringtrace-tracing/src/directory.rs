@@ -7,7 +7,7 @@ use std::path::Path;
 
 use ringtrace::inspect::channel::ChannelFile;
 
-use crate::error::Error;
+use crate::error::{with_causes, Error};
 use crate::file::{self, chunk};
 use crate::file::{CATALOG_FILE, RINGS_FILE};
 
@@ -38,7 +38,7 @@ pub(crate) fn read(dir: &Path) -> Result<Contents, Error> {
     }
     // The rings first, then the catalog: every record read was committed after its
     // callsite's and thread's entries were appended.
-    let channel = ChannelFile::open(&rings_path).map_err(|e| not_a_trace(&rings_path, e))?;
+    let channel = ChannelFile::open(&rings_path).map_err(|e| not_a_trace(&rings_path, with_causes(&e)))?;
     let header = *channel.header();
     let mut c =
         Contents { catalog: Vec::new(), records: Vec::new(), unstamped: 0, unfinished: 0, unreadable: Vec::new() };
@@ -46,7 +46,7 @@ pub(crate) fn read(dir: &Path) -> Result<Contents, Error> {
         let records = match channel.ring(slot).and_then(|r| r.records()) {
             Ok(r) => r,
             Err(e) => {
-                c.unreadable.push((slot, e.to_string()));
+                c.unreadable.push((slot, with_causes(&e)));
                 continue;
             }
         };

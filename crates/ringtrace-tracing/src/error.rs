@@ -1,4 +1,5 @@
-//! The one error type.
+//! The one error type. An error that wraps another returns it from `source()` and
+//! leaves it out of its message (a reporter that prints the chain names it once).
 
 use std::path::{Path, PathBuf};
 
@@ -26,10 +27,10 @@ pub enum Error {
     )]
     UnsafeDirectory { path: PathBuf, reason: String },
     /// Reading the rings failed (a ring found corrupt).
-    #[error("reading the rings: {0}")]
+    #[error("reading the rings")]
     Consume(#[from] ringtrace::ConsumeError),
     /// A file could not be made, written or read.
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
@@ -47,5 +48,49 @@ pub enum Error {
 impl Error {
     pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> Error {
         Error::Io { what, path: path.into(), source }
+    }
+}
+
+/// `e`'s message followed by its causes' (`source()`), joined with `: `; a cause whose
+/// text the message already holds is not repeated.
+pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAUSE: &str = "the cause of the test";
+
+    /// `e`'s cause is its `source()`, not part of its message, and named once with it.
+    fn cause_once(e: &Error) {
+        let msg = e.to_string();
+        let source = std::error::Error::source(e).unwrap_or_else(|| panic!("no source: {msg}"));
+        assert!(!msg.contains(&source.to_string()), "the message repeats its source: {msg}");
+        let full = with_causes(e);
+        assert_eq!(full.matches(CAUSE).count(), 1, "{full}");
+    }
+
+    #[test]
+    fn a_cause_is_a_source_and_not_in_the_message() {
+        let io = || std::io::Error::other(CAUSE);
+        cause_once(&Error::io("writing", Path::new("/tmp/trace.rtt"), io()));
+        cause_once(&Error::Consume(ringtrace::ConsumeError::Io(io())));
+        cause_once(&Error::Ring(ringtrace::Error::File { what: "creating", path: "/dev/shm/r".into(), source: io() }));
+        assert_eq!(
+            with_causes(&Error::io("writing", Path::new("/tmp/trace.rtt"), io())),
+            format!("writing /tmp/trace.rtt: {CAUSE}")
+        );
     }
 }

@@ -141,7 +141,10 @@ impl Recorder {
                     target.display(),
                     d.records
                 ),
-                Err(e) => eprintln!("ringtrace-tracing: the flight recorder could not be dumped: {e}"),
+                Err(e) => eprintln!(
+                    "ringtrace-tracing: the flight recorder could not be dumped: {}",
+                    crate::error::with_causes(&e)
+                ),
             }
             previous(info);
         }));
@@ -168,7 +171,7 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            eprintln!("ringtrace-tracing: finishing the stream failed: {e}");
+            eprintln!("ringtrace-tracing: finishing the stream failed: {}", crate::error::with_causes(&e));
         }
     }
 }

@@ -107,7 +107,8 @@ fn a_symlink_planted_at_every_temporary_name_of_a_dump_is_never_written_through(
     assert!(std::fs::symlink_metadata(&dangling).is_err(), "the dump created a file through a symlink");
     // With no free name there is no dump, and no file at the target either.
     let e = got.unwrap_err();
-    assert!(e.to_string().contains("temporary names"), "{e}");
+    let cause = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
+    assert!(cause.contains("temporary names"), "{e}: {cause}");
     assert!(std::fs::symlink_metadata(&target).is_err());
 }
 

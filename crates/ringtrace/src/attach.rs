@@ -92,19 +92,23 @@ pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64, owners: Owners) -> 
         let me = rustix::process::geteuid().as_raw();
         if st.st_uid != me {
             return Err(Error::invalid(format!(
-                "the file belongs to another user (uid {}, this process runs as uid {me}): its owner could                  truncate it under the mapping (SIGBUS) or rewrite it; attach with Owners::Any to share a ring                  between users on purpose",
+                "the file belongs to another user (uid {}, this process runs as uid {me}): its owner could \
+                 truncate it under the mapping (SIGBUS) or rewrite it; attach with Owners::Any to share a ring \
+                 between users on purpose",
                 st.st_uid
             )));
         }
         if st.st_mode & 0o020 != 0 {
             return Err(Error::invalid(format!(
-                "the file is writable by its group (mode {:o}): another user could truncate it under the                  mapping (SIGBUS); attach with Owners::Any to share a ring within a group on purpose",
+                "the file is writable by its group (mode {:o}): another user could truncate it under the \
+                 mapping (SIGBUS); attach with Owners::Any to share a ring within a group on purpose",
                 st.st_mode & 0o7777
             )));
         }
     }
     check_offset(offset, u64::try_from(st.st_size).unwrap_or(0))?;
-    let file = RingFile::from_source(At::new(FdSource(fd), offset)).map_err(|e| Error::invalid(e.to_string()))?;
+    let file = RingFile::from_source(At::new(FdSource(fd), offset))
+        .map_err(|e| Error::invalid(crate::error::with_causes(&e)))?;
     let h = file.header();
     if h.data_offset != data_offset() {
         return Err(Error::invalid(format!(

@@ -446,6 +446,7 @@ impl<K: ProducerKind, M: Mode> Drop for Producer<K, M> {
 /// a `&mut [u8]` in discard mode (`DerefMut`), written with
 /// [`write`](Reservation::write) in overwrite mode. Commit it, discard it, or drop it
 /// (which discards it).
+#[must_use = "if unused the reservation is discarded at once: commit it to publish the record"]
 pub struct Reservation<'a, K: ProducerKind = Mpsc, M: Mode = Discard> {
     producer: &'a mut Producer<K, M>,
     pos: u64,

@@ -28,6 +28,13 @@ pub(crate) struct Shared {
 }
 
 /// Counters and positions of a ring ([`crate::RingBuf::stats`]).
+///
+/// The definition of a ring's counters: the C API's `ringtrace_stats` has these fields,
+/// by these names, in this order; [`inspect::State`](crate::inspect::State) (a ring
+/// file's words, which `ringtrace stat` shows) has each counter by the same name, and
+/// the positions by the control block's names: `over_pos` is `overwrite_pos`, and
+/// `consumer_read` is `consumer_pos` (`State::consumer_pos` is where space is handed
+/// back, behind it in discard mode). Tests check each of them against this.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -40,7 +47,7 @@ pub struct Stats {
     /// being written, or the ring was paused.
     pub lost: u64,
     /// Of `lost`: refused because the ring was paused (overwrite mode).
-    pub paused: u64,
+    pub refused_paused: u64,
     /// Overwrite mode: committed records overwritten (given up to make room), whether
     /// a reader saw them first or not.
     pub overwritten: u64,
@@ -80,7 +87,7 @@ impl Shared {
             s.committed += c.committed.load(Relaxed);
             s.discarded += c.discarded.load(Relaxed);
             s.lost += c.lost.load(Relaxed);
-            s.paused += c.paused.load(Relaxed);
+            s.refused_paused += c.paused.load(Relaxed);
             s.too_large += c.too_large.load(Relaxed);
         }
         s.consumed = ctl.consumer.0.consumed.load(Relaxed);

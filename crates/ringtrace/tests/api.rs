@@ -2,8 +2,12 @@
 //! callbacks that fail, wakeups through the file descriptor.
 #![cfg(not(loom))]
 
+mod common;
+
 use std::convert::Infallible;
 use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ringtrace::config::{Spsc, WakeupPolicy};
@@ -222,17 +226,26 @@ fn poll_times_out_when_nothing_comes_and_no_wakeup_is_honoured() {
     let t0 = std::time::Instant::now();
     assert!(!c.wait(Some(Duration::from_millis(30))).unwrap());
     assert!(t0.elapsed() >= Duration::from_millis(30));
-    // A NoWakeup commit does not wake a sleeper; a later Force one does.
+    // A NoWakeup commit does not wake a sleeper (it leaves the doorbell quiet); a later
+    // Force one does. Both are made once the consumer sleeps.
     let mut p = ring.producer().unwrap();
-    let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
-        p.output(b"quiet", Wakeup::NoWakeup).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        p.output(b"loud", Wakeup::Force).unwrap();
+    let (consumer, doorbell) = (common::asleep::thread_id(), c.as_fd().try_clone_to_owned().unwrap());
+    let loud = Arc::new(AtomicBool::new(false));
+    let t = std::thread::spawn({
+        let loud = loud.clone();
+        move || {
+            common::asleep::wait_until_asleep(consumer, "the consumer");
+            p.output(b"quiet", Wakeup::NoWakeup).unwrap();
+            assert!(!common::asleep::rung(&doorbell), "a NoWakeup commit rang the doorbell");
+            loud.store(true, Ordering::Release);
+            p.output(b"loud", Wakeup::Force).unwrap();
+            p // kept until the consumer's check: a producer's leaving wakes it too
+        }
     });
     let t0 = std::time::Instant::now();
     assert!(c.wait(Some(Duration::from_secs(20))).unwrap());
-    assert!(t0.elapsed() >= Duration::from_millis(140), "woken before the forced wakeup");
+    assert!(loud.load(Ordering::Acquire), "woken before the forced wakeup");
+    assert!(t0.elapsed() < Duration::from_secs(10), "not woken by the forced wakeup: {:?}", t0.elapsed());
     t.join().unwrap();
     assert_eq!(drain(&mut c), [b"quiet".to_vec(), b"loud".to_vec()]);
 }

@@ -263,8 +263,7 @@ fn write_private(path: &Path, bytes: &[u8]) {
 #[test]
 fn tools_convert_a_tsc_channels_stamps_with_the_files_calibration() {
     let Ok(tsc) = ringtrace::clock::Tsc::shared() else {
-        eprintln!("skipped: no invariant TSC on this CPU");
-        return;
+        return ringtrace_fixtures::skip(ringtrace_fixtures::Feature::Tsc, "no invariant TSC on this CPU");
     };
     let path = temp_path("tsc");
     let channel = Channel::<Discard, ringtrace::clock::Tsc>::builder(4096).max_producers(1).create(&path, tsc).unwrap();

@@ -2,7 +2,7 @@
 //! writes numbered records with `bpf_ringbuf_output` or reserve/submit/discard, run
 //! with `BPF_PROG_TEST_RUN`; the reader must see every record, in order, once, with its
 //! bytes. Each test skips with a one-line reason where BPF is not available (no
-//! CAP_BPF); as root they run.
+//! CAP_BPF), or fails where `RINGTRACE_REQUIRE` lists `bpf`; as root they run.
 //! Waiting and wakeups: `kernel_bpf_wakeup.rs`.
 
 #[macro_use]
@@ -14,7 +14,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use common::bpf::{seq, setup, Checker};
 use ringtrace::kernel::bpf::{BpfRingBuf, KernelError, BPF_F_RB_OVERWRITE};
 use ringtrace::ConsumeError;
-use ringtrace_fixtures::{create_array_map, expected_payload, BpfFs, Method, ProgSpec, RingMap, SeqProgram};
+use ringtrace_fixtures::{
+    create_array_map, expected_payload, skip, BpfFs, Feature, Method, ProgSpec, RingMap, SeqProgram,
+};
 
 #[test]
 fn every_record_arrives_in_order_once_with_its_bytes() {
@@ -133,10 +135,7 @@ fn attach_by_pinned_path_and_by_id() {
     need_bpf!();
     let fs = match BpfFs::mount() {
         Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipped: cannot mount a bpffs: {e}");
-            return;
-        }
+        Err(e) => return skip(Feature::Bpf, format!("cannot mount a bpffs: {e}")),
     };
     let map = RingMap::create(1 << 14).unwrap();
     let prog = SeqProgram::load(map.as_fd(), ProgSpec::default()).unwrap();
@@ -185,10 +184,7 @@ fn missing_privileges_are_a_permission_error() {
     need_bpf!();
     let fs = match BpfFs::mount() {
         Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipped: cannot mount a bpffs: {e}");
-            return;
-        }
+        Err(e) => return skip(Feature::Bpf, format!("cannot mount a bpffs: {e}")),
     };
     let map = RingMap::create(4096).unwrap();
     map.pin(&fs.path("rb")).unwrap();

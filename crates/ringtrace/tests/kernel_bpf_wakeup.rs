@@ -1,7 +1,7 @@
 //! Waiting on real BPF ring buffer maps: edge-triggered wakeups over millions of
 //! records, an event loop on the map's descriptor, the programs' wakeup flags, and
 //! several maps polled together. Each test skips with a one-line reason where BPF is not
-//! available (no CAP_BPF); as root they run.
+//! available (no CAP_BPF), or fails where `RINGTRACE_REQUIRE` lists `bpf`; as root they run.
 
 #[macro_use]
 mod common;
@@ -19,8 +19,9 @@ use ringtrace_fixtures::{ProgSpec, RingMap, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF
 /// A producer thread runs the program in bursts while the reader consumes and, when it
 /// has caught up, waits (edge-triggered epoll inside `wait`): millions of records, none
 /// lost, and no lost wakeup. Every 16th burst the producer waits for the reader to
-/// catch up and pauses, so the reader waits at least that often whatever the load; a
-/// wait that runs out its timeout while a record is ready is a lost wakeup.
+/// catch up and fall asleep, so the reader is woken from a sleep at least that often
+/// whatever the load; a wait that runs out its timeout while a record is ready is a
+/// lost wakeup.
 #[test]
 fn edge_triggered_wakeups_over_millions_of_records_never_stall() {
     need_bpf!();
@@ -29,6 +30,7 @@ fn edge_triggered_wakeups_over_millions_of_records_never_stall() {
     let prog = Arc::new(prog);
     let consumed = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
+    let reader = common::asleep::thread_id();
     let producer = {
         let (prog, consumed, done) = (prog.clone(), consumed.clone(), done.clone());
         std::thread::spawn(move || {
@@ -41,7 +43,7 @@ fn edge_triggered_wakeups_over_millions_of_records_never_stall() {
                 run += batch as u64;
                 k += 1;
                 if k % 16 == 0 {
-                    // Let the reader catch up (it then waits), then give it time to.
+                    // Let the reader catch up (it then waits), and fall asleep.
                     let until = Instant::now() + Duration::from_secs(10);
                     loop {
                         let c = prog.counters().unwrap();
@@ -50,7 +52,7 @@ fn edge_triggered_wakeups_over_millions_of_records_never_stall() {
                         }
                         std::thread::sleep(Duration::from_micros(50));
                     }
-                    std::thread::sleep(Duration::from_micros(300));
+                    common::asleep::wait_until_asleep(reader, "the reader, caught up");
                     pauses += 1;
                 }
             }
@@ -140,12 +142,13 @@ fn an_event_loop_waits_on_the_map_fd_edge_triggered() {
 fn wakeup_flags_decide_whether_a_waiting_reader_is_woken() {
     need_bpf!();
     let timeout = Duration::from_secs(2);
+    let reader = common::asleep::thread_id();
     for (flags, woken) in [(0, true), (BPF_RB_NO_WAKEUP, false), (BPF_RB_FORCE_WAKEUP, true)] {
         let (mut ring, prog) = setup(1 << 16, ProgSpec { wakeup_flags: flags, ..Default::default() });
         assert!(!ring.wait(Some(Duration::from_millis(1))).unwrap(), "flags {flags}: nothing yet");
         std::thread::scope(|s| {
             s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(100));
+                common::asleep::wait_until_asleep(reader, "the reader");
                 prog.run(3).unwrap();
             });
             let t = Instant::now();

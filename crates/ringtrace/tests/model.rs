@@ -414,9 +414,9 @@ fn run_overwrite<K: ProducerKind>(cap: u64, ahead: u64, ops: &[Op]) -> Result<()
             Op::Consume(_) | Op::Release | Op::Iter(_, _) => continue, // discard rings (the model has no overwrite reader)
         }
         let s = ring.stats();
-        let counts = (s.committed, s.discarded, s.lost, s.paused, s.too_large);
+        let counts = (s.committed, s.discarded, s.lost, s.refused_paused, s.too_large);
         let want = (m.log.len() as u64, m.discarded, m.lost, m.paused, m.too_large);
-        prop_assert_eq!(counts, want, "{}: (committed, discarded, lost, paused, too_large)", ctx);
+        prop_assert_eq!(counts, want, "{}: (committed, discarded, lost, refused_paused, too_large)", ctx);
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use std::convert::Infallible;
+use std::os::fd::AsFd;
 
 use common::exact;
 use ringtrace::config::Spsc;
@@ -151,7 +152,7 @@ fn pause_refuses_reserves_and_reads_in_place_both_ways() {
     assert!(!ring.is_paused());
     p.output(b"after", Wakeup::Default).unwrap();
     let s = ring.stats();
-    assert_eq!((s.paused, s.lost), (6, 6));
+    assert_eq!((s.refused_paused, s.lost), (6, 6));
     assert_eq!(copy.iter().next_back().unwrap(), 999u32.to_le_bytes());
 }
 
@@ -269,18 +270,26 @@ fn forced_wakeups_reach_a_sleeping_consumer() {
     let ring = FlightRecorder::new(1 << 16).unwrap();
     let mut c = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
+    // Both written once the consumer sleeps; the first leaves its doorbell quiet.
+    let (consumer, doorbell) = (common::asleep::thread_id(), c.as_fd().try_clone_to_owned().unwrap());
     let t = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        common::asleep::wait_until_asleep(consumer, "the consumer");
         p.output(b"quiet", Wakeup::Default).unwrap(); // policy Never: no wakeup
+        assert!(!common::asleep::rung(&doorbell), "a Default commit rang the doorbell under the Never policy");
         p.output(b"loud", Wakeup::Force).unwrap();
+        p // kept until the consumer's check: a producer's leaving wakes it too
     });
+    // A poll that runs to its timeout was not woken, whatever it delivers after it.
+    let timeout = std::time::Duration::from_secs(20);
     let mut got = Vec::new();
     while got.len() < 2 {
-        c.poll(Some(std::time::Duration::from_secs(20)), |r| {
+        let t0 = std::time::Instant::now();
+        c.poll(Some(timeout), |r| {
             got.push(r.to_vec());
             Ok::<(), Infallible>(())
         })
         .unwrap();
+        assert!(t0.elapsed() < timeout / 2, "not woken by the forced wakeup: a poll took {:?}", t0.elapsed());
     }
     assert_eq!(got, [b"quiet".to_vec(), b"loud".to_vec()]);
     t.join().unwrap();
@@ -333,12 +342,14 @@ fn half_ring_policy_wakes_a_following_consumer() {
         FlightRecorder::builder(1 << 16).wakeup_policy(ringtrace::config::WakeupPolicy::HalfRing).build().unwrap();
     let mut c = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
+    let consumer = common::asleep::thread_id();
     let t = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(30));
+        common::asleep::wait_until_asleep(consumer, "the consumer at position 0");
         // 16-byte records: record 2048 starts at 32768, half the ring.
         for i in 0..2100u64 {
             p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
         }
+        p // kept until the consumer's check: a producer's leaving wakes it too
     });
     let start = std::time::Instant::now();
     assert!(c.wait(Some(std::time::Duration::from_secs(30))).unwrap());

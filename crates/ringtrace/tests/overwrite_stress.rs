@@ -173,7 +173,7 @@ fn run(ring: FlightRecorder) {
         "ring {} KiB: committed {committed}, lost {lost} (paused {}), consumed {consumed} (busy {c_busy}), overwritten {} \
          (unread {}), snapshots {snaps}, pauses {pauses}, busy {busy}",
         ring.capacity() / 1024,
-        stats.paused,
+        stats.refused_paused,
         stats.overwritten,
         stats.overwritten_unread
     );

@@ -7,6 +7,8 @@
 //! release builds, 100,000 in debug builds).
 #![cfg(not(loom))]
 
+mod common;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -224,14 +226,18 @@ fn single_producer_checksummed_exact_accounting() {
     );
 }
 
-/// The consumer sleeps between bursts; every burst must wake it. A lost wakeup shows as
-/// a poll that runs to its timeout while the producer waits for the burst to drain.
+/// The consumer sleeps between bursts; every burst must wake it. Every 8th burst starts
+/// only once the consumer sleeps (seen in /proc), so that it is woken from a sleep at
+/// least that often whatever the load; the other bursts meet it at every other moment.
+/// A lost wakeup shows as a poll that runs to its timeout (after which it still
+/// delivers the records pending, so only the time it took tells).
 fn sleeping_consumer_never_misses_a_burst(policy: WakeupPolicy) {
     let bursts = (records_per_producer() / 1000).max(50);
     const BURST: u64 = 2000;
     let ring = MpscRing::builder(1 << 16).wakeup_policy(policy).build().unwrap();
     let mut consumer = ring.consumer().unwrap();
     let mut producer = ring.producer().unwrap();
+    let consumer_thread = common::asleep::thread_id();
     let t = std::thread::spawn(move || {
         let mut lost = 0;
         for b in 0..bursts {
@@ -243,27 +249,36 @@ fn sleeping_consumer_never_misses_a_burst(policy: WakeupPolicy) {
                 }
             }
             if b % 8 == 0 {
-                std::thread::sleep(Duration::from_micros(200)); // let the consumer fall asleep
+                common::asleep::wait_until_asleep(consumer_thread, "the consumer, caught up");
             }
         }
         lost
     });
+    // No wakeup is due for the last records if they are fewer bytes than a watermark:
+    // the poll that waits for them runs to its timeout.
+    let tail = match policy {
+        WakeupPolicy::Watermark(bytes) => bytes,
+        _ => 0,
+    };
+    let timeout = Duration::from_secs(5);
     let total = bursts * BURST;
     let mut next = 0u64;
     while next < total {
-        let t0 = Instant::now();
+        let (left, t0) = (total - next, Instant::now());
         let n = consumer
-            .poll(Some(Duration::from_secs(5)), |d| {
+            .poll(Some(timeout), |d| {
                 assert_eq!(u64::from_le_bytes(d.try_into().unwrap()), next);
                 next += 1;
                 Ok::<(), Infallible>(())
             })
             .unwrap();
-        // The producer only stops when it is done, so a timeout with records still to come
-        // would be a lost wakeup (a watermark policy could wait for its tail only).
+        // The producer only stops when it is done: a poll that sleeps is woken by the
+        // next commit, in well under its timeout.
+        let took = t0.elapsed();
         assert!(
-            n > 0 || t0.elapsed() < Duration::from_secs(5) || (total - next) * 16 < 4096,
-            "consumer slept through pending records at {next} of {total}"
+            took < timeout / 2 || left * 16 < tail,
+            "consumer slept through pending records: a poll took {took:?} (its timeout {timeout:?}) at {next} of \
+             {total}, then delivered {n}"
         );
     }
     t.join().unwrap();

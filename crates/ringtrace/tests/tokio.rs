@@ -4,7 +4,7 @@
 //! once, in order per producer, and no wakeup may be lost (a wait that times out while a
 //! record is ready fails the test). Then BPF ring buffer maps, a ring set and perf rings
 //! read asynchronously (each skips with a one-line reason where the kernel does not let
-//! this process use them).
+//! this process use them, or fails where `RINGTRACE_REQUIRE` lists the feature).
 #![cfg(feature = "tokio")]
 
 #[macro_use]
@@ -23,7 +23,7 @@ use ringtrace::kernel::perf::{
 };
 use ringtrace::tokio::AsyncReader;
 use ringtrace::{Consumer, MpscRing, ReserveError, Wakeup};
-use ringtrace_fixtures::{expected_payload, ProgSpec, RingMap, SeqProgram};
+use ringtrace_fixtures::{expected_payload, skip, Feature, ProgSpec, RingMap, SeqProgram};
 use tokio::time::timeout;
 use tokio_stream::StreamExt;
 
@@ -309,12 +309,13 @@ fn a_ring_set_streamed_asynchronously_delivers_every_map_in_order() {
     }
 }
 
-/// Opens the event, or prints why the test is skipped and returns `None`.
+/// Opens the event, or prints why the test is skipped and returns `None` (fails the
+/// test instead where `RINGTRACE_REQUIRE` lists `perf`).
 fn open_or_skip(test: &str, b: EventBuilder) -> Option<PerfEvent> {
     match b.open() {
         Ok(e) => Some(e),
         Err(e @ KernelError::Open { .. }) => {
-            println!("skipped {test}: {e}");
+            skip(Feature::Perf, format!("{test}: {e}"));
             None
         }
         Err(e) => panic!("{e}"),

@@ -64,14 +64,19 @@ fn an_async_reader_finds_a_killed_producer_process_gone() {
     let consumer = ring.consumer().unwrap();
     let mut kid = spawn("hold-producer", &[path.to_str().unwrap()]);
     wait_for_line(&mut kid, "ATTACHED");
-    // Killed while the reader waits (after it read the record and armed): only the
-    // recheck can find it gone.
+    // Killed while the reader waits (after it read the record and armed: its thread
+    // sleeps in the runtime's epoll): only the recheck can find it gone.
+    let (reader_thread, watched) = (common::asleep::thread_id(), ring.clone());
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        let deadline = std::time::Instant::now() + common::asleep::FALL_ASLEEP;
+        while watched.stats().consumed < 1 || !common::asleep::is_asleep(reader_thread) {
+            assert!(std::time::Instant::now() < deadline, "the reader never read the record and slept");
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        let killed_at = std::time::Instant::now();
         kid.kill().unwrap();
-        kid.wait().unwrap().signal()
+        (kid.wait().unwrap().signal(), killed_at)
     });
-    let started = std::time::Instant::now();
     let (got, end) = runtime().block_on(async move {
         let mut reader = AsyncReader::new(consumer).unwrap();
         let mut got = Vec::new();
@@ -83,8 +88,10 @@ fn an_async_reader_finds_a_killed_producer_process_gone() {
             }
         }
     });
-    assert_eq!(killer.join().unwrap(), Some(9));
-    assert!(started.elapsed() >= Duration::from_millis(300), "gone before it was killed?");
+    let found_at = std::time::Instant::now();
+    let (signal, killed_at) = killer.join().unwrap();
+    assert_eq!(signal, Some(9));
+    assert!(found_at > killed_at, "gone before it was killed?");
     assert_eq!(got, vec![b"before dying".to_vec()]);
     assert!(matches!(end, ConsumeError::Disconnected), "{end}");
     std::fs::remove_file(&path).unwrap();
@@ -92,25 +99,36 @@ fn an_async_reader_finds_a_killed_producer_process_gone() {
 
 /// A flight recorder's consumer, asynchronously: woken by forced wakeups (an overwrite
 /// ring's default policy wakes on nothing else), and its stream ends with the producer.
+/// After each forced record the writer waits until the reader has it: only that wakeup
+/// can bring it (the producer's leaving, which also wakes the reader, comes after).
 #[test]
 fn an_overwrite_consumer_streams_asynchronously() {
     let ring = FlightRecorder::new(1 << 16).unwrap();
     let consumer: OverwriteConsumer = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
-    let writer = std::thread::spawn(move || {
-        for i in 0..2000u64 {
-            let wakeup = if i % 100 == 99 { Wakeup::Force } else { Wakeup::Default };
-            p.output(&i.to_le_bytes(), wakeup).unwrap();
-            if i % 100 == 99 {
-                std::thread::sleep(Duration::from_millis(1));
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = std::thread::spawn({
+        let read = read.clone();
+        move || {
+            for i in 0..2000u64 {
+                let wakeup = if i % 100 == 99 { Wakeup::Force } else { Wakeup::Default };
+                p.output(&i.to_le_bytes(), wakeup).unwrap();
+                if i % 100 == 99 {
+                    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                    while read.load(std::sync::atomic::Ordering::Acquire) <= i {
+                        assert!(std::time::Instant::now() < deadline, "record {i} not read in 10 s: a lost wakeup");
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
             }
         }
     });
     let got = runtime().block_on(async move {
         let mut records = AsyncReader::new(consumer).unwrap().into_stream();
         let mut got = Vec::new();
-        while let Some(rec) = timeout(Duration::from_secs(10), records.next()).await.expect("a lost wakeup") {
+        while let Some(rec) = timeout(Duration::from_secs(20), records.next()).await.expect("a lost wakeup") {
             got.push(u64::from_le_bytes(rec.unwrap().try_into().unwrap()));
+            read.store(got.len() as u64, std::sync::atomic::Ordering::Release);
         }
         got
     });
@@ -129,14 +147,21 @@ fn async_producers_wait_for_room_and_lose_nothing() {
     let mut c = ring.consumer().unwrap();
     let producers: Vec<_> = (0..2).map(|_| ring.producer().unwrap()).collect();
     let reader = std::thread::spawn(move || {
+        // A poll that sleeps is woken by the next commit (or the producers' leaving) in
+        // well under its timeout; one that runs to its timeout was not woken, whatever
+        // it delivers after it.
+        let timeout = Duration::from_secs(10);
         let mut next = [0u64; 2];
         loop {
-            match c.poll(Some(Duration::from_secs(30)), |rec: &[u8]| {
+            let t0 = std::time::Instant::now();
+            match c.poll(Some(timeout), |rec: &[u8]| {
                 let (id, seq) = check(rec);
                 assert_eq!(seq, next[id as usize], "producer {id}: out of order or lost");
                 next[id as usize] += 1;
             }) {
-                Ok(0) => panic!("nothing for 30 s at {next:?}: a lost wakeup"),
+                Ok(_) if t0.elapsed() >= timeout / 2 => {
+                    panic!("a poll took {:?} (its timeout {timeout:?}) at {next:?}: a lost wakeup", t0.elapsed())
+                }
                 Ok(_) => {}
                 Err(ConsumeError::Disconnected) => break next,
                 Err(e) => panic!("{e}"),

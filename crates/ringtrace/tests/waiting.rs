@@ -122,12 +122,15 @@ fn a_waiting_producer_learns_that_the_consumer_is_gone() {
     let mut p = ring.producer().unwrap();
     assert!(!p.is_disconnected());
     while p.output(&[0; 100], Wakeup::NoWakeup).is_ok() {}
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
+        tid_tx.send(common::asleep::thread_id()).unwrap();
         let t = Instant::now();
         let r = p.output_wait(&[0; 100], Wakeup::Default, Some(Duration::from_secs(30)));
         (r, t.elapsed(), p.is_disconnected())
     });
-    std::thread::sleep(Duration::from_millis(50));
+    // Dropped while the producer sleeps waiting for room.
+    common::asleep::wait_until_asleep(tid_rx.recv().unwrap(), "the producer waiting for room");
     drop(c);
     let (r, took, disconnected) = waiter.join().unwrap();
     assert_eq!(r, Err(ReserveError::Disconnected { len: 100 }));
@@ -144,7 +147,9 @@ fn a_sleeping_consumer_wakes_when_the_last_producer_goes() {
     // No producer yet: not disconnected (the producers have not come yet).
     assert!(!c.is_disconnected());
     let (p1, p2) = (ring.producer().unwrap(), ring.producer().unwrap());
-    let reader = std::thread::spawn(move || {
+    let ((tid_tx, tid_rx), (done_tx, done_rx)) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+    let reader_thread = std::thread::spawn(move || {
+        tid_tx.send(common::asleep::thread_id()).unwrap();
         let mut got = Vec::new();
         let end = loop {
             match c.poll(None, |rec: &[u8]| got.push(rec.to_vec())) {
@@ -152,15 +157,23 @@ fn a_sleeping_consumer_wakes_when_the_last_producer_goes() {
                 Err(e) => break e,
             }
         };
-        (got, end)
+        done_tx.send((got, end)).unwrap();
     });
-    std::thread::sleep(Duration::from_millis(30));
+    let reader = tid_rx.recv().unwrap();
+    // Each step once the consumer sleeps: the first producer's leaving, a record that
+    // asks for no wakeup, the last producer's leaving (which must wake it).
+    common::asleep::wait_until_asleep(reader, "the consumer");
     drop(p1);
-    std::thread::sleep(Duration::from_millis(30));
+    common::asleep::wait_until_asleep(reader, "the consumer, one producer left");
     let mut p2 = p2;
     p2.output(b"last", Wakeup::NoWakeup).unwrap();
+    common::asleep::wait_until_asleep(reader, "the consumer, a record unannounced");
     drop(p2);
-    let (got, end) = reader.join().unwrap();
+    // Bounded: a consumer the drop did not wake would sleep for ever in `poll(None)`.
+    let (got, end) = done_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the consumer was not woken by the last producer's leaving");
+    reader_thread.join().unwrap();
     assert_eq!(got, vec![b"last".to_vec()]);
     assert!(matches!(end, ConsumeError::Disconnected), "{end}");
     // A new consumer sees them gone too; a producer that attaches again reconnects.
@@ -228,8 +241,10 @@ fn a_waiting_producer_finds_a_killed_consumer_process_gone() {
     while p.output(&[1; 200], Wakeup::NoWakeup).is_ok() {}
     let mut kid = spawn("hold-consumer", &[path.to_str().unwrap()]);
     wait_for_line(&mut kid, "ATTACHED");
+    // Killed while the producer sleeps waiting for room.
+    let producer = common::asleep::thread_id();
     let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
+        common::asleep::wait_until_asleep(producer, "the producer waiting for room");
         kid.kill().unwrap();
         kid.wait().unwrap();
     });
@@ -277,9 +292,11 @@ fn a_ring_file_consumer_waits_in_an_event_loop_for_another_process() {
     drop(c);
     let mut c = ring.consumer().unwrap();
     let mut p = ring.producer().unwrap();
+    let consumer = common::asleep::thread_id();
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
+        common::asleep::wait_until_asleep(consumer, "the consumer on the futex");
         p.output(b"futex again", Wakeup::Default).unwrap();
+        p // kept until the consumer's check: a producer's leaving wakes it too
     });
     let mut got = Vec::new();
     c.poll(Some(Duration::from_secs(10)), |d: &[u8]| got.push(d.to_vec())).unwrap();

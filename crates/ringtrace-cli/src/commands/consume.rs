@@ -75,7 +75,7 @@ fn attach_err(e: Error) -> Failure {
         Error::ConsumerAttached { pid } => Failure::msg(format!(
             "the ring already has a consumer (pid {pid}): a ring has one consumer at a time (tail and snapshot read without consuming)"
         )),
-        e => Failure::msg(format!("cannot attach as the consumer: {e}")),
+        e => Failure::msg(format!("cannot attach as the consumer: {}", crate::failure::chain(&e))),
     }
 }
 
@@ -124,7 +124,7 @@ impl<'a> Stop<'a> {
 
 fn discard<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> {
     let ring = RingBuf::<K, Discard>::from_fd_owned_by(fd, Access::Full, opts.owners)
-        .map_err(|e| Failure::msg(format!("cannot open the ring: {e}")))?;
+        .map_err(|e| Failure::msg(format!("cannot open the ring: {}", crate::failure::chain(&e))))?;
     let mut c = ring.consumer().map_err(attach_err)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let mut stop = Stop::new(opts);
@@ -172,7 +172,7 @@ fn discard<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> 
             let k =
                 c.consume_n(1, |rec: &[u8]| write_payload(out.get_mut(), opts.format, rec)).map_err(|e| match e {
                     ringtrace::ConsumeError::Callback(e) => crate::output::lost_one(e),
-                    e => Failure::msg(format!("reading the ring: {e}")),
+                    e => Failure::msg(format!("reading the ring: {}", crate::failure::chain(&e))),
                 })?;
             stop.printed(k as u64);
             continue;
@@ -192,7 +192,7 @@ fn discard<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> 
 
 fn overwrite<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure> {
     let ring = RingBuf::<K, Overwrite>::from_fd_owned_by(fd, Access::Full, opts.owners)
-        .map_err(|e| Failure::msg(format!("cannot open the ring: {e}")))?;
+        .map_err(|e| Failure::msg(format!("cannot open the ring: {}", crate::failure::chain(&e))))?;
     let mut c = ring.consumer().map_err(attach_err)?;
     // Line by line, straight to stdout: a consume call hands back what it read when it
     // returns, so each record is written before the next is read.
@@ -208,7 +208,7 @@ fn overwrite<K: ProducerKind>(fd: OwnedFd, opts: &Options) -> Result<(), Failure
         let n = match c.consume_n(stop.max(), |rec: &[u8]| write_payload(&mut out, opts.format, rec)) {
             Ok(n) => n,
             Err(ringtrace::ConsumeError::Callback(e)) => break Err(crate::output::lost_one(e)),
-            Err(e) => break Err(Failure::msg(format!("reading the ring: {e}"))),
+            Err(e) => break Err(Failure::msg(format!("reading the ring: {}", crate::failure::chain(&e)))),
         };
         stop.printed(n as u64);
         if n > 0 {

@@ -7,7 +7,7 @@ use ringtrace::config::{Discard, Mode, Mpsc, Overwrite, ProducerKind, Spsc};
 use ringtrace::RingBuf;
 
 use crate::destination::create_file;
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::output::eprint_line;
 use crate::units::bytes;
 
@@ -92,7 +92,8 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// Creates the ring file; returns the largest record it takes.
 fn create<K: ProducerKind, M: Mode>(path: &Path, capacity: u64) -> Result<usize, Failure> {
-    let ring =
-        RingBuf::<K, M>::builder(capacity).create(path).map_err(|e| Failure::msg(format!("cannot create it: {e}")))?;
+    let ring = RingBuf::<K, M>::builder(capacity)
+        .create(path)
+        .map_err(|e| Failure::msg(format!("cannot create it: {}", chain(&e))))?;
     Ok(ring.max_record_len())
 }

@@ -18,12 +18,12 @@ use ringtrace::inspect::RingFile;
 use ringtrace::{FlightRecorder, ReserveError, Wakeup};
 
 use crate::cleanup;
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::output::stdout_err;
 use crate::units::{bytes, duration_ns, rate};
 
 fn fail(what: &str) -> impl FnOnce(ringtrace::Error) -> Failure + '_ {
-    move |e| Failure::msg(format!("{what}: {e}"))
+    move |e| Failure::msg(format!("{what}: {}", chain(&e)))
 }
 
 /// The events a producer cycles through (a traced program's system calls, say).

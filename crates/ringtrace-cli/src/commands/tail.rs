@@ -14,7 +14,7 @@ use ringtrace::inspect::channel::ChannelFile;
 use ringtrace::inspect::RingFile;
 use ringtrace::Snapshot;
 
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::follow::{Follower, POLL};
 use crate::merge::{label, merge, read_all, rings, warn_slot};
 use crate::output::{stdout_err, write_output};
@@ -112,7 +112,7 @@ fn channel_tail(
                     followed.push((*i, ring, Follower::new(ring, &records, label(*i))));
                     first.push((*i, records));
                 }
-                Err(e) => warn_slot(*i, &e),
+                Err(e) => warn_slot(*i, &chain(&e)),
             }
         }
     } else {

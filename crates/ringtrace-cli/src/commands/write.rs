@@ -13,7 +13,7 @@ use ringtrace::inspect::{RingKind, RingMode};
 use ringtrace::{Access, ReserveError, RingBuf, Wakeup};
 
 use crate::cli::Wait;
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::output::eprint_line;
 use crate::source::Source;
 
@@ -90,7 +90,7 @@ pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
 }
 
 fn err(what: &'static str) -> impl FnOnce(ringtrace::Error) -> Failure {
-    move |e| Failure::msg(format!("{what}: {e}"))
+    move |e| Failure::msg(format!("{what}: {}", chain(&e)))
 }
 
 // `Producer::output` is a method of each mode's producer, not of a trait: one function

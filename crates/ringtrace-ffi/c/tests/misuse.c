@@ -1,12 +1,140 @@
 /* Misuse that C cannot prevent returns the documented errors, never crashes: null
  * handles and pointers, a second commit, a reserve while one is open, oversize records,
  * writes past a reservation, bad options and flags, a second single producer, a handle
- * of the wrong type (refused by its tag), and the error strings. */
-#define _POSIX_C_SOURCE 200809L
+ * of the wrong type (refused by its tag: every type passed to a function of every other
+ * type, and to its free function), and the error strings. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <linux/bpf.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "check.h"
+
+/* The handle types, for passing each to the functions of the others. */
+enum kind {
+    RING, PRODUCER, CONSUMER, SNAPSHOT, CHANNEL, CHANNEL_PRODUCER, CHANNEL_READER, BPF_RINGBUF,
+    KINDS
+};
+
+/* Each type's name in the guard's message ("invalid <name> handle"). */
+static const char *const kind_name[KINDS] = {
+    "ring", "producer", "consumer", "snapshot", "channel", "channel producer", "channel reader",
+    "BPF ring buffer",
+};
+
+/* Calls a function that takes a handle of type `kind` with `h`, which may be of another
+ * type; returns what it returns. None of these changes a handle of its own type beyond
+ * what the test expects (one record at most). */
+static int call_as(enum kind kind, void *h) {
+    struct ringtrace_stats st;
+    switch (kind) {
+    case RING: return ringtrace_ring_stats(h, &st);
+    case PRODUCER: return ringtrace_output(h, "x", 1, RINGTRACE_WAKEUP_NONE);
+    case CONSUMER: return ringtrace_consumer_arm(h);
+    case SNAPSHOT: return ringtrace_snapshot_foreach(h, 0, NULL, NULL);
+    case CHANNEL: return ringtrace_channel_output(h, "x", 1, RINGTRACE_WAKEUP_NONE);
+    case CHANNEL_PRODUCER:
+        return ringtrace_channel_producer_output(h, "x", 1, RINGTRACE_WAKEUP_NONE);
+    case CHANNEL_READER: return ringtrace_channel_drain(h, NULL, NULL);
+    case BPF_RINGBUF: return ringtrace_bpf_ringbuf_fd(h);
+    case KINDS: break;
+    }
+    abort();
+}
+
+/* Frees `h` with the free function of type `kind`. */
+static void free_as(enum kind kind, void *h) {
+    switch (kind) {
+    case RING: ringtrace_ring_free(h); return;
+    case PRODUCER: ringtrace_producer_free(h); return;
+    case CONSUMER: ringtrace_consumer_free(h); return;
+    case SNAPSHOT: ringtrace_snapshot_free(h); return;
+    case CHANNEL: ringtrace_channel_free(h); return;
+    case CHANNEL_PRODUCER: ringtrace_channel_producer_free(h); return;
+    case CHANNEL_READER: ringtrace_channel_reader_free(h); return;
+    case BPF_RINGBUF: ringtrace_bpf_ringbuf_free(h); return;
+    case KINDS: break;
+    }
+    abort();
+}
+
+/* A BPF ring buffer handle, or NULL where the kernel refuses the map (not root). */
+static ringtrace_bpf_ringbuf *bpf_ringbuf_or_null(void) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_type = BPF_MAP_TYPE_RINGBUF;
+    attr.max_entries = 4096;
+    int fd = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr);
+    if (fd < 0) return NULL;
+    ringtrace_bpf_ringbuf *rb = NULL;
+    CHECK_EQ(ringtrace_bpf_ringbuf_from_fd(fd, &rb), 0); /* it keeps a duplicate */
+    close(fd);
+    return rb;
+}
+
+/* One live handle of every type passed to a function of every other type, then to every
+ * other type's free function: each call is refused by the tag, before anything of the
+ * handle but its tag is read (valgrind reports a read past a smaller handle's end), and
+ * each handle still works afterwards. */
+static void wrong_types(void) {
+    struct ringtrace_ring_opts opts = {
+        .sz = sizeof opts, .capacity = 4096, .mode = RINGTRACE_OVERWRITE};
+    ringtrace_ring *ring = NULL;
+    ringtrace_producer *p = NULL;
+    ringtrace_consumer *c = NULL;
+    ringtrace_snapshot *snap = NULL;
+    ringtrace_channel *ch = NULL;
+    ringtrace_channel_producer *cp = NULL;
+    ringtrace_channel_reader *cr = NULL;
+    CHECK_EQ(ringtrace_ring_new(&opts, &ring), 0);
+    CHECK_EQ(ringtrace_producer_new(ring, &p), 0);
+    CHECK_EQ(ringtrace_consumer_new(ring, &c), 0);
+    CHECK_EQ(ringtrace_snapshot_take(ring, &snap), 0);
+    CHECK_EQ(ringtrace_channel_new(4096, RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC, &ch), 0);
+    CHECK_EQ(ringtrace_channel_producer_new(ch, &cp), 0);
+    CHECK_EQ(ringtrace_channel_reader_new(ch, &cr), 0);
+    ringtrace_bpf_ringbuf *rb = bpf_ringbuf_or_null();
+    if (!rb) printf("misuse: no BPF ring buffer map (%s): left out\n", strerror(errno));
+    void *h[KINDS] = {ring, p, c, snap, ch, cp, cr, rb};
+
+    int refused = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int of = 0; of < KINDS; of++) {
+            if (!h[of]) continue;
+            for (int as = 0; as < KINDS; as++) {
+                if (as == of) continue;
+                int rc = call_as((enum kind)as, h[of]);
+                char want[64];
+                snprintf(want, sizeof want, "invalid %s handle", kind_name[as]);
+                if (rc != -EINVAL || strstr(ringtrace_last_error(), want) == NULL) {
+                    fprintf(stderr,
+                            "misuse: a %s handle passed as a %s handle returned %d (%s), "
+                            "expected -EINVAL (%s)\n",
+                            kind_name[of], kind_name[as], rc, ringtrace_last_error(), want);
+                    exit(1);
+                }
+                refused++;
+                /* The wrong free function ignores it (its tag is not that type's). */
+                if (round == 1) free_as((enum kind)as, h[of]);
+            }
+        }
+    }
+    /* Every handle kept its tag through the wrong calls and frees: its own functions
+     * take it. */
+    for (int k = 0; k < KINDS; k++) {
+        if (!h[k]) continue;
+        int rc = call_as((enum kind)k, h[k]);
+        if (rc == -EINVAL && strstr(ringtrace_last_error(), "handle") != NULL) {
+            fprintf(stderr, "misuse: the %s handle was refused by its own function: %s\n",
+                    kind_name[k], ringtrace_last_error());
+            exit(1);
+        }
+    }
+    CHECK(refused >= 2 * 7 * 6); /* at least every pair of the types made without BPF */
+    for (int k = KINDS - 1; k >= 0; k--) free_as((enum kind)k, h[k]);
+}
 
 static int stop_at_first(void *ctx, const void *data, size_t len) {
     (void)data;
@@ -142,6 +270,7 @@ int main(void) {
      * freed memory is what ASan reports, rightly) */
     CHECK_EQ(ringtrace_consume((ringtrace_consumer *)(void *)ring, NULL, NULL), -EINVAL);
     CHECK(strstr(ringtrace_last_error(), "invalid consumer handle") != NULL);
+    wrong_types();
 
     /* error strings */
     CHECK(strcmp(ringtrace_strerror(0), "success") == 0);

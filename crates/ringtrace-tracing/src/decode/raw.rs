@@ -15,7 +15,7 @@ use tracing_core::Level;
 use super::load::{Parts, Problems};
 use super::records::Rec;
 use crate::catalog::{Callsite, ThreadInfo};
-use crate::error::Error;
+use crate::error::{with_causes, Error};
 use crate::file::Process;
 use crate::wire::{RawRecord, RawValue, Value};
 
@@ -27,7 +27,7 @@ pub const HEAD_BYTES: usize = 16;
 /// Reads the channel file at `path` as a trace of raw records.
 pub(crate) fn channel(path: &Path) -> Result<(Parts, Problems), Error> {
     let not = |e: &dyn std::fmt::Display| Error::NotATrace { path: path.into(), reason: e.to_string() };
-    let ch = ChannelFile::open(path).map_err(|e| not(&e))?;
+    let ch = ChannelFile::open(path).map_err(|e| not(&with_causes(&e)))?;
     let header = *ch.header();
     let mut parts = Parts::default();
     let mut problems = Problems { incomplete: false, ..Problems::default() };
@@ -51,7 +51,7 @@ pub(crate) fn channel(path: &Path) -> Result<(Parts, Problems), Error> {
         let records = match ch.ring(slot).and_then(|r| r.records()) {
             Ok(r) => r,
             Err(e) => {
-                problems.unreadable_rings.push((slot, e.to_string()));
+                problems.unreadable_rings.push((slot, with_causes(&e)));
                 continue;
             }
         };

@@ -118,8 +118,9 @@ impl<M: Mode, C: Clock> Channel<M, C> {
         let path = path.as_ref();
         let fd: OwnedFd = file::open_path(path)?;
         let file = File::from(fd);
-        let header =
-            *ChannelFile::from_source(&file).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?.header();
+        let header = *ChannelFile::from_source(&file)
+            .map_err(|e| Error::invalid(format!("{}: {}", path.display(), crate::error::with_causes(&e))))?
+            .header();
         let mode = if M::OVERWRITE { RingMode::Overwrite } else { RingMode::Discard };
         if header.mode != mode || header.clock != C::CODE {
             return Err(Error::invalid(format!(

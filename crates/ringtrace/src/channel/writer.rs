@@ -150,6 +150,7 @@ impl<M: Mode, C: Clock> Drop for ChannelProducer<M, C> {
 /// Space reserved for one channel record, past its timestamp: a `&mut [u8]` in
 /// discard mode, written with [`write`](ChannelReservation::write) in overwrite mode.
 /// Commit it, discard it, or drop it (which discards it).
+#[must_use = "if unused the reservation is discarded at once: commit it to publish the record"]
 pub struct ChannelReservation<'a, M: Mode, C: Clock> {
     inner: Reservation<'a, Spsc, M>,
     _clock: std::marker::PhantomData<C>,

@@ -52,7 +52,7 @@ pub enum ConsumeError<E = Infallible> {
     #[error("every producer is gone and every record they wrote has been read")]
     Disconnected,
     /// Waiting failed.
-    #[error("waiting for records failed: {0}")]
+    #[error("waiting for records failed")]
     Io(#[from] io::Error),
     /// A perf ring's content or positions cannot be right, or an ioctl on it failed
     /// ([`kernel::perf`](crate::kernel::perf) readers).

@@ -11,7 +11,7 @@ use crate::format::control::LAYOUT_VERSION;
 #[non_exhaustive]
 pub enum FormatError {
     /// A read or open failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,

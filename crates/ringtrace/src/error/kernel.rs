@@ -41,7 +41,7 @@ pub enum KernelError {
         id: u32,
     },
     /// Nothing is pinned at the path, or what is there is not a bpffs object.
-    #[error("nothing is pinned at {path} (is it a path in a mounted bpffs?): {source}")]
+    #[error("nothing is pinned at {path} (is it a path in a mounted bpffs?)")]
     NotPinned {
         /// The path.
         path: PathBuf,
@@ -50,7 +50,7 @@ pub enum KernelError {
         source: io::Error,
     },
     /// The kernel refused for lack of privileges.
-    #[error("{what}: permission denied (this needs {needs}, or root): {source}")]
+    #[error("{what}: permission denied (this needs {needs}, or root)")]
     Permission {
         /// What was refused.
         what: String,
@@ -76,7 +76,7 @@ pub enum KernelError {
         producer: u64,
     },
     /// Another system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What ringtrace was doing.
         what: &'static str,
@@ -85,7 +85,7 @@ pub enum KernelError {
         source: io::Error,
     },
     /// `perf_event_open(2)` failed.
-    #[error("perf_event_open of the {event} software event failed: {source}; {hint}")]
+    #[error("perf_event_open of the {event} software event failed ({hint})")]
     Open {
         /// The event asked for.
         event: &'static str,
@@ -106,7 +106,7 @@ pub enum KernelError {
         max: usize,
     },
     /// `mmap(2)` of the event failed.
-    #[error("mmap of {bytes} bytes of the perf event failed: {source}; {hint}")]
+    #[error("mmap of {bytes} bytes of the perf event failed ({hint})")]
     Map {
         /// The length of the mapping asked for.
         bytes: usize,
@@ -129,10 +129,10 @@ pub enum KernelError {
         mapped: usize,
     },
     /// Duplicating the event's file descriptor for the ring failed.
-    #[error("duplicating the perf event's file descriptor failed: {0} (too many open files? raise RLIMIT_NOFILE)")]
+    #[error("duplicating the perf event's file descriptor failed (too many open files? raise RLIMIT_NOFILE)")]
     Dup(#[source] io::Error),
     /// A perf ioctl failed.
-    #[error("ioctl {op} on the perf event failed: {source} (is the file descriptor a perf event's?)")]
+    #[error("ioctl {op} on the perf event failed (is the file descriptor a perf event's?)")]
     Ioctl {
         /// The ioctl (`PERF_EVENT_IOC_ENABLE`, ...).
         op: &'static str,

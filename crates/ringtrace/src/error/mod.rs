@@ -11,6 +11,12 @@
 //!   format (ring and channel files, snapshot files), and the I/O of reading them;
 //! * [`KernelError`]: attaching to and reading the Linux kernel's rings (BPF ring buffer
 //!   maps, perf events).
+//!
+//! An error that wraps another (an `io::Error` from the kernel, say) returns it from
+//! [`source()`](std::error::Error::source) and leaves it out of its own message, as the
+//! [`std::error::Error`] docs recommend: a reporter that prints the chain of causes
+//! names each once. A one-line message with its causes is the messages of the chain
+//! joined with `: `.
 
 mod consume;
 mod format;
@@ -26,3 +32,20 @@ pub use format::FormatError;
 pub use kernel::{CorruptReason, KernelError};
 pub use reserve::ReserveError;
 pub use setup::Error;
+
+/// `e`'s message followed by its causes' (`source()`), joined with `: `; a cause whose
+/// text the message already holds is not repeated.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
+}

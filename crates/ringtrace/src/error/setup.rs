@@ -72,7 +72,7 @@ pub enum Error {
         reason: String,
     },
     /// A ring file could not be created or opened.
-    #[error("{what} {path}: {source}")]
+    #[error("{what} {path}")]
     File {
         /// What ringtrace was doing.
         what: &'static str,
@@ -123,7 +123,7 @@ pub enum Error {
         max: u32,
     },
     /// A system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What ringtrace was doing.
         what: &'static str,

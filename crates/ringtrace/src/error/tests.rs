@@ -1,4 +1,5 @@
-//! Every error type's message is one line; the infallible `ConsumeError` works with `?`.
+//! Every error type's message is one line; an error's cause is in its `source()`, not in
+//! its message; the infallible `ConsumeError` works with `?`.
 
 use std::convert::Infallible;
 use std::io;
@@ -39,4 +40,69 @@ fn consume_error_defaults_to_infallible() {
         Ok(())
     }
     assert!(caller().unwrap_err().to_string().contains("16 attempts"));
+}
+
+/// The cause's text, distinct enough not to be part of any message by chance.
+const CAUSE: &str = "the cause of the test";
+
+fn cause() -> io::Error {
+    io::Error::other(CAUSE)
+}
+
+/// `e` returns its cause from `source()` and leaves it out of its message; the message
+/// with its causes names it once.
+fn cause_once(e: &(dyn std::error::Error + 'static)) {
+    let msg = e.to_string();
+    let source = e.source().unwrap_or_else(|| panic!("no source: {msg}"));
+    let cause = source.to_string();
+    assert!(!msg.contains(&cause), "the message repeats its source {cause:?}: {msg}");
+    let full = with_causes(e);
+    assert_eq!(full.matches(CAUSE).count(), 1, "{full}");
+    assert!(full.starts_with(&msg) && full.ends_with(CAUSE), "{full}");
+}
+
+#[test]
+fn a_cause_is_a_source_and_not_in_the_message() {
+    let path = std::path::PathBuf::from("/dev/shm/ring");
+    cause_once(&Error::File { what: "opening", path: path.clone(), source: cause() });
+    cause_once(&Error::Io { what: "mapping the ring", source: cause() });
+    cause_once(&KernelError::NotPinned { path: path.clone(), source: cause() });
+    cause_once(&KernelError::Permission { what: "BPF_OBJ_GET".into(), needs: "CAP_BPF", source: cause() });
+    cause_once(&KernelError::Io { what: "BPF_MAP_GET_FD_BY_ID", source: cause() });
+    cause_once(&KernelError::Open { event: "cpu-clock", source: cause(), hint: "see perf_event_open(2)".into() });
+    cause_once(&KernelError::Map { bytes: 8192, source: cause(), hint: "see mmap(2)".into() });
+    cause_once(&KernelError::Dup(cause()));
+    cause_once(&KernelError::Ioctl { op: "PERF_EVENT_IOC_ENABLE", source: cause() });
+    cause_once(&FormatError::Io { what: "reading the header".into(), source: cause() });
+    cause_once(&ConsumeError::<Infallible>::Io(cause()));
+    // Transparent wrappers forward both the message and the source.
+    cause_once(&ConsumeError::<Infallible>::Kernel(KernelError::Dup(cause())));
+}
+
+#[test]
+fn a_callback_error_is_the_message_not_a_source() {
+    // Either one or the other: the callback's error is shown in the message, so a
+    // reporter walking the chain does not print it again.
+    let e = ConsumeError::<io::Error>::Callback(cause());
+    assert!(e.to_string().contains(CAUSE));
+    assert!(std::error::Error::source(&e).is_none());
+    assert_eq!(with_causes(&e).matches(CAUSE).count(), 1);
+}
+
+#[test]
+fn with_causes_does_not_repeat_a_cause_the_message_holds() {
+    #[derive(Debug)]
+    struct Embeds(io::Error);
+    impl std::fmt::Display for Embeds {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "outer: {}", self.0)
+        }
+    }
+    impl std::error::Error for Embeds {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    assert_eq!(with_causes(&Embeds(cause())), format!("outer: {CAUSE}"));
+    assert_eq!(with_causes(&Error::AlreadyPaused), "the ring is already paused");
 }

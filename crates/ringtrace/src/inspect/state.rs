@@ -170,3 +170,155 @@ impl State {
         Ok(())
     }
 }
+
+/// `State` against `Stats`, the definition of a ring's counters: every counter under the
+/// same name, except where `STATS_IN_STATE` says otherwise, with the same value.
+#[cfg(all(test, not(loom)))]
+mod mirror {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use crate::inspect::{RingFile, RingMode};
+    use crate::{FlightRecorder, MpscRing, Stats, Wakeup};
+
+    use super::State;
+
+    /// Each of `Stats`' fields, in order, and the `State` field holding the same value
+    /// (`None`: `State` has none). The names differ only where this says so.
+    const STATS_IN_STATE: &[(&str, Option<&str>)] = &[
+        ("committed", Some("committed")),
+        ("discarded", Some("discarded")),
+        ("lost", Some("lost")),
+        ("refused_paused", Some("refused_paused")),
+        ("overwritten", Some("overwritten")),
+        ("overwritten_unread", Some("overwritten_unread")),
+        ("dead", Some("dead")),
+        // The control block's word.
+        ("overwrite_pos", Some("over_pos")),
+        ("too_large", Some("too_large")),
+        ("consumed", Some("consumed")),
+        ("skipped", Some("skipped")),
+        // `Stats::consumer_pos` is the consumer's read position; `State::consumer_pos` is
+        // the position space is handed back from (behind it in discard mode).
+        ("consumer_pos", Some("consumer_read")),
+        ("producer_pos", Some("producer_pos")),
+        // `producer_pos` less the later of `consumer_read` and `over_pos`.
+        ("available", None),
+        // The header's (`Header::capacity`).
+        ("capacity", None),
+    ];
+
+    /// `State`'s fields that are none of `Stats`': the ring's other words.
+    const STATE_ONLY: &[&str] = &[
+        "paused",
+        "producer_attached",
+        "consumer_pos",
+        "consumer_attached",
+        "zeroed",
+        "retire_locked",
+        "lock_pid",
+        "producers",
+    ];
+
+    /// The fields of a struct's `{:?}` text, in order, with their values' text.
+    fn fields(debug: &str) -> Vec<(String, String)> {
+        let body = &debug[debug.find('{').expect("a struct") + 1..debug.rfind('}').expect("a struct")];
+        let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+        for (i, c) in body.char_indices().chain(std::iter::once((body.len(), ','))) {
+            match c {
+                '[' | '{' | '(' => depth += 1,
+                ']' | '}' | ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    let part = body[start..i].trim();
+                    start = i + 1;
+                    if let Some((name, value)) = part.split_once(": ") {
+                        out.push((name.to_owned(), value.to_owned()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn names(debug: &str) -> Vec<String> {
+        fields(debug).into_iter().map(|(n, _)| n).collect()
+    }
+
+    #[test]
+    fn state_names_every_counter_of_stats_one_to_one() {
+        let stats: Vec<&str> = STATS_IN_STATE.iter().map(|(s, _)| *s).collect();
+        assert_eq!(names(&format!("{:?}", Stats::default())), stats, "Stats' fields and the table differ");
+        let state = names(&format!("{:?}", State::default()));
+        let unique: BTreeSet<&str> = state.iter().map(String::as_str).collect();
+        assert_eq!(unique.len(), state.len());
+        let mapped: Vec<&str> = STATS_IN_STATE.iter().filter_map(|(_, s)| *s).collect();
+        let expected: BTreeSet<&str> = mapped.iter().chain(STATE_ONLY).copied().collect();
+        assert_eq!(expected.len(), mapped.len() + STATE_ONLY.len(), "a State field is listed twice");
+        assert_eq!(unique, expected, "State's fields and the table differ");
+    }
+
+    /// Every counter `Stats` and `State` share has the same value in both, for a ring
+    /// whose counters are not all zero.
+    fn same_values(stats: Stats, state: &State, capacity: u64) {
+        let stats_fields: BTreeMap<String, String> = fields(&format!("{stats:?}")).into_iter().collect();
+        let state_fields: BTreeMap<String, String> = fields(&format!("{state:?}")).into_iter().collect();
+        for (name, in_state) in STATS_IN_STATE {
+            if let Some(field) = in_state {
+                assert_eq!(stats_fields[*name], state_fields[*field], "Stats::{name} and State::{field} differ");
+            }
+        }
+        assert_eq!(stats.available, state.producer_pos - state.consumer_read.max(state.over_pos));
+        assert_eq!(stats.capacity, capacity);
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("ringtrace-mirror-{name}-{}.ring", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    #[test]
+    fn state_and_stats_agree_on_a_discard_ring() {
+        let path = temp("discard");
+        let ring = MpscRing::builder(4096).create(&path).unwrap();
+        let mut p = ring.producer().unwrap();
+        for i in 0..5u8 {
+            p.output(&[i; 24], Wakeup::Default).unwrap();
+        }
+        p.reserve(16).unwrap().discard();
+        assert!(p.output(&[0; 8192], Wakeup::Default).is_err());
+        let mut c = ring.consumer().unwrap();
+        assert_eq!(c.consume_n(3, |_: &[u8]| ()).unwrap(), 3);
+        let file = RingFile::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(file.header().mode, RingMode::Discard);
+        let (stats, state) = (ring.stats(), file.state().unwrap());
+        assert_eq!((stats.committed, stats.discarded, stats.too_large, stats.consumed), (5, 1, 1, 3));
+        same_values(stats, &state, file.header().capacity);
+    }
+
+    #[test]
+    fn state_and_stats_agree_on_an_overwrite_ring() {
+        let path = temp("overwrite");
+        let ring = FlightRecorder::builder(4096).create(&path).unwrap();
+        let mut p = ring.producer().unwrap();
+        for i in 0..400u32 {
+            p.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+        }
+        p.reserve(16).unwrap().discard();
+        let paused = ring.pause().unwrap();
+        for _ in 0..2 {
+            assert!(p.output(b"refused", Wakeup::Default).is_err());
+        }
+        paused.resume();
+        let mut c = ring.consumer().unwrap();
+        assert!(c.consume_n(7, |_: &[u8]| ()).unwrap() > 0);
+        let file = RingFile::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(file.header().mode, RingMode::Overwrite);
+        let (stats, state) = (ring.stats(), file.state().unwrap());
+        assert_eq!((stats.refused_paused, stats.lost), (2, 2));
+        assert!(stats.overwritten > 0 && stats.overwrite_pos > 0, "{stats:?}");
+        same_values(stats, &state, file.header().capacity);
+    }
+}

@@ -18,9 +18,9 @@ use crate::protocol::core::PauseToken;
 use crate::shared::Shared;
 
 /// A paused overwrite ring ([`crate::RingBuf::pause`]): producers' reserves fail at once (and
-/// are counted in [`Stats::paused`](crate::Stats::paused)) until it is dropped or
-/// [`resume`](Self::resume)d, and the records it holds can be read in place, without a
-/// copy, in either direction.
+/// are counted in [`Stats::refused_paused`](crate::Stats::refused_paused)) until it is
+/// dropped or [`resume`](Self::resume)d, and the records it holds can be read in place,
+/// without a copy, in either direction.
 ///
 /// ```
 /// use ringtrace::{FlightRecorder, ReserveError, Wakeup};
@@ -37,9 +37,10 @@ use crate::shared::Shared;
 /// paused.resume();
 ///
 /// p.output(b"three", Wakeup::Default)?;
-/// assert_eq!(ring.stats().paused, 1);
+/// assert_eq!(ring.stats().refused_paused, 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[must_use = "if unused the ring resumes at once"]
 pub struct Paused<'a, K: ProducerKind> {
     ring: &'a Shared,
     _kind: PhantomData<fn() -> K>,

@@ -3,9 +3,10 @@
 //! and exits), and they report with one `RESULT n n ...` line on stdout. Checksums and
 //! temporary files; the records of the channel tests ([`channel`]); the shared-ring
 //! tests' records, files and child roles ([`shm`]); the BPF map tests' skip and checks
-//! ([`bpf`]).
+//! ([`bpf`]); whether a thread sleeps in a wait, and whether a doorbell rang ([`asleep`]).
 #![allow(dead_code)]
 
+pub mod asleep;
 #[macro_use]
 pub mod bpf;
 pub mod channel;

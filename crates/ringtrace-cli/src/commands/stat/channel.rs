@@ -10,7 +10,7 @@ use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
 use ringtrace::inspect::{FormatError, RingMode};
 use serde::Serialize;
 
-use crate::failure::Failure;
+use crate::failure::{chain, Failure};
 use crate::liveness::{alive, pid_text};
 use crate::output::{print, print_json};
 use crate::records::{decimal, decimals};
@@ -129,7 +129,7 @@ pub fn stat(path: &Path, ch: &ChannelFile<File>, json: bool) -> Result<(), Failu
     let slots: Vec<SlotLine> = (0..h.slots)
         .map(|i| match read_slot(ch, i) {
             Ok(s) => SlotLine::Read(s),
-            Err(e) => SlotLine::Unreadable(Unreadable { slot: i, error: e.to_string().replace(['\n', '\r'], " ") }),
+            Err(e) => SlotLine::Unreadable(Unreadable { slot: i, error: chain(&e).replace(['\n', '\r'], " ") }),
         })
         .collect();
     let mut totals = Totals::default();
@@ -213,7 +213,41 @@ fn to_text(path: &Path, h: &ChannelHeader, slots: &[SlotLine], t: &Totals) -> St
 
 #[cfg(test)]
 mod tests {
+    use super::super::debug_fields;
     use super::*;
+
+    /// A slot's fields that are its own; the others are `inspect::State`'s counters,
+    /// under their names.
+    const SLOT_ONLY: &[&str] = &["slot", "producer_pid", "producer_alive", "consumer_pid", "held"];
+
+    #[test]
+    fn a_slot_names_its_counters_as_the_state_does() {
+        let slot = Slot {
+            slot: 0,
+            producer_pid: 0,
+            producer_alive: false,
+            consumer_pid: 0,
+            committed: 0,
+            lost: 0,
+            overwritten: 0,
+            overwritten_unread: 0,
+            dead: 0,
+            held: 0,
+        };
+        let state: Vec<String> =
+            debug_fields(&format!("{:?}", ringtrace::inspect::State::default())).into_iter().map(|(n, _)| n).collect();
+        let j = serde_json::to_value(slot).unwrap();
+        for name in j.as_object().unwrap().keys() {
+            assert!(
+                SLOT_ONLY.contains(&name.as_str()) || state.contains(name),
+                "the slot's {name} is neither its own nor a counter of inspect::State"
+            );
+        }
+        for name in serde_json::to_value(Totals::default()).unwrap().as_object().unwrap().keys() {
+            let own = ["held", "live_producers", "unreadable_slots"].contains(&name.as_str());
+            assert!(own || state.contains(name), "the totals' {name} is not a counter of inspect::State");
+        }
+    }
 
     #[test]
     fn created_ns_and_the_calibration_are_decimal_strings_and_sizes_numbers() {

@@ -23,3 +23,26 @@ pub fn run(path: &Path, source: Source, format: ReportFormat) -> Result<(), Fail
         Source::Traced(t) => crate::traced::stat(path, &t.read()?, json),
     }
 }
+
+/// The fields of a struct's `{:?}` text, in order, with their values' text: the names
+/// of `inspect::State`'s fields, for the tests that the stat tables name each as it does.
+#[cfg(test)]
+fn debug_fields(debug: &str) -> Vec<(String, String)> {
+    let body = &debug[debug.find('{').expect("a struct") + 1..debug.rfind('}').expect("a struct")];
+    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in body.char_indices().chain(std::iter::once((body.len(), ','))) {
+        match c {
+            '[' | '{' | '(' => depth += 1,
+            ']' | '}' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                let part = body[start..i].trim();
+                start = i + 1;
+                if let Some((name, value)) = part.split_once(": ") {
+                    out.push((name.to_owned(), value.to_owned()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -225,7 +225,79 @@ fn to_json(path: &Path, h: &Header, s: &State) -> Json {
 
 #[cfg(test)]
 mod tests {
+    use super::super::debug_fields;
     use super::*;
+
+    /// Where the text shows each number of `inspect::State` (its counters are `Stats`',
+    /// under the same names): the words before the value.
+    const TEXT_LABELS: &[(&str, &str)] = &[
+        ("producer_pos", "producer"),
+        ("consumer_pos", "consumer"),
+        ("consumer_read", "read"),
+        ("over_pos", "overwrite"),
+        ("overwritten", "overwritten"),
+        ("zeroed", "zeroed to"),
+        ("committed", "committed"),
+        ("discarded", "discarded"),
+        ("lost", "lost"),
+        ("refused_paused", "refused paused"),
+        ("too_large", "too large"),
+        ("consumed", "consumed"),
+        ("skipped", "skipped"),
+        ("overwritten_unread", "of them unread"),
+        ("dead", "dead"),
+    ];
+
+    /// `State`'s fields the text shows otherwise: flags, pids and the producers' slots.
+    const TEXT_OTHERWISE: &[&str] =
+        &["paused", "producer_attached", "consumer_attached", "retire_locked", "lock_pid", "producers"];
+
+    /// An overwrite ring's file, and a state with every number distinct.
+    fn distinct_state(name: &str) -> (std::path::PathBuf, ringtrace::FlightRecorder, RingFile<File>, State) {
+        let path = std::env::temp_dir().join(format!("ringtrace-stat-{name}-{}.ring", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let ring = ringtrace::FlightRecorder::builder(4096).create(&path).unwrap();
+        let file = RingFile::open(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let mut s = file.state().unwrap();
+        (s.over_pos, s.consumer_pos, s.consumer_read, s.producer_pos, s.zeroed) = (1008, 1016, 1024, 2000, 3008);
+        (s.committed, s.discarded, s.lost, s.refused_paused, s.too_large) = (101, 102, 103, 104, 105);
+        (s.consumed, s.skipped, s.overwritten, s.overwritten_unread, s.dead) = (106, 107, 108, 109, 110);
+        (s.producer_attached, s.consumer_attached, s.lock_pid) = (111, 112, 113);
+        (s.paused, s.retire_locked) = (true, true);
+        (path, ring, file, s)
+    }
+
+    #[test]
+    fn the_json_has_every_field_of_the_state_under_its_name() {
+        let (path, _ring, file, s) = distinct_state("json-names");
+        let j = serde_json::to_value(to_json(&path, file.header(), &s)).unwrap();
+        for (name, value) in debug_fields(&format!("{s:?}")) {
+            if name == "producers" {
+                assert!(j[&name].is_array());
+                continue;
+            }
+            assert_eq!(j[&name].to_string(), value, "State::{name} in the JSON");
+        }
+    }
+
+    #[test]
+    fn the_text_shows_every_number_of_the_state_under_its_label() {
+        let (path, _ring, file, s) = distinct_state("text-labels");
+        let fields = debug_fields(&format!("{s:?}"));
+        let listed: std::collections::BTreeSet<&str> =
+            TEXT_LABELS.iter().map(|(n, _)| *n).chain(TEXT_OTHERWISE.iter().copied()).collect();
+        let names: std::collections::BTreeSet<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, listed, "State's fields and the text's labels differ");
+        let text = to_text(&path, file.header(), &s);
+        for (name, label) in TEXT_LABELS {
+            let value = &fields.iter().find(|(n, _)| n == name).unwrap().1;
+            assert!(
+                text.contains(&format!("{label} {value}")),
+                "State::{name} is not shown as `{label} {value}`:\n{text}"
+            );
+        }
+    }
 
     #[test]
     fn created_ns_is_a_decimal_string_and_positions_numbers() {

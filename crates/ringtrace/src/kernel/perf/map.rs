@@ -7,6 +7,7 @@
 //! overwrites unconditionally.
 
 use std::io;
+use std::marker::PhantomData;
 use std::mem::offset_of;
 use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
@@ -15,6 +16,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use perf_event_open_sys::bindings::perf_event_mmap_page;
 use rustix::mm::{MapFlags, ProtFlags};
 
+use super::walk::Area;
 use crate::error::KernelError;
 
 /// The most data pages a ring may have (2 GiB of 4 KiB pages; the kernel's own limit is
@@ -36,10 +38,10 @@ pub(super) struct Mapping {
 }
 
 // SAFETY: the mapping belongs to this value alone (nothing else unmaps it), and every
-// access through it is an atomic operation on the metadata page or a read of bytes that
-// any thread may do.
+// access through it is an atomic operation: on the metadata page's words, or a load of
+// a word of the data area (`DataArea`), which any thread may do.
 unsafe impl Send for Mapping {}
-// SAFETY: as for Send: the `&self` methods are atomic accesses and byte reads.
+// SAFETY: as for Send: the `&self` methods are atomic accesses.
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
@@ -73,7 +75,8 @@ impl Mapping {
         // then the data area is the pages after the first).
         let (off, size) = (m.word(DATA_OFFSET).load(Ordering::Relaxed), m.word(DATA_SIZE).load(Ordering::Relaxed));
         let (off, size) = if size == 0 { (page as u64, (data_pages * page) as u64) } else { (off, size) };
-        let fits = off.checked_add(size).is_some_and(|end| end <= len as u64) && off >= page as u64;
+        // 8-aligned (the kernel's is a page), so `DataArea` loads aligned words.
+        let fits = off.checked_add(size).is_some_and(|end| end <= len as u64) && off >= page as u64 && off % 8 == 0;
         if !fits || !size.is_power_of_two() || size < 8 {
             // Dropping `m` unmaps.
             return Err(KernelError::Layout { offset: off, size, mapped: len });
@@ -97,19 +100,15 @@ impl Mapping {
         self.data_len
     }
 
-    /// The data area.
-    ///
-    /// The kernel writes into it while this slice is alive: a forward reader only looks
-    /// at the bytes between `data_tail` and `data_head`, which the kernel does not write
-    /// until the tail moves past them; a backward reader pauses the output first. Bytes
-    /// read while the kernel writes them (an event on another CPU mid-write when the
-    /// pause began, a corrupt tail) are at worst wrong: every byte value is a valid
-    /// `u8`, and the walks treat all of them as untrusted.
-    pub(super) fn data(&self) -> &[u8] {
-        // SAFETY: `data_off + data_len <= len` (checked in `new`): the range is inside
-        // the mapping, readable, and lives as long as `self`. No `&mut` to it exists
-        // anywhere in this program; the kernel's concurrent writes are explained above.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(self.data_off), self.data_len) }
+    /// The data area, which the kernel writes while it is read: read through
+    /// [`DataArea`], never as a `&[u8]` (a shared slice promises that its bytes do not
+    /// change while it lives).
+    pub(super) fn data(&self) -> DataArea<'_> {
+        // SAFETY: `data_off + data_len <= len` and `data_off % 8 == 0` (checked in
+        // `new`) in the page-aligned mapping, which lives as long as the borrow of
+        // `self`; `data_len` is a power of two of at least 8. This program accesses the
+        // data area through `DataArea` alone.
+        unsafe { DataArea::new(self.base.add(self.data_off), self.data_len) }
     }
 
     /// `data_head`, the kernel's position.
@@ -144,6 +143,79 @@ impl Drop for Mapping {
         // SAFETY: the mapping made in `new`, of `len` bytes, unmapped once; every borrow
         // of it (slices, atomics) is tied to `&self` and over.
         let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// A perf data area that another party (the kernel) may write while it is read: every
+/// read is a relaxed atomic load of an aligned 8-byte word, copied out, as the BPF ring
+/// buffer's `KernelMap::copy` does; no reference to the bytes is ever made. A walk over
+/// it copies each record into its scratch buffer before lending it.
+///
+/// Bytes the kernel writes meanwhile (a forward reader only looks between `data_tail`
+/// and `data_head`, which the kernel does not write until the tail moves past them; a
+/// backward reader pauses the output first, but an event on another CPU may be
+/// mid-write when the pause begins, and a corrupt tail points anywhere) are at worst some
+/// mix of old and new bytes, never undefined behaviour; the walks treat all of them as
+/// untrusted.
+///
+/// The loads are relaxed: a walk reads `data_head` first, with Acquire
+/// ([`Mapping::head`]), which orders these loads after it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DataArea<'a> {
+    start: NonNull<u8>,
+    len: usize,
+    _memory: PhantomData<&'a [AtomicU64]>,
+}
+
+impl<'a> DataArea<'a> {
+    /// The `len` bytes at `start`.
+    ///
+    /// # Safety
+    ///
+    /// `start` is 8-aligned, `len` a multiple of 8, and the range is readable memory
+    /// that stays mapped for `'a`; within this program, nothing accesses it but through
+    /// atomic operations (other parties, such as the kernel, may write it with any
+    /// stores).
+    pub(super) unsafe fn new(start: NonNull<u8>, len: usize) -> DataArea<'a> {
+        debug_assert!(start.as_ptr() as usize % 8 == 0 && len % 8 == 0);
+        DataArea { start, len, _memory: PhantomData }
+    }
+
+    /// The 8-byte word at byte offset `8 * i`.
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        assert!(i < self.len / 8, "word {i} outside a data area of {} bytes", self.len);
+        // SAFETY: `8 * i + 8 <= len` (checked above): an 8-aligned word inside the range
+        // that `new`'s caller promised readable for `'a` and accessed in this program by
+        // atomics only. A word-sized atomic load may race with the kernel's plain stores
+        // but yields some mix of old and new bytes, which the walks treat as untrusted.
+        let w = unsafe { AtomicU64::from_ptr(self.start.as_ptr().add(8 * i).cast::<u64>()) };
+        w.load(Ordering::Relaxed)
+    }
+}
+
+impl Area for DataArea<'_> {
+    fn size(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn copy_to(&self, off: usize, out: &mut [u8]) {
+        let end = off.checked_add(out.len()).filter(|&end| end <= self.len);
+        assert!(end.is_some(), "copy of {} bytes at {off} outside a data area of {} bytes", out.len(), self.len);
+        let mut done = 0;
+        while done < out.len() {
+            let at = off + done;
+            let skip = at % 8;
+            let n = (8 - skip).min(out.len() - done);
+            let w = self.word(at / 8).to_ne_bytes();
+            out[done..done + n].copy_from_slice(&w[skip..skip + n]);
+            done += n;
+        }
+    }
+
+    fn lend(&self, _off: usize, _len: usize) -> Option<&[u8]> {
+        None // never: the kernel may write the bytes while they are borrowed
     }
 }
 

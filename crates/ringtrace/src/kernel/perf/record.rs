@@ -19,9 +19,10 @@ pub const RECORD_SAMPLE: u32 = perf_event_open_sys::bindings::PERF_RECORD_SAMPLE
 ///
 /// `bytes` is the whole record, its 8-byte header included (`struct perf_event_header`:
 /// `type` u32, `misc` u16, `size` u16, native byte order), exactly as the kernel wrote it,
-/// so it can be stored as is; [`body`](Self::body) is what follows the header. A record
-/// that wraps around the end of the data area is copied into the ring's scratch buffer
-/// first, so `bytes` is always contiguous.
+/// so it can be stored as is; [`body`](Self::body) is what follows the header. A ring's
+/// records are copied out of the mapping (which the kernel may write meanwhile) into the
+/// ring's scratch buffer first; a walk over bytes in memory copies only a record that
+/// wraps around the end of the data area. Either way `bytes` is contiguous.
 #[derive(Clone, Copy, Debug)]
 pub struct PerfRecord<'a> {
     /// `header.type`: `PERF_RECORD_SAMPLE` ([`RECORD_SAMPLE`]), [`RECORD_LOST`], ...

@@ -10,7 +10,7 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use super::event::pause_output;
 use super::map::Mapping;
 use super::record::PerfRecord;
-use super::walk::{walk_backward, walk_forward};
+use super::walk::{backward, forward};
 use crate::callback::Outcome;
 use crate::error::{ConsumeError, KernelError};
 
@@ -104,7 +104,7 @@ impl ForwardRing {
         }
         let mut tail = start;
         let lost = &mut self.lost;
-        let r = walk_forward(self.map.data(), &mut tail, head, &mut self.scratch, |rec| {
+        let r = forward(&self.map.data(), &mut tail, head, &mut self.scratch, |rec| {
             if let Some(n) = rec.lost() {
                 *lost = lost.saturating_add(n);
             }
@@ -359,7 +359,7 @@ impl PausedRing<'_> {
             Some(last) if only_new => last.wrapping_sub(head).min(size),
             _ => size,
         };
-        let n = walk_backward(ring.map.data(), head, limit, &mut ring.scratch, f)?;
+        let n = backward(&ring.map.data(), head, limit, &mut ring.scratch, f)?;
         ring.last_head = Some(head);
         Ok(n)
     }

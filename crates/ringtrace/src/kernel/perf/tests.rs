@@ -2,9 +2,13 @@
 //! writes them, corrupt ones, and random ones (proptest).
 
 use std::convert::Infallible;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use proptest::prelude::*;
 
+use super::map::DataArea;
+use super::walk::{backward, forward};
 use super::*;
 use crate::error::ConsumeError;
 
@@ -410,5 +414,126 @@ proptest! {
         if let Err(ConsumeError::Callback(e)) = r {
             return Err(e);
         }
+    }
+}
+
+/// `data` as 8-byte words, for a [`DataArea`] (a mapping's view) over them.
+fn words(data: &[u8]) -> Vec<AtomicU64> {
+    data.chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            AtomicU64::new(u64::from_ne_bytes(w))
+        })
+        .collect()
+}
+
+/// The view a ring reads its mapping through, over `words`.
+fn view(words: &[AtomicU64]) -> DataArea<'_> {
+    // SAFETY: the words are 8-aligned, readable while borrowed, and accessed by atomics
+    // only.
+    unsafe { DataArea::new(NonNull::from(words).cast::<u8>(), std::mem::size_of_val(words)) }
+}
+
+#[test]
+fn the_view_copies_any_range_word_by_word() {
+    let data: Vec<u8> = (0..64u8).collect();
+    let w = words(&data);
+    let area = view(&w);
+    for off in 0..64 {
+        for len in 0..=64 - off {
+            let mut out = vec![0xee; len];
+            super::walk::Area::copy_to(&area, off, &mut out);
+            assert_eq!(out, &data[off..off + len], "{off} + {len}");
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "outside a data area")]
+fn the_view_refuses_a_copy_past_its_end() {
+    let w = words(&[0; 16]);
+    super::walk::Area::copy_to(&view(&w), 9, &mut [0; 8]);
+}
+
+/// A walk over a data area that another thread rewrites all the while (as the kernel
+/// may, see `map::DataArea`) ends, and lends only records as long as their header says.
+#[test]
+fn walks_over_a_view_that_changes_meanwhile_end_and_stay_in_bounds() {
+    let recs: Vec<_> = (0..20u8).map(|i| record(i.into(), 8 * (1 + u16::from(i % 5)), i)).collect();
+    let mut data = vec![0u8; 512];
+    let newest = write_backward(&mut data, &recs);
+    let w = words(&data);
+    let stop = AtomicBool::new(false);
+    let passes = AtomicU64::new(0);
+    /// Stops the writer however the reader ends (a failed assertion too: the scope
+    /// waits for the writer before the panic goes on).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut x = 1u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (i, word) in w.iter().enumerate() {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    // Sizes of 0..=255 bytes in the header words, anything elsewhere.
+                    let v = if i % 2 == 0 { x & 0x00ff_0000_ffff_ffff } else { x };
+                    word.store(v, Ordering::Relaxed);
+                }
+                passes.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let _stop = Stop(&stop);
+        let area = view(&w);
+        let mut scratch = Vec::new();
+        // At least 2000 walks of each kind, and on until the writer rewrote the area
+        // 20000 times (however the two threads are scheduled).
+        let mut i = 0u64;
+        while i < 2000 || passes.load(Ordering::Relaxed) < 20_000 {
+            i += 1;
+            let check = |rec: PerfRecord<'_>| {
+                let size = u16::from_ne_bytes([rec.bytes[6], rec.bytes[7]]);
+                // The header lent is the one the walk checked, even if the memory changed.
+                assert_eq!(rec.bytes.len(), usize::from(size));
+                assert_eq!(u32::from_ne_bytes(rec.bytes[..4].try_into().unwrap()), rec.kind);
+                assert_eq!(u16::from_ne_bytes([rec.bytes[4], rec.bytes[5]]), rec.misc);
+                Ok::<(), Infallible>(())
+            };
+            // Aligned tails, and misaligned ones (a header that wraps).
+            let mut tail = i.wrapping_mul(if i % 2 == 0 { 8 } else { 3 });
+            let head = tail.wrapping_add(512);
+            let _ = forward(&area, &mut tail, head, &mut scratch, check);
+            let _ = backward(&area, newest, 512, &mut scratch, check);
+        }
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// The rings walk their mapping through `DataArea`, which copies every record: they
+    /// deliver exactly what the public walks deliver over the same bytes.
+    #[test]
+    fn walks_over_the_view_deliver_what_walks_over_the_bytes_deliver(
+        (data, tail, head) in image(),
+        limit in prop_oneof![Just(u64::MAX), 0u64..1200],
+    ) {
+        let w = words(&data);
+        let area = view(&w);
+        let text = |r: Result<Got, KernelError>| r.map_err(|e| e.to_string());
+
+        let (mut t1, mut t2) = (tail, tail);
+        let bytes = collect(|f| walk_forward(&data, &mut t1, head, &mut Vec::new(), f));
+        let viewed = collect(|f| forward(&area, &mut t2, head, &mut Vec::new(), f));
+        prop_assert_eq!(text(bytes), text(viewed));
+        prop_assert_eq!(t1, t2);
+
+        let bytes = collect_backward(&data, head, limit);
+        let viewed = collect(|f| backward(&area, head, limit, &mut Vec::new(), f));
+        prop_assert_eq!(text(bytes), text(viewed));
     }
 }

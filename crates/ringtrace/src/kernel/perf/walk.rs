@@ -1,61 +1,123 @@
-//! The decoding core: walks over a perf data area given as bytes and 64-bit ring
-//! positions. Nothing here touches a mapping, so tests and fuzzing feed it crafted
-//! images, and a copied data area decodes the same way as a live one.
+//! The decoding core: walks over a perf data area and 64-bit ring positions. The area is
+//! an [`Area`]: bytes in memory (`[u8]`: tests and fuzzing feed crafted images, and a
+//! copied data area decodes the same way as a live one), or the live mapping
+//! ([`DataArea`](super::map::DataArea)), which the kernel may write during the walk and
+//! which is therefore only ever copied from, never lent as a `&[u8]`.
 //!
 //! The bytes are untrusted: every header is checked before its record is lent out, every
-//! record lies inside the data area (a record that wraps around its end is copied into
-//! `scratch`), and every walk covers at most one data area's size, advancing by at least
-//! 8 bytes a step, so it ends after at most `data.len() / 8` records.
+//! record lies inside the data area (a record that wraps around its end, or any record of
+//! the live mapping, is copied into `scratch`), and every walk covers at most one data
+//! area's size, advancing by at least 8 bytes a step, so it ends after at most
+//! `len / 8` records.
 
 use super::record::{PerfRecord, HEADER_SIZE};
 use crate::error::{ConsumeError, CorruptReason, KernelError};
 
+/// A data area a walk reads.
+pub(super) trait Area {
+    /// Its length in bytes (a walk checks it is a power of two of at least 8).
+    fn size(&self) -> usize;
+
+    /// Copies the bytes at offsets `off..off + out.len()` into `out` (`off + out.len()`
+    /// is at most [`size`](Self::size): no wrapping here).
+    fn copy_to(&self, off: usize, out: &mut [u8]);
+
+    /// The bytes at offsets `off..off + len` in place, if this area can lend them (`None`
+    /// also when the range is not inside the area): then they are copied instead.
+    fn lend(&self, off: usize, len: usize) -> Option<&[u8]>;
+}
+
+/// An image in memory, that nothing writes while it is borrowed: records are lent in
+/// place.
+impl Area for [u8] {
+    fn size(&self) -> usize {
+        self.len()
+    }
+    fn copy_to(&self, off: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self[off..off + out.len()]);
+    }
+    fn lend(&self, off: usize, len: usize) -> Option<&[u8]> {
+        self.get(off..off.checked_add(len)?)
+    }
+}
+
 /// Checks the data area's length; returns it as the ring's size.
-fn area_size(data: &[u8]) -> Result<u64, KernelError> {
-    if data.len() < HEADER_SIZE || !data.len().is_power_of_two() {
-        return Err(KernelError::InvalidDataArea { len: data.len() });
+fn area_size<A: Area + ?Sized>(data: &A) -> Result<u64, KernelError> {
+    let len = data.size();
+    if len < HEADER_SIZE || !len.is_power_of_two() {
+        return Err(KernelError::InvalidDataArea { len });
     }
-    Ok(data.len() as u64)
+    Ok(len as u64)
 }
 
-/// `(type, misc, size)` of the header at ring position `pos`, which may wrap around the
-/// end of the area (only a misaligned position makes it wrap).
+/// Copies the `out.len()` bytes (at most the area's size) at ring position `pos`,
+/// wrapping around the end of the area.
 #[inline(always)]
-fn header_at(data: &[u8], pos: u64) -> (u32, u16, u16) {
-    let off = (pos & (data.len() as u64 - 1)) as usize;
-    let mut h = [0u8; HEADER_SIZE];
-    match data.get(off..off + HEADER_SIZE) {
-        Some(s) => h.copy_from_slice(s),
-        None => {
-            let first = data.len() - off;
-            h[..first].copy_from_slice(&data[off..]);
-            h[first..].copy_from_slice(&data[..HEADER_SIZE - first]);
-        }
-    }
-    (u32::from_ne_bytes([h[0], h[1], h[2], h[3]]), u16::from_ne_bytes([h[4], h[5]]), u16::from_ne_bytes([h[6], h[7]]))
+fn copy_wrapping<A: Area + ?Sized>(data: &A, pos: u64, out: &mut [u8]) {
+    let off = (pos & (data.size() as u64 - 1)) as usize;
+    let first = (data.size() - off).min(out.len());
+    let (a, b) = out.split_at_mut(first);
+    data.copy_to(off, a);
+    data.copy_to(0, b);
 }
 
-/// The `len` bytes at ring position `pos` (`len <= data.len()`): in place, or copied into
-/// `scratch` when they wrap around the end of the area.
-#[inline(always)]
-fn bytes_at<'a>(data: &'a [u8], pos: u64, len: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
-    let off = (pos & (data.len() as u64 - 1)) as usize;
-    match data.get(off..off + len) {
-        Some(s) => s,
-        None => {
-            let first = data.len() - off;
-            scratch.clear();
-            scratch.extend_from_slice(&data[off..]);
-            scratch.extend_from_slice(&data[..len - first]);
-            scratch
-        }
+/// The header at ring position `pos`, which may wrap around the end of the area (only a
+/// misaligned position makes it wrap).
+#[derive(Clone, Copy)]
+struct Header {
+    bytes: [u8; HEADER_SIZE],
+}
+
+impl Header {
+    #[inline(always)]
+    fn at<A: Area + ?Sized>(data: &A, pos: u64) -> Header {
+        let mut bytes = [0u8; HEADER_SIZE];
+        copy_wrapping(data, pos, &mut bytes);
+        Header { bytes }
     }
+
+    /// `(type, misc, size)`.
+    #[inline(always)]
+    fn fields(&self) -> (u32, u16, u16) {
+        let h = &self.bytes;
+        (
+            u32::from_ne_bytes([h[0], h[1], h[2], h[3]]),
+            u16::from_ne_bytes([h[4], h[5]]),
+            u16::from_ne_bytes([h[6], h[7]]),
+        )
+    }
+}
+
+/// The record of `header.size` (`len`, at least the header's 8 bytes, at most
+/// `data.size()`) bytes at ring position `pos`: in place where the area lends it, else
+/// copied into `scratch` (also when it wraps around the end of the area). A copy starts
+/// with `header`, the header the walk checked, even if the area changed since it was
+/// read (the live mapping may), so a record's bytes always agree with its fields.
+#[inline(always)]
+fn bytes_at<'a, A: Area + ?Sized>(
+    data: &'a A,
+    pos: u64,
+    header: Header,
+    len: usize,
+    scratch: &'a mut Vec<u8>,
+) -> &'a [u8] {
+    let off = (pos & (data.size() as u64 - 1)) as usize;
+    if let Some(s) = data.lend(off, len) {
+        return s;
+    }
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    let out = &mut scratch[..len];
+    copy_wrapping(data, pos, out);
+    out[..HEADER_SIZE].copy_from_slice(&header.bytes);
+    out
 }
 
 /// Checks a header's size against what kernel records can be; `available` is how many
 /// bytes from the header's start may belong to records.
 #[inline(always)]
-fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), KernelError> {
+fn check_size(size_of_area: u64, pos: u64, size: u16, available: u64) -> Result<(), KernelError> {
     let reason = if size == 0 {
         CorruptReason::Zero
     } else if (size as usize) < HEADER_SIZE {
@@ -67,7 +129,7 @@ fn check_size(data: &[u8], pos: u64, size: u16, available: u64) -> Result<(), Ke
     } else {
         return Ok(());
     };
-    Err(KernelError::Corrupt { offset: pos & (data.len() as u64 - 1), pos, size: size as u64, reason })
+    Err(KernelError::Corrupt { offset: pos & (size_of_area - 1), pos, size: size as u64, reason })
 }
 
 /// Delivers the records of a forward ring from `*tail` up to `head`, oldest first.
@@ -106,9 +168,24 @@ pub fn walk_forward<E, F>(
     tail: &mut u64,
     head: u64,
     scratch: &mut Vec<u8>,
+    f: F,
+) -> Result<usize, ConsumeError<E>>
+where
+    F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+{
+    forward(data, tail, head, scratch, f)
+}
+
+/// [`walk_forward`] over any [`Area`].
+pub(super) fn forward<A, E, F>(
+    data: &A,
+    tail: &mut u64,
+    head: u64,
+    scratch: &mut Vec<u8>,
     mut f: F,
 ) -> Result<usize, ConsumeError<E>>
 where
+    A: Area + ?Sized,
     F: FnMut(PerfRecord<'_>) -> Result<(), E>,
 {
     let size = area_size(data)?;
@@ -120,9 +197,10 @@ where
     // bytes away: at most size / 8 steps.
     while *tail != head {
         let pos = *tail;
-        let (kind, misc, len) = header_at(data, pos);
-        check_size(data, pos, len, head.wrapping_sub(pos))?;
-        let bytes = bytes_at(data, pos, len as usize, scratch);
+        let header = Header::at(data, pos);
+        let (kind, misc, len) = header.fields();
+        check_size(size, pos, len, head.wrapping_sub(pos))?;
+        let bytes = bytes_at(data, pos, header, len as usize, scratch);
         *tail = pos.wrapping_add(len as u64);
         n += 1;
         f(PerfRecord { kind, misc, pos, bytes }).map_err(ConsumeError::Callback)?;
@@ -169,31 +247,48 @@ pub fn walk_backward<E, F>(
     head: u64,
     limit: u64,
     scratch: &mut Vec<u8>,
-    mut f: F,
+    f: F,
 ) -> Result<usize, ConsumeError<E>>
 where
     F: FnMut(PerfRecord<'_>) -> Result<(), E>,
 {
-    let limit = limit.min(area_size(data)?);
+    backward(data, head, limit, scratch, f)
+}
+
+/// [`walk_backward`] over any [`Area`].
+pub(super) fn backward<A, E, F>(
+    data: &A,
+    head: u64,
+    limit: u64,
+    scratch: &mut Vec<u8>,
+    mut f: F,
+) -> Result<usize, ConsumeError<E>>
+where
+    A: Area + ?Sized,
+    F: FnMut(PerfRecord<'_>) -> Result<(), E>,
+{
+    let size = area_size(data)?;
+    let limit = limit.min(size);
     let mut walked = 0u64;
     let mut n = 0;
     // Each step adds at least 8 to `walked`, which stays at most `limit`: at most
     // limit / 8 steps.
     while limit - walked >= HEADER_SIZE as u64 {
         let pos = head.wrapping_add(walked);
-        let (kind, misc, len) = header_at(data, pos);
+        let header = Header::at(data, pos);
+        let (kind, misc, len) = header.fields();
         if len == 0 {
             break; // never written
         }
         let left = limit - walked;
-        match check_size(data, pos, len, left) {
+        match check_size(size, pos, len, left) {
             Ok(()) => {}
             // The oldest record, partly overwritten by the newest: it ends past the
             // newest record's start.
             Err(KernelError::Corrupt { reason: CorruptReason::PastEnd { .. }, .. }) => break,
             Err(e) => return Err(e.into()),
         }
-        let bytes = bytes_at(data, pos, len as usize, scratch);
+        let bytes = bytes_at(data, pos, header, len as usize, scratch);
         walked += len as u64;
         n += 1;
         f(PerfRecord { kind, misc, pos, bytes }).map_err(ConsumeError::Callback)?;

@@ -1,0 +1,24 @@
+//! The library's errors leave their cause out of their message (it is their
+//! `source()`); the command's one error line still names it, once.
+
+mod common;
+
+use common::{run, temp};
+
+#[test]
+fn the_error_line_names_the_cause_once() {
+    // ENOENT: the directory of the ring file to create does not exist.
+    let cause = std::io::Error::from_raw_os_error(2).to_string();
+    let path = temp("missing").join("x.ring");
+    let path = path.to_str().unwrap();
+    let o = run(&["create", "--capacity", "4096", path]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(
+        o.stderr.starts_with("ringtrace: error: ") && o.stderr.contains("cannot create it: creating "),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.trim_end().ends_with(&format!(": {cause}")), "the cause is not named last: {}", o.stderr);
+    assert_eq!(o.stderr.matches(&cause).count(), 1, "{}", o.stderr);
+}

@@ -1,0 +1,87 @@
+//! The one way a test skips for want of BPF, `perf_event_open` or an invariant TSC, and
+//! the variable that turns those skips into failures: [`REQUIRE_VAR`].
+
+use std::fmt::Display;
+
+/// The environment variable naming, comma-separated, the features a run requires:
+/// `RINGTRACE_REQUIRE=bpf,perf,tsc`. A test that needs a listed feature the machine
+/// lacks fails with the reason instead of skipping; unset or empty, every such test
+/// skips. The test command sets it, so that CI cannot pass by skipping.
+pub const REQUIRE_VAR: &str = "RINGTRACE_REQUIRE";
+
+/// What a kernel or clock test may need that a machine may lack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// BPF ring buffer maps (the `bpf` system call, CAP_BPF or root) and a private bpffs
+    /// to pin them in (CAP_SYS_ADMIN): `bpf`.
+    Bpf,
+    /// `perf_event_open` of software events and their ring buffers
+    /// (`perf_event_paranoid`, CAP_PERFMON or root, `perf_event_mlock_kb`): `perf`.
+    Perf,
+    /// An invariant TSC (x86-64; CPUID leaf `0x8000_0007`, EDX bit 8): `tsc`.
+    Tsc,
+}
+
+impl Feature {
+    /// Its name in [`REQUIRE_VAR`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Bpf => "bpf",
+            Feature::Perf => "perf",
+            Feature::Tsc => "tsc",
+        }
+    }
+}
+
+/// Whether [`REQUIRE_VAR`] lists `feature`. Panics on a name it does not know: a
+/// misspelt requirement would otherwise let the tests skip.
+pub fn required(feature: Feature) -> bool {
+    let list = std::env::var(REQUIRE_VAR).unwrap_or_default();
+    let mut found = false;
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match [Feature::Bpf, Feature::Perf, Feature::Tsc].into_iter().find(|f| f.name() == name) {
+            Some(f) => found |= f == feature,
+            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc)"),
+        }
+    }
+    found
+}
+
+/// The calling test lacks `feature`, for the reason `why`: fails it (panics) if
+/// [`REQUIRE_VAR`] lists the feature, else prints that it skips. The caller then returns
+/// (or leaves out the part that needs the feature).
+///
+/// ```no_run
+/// use ringtrace_fixtures::{skip, Feature};
+///
+/// fn tsc() -> Result<u64, String> {
+///     Err("no invariant TSC on this CPU".into())
+/// }
+/// let Ok(hz) = tsc() else { return skip(Feature::Tsc, "no invariant TSC on this CPU") };
+/// # let _ = hz;
+/// ```
+#[track_caller]
+pub fn skip(feature: Feature, why: impl Display) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("test");
+    if required(feature) {
+        panic!("{test}: {why} ({REQUIRE_VAR} lists {}: required, not skipped)", feature.name());
+    }
+    eprintln!("skipped {test}: {why}");
+}
+
+/// Whether BPF ring buffer maps can be created here ([`bpf_skip_reason`](crate::bpf_skip_reason)
+/// is `None`). If not, skips or fails the calling test as [`skip`] does, and returns false:
+/// `if !have_bpf() { return; }`. Reads [`REQUIRE_VAR`] either way, so that a misspelt
+/// list fails the BPF tests on a machine that has everything too.
+#[track_caller]
+pub fn have_bpf() -> bool {
+    required(Feature::Bpf);
+    match crate::bpf_skip_reason() {
+        None => true,
+        Some(why) => {
+            skip(Feature::Bpf, why);
+            false
+        }
+    }
+}
