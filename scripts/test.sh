@@ -51,6 +51,12 @@ echo "== the user crates package and build as published (cargo publish --dry-run
 # working tree as it is (--allow-dirty); -q, or cargo lists every test and example it
 # leaves out. The packages build in target/debug beside the workspace's own debug build.
 publish_start=$SECONDS
+# Cargo takes a registry package of a given version as immutable: it extracts each
+# stand-in once into $CARGO_HOME/registry/src/-HASH/NAME-VERSION and keeps what it built
+# from it. On a machine that runs this script more than once, an earlier run's
+# extraction and build of the same version would stand in for today's package: both go.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ringtrace*-[0-9]*
+cargo clean -q -p ringtrace -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ffi
 cargo publish --dry-run --allow-dirty -q --workspace --exclude ringtrace-fixtures --exclude ringtrace-bench
 echo "publish dry-run step: $((SECONDS - publish_start)) s"
 
