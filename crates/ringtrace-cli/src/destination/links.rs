@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::real_parent;
+use super::paths::real_parent;
 
 /// The open descriptor a path names: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
 /// `/proc/self/fd/N` (or a link to one of them).

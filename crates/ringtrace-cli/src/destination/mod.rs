@@ -27,17 +27,18 @@
 //!   is refused with a message (no atomic swap there).
 
 mod links;
+mod paths;
 mod place;
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::cleanup;
 use crate::failure::Failure;
 
+use paths::{real_parent, sync_parent, temp_beside};
 pub use place::{create_file, write_dir};
 
 /// Refuses `output` when it is any of `sources` (same device and inode), lies inside a
@@ -75,15 +76,6 @@ fn inside_source_dir(output: &Path, sources: &[&Path]) -> Result<(), Failure> {
         }
     }
     Ok(())
-}
-
-/// The canonical directory `path` would be created in.
-fn real_parent(path: &Path) -> Option<PathBuf> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::canonicalize(parent).ok()
 }
 
 /// An output file being written: a temporary file renamed into place by
@@ -158,30 +150,4 @@ impl Drop for Output {
 /// Whether a file of this type is written in place (not replaced).
 fn special(t: &std::fs::FileType) -> bool {
     t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
-}
-
-/// Creates a fresh temporary name beside `target` with `make`, retrying names taken.
-fn temp_beside<T>(target: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> io::Result<(PathBuf, T)> {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let name = target.file_name().ok_or_else(|| io::Error::other("it names no file"))?;
-    let dir = target.parent().unwrap_or(Path::new(""));
-    for _ in 0..100 {
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".ringtrace-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-        let tmp = dir.join(tmp_name);
-        match make(&tmp) {
-            Ok(t) => return Ok((tmp, t)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other("no free temporary name beside it"))
-}
-
-/// Syncs the directory holding `path`, so that the rename survives a crash.
-fn sync_parent(path: &Path) {
-    if let Some(dir) = real_parent(path) {
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
 }

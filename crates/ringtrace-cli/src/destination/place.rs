@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rustix::fs::{renameat_with, RenameFlags, CWD};
 
-use super::{sync_parent, temp_beside};
+use super::paths::{sync_parent, temp_beside};
 use crate::cleanup;
 use crate::failure::Failure;
 
