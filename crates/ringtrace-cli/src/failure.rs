@@ -61,19 +61,7 @@ impl From<FormatError> for Failure {
 /// line a command prints. The library's errors leave their cause (the kernel's error, an
 /// I/O error) out of their own message and return it from `source()`; a cause whose
 /// text the message already holds is not repeated.
-pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = c.source();
-    }
-    message
-}
+pub use ringtrace::error::with_causes as chain;
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CString};
 use std::io;
 
-use ringtrace::error::KernelError;
+use ringtrace::error::{with_causes, KernelError};
 use ringtrace::{ConsumeError, Error, FormatError, ReserveError};
 
 /// A failure on its way to C: the negative code and the message behind it.
@@ -38,22 +38,6 @@ fn os_errno(e: &(dyn std::error::Error + 'static)) -> Option<c_int> {
         cur = err.source();
     }
     None
-}
-
-/// `e`'s message followed by its causes' (`source()`), joined with `: `: ringtrace's
-/// errors leave their cause out of their own message.
-fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = c.source();
-    }
-    message
 }
 
 /// The errno of an `io::Error`: its OS code, or one for its kind.

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// `e`'s message followed by its causes' (ringtrace's one definition).
+pub(crate) use ringtrace::error::with_causes;
+
 /// Why making a recorder, dumping it, or decoding a trace failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -49,22 +52,6 @@ impl Error {
     pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> Error {
         Error::Io { what, path: path.into(), source }
     }
-}
-
-/// `e`'s message followed by its causes' (`source()`), joined with `: `; a cause whose
-/// text the message already holds is not repeated.
-pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = c.source();
-    }
-    message
 }
 
 #[cfg(test)]

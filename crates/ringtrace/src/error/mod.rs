@@ -34,9 +34,16 @@ pub use reserve::ReserveError;
 pub use setup::Error;
 
 /// `e`'s message followed by its causes' (`source()`), joined with `: `; a cause whose
-/// text the message already holds is not repeated.
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+/// text the message already holds is not repeated. ringtrace's errors leave their
+/// cause out of their own message and return it from `source()`: this is the one line
+/// to print where a reporter that walks the chain is not at hand.
+///
+/// ```
+/// let e = ringtrace::MpscRing::open("/nonexistent/ring").unwrap_err();
+/// let line = ringtrace::error::with_causes(&e);
+/// assert!(line.starts_with(&e.to_string()) && line.contains("No such file"), "{line}");
+/// ```
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut message = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
