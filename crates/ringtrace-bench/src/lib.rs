@@ -30,7 +30,10 @@
 //! (one `tracing` event with two fields in a span, through `ringtrace-tracing` and the
 //! tracing layers users would otherwise pick; see `layers.rs`), `export` (a trace of a
 //! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
-//! `export.rs`).
+//! `export.rs`), and the `scale` group, selected by `--filter scale`: `scale-merge`,
+//! `scale-wakeup`, `scale-directory`, `scale-pause` (a channel's reader as writers are
+//! added, its wakeup latency, a recorder directory's decode memory, a flight
+//! recorder's pause window by size; see `scale/mod.rs`).
 
 mod c_api;
 mod channel;
@@ -43,6 +46,7 @@ mod ours;
 pub mod peers;
 mod perf;
 pub mod report;
+pub mod scale;
 pub mod shm;
 pub mod verdict;
 mod waiting;
@@ -119,7 +123,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 16] = [
+const ORDER: [&str; 20] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -136,6 +140,10 @@ const ORDER: [&str; 16] = [
     "perf-backward",
     "tracing",
     "export",
+    "scale-merge",
+    "scale-wakeup",
+    "scale-directory",
+    "scale-pause",
 ];
 
 /// Runs the selected matrix; prints the table; writes the files asked for.
@@ -177,6 +185,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(export::rows(&one, &mut progress));
             rows.extend(waiting::rows(&cfg, &one, &mut progress));
             rows.extend(wakeups::rows(&cfg, &one, &mut progress));
+            rows.extend(scale::rows(&cfg, &one, round - 1, rounds, &mut progress));
         }
         rows.iter_mut().for_each(|r| r.round = round - 1);
         all.push(rows);

@@ -20,7 +20,8 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export).
+    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export;
+    /// scale: scale-merge, scale-wakeup, scale-directory, scale-pause).
     #[arg(long, value_name = "NAME")]
     filter: Option<String>,
     /// Also write one JSON object per row to this file.
@@ -41,6 +42,9 @@ enum Internal {
     /// One export of the `export` bench (this program run again).
     #[command(name = "__export-child", hide = true)]
     ExportChild { format: String, trace: PathBuf, out: PathBuf },
+    /// One decode of the `scale-directory` bench (this program run again).
+    #[command(name = "__decode-child", hide = true)]
+    DecodeChild { path: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Some(Internal::ExportChild { format, trace, out }) => {
             ringtrace_bench::export::child_main(&format, &trace, &out)
         }
+        Some(Internal::DecodeChild { path }) => ringtrace_bench::scale::decode_child_main(&path),
         None => ringtrace_bench::run(&ringtrace_bench::BenchOpts {
             quick: cli.quick,
             filter: cli.filter,

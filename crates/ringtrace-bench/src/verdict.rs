@@ -18,7 +18,7 @@ pub struct Side {
     pub producers: usize,
 }
 
-const fn side(bench: &'static str, imp: &'static str, variant: &'static str, producers: usize) -> Side {
+pub(crate) const fn side(bench: &'static str, imp: &'static str, variant: &'static str, producers: usize) -> Side {
     Side { bench, imp, variant, producers }
 }
 
@@ -35,6 +35,10 @@ pub enum Goal {
     NsUnder(f64),
     /// 99th percentile latency (`p99_ns`): `ours / peer` at most this.
     P99AtMost(Side, f64),
+    /// Median latency (`p50_ns`): `ours / peer` at most this.
+    P50AtMost(Side, f64),
+    /// Peak resident memory (`peak_mib`): `ours / peer` at most this.
+    PeakAtMost(Side, f64),
     /// CPU nanoseconds per record (`cpu_ns_per_rec`): `ours / peer` at most this.
     CpuAtMost(Side, f64),
 }
@@ -53,13 +57,15 @@ impl Target {
             Goal::RateAtLeast(peer, _)
             | Goal::NsAtMost(peer, _)
             | Goal::P99AtMost(peer, _)
+            | Goal::P50AtMost(peer, _)
+            | Goal::PeakAtMost(peer, _)
             | Goal::CpuAtMost(peer, _) => Some(peer),
             Goal::NsUnder(_) => None,
         }
     }
 }
 
-/// Every target the bench judges.
+/// Every target the bench judges (with `scale::TARGETS`, the `scale` group's).
 pub const TARGETS: &[Target] = &[
     Target {
         ours: side("parallel", "ringtrace", "spsc", 1),
@@ -226,7 +232,12 @@ impl Verdict {
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
             Goal::RateAtLeast(_, x) => ratio >= x,
-            Goal::NsAtMost(_, x) | Goal::NsUnder(x) | Goal::P99AtMost(_, x) | Goal::CpuAtMost(_, x) => ratio <= x,
+            Goal::NsAtMost(_, x)
+            | Goal::NsUnder(x)
+            | Goal::P99AtMost(_, x)
+            | Goal::P50AtMost(_, x)
+            | Goal::PeakAtMost(_, x)
+            | Goal::CpuAtMost(_, x) => ratio <= x,
         }
     }
 
@@ -248,6 +259,7 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
     let rounds = measurements.iter().map(|r| r.round + 1).max().unwrap_or(0);
     TARGETS
         .iter()
+        .chain(crate::scale::TARGETS)
         .filter_map(|t| {
             let ratios: Vec<f64> = (0..rounds)
                 .filter_map(|round| {
@@ -257,6 +269,8 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
                         Goal::NsAtMost(peer, _) => o.wall_ns_per_rec / find(measurements, peer, round)?.wall_ns_per_rec,
                         Goal::NsUnder(_) => o.wall_ns_per_rec,
                         Goal::P99AtMost(peer, _) => o.p99_ns? / find(measurements, peer, round)?.p99_ns?,
+                        Goal::P50AtMost(peer, _) => o.p50_ns? / find(measurements, peer, round)?.p50_ns?,
+                        Goal::PeakAtMost(peer, _) => o.peak_mib? / find(measurements, peer, round)?.peak_mib?,
                         Goal::CpuAtMost(peer, _) => {
                             o.cpu_ns_per_rec? / find(measurements, peer, round)?.cpu_ns_per_rec?
                         }
@@ -300,6 +314,8 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
             Goal::NsAtMost(_, x) => (format!("ns/rec <= {}x", short(x)), "x"),
             Goal::NsUnder(x) => (format!("ns/rec <= {x:.0}"), ""),
             Goal::P99AtMost(_, x) => (format!("p99 <= {}x", short(x)), "x"),
+            Goal::P50AtMost(_, x) => (format!("p50 <= {}x", short(x)), "x"),
+            Goal::PeakAtMost(_, x) => (format!("peak MiB <= {}x", short(x)), "x"),
             Goal::CpuAtMost(_, x) => (format!("cpu ns <= {}x", short(x)), "x"),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);

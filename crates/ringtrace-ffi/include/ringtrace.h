@@ -490,8 +490,10 @@ int ringtrace_channel_reader_new(struct ringtrace_channel *ch,
 void ringtrace_channel_reader_free(struct ringtrace_channel_reader *r);
 
 /**
- * Waits up to `timeout_ms` (-1: no limit) for records (polling every millisecond: a
- * channel has no single doorbell), then delivers those due, merged in timestamp order.
+ * Waits up to `timeout_ms` (-1: no limit) for records (sleeping on the channel's
+ * doorbell, which writers ring when they commit; a channel file's reader, whose writers
+ * are other processes, looks every millisecond), then delivers those due, merged in
+ * timestamp order.
  *
  * Returns the number delivered (0 on timeout), or -EINVAL, -ECANCELED.
  *

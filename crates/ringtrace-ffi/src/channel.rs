@@ -311,8 +311,10 @@ pub unsafe extern "C" fn ringtrace_channel_reader_free(r: *mut ringtrace_channel
     call_or((), || unsafe { guard::free(r) })
 }
 
-/// Waits up to `timeout_ms` (-1: no limit) for records (polling every millisecond: a
-/// channel has no single doorbell), then delivers those due, merged in timestamp order.
+/// Waits up to `timeout_ms` (-1: no limit) for records (sleeping on the channel's
+/// doorbell, which writers ring when they commit; a channel file's reader, whose writers
+/// are other processes, looks every millisecond), then delivers those due, merged in
+/// timestamp order.
 ///
 /// Returns the number delivered (0 on timeout), or -EINVAL, -ECANCELED.
 ///

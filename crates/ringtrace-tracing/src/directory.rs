@@ -3,7 +3,7 @@
 //! untrusted bytes, no mapping). A live process goes on writing meanwhile.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ringtrace::inspect::channel::ChannelFile;
 
@@ -29,13 +29,20 @@ pub(crate) fn not_a_trace(path: &Path, reason: impl std::fmt::Display) -> Error 
     Error::NotATrace { path: path.into(), reason: reason.to_string() }
 }
 
-/// Reads a recorder directory.
-pub(crate) fn read(dir: &Path) -> Result<Contents, Error> {
+/// A recorder directory's catalog file and channel file, if it has both.
+pub(crate) fn paths(dir: &Path) -> Result<(PathBuf, PathBuf), Error> {
     let catalog_path = dir.join(CATALOG_FILE);
     let rings_path = dir.join(RINGS_FILE);
     if !rings_path.exists() || !catalog_path.exists() {
         return Err(not_a_trace(dir, format!("not a recorder directory: it needs {RINGS_FILE} and {CATALOG_FILE}")));
     }
+    Ok((catalog_path, rings_path))
+}
+
+/// Reads a recorder directory, holding its records (for [`snapshot`]; decoding reads
+/// them in place: `decode::ring_scan`).
+pub(crate) fn read(dir: &Path) -> Result<Contents, Error> {
+    let (catalog_path, rings_path) = paths(dir)?;
     // The rings first, then the catalog: every record read was committed after its
     // callsite's and thread's entries were appended.
     let channel = ChannelFile::open(&rings_path).map_err(|e| not_a_trace(&rings_path, with_causes(&e)))?;

@@ -9,8 +9,9 @@ use std::path::Path;
 use foldhash::HashMap;
 
 use super::records::{ChunkRef, Rec, Records};
+use super::ring_scan;
 use crate::catalog::{Callsite, ThreadInfo};
-use crate::directory::{self, not_a_trace};
+use crate::directory::not_a_trace;
 use crate::error::Error;
 use crate::file::{self, chunk, Damage, Losses, Process, CATALOG_FILE, CHUNK_HEAD};
 use crate::wire::{self, WireError};
@@ -307,20 +308,21 @@ pub(crate) fn file(bytes: &[u8], path: &Path) -> Result<(Parts, Problems), Error
     Ok((parts, problems))
 }
 
-/// Reads a recorder directory: its catalog, and every ring of its channel file as it is
-/// now.
-pub(crate) fn dir(dir: &Path) -> Result<(Parts, Problems), Error> {
-    let c = directory::read(dir)?;
+/// Opens a recorder directory: walks every ring of its channel file as it is now,
+/// checking its records and noting where they lie (for [`Records::Rings`] to read them
+/// again), and reads its catalog.
+pub(crate) fn dir(dir: &Path) -> Result<(Parts, Records, Problems), Error> {
+    let s = ring_scan::scan(dir)?;
     let mut parts = Parts::default();
     let mut problems = Problems::default();
-    read_chunks(&c.catalog, &dir.join(CATALOG_FILE), &mut parts, &mut problems)?;
+    read_chunks(&s.catalog, &dir.join(CATALOG_FILE), &mut parts, &mut problems)?;
     // A live writer may be appending: a catalog cut inside its last chunk is normal.
     problems.cut = None;
-    problems.unfinished = c.unfinished;
-    problems.unreadable_rings = c.unreadable;
-    problems.bad_records += c.unstamped;
-    for (slot, ts, bytes) in &c.records {
-        push_record(&mut parts.records, &mut problems, *slot, *ts, bytes);
+    problems.unfinished = s.unfinished;
+    problems.unreadable_rings = s.unreadable;
+    problems.bad_records += s.unstamped + s.bad;
+    if let Some(e) = s.first_bad {
+        note(&mut problems, "record", e);
     }
-    Ok((parts, problems))
+    Ok((parts, Records::Rings(s.records), problems))
 }

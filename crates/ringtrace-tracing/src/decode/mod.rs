@@ -16,6 +16,9 @@
 mod load;
 pub mod raw;
 mod records;
+mod ring_read;
+mod ring_scan;
+mod rings;
 pub mod text;
 mod trace;
 pub(crate) mod view;

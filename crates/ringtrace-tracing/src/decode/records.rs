@@ -1,7 +1,8 @@
 //! Where a trace's records are, and how they are read in timestamp order.
 //!
-//! A recorder directory's rings and a channel file are bounded by their rings' sizes:
-//! their records are held, decoded and sorted. A trace file is not bounded (a stream
+//! A channel file of raw records is bounded by its rings' sizes: its records are held,
+//! decoded and sorted. A recorder directory's records are read in place in its rings
+//! (`ring_read`), a window of each ring at a time. A trace file is not bounded (a stream
 //! grows for as long as its program runs): opening it reads it once, checking every
 //! chunk and record and noting where each records chunk is and its earliest time; the
 //! records are then read again chunk by chunk as they are reached. A stream's drain
@@ -17,6 +18,8 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
+use super::ring_read::RingsReading;
+use super::rings::RingRecords;
 use crate::file::{self, CHUNK_HEAD};
 use crate::wire::{self, RawRecord};
 
@@ -57,6 +60,8 @@ pub(crate) enum Records {
     /// In a trace file, read again chunk by chunk; `count` records decode, and their
     /// `lost` records count `lost` events.
     File { file: File, chunks: Vec<ChunkRef>, count: u64, lost: u64 },
+    /// In a recorder directory's rings, read again window by window.
+    Rings(RingRecords),
 }
 
 impl Records {
@@ -65,6 +70,7 @@ impl Records {
         match self {
             Records::Held(r) => r.len() as u64,
             Records::File { count, .. } => *count,
+            Records::Rings(r) => r.count,
         }
     }
 
@@ -73,6 +79,7 @@ impl Records {
         match self {
             Records::Held(r) => r.iter().map(|r| if let RawRecord::Lost { count } = r.raw { count } else { 0 }).sum(),
             Records::File { lost, .. } => *lost,
+            Records::Rings(r) => r.lost,
         }
     }
 
@@ -105,6 +112,7 @@ impl Records {
     pub fn read_window(&self, times: Range<u64>, kinds: Option<fn(u8) -> bool>) -> Reading<'_> {
         match self {
             Records::Held(r) => Reading::Held(r.iter()),
+            Records::Rings(r) => Reading::Rings(RingsReading::new(r, times, kinds)),
             Records::File { file, chunks, .. } => {
                 // The chunks holding a record of the window, in file order.
                 let chunks: Vec<&ChunkRef> =
@@ -266,6 +274,13 @@ pub(crate) enum Got<'r> {
 pub(crate) enum Reading<'a> {
     Held(std::slice::Iter<'a, Rec>),
     File(FileReading<'a>),
+    Rings(RingsReading<'a>),
+}
+
+/// The next record of a recorder directory's reading, what it could not read again
+/// counted in `unread`.
+fn next_in_rings<'r>(r: &'r mut RingsReading<'_>, unread: &mut Unread) -> Option<(u64, u32, &'r [u8])> {
+    r.next_bytes(&mut unread.chunks, &mut unread.first)
 }
 
 impl Reading<'_> {
@@ -280,6 +295,13 @@ impl Reading<'_> {
                     return Some(Rec { ts, lane, raw });
                 }
             },
+            Reading::Rings(r) => loop {
+                let (ts, lane, bytes) = next_in_rings(r, unread)?;
+                // One that does not decode was counted when the directory was opened.
+                if let Ok(raw) = wire::decode(bytes) {
+                    return Some(Rec { ts, lane, raw });
+                }
+            },
         }
     }
 
@@ -288,6 +310,7 @@ impl Reading<'_> {
         match self {
             Reading::Held(it) => it.next().map(Got::Held),
             Reading::File(f) => f.next_bytes(unread).map(|(ts, lane, bytes)| Got::Bytes { ts, lane, bytes }),
+            Reading::Rings(r) => next_in_rings(r, unread).map(|(ts, lane, bytes)| Got::Bytes { ts, lane, bytes }),
         }
     }
 }
@@ -297,6 +320,7 @@ impl std::fmt::Debug for Reading<'_> {
         match self {
             Reading::Held(it) => write!(f, "Reading::Held({} left)", it.len()),
             Reading::File(r) => write!(f, "Reading::File(chunk {} of {})", r.next_chunk, r.chunks.len()),
+            Reading::Rings(r) => write!(f, "Reading::{r:?}"),
         }
     }
 }

@@ -37,7 +37,9 @@ impl Trace {
     ///
     /// A trace file is read once to check it and find its records, and again as
     /// [`entries`](Trace::entries) reaches them: memory does not grow with the file. A
-    /// directory's or channel file's records are held (their rings bound them).
+    /// recorder directory is read the same way, its rings walked once when it is opened
+    /// and read again a window of each at a time. A channel file's records are held
+    /// (its rings bound them).
     pub fn open(path: impl AsRef<Path>) -> Result<Trace, Error> {
         let path = path.as_ref();
         if path.is_dir() {
@@ -61,10 +63,14 @@ impl Trace {
 
     /// Reads a recorder directory: its catalog, and every ring of its channel file as
     /// it is now (a live process goes on writing; a record being written is stepped
-    /// over and counted in [`Problems::unfinished`]).
+    /// over and counted in [`Problems::unfinished`]). Its records are read again, in
+    /// place, as [`entries`](Trace::entries) reaches them: records a live process
+    /// overwrites meanwhile are skipped and counted ([`Entries::unread_chunks`]).
     pub fn open_dir(dir: &Path) -> Result<Trace, Error> {
-        let (parts, problems) = load::dir(dir)?;
-        Ok(Trace::assemble(parts, problems))
+        let (parts, records, problems) = load::dir(dir)?;
+        let mut trace = Trace::assemble(parts, problems);
+        trace.records = records;
+        Ok(trace)
     }
 
     fn assemble(mut parts: Parts, problems: Problems) -> Trace {
@@ -275,7 +281,8 @@ pub struct Entries<'a> {
 impl Entries<'_> {
     /// Records chunks of a trace file that could not be read again as they were when
     /// the trace was opened (the file changed on disk since), skipped; and why the first
-    /// could not. Zero for a file left alone.
+    /// could not. Zero for a file left alone. Of a recorder directory: the runs of a
+    /// ring's records that could not all be read again (a live process overwrote them).
     pub fn unread_chunks(&self) -> (u64, Option<&str>) {
         (self.unread.chunks, self.unread.first.as_deref())
     }

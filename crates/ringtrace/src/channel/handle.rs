@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::bell::ChannelBell;
 use super::inner::{
     ring_builder, ChannelStats, Inner, Registry, DEFAULT_MAX_PRODUCERS, DEFAULT_RETAIN_EXITED, DEFAULT_SLACK_NS,
 };
@@ -88,7 +89,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     pub fn producer(&self) -> Result<ChannelProducer<M, C>, Error> {
         if self.inner.shared {
             let (producer, lane) = self.inner.claim_slot()?;
-            return Ok(ChannelProducer::new(producer, self.inner.clock, lane));
+            return Ok(ChannelProducer::new(producer, self.inner.clock, lane, self.inner.bell.clone()));
         }
         let ring = ring_builder::<M>(self.inner.capacity, self.inner.retire_ahead).build()?;
         let producer = ring.producer()?;
@@ -103,7 +104,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
             lane
         };
         self.inner.bump_version();
-        Ok(ChannelProducer::new(producer, self.inner.clock, lane))
+        Ok(ChannelProducer::new(producer, self.inner.clock, lane, self.inner.bell.clone()))
     }
 
     /// A live reader of the whole channel, merging by timestamp. One at a time:
@@ -224,6 +225,10 @@ impl<M: Mode, C: Clock> Builder<M, C> {
             lanes: Mutex::new(Registry { lanes, next_id, freed: ChannelStats::default() }),
             version: AtomicU64::new(0),
             reader_attached: AtomicBool::new(false),
+            // A channel file's producers are in other processes: no doorbell reaches
+            // them. Without an eventfd (the process is out of descriptors), the reader
+            // polls, as a channel file's does.
+            bell: if shared { None } else { ChannelBell::new().ok().map(Arc::new) },
         };
         Channel { inner: Arc::new(inner) }
     }

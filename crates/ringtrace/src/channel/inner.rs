@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::bell::ChannelBell;
 use super::lane::{Lane, LaneStats};
 use crate::clock::Clock;
 use crate::config::{Mode, Spsc};
@@ -34,6 +35,8 @@ pub(crate) struct Inner<M: Mode, C: Clock> {
     pub(crate) version: AtomicU64,
     /// One live reader at a time (each ring has one consumer).
     pub(crate) reader_attached: AtomicBool,
+    /// A private channel's doorbell (see [`super::bell`]); `None` for a channel file.
+    pub(crate) bell: Option<Arc<ChannelBell>>,
 }
 
 pub(crate) struct Registry<M: Mode> {

@@ -75,6 +75,7 @@
 
 #![cfg(not(loom))]
 
+mod bell;
 mod file;
 mod handle;
 mod inner;

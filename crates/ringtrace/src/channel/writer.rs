@@ -4,6 +4,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
+use super::bell::ChannelBell;
 use super::lane::Lane;
 use crate::clock::Clock;
 use crate::config::Mode;
@@ -58,6 +59,8 @@ pub struct ChannelProducer<M: Mode, C: Clock> {
     producer: Producer<Spsc, M>,
     clock: C,
     lane: Arc<Lane<M>>,
+    /// A private channel's doorbell, rung after each commit instead of the ring's own.
+    bell: Option<Arc<ChannelBell>>,
 }
 
 impl<M: Mode, C: Clock> fmt::Debug for ChannelProducer<M, C> {
@@ -67,8 +70,13 @@ impl<M: Mode, C: Clock> fmt::Debug for ChannelProducer<M, C> {
 }
 
 impl<M: Mode, C: Clock> ChannelProducer<M, C> {
-    pub(crate) fn new(producer: Producer<Spsc, M>, clock: C, lane: Arc<Lane<M>>) -> Self {
-        ChannelProducer { producer, clock, lane }
+    pub(crate) fn new(
+        producer: Producer<Spsc, M>,
+        clock: C,
+        lane: Arc<Lane<M>>,
+        bell: Option<Arc<ChannelBell>>,
+    ) -> Self {
+        ChannelProducer { producer, clock, lane, bell }
     }
 
     /// This producer's number in its channel.
@@ -102,7 +110,7 @@ impl<C: Clock> ChannelProducer<Discard, C> {
         if C::STAMPED {
             inner[..8].copy_from_slice(&ts.to_ne_bytes());
         }
-        Ok(ChannelReservation { inner, _clock: std::marker::PhantomData })
+        Ok(ChannelReservation { inner, bell: self.bell.as_deref(), _clock: std::marker::PhantomData })
     }
 
     /// Reserves, stamps, copies `data` and commits: one call.
@@ -127,7 +135,7 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
             // The reservation is at least 8 bytes long: no error.
             let _ = inner.write(0, &ts.to_ne_bytes());
         }
-        Ok(ChannelReservation { inner, _clock: std::marker::PhantomData })
+        Ok(ChannelReservation { inner, bell: self.bell.as_deref(), _clock: std::marker::PhantomData })
     }
 
     /// Reserves, stamps, copies `data` and commits: one call.
@@ -144,6 +152,10 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
 impl<M: Mode, C: Clock> Drop for ChannelProducer<M, C> {
     fn drop(&mut self) {
         self.lane.exit();
+        // A sleeping reader looks: the ring may now be settled (and freed).
+        if let Some(bell) = &self.bell {
+            bell.ring(Wakeup::Force);
+        }
     }
 }
 
@@ -153,6 +165,7 @@ impl<M: Mode, C: Clock> Drop for ChannelProducer<M, C> {
 #[must_use = "if unused the reservation is discarded at once: commit it to publish the record"]
 pub struct ChannelReservation<'a, M: Mode, C: Clock> {
     inner: Reservation<'a, Spsc, M>,
+    bell: Option<&'a ChannelBell>,
     _clock: std::marker::PhantomData<C>,
 }
 
@@ -166,13 +179,20 @@ impl<M: Mode, C: Clock> ChannelReservation<'_, M, C> {
     /// Publishes the record.
     #[inline(always)]
     pub fn commit(self) {
-        self.inner.commit()
+        self.commit_with(Wakeup::Default)
     }
 
     /// Publishes the record with an explicit wakeup flag.
     #[inline(always)]
     pub fn commit_with(self, wakeup: Wakeup) {
-        self.inner.commit_with(wakeup)
+        match self.bell {
+            // The ring's own doorbell has no sleeper: the channel's is rung instead.
+            Some(bell) => {
+                self.inner.commit_with(Wakeup::NoWakeup);
+                bell.ring(wakeup);
+            }
+            None => self.inner.commit_with(wakeup),
+        }
     }
 
     /// Gives the space up: readers skip the record.

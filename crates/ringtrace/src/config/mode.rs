@@ -43,6 +43,10 @@ pub trait Mode: sealed::Sealed + Send + Sync + 'static {
     /// reader delivered): what freeing an exited producer's ring loses.
     #[doc(hidden)]
     fn unread(shared: &Shared, read: u64) -> u64;
+    /// Whether a record is ready at the consumer's position (a channel's live reader
+    /// looks before it sleeps).
+    #[doc(hidden)]
+    fn ready(c: &Self::Consumer<Spsc>) -> bool;
 }
 
 fn infallible<T>(f: &mut impl FnMut(&[u8]), rec: &[u8]) -> Result<(), T> {
@@ -66,6 +70,9 @@ impl Mode for Discard {
     }
     fn drain(c: &mut Consumer<Spsc>, max: usize, mut f: impl FnMut(&[u8])) -> Result<usize, ConsumeError<Infallible>> {
         c.consume_n(max, |rec| infallible(&mut f, rec))
+    }
+    fn ready(c: &Consumer<Spsc>) -> bool {
+        c.ready()
     }
     fn unread(shared: &Shared, read: u64) -> u64 {
         shared.stats().committed.saturating_sub(read)
@@ -94,6 +101,9 @@ impl Mode for Overwrite {
         mut f: impl FnMut(&[u8]),
     ) -> Result<usize, ConsumeError<Infallible>> {
         c.consume_n(max, |rec| infallible(&mut f, rec))
+    }
+    fn ready(c: &OverwriteConsumer<Spsc>) -> bool {
+        c.ready()
     }
     fn unread(shared: &Shared, _read: u64) -> u64 {
         // Exact for an exited producer: a snapshot holds every record still readable;

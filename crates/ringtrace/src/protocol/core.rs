@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use super::capture::Found;
 use crate::barrier;
 use crate::format::control::{Control, N_SLOTS};
 use crate::format::record::{footprint, pack, HDR_SIZE, LEN_MASK};
@@ -164,6 +163,15 @@ pub(crate) enum PauseRefused {
     Busy,
 }
 
+/// What `Core::precheck` (the pause's first part) found: a record boundary `to` such that, for any `O` at or
+/// before it that the ring reaches later, every record in `[O, to)` was seen finished,
+/// except those at `busy` (positions, ascending).
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    pub(crate) to: u64,
+    pub(crate) busy: Vec<u64>,
+}
+
 /// A paused ring as [`Core::pause`] leaves it: the retire lock held, the producer
 /// position frozen, every record in `[over_pos, prod)` finished.
 #[derive(Debug)]
@@ -172,8 +180,11 @@ pub(crate) struct PauseToken {
     pub(crate) prod: u64,
     /// Committed records before `over_pos`.
     pub(crate) retired: u64,
-    /// The committed records in `[over_pos, prod)`, oldest first (found by the wait).
-    pub(crate) index: Vec<Found>,
+    /// Claims in `[over_pos, prod)` left by dead producers before they wrote their
+    /// header (still zero), as `(position, bytes)`, ascending: the pause stepped over
+    /// them, and an index of the span must too (nothing in the ring says how long
+    /// they are).
+    pub(crate) skips: Vec<(u64, u64)>,
     /// The value of `zeroed` to restore (unlocked) on resume.
     pub(super) zeroed: u64,
 }

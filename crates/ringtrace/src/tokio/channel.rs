@@ -1,5 +1,6 @@
-//! [`Source`] for a [`ChannelReader`], which has no doorbell: its async form looks again
-//! every millisecond (the channel's own design; see [`ChannelReader::poll`]).
+//! [`Source`] for a [`ChannelReader`]: a private channel's doorbell is an eventfd, which
+//! the runtime waits on; a channel file's reader looks again every millisecond (see
+//! [`ChannelReader::poll`]).
 
 use std::convert::Infallible;
 use std::io;
@@ -16,20 +17,28 @@ use crate::ChannelReader;
 
 impl<M: Mode, C: Clock> Sealed for ChannelReader<M, C> {}
 
-/// No descriptor: a channel is one ring per producer, with no single doorbell. Its
-/// blocking [`poll`](ChannelReader::poll) naps 1 ms between looks (as LTTng's consumer
-/// daemon reads its channels on a timer), and its async form does the same with
-/// `tokio::time::sleep`, on the runtime's timer.
+/// A private channel: its doorbell's eventfd, and a recheck when records wait for the
+/// slack (they are due then, with no commit to ring). A channel file: no descriptor
+/// (its producers are other processes); its blocking [`poll`](ChannelReader::poll)
+/// naps 1 ms between looks, as LTTng's consumer daemon reads its channels on a timer,
+/// and its async form does the same with `tokio::time::sleep`.
 impl<M: Mode, C: Clock> Source for ChannelReader<M, C> {
     type Record<'a> = ChannelRecord<'a>;
     type Item = ChannelItem;
 
     fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-        None
+        self.bell_fd()
     }
 
     fn arm(&mut self) -> io::Result<bool> {
-        Ok(true)
+        if self.bell_fd().is_none() {
+            return Ok(true);
+        }
+        Ok(ChannelReader::arm(self)?.is_some())
+    }
+
+    fn recheck(&self) -> Option<std::time::Duration> {
+        self.held_back()
     }
 
     fn read<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>

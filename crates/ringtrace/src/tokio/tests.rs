@@ -142,7 +142,7 @@ fn a_stream_that_never_runs_dry_yields_to_the_runtime() {
 }
 
 #[test]
-fn a_channel_reader_naps_and_delivers_in_order() {
+fn a_channel_reader_sleeps_on_its_doorbell_and_delivers_in_order() {
     use tokio_stream::StreamExt;
     runtime().block_on(async {
         let channel = Channel::<Discard, Monotonic>::builder(4096).build(Monotonic).unwrap();
@@ -182,7 +182,37 @@ fn a_channel_reader_naps_and_delivers_in_order() {
         .expect("record within 10 s")
         .unwrap();
         assert_eq!((n, last), (1, vec![50]));
+
+        // Idle, the reader sleeps on the channel's doorbell until a commit rings it
+        // (a reader that looked every millisecond woke about 300 times).
+        let before = voluntary_switches();
+        let writer = {
+            let channel = channel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                channel.output(&rec(51), Wakeup::Default).unwrap();
+            })
+        };
+        let mut last = Vec::new();
+        let n = ::tokio::time::timeout(
+            Duration::from_secs(10),
+            reader.consume(|r: crate::channel::ChannelRecord<'_>| last.push(num(r.data))),
+        )
+        .await
+        .expect("record within 10 s")
+        .unwrap();
+        writer.join().unwrap();
+        let switches = voluntary_switches() - before;
+        assert_eq!((n, last), (1, vec![51]));
+        assert!(switches < 30, "the idle async reader woke {switches} times");
     });
+}
+
+/// The calling thread's voluntary context switches: each sleep that ends is one.
+fn voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 #[test]

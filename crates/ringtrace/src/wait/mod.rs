@@ -22,6 +22,7 @@
 pub(crate) mod doorbell;
 #[cfg(not(loom))]
 pub(crate) mod epoll;
+pub(crate) mod flag;
 pub(crate) mod patience;
 #[cfg(not(loom))]
 pub(crate) mod poll;
