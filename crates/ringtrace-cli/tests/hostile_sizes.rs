@@ -3,21 +3,14 @@
 //! memory, not 4 GiB.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ringtrace::inspect::image::{set_u64, ImageBuilder, CAPACITY_AT, PRODUCER_POS_AT};
 use ringtrace::inspect::RingMode;
 
 mod common;
 
-use common::{spawn, temp};
-
-/// The peak resident memory (`VmHWM`) of process `pid`, in KiB, while it lives.
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-    line.trim().trim_end_matches("kB").trim().parse().ok()
-}
+use common::temp;
 
 /// A ring file of 8 KiB of header and one page of records that declares a data area of
 /// `capacity` bytes and a producer position near its end: a sparse file of a few pages.
@@ -32,20 +25,8 @@ fn sparse_ring(path: &Path, capacity: u64) {
 /// Runs `ringtrace ARGS`, sampling its peak memory until it exits; returns the peak
 /// (KiB), its exit code and its stdout.
 fn run_sampled(args: &[&str]) -> (u64, i32, String) {
-    let (mut child, out, _err) = spawn(args);
-    let pid = child.0.id();
-    let (mut peak, start) = (0, Instant::now());
-    let status = loop {
-        if let Some(kib) = peak_kib(pid) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < Duration::from_secs(120), "{args:?} did not finish");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    (peak, status.code().unwrap_or(-1), std::fs::read_to_string(out).unwrap())
+    let (peak, out) = common::run_sampled(args, Duration::from_secs(120));
+    (peak, out.code, out.stdout)
 }
 
 #[test]

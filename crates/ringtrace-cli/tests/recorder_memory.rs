@@ -4,43 +4,23 @@
 //! snapshot of the directory, a trace file written in that order, decodes in.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing_subscriber::layer::SubscriberExt;
 
 mod common;
 
-use common::{run, spawn, temp};
+use common::{run, temp};
 
 const THREADS: u64 = 64;
 const EVENTS: u64 = 2_000;
 
-/// The peak resident memory (`VmHWM`) of process `pid`, in KiB, while it lives.
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-    line.trim().trim_end_matches("kB").trim().parse().ok()
-}
-
 /// Runs `ringtrace ARGS`, sampling its peak memory until it exits: the peak (KiB), and
 /// its stdout.
 fn run_sampled(args: &[&str]) -> (u64, String) {
-    let (mut child, out, err) = spawn(args);
-    let pid = child.0.id();
-    let (mut peak, start) = (0, Instant::now());
-    let status = loop {
-        if let Some(kib) = peak_kib(pid) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < Duration::from_secs(300), "{args:?} did not finish");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    let stderr = std::fs::read_to_string(err).unwrap_or_default();
-    assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
-    (peak, std::fs::read_to_string(out).unwrap())
+    let (peak, out) = common::run_sampled(args, Duration::from_secs(300));
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    (peak, out.stdout)
 }
 
 /// `threads` threads, all alive at once, each writing `events` events in spans of 100.

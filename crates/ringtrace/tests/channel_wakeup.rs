@@ -8,17 +8,11 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::asleep::voluntary_switches;
 use common::channel::{parse, record};
 use ringtrace::clock::Monotonic;
 use ringtrace::config::{Discard, Overwrite};
 use ringtrace::{Channel, Wakeup};
-
-/// The calling thread's voluntary context switches: each sleep that ends is one.
-fn voluntary_switches() -> u64 {
-    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
 
 /// Added to a writer's tag on its last record.
 const END: u64 = 100;

@@ -85,6 +85,33 @@ pub fn run(args: &[&str]) -> Output {
     Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
 }
 
+/// The peak resident memory (`VmHWM`) of process `pid`, in KiB, while it lives.
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    line.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// Runs the binary to completion (at most `limit`), sampling its peak memory every
+/// millisecond: the peak (KiB) and its output (exit code -1 if a signal ended it).
+pub fn run_sampled(args: &[&str], limit: Duration) -> (u64, Output) {
+    let (mut child, out, err) = spawn(args);
+    let pid = child.0.id();
+    let (mut peak, start) = (0, Instant::now());
+    let status = loop {
+        if let Some(kib) = peak_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < limit, "{args:?} did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    (peak, Output { code: status.code().unwrap_or(-1), stdout: read(out), stderr: read(err) })
+}
+
 /// Asserts exit status 1, no output and one stderr line `ringtrace: error: <...msg...>`
 /// naming `source`, on every reading command.
 pub fn fails(source: &str, msg: &str) {

@@ -173,15 +173,7 @@ fn a_channel_reader_sleeps_on_its_doorbell_and_delivers_in_order() {
         // A cut-short `next()` on the idle channel takes nothing.
         assert!(::tokio::time::timeout(Duration::from_millis(10), s.next()).await.is_err());
         channel.output(&rec(50), Wakeup::Default).unwrap();
-        let mut last = Vec::new();
-        let n = ::tokio::time::timeout(
-            Duration::from_secs(10),
-            reader.consume(|r: crate::channel::ChannelRecord<'_>| last.push(num(r.data))),
-        )
-        .await
-        .expect("record within 10 s")
-        .unwrap();
-        assert_eq!((n, last), (1, vec![50]));
+        assert_eq!(consume_within_10s(&mut reader).await, (1, vec![50]));
 
         // Idle, the reader sleeps on the channel's doorbell until a commit rings it
         // (a reader that looked every millisecond woke about 300 times).
@@ -193,19 +185,28 @@ fn a_channel_reader_sleeps_on_its_doorbell_and_delivers_in_order() {
                 channel.output(&rec(51), Wakeup::Default).unwrap();
             })
         };
-        let mut last = Vec::new();
-        let n = ::tokio::time::timeout(
-            Duration::from_secs(10),
-            reader.consume(|r: crate::channel::ChannelRecord<'_>| last.push(num(r.data))),
-        )
-        .await
-        .expect("record within 10 s")
-        .unwrap();
+        let got = consume_within_10s(&mut reader).await;
         writer.join().unwrap();
         let switches = voluntary_switches() - before;
-        assert_eq!((n, last), (1, vec![51]));
+        assert_eq!(got, (1, vec![51]));
         assert!(switches < 30, "the idle async reader woke {switches} times");
     });
+}
+
+/// One `consume` of an async channel reader, given 10 s: how many records, and their
+/// numbers.
+async fn consume_within_10s<C: crate::clock::Clock>(
+    reader: &mut AsyncReader<crate::ChannelReader<Discard, C>>,
+) -> (usize, Vec<u64>) {
+    let mut got = Vec::new();
+    let n = ::tokio::time::timeout(
+        Duration::from_secs(10),
+        reader.consume(|r: crate::channel::ChannelRecord<'_>| got.push(num(r.data))),
+    )
+    .await
+    .expect("record within 10 s")
+    .unwrap();
+    (n, got)
 }
 
 /// The calling thread's voluntary context switches: each sleep that ends is one.

@@ -55,3 +55,11 @@ pub fn rung(doorbell: impl AsFd) -> bool {
     let mut fds = [PollFd::new(&doorbell, PollFlags::IN)];
     poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })).unwrap() > 0
 }
+
+/// The calling thread's voluntary context switches: each sleep that ends is one (a
+/// reader on a doorbell sleeps once per wakeup; one that naps, once per nap).
+pub fn voluntary_switches() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
