@@ -1,12 +1,17 @@
 //! `scale-merge`: a channel's reader as writers are added.
 //!
 //! * `drained`, 1, 4, 16, 64, 256 and 1024 writers: a `Channel<Discard, Monotonic>`
-//!   (the defaults), its reader attached first; the writers, one thread each, write
-//!   4,194,304 records of 16 bytes in all (quick mode: an eighth), an equal share each,
-//!   through their own `channel.producer()`, and exit. Each writer's ring holds twice
-//!   its share, so nothing can be lost: the bench fails if a write is refused or if
-//!   the reader delivers a different count. Then the reader `drain`s the channel: the
-//!   row's wall time is the drain's, its `CPUns/rec` the reader thread's CPU time
+//!   (the defaults), its reader attached first; one thread makes the N producers
+//!   (`channel.producer()`, a ring each) and writes 4,194,304 records of 16 bytes in
+//!   all (quick mode: an eighth), an equal share each, round robin: record i of every
+//!   producer before record i+1 of any. So the stamps interleave the same way in every
+//!   run, and in the merge's worst way (each delivery from another lane than the
+//!   last); with a thread each, the scheduler decided how they interleaved, and the
+//!   4-writer row moved between 25 and 127 ns from run to run. Each ring holds twice
+//!   its share, so nothing can be lost: the bench fails if a write is refused or if the
+//!   reader delivers a different count. The producers are dropped (their rings kept:
+//!   `retain_exited`); then the reader `drain`s the channel: the row's wall time is the
+//!   drain's, its `CPUns/rec` the reader thread's CPU time
 //!   (`CLOCK_THREAD_CPUTIME_ID`) per record: the merge's cost per record at that many
 //!   producers.
 //! * `live/offered` and `live/delivered`, 256 writers: each writes bursts of 64 records
@@ -62,10 +67,13 @@ pub(super) fn rows(quick: bool, round: usize, progress: &mut Progress) -> Vec<Ro
         (Duration::from_millis(200), Duration::from_millis(500))
     };
     out.extend(live(LIVE_WRITERS, warmup, window));
+    progress.step(&format!("{BENCH} live-tracing writers={}", super::live_tracing::WRITERS));
+    out.extend(super::live_tracing::rows(warmup, window));
     out
 }
 
-/// `writers` threads write `total` records, exit, then the reader drains them.
+/// `writers` producers write `total` records round robin and are dropped, then the
+/// reader drains them.
 fn drained(writers: usize, total: u64) -> Row {
     let share = total / writers as u64;
     let ring = (share * RECORD_BYTES * 2).next_power_of_two().max(4096);
@@ -73,22 +81,18 @@ fn drained(writers: usize, total: u64) -> Row {
     let channel =
         Channel::<Discard, Monotonic>::builder(ring).retain_exited(writers).build(Monotonic).expect("valid channel");
     let mut reader = channel.reader().expect("the channel's one reader");
-    std::thread::scope(|s| {
-        for w in 0..writers {
-            let channel = &channel;
-            s.spawn(move || {
-                let mut p = channel.producer().expect("channel producer");
-                let mut rec = [0u8; PAYLOAD];
-                rec[8..].copy_from_slice(&(w as u64).to_le_bytes());
-                for seq in 0..share {
-                    rec[..8].copy_from_slice(&seq.to_le_bytes());
-                    if let Err(e) = p.output(&rec, Wakeup::NoWakeup) {
-                        panic!("{BENCH}: writer {w} of {writers}: record {seq} refused ({e}); the ring holds twice the share");
-                    }
-                }
-            });
+    let mut producers: Vec<_> = (0..writers).map(|_| channel.producer().expect("channel producer")).collect();
+    let mut rec = [0u8; PAYLOAD];
+    for seq in 0..share {
+        rec[..8].copy_from_slice(&seq.to_le_bytes());
+        for (w, p) in producers.iter_mut().enumerate() {
+            rec[8..].copy_from_slice(&(w as u64).to_le_bytes());
+            if let Err(e) = p.output(&rec, Wakeup::NoWakeup) {
+                panic!("{BENCH}: writer {w} of {writers}: record {seq} refused ({e}); the ring holds twice the share");
+            }
         }
-    });
+    }
+    drop(producers);
     let (t0, c0) = (Instant::now(), thread_cpu_ns());
     let got = reader
         .drain(|r| {

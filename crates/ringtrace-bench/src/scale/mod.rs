@@ -3,10 +3,12 @@
 //! all selected by `--filter scale`:
 //!
 //! * `scale-merge` (see `merge.rs`): a discard [`Channel`](ringtrace::Channel) with 1,
-//!   4, 16, 64, 256 and 1024 writer threads; the reader drains 4,194,304 16-byte records
+//!   4, 16, 64, 256 and 1024 producers written round robin; the reader drains 4,194,304 16-byte records
 //!   after the writers finished, and its thread CPU time per record is the row's
-//!   `CPUns/rec`; and 256 live writers with the reader following them: records/s it
-//!   delivers against records/s the writers offer.
+//!   `CPUns/rec`; 256 live writers with the reader following them: records/s it
+//!   delivers against records/s the writers offer; and the same with 256 writer
+//!   threads of the `tracing` layer's stream, whose drain is a channel reader (see
+//!   `live_tracing.rs`).
 //! * `scale-wakeup` (see `wakeup.rs`): a writer writing a timestamped record every
 //!   ~100 µs, its reader asleep in `poll`: commit-to-reader latency percentiles of a
 //!   channel reader against a plain ring's consumer.
@@ -22,6 +24,7 @@
 //! and which goes first alternates from round to round.
 
 mod directory;
+mod live_tracing;
 mod merge;
 mod pause;
 mod wakeup;
@@ -51,6 +54,15 @@ pub const TARGETS: &[Target] = &[
     Target {
         ours: side(merge::BENCH, "ringtrace-channel", "live/delivered", merge::LIVE_WRITERS),
         goal: Goal::RateAtLeast(side(merge::BENCH, "ringtrace-channel", "live/offered", merge::LIVE_WRITERS), 0.9),
+    },
+    // 256 writer threads of the tracing layer's stream: its drain (a channel reader)
+    // writes at least 0.9x the records/s they emit.
+    Target {
+        ours: side(merge::BENCH, "ringtrace-tracing", "live-tracing/drained", live_tracing::WRITERS),
+        goal: Goal::RateAtLeast(
+            side(merge::BENCH, "ringtrace-tracing", "live-tracing/offered", live_tracing::WRITERS),
+            0.9,
+        ),
     },
     // A sampled writer's commit-to-reader latency: the channel reader's p50 and p99
     // within 2x of a plain ring's consumer's.

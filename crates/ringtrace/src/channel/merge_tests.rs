@@ -1,4 +1,4 @@
-//! The heap merge of [`ChannelReader::merge`] against the linear scan it replaced, as a
+//! The tree merge of [`ChannelReader::merge`] against the linear scan it replaced, as a
 //! model: lanes with drawn staged timestamps, flags and bounds, drawn floors; the same
 //! records must come out in the same order, and the same ones stay staged.
 
@@ -36,7 +36,7 @@ fn lane() -> impl Strategy<Value = LaneDraw> {
 }
 
 /// The linear scan: for every record, every lane is looked at (the merge before the
-/// heap, kept as the specification).
+/// tree, kept as the specification).
 fn model(lanes: &[LaneDraw], floor: Option<u64>) -> (Vec<(usize, u64)>, Vec<usize>) {
     let mut q: Vec<VecDeque<u64>> = lanes.iter().map(|l| l.ts.iter().copied().collect()).collect();
     let mut out = Vec::new();
@@ -70,7 +70,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_heap_merge_delivers_what_the_linear_scan_does(
+    fn the_tree_merge_delivers_what_the_linear_scan_does(
         lanes in prop::collection::vec(lane(), 1..9),
         floor in prop::option::of(0u64..45),
     ) {
@@ -79,7 +79,7 @@ proptest! {
         let mut reader: ChannelReader<Discard, NoClock> = channel.reader().unwrap();
         prop_assert_eq!(reader.lanes.len(), lanes.len());
         for (staged, l) in reader.lanes.iter_mut().zip(&lanes) {
-            staged.recs = l.ts.iter().map(|&ts| (ts, 0, 0)).collect();
+            staged.q.recs = l.ts.iter().map(|&ts| (ts, 0)).collect();
             (staged.more, staged.done, staged.broken, staged.last_staged) = (l.more, l.done, l.broken, l.last_staged);
         }
         let mut got = Vec::new();
@@ -93,11 +93,11 @@ proptest! {
         let (want, left) = model(&lanes, floor);
         prop_assert_eq!(n, want.len());
         prop_assert_eq!(got, want);
-        let staged: Vec<usize> = reader.lanes.iter().map(|l| l.recs.len()).collect();
+        let staged: Vec<usize> = reader.lanes.iter().map(|l| l.q.recs.len()).collect();
         prop_assert_eq!(staged, left);
         // The flags are the test's, not the rings': nothing is settled on drop.
         for l in &mut reader.lanes {
-            l.recs.clear();
+            l.q.recs.clear();
         }
         drop(reader);
         drop(producers);

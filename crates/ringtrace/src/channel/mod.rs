@@ -83,6 +83,8 @@ mod lane;
 mod local;
 mod reader;
 mod snapshot;
+mod staged;
+mod tournament;
 mod writer;
 
 pub use handle::{Builder, Channel};

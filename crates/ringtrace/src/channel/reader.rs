@@ -2,9 +2,7 @@
 //! by timestamp, up to the horizon no producer can still undercut (module docs of
 //! [`crate::channel`]).
 
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::atomic::Ordering;
@@ -13,21 +11,14 @@ use std::time::Duration;
 
 use super::inner::{Inner, Registry};
 use super::lane::Lane;
-use super::writer::split_stamp;
+use super::staged::{stage, Queue, Staged, DRAIN_BATCH, STAGE_LIMIT};
+use super::tournament::Tournament;
 use crate::callback::{BatchBuf, Outcome};
 use crate::clock::Clock;
-use crate::config::{Mode, Spsc};
+use crate::config::Mode;
 use crate::error::{ConsumeError, Error};
 use crate::wait::doorbell::BellToken;
 use crate::wait::poll::{poll, Poll};
-
-/// Records taken from one ring per pass at most, so that a fast producer cannot keep a
-/// pass going forever (and its staging memory stays bounded).
-const DRAIN_BATCH: usize = 4096;
-/// A ring whose undelivered staged records reach this many bytes is not drained further
-/// until they are delivered (its producer then finds its ring full: counted, never
-/// silent).
-const STAGE_LIMIT: usize = 4 << 20;
 
 /// One record of a channel, as readers deliver it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,70 +31,15 @@ pub struct ChannelRecord<'a> {
     pub data: &'a [u8],
 }
 
-/// A ring's records copied out and not yet delivered.
-struct Staged<M: Mode> {
-    lane: Arc<Lane<M>>,
-    /// `lane.id`, at hand: the merge reads it for every record.
-    id: u32,
-    reader: M::Consumer<Spsc>,
-    /// `(timestamp, start in bytes, length)`, oldest first.
-    recs: VecDeque<(u64, usize, usize)>,
-    bytes: Vec<u8>,
-    /// The producer exited and its ring was found empty after that: nothing more comes.
-    done: bool,
-    /// Of `recs`' records, those delivered since the lane's counter was last updated.
-    delivered: u64,
-    /// Done and fully delivered: counted, and (discard mode) freed.
-    settled: bool,
-    /// The ring gave an error (a corrupt header written by another process): it is
-    /// not read again.
-    broken: bool,
-    /// The last pass left records in the ring (it took a whole batch, or none at the
-    /// staging limit); those are no older than `last_staged`, the newest staged
-    /// timestamp, which bounds what may be delivered once the staged ones are gone.
-    more: bool,
-    last_staged: u64,
-}
-
-impl<M: Mode> Staged<M> {
-    /// The bound this lane puts on what may be delivered while it has nothing staged
-    /// (see [`ChannelReader::merge`]): `u64::MAX` for none.
-    fn bound(&self, floor: Option<u64>) -> u64 {
-        match floor {
-            None => u64::MAX,
-            Some(_) if self.broken => u64::MAX,
-            Some(_) if self.more => self.last_staged,
-            Some(floor) if !self.done => floor,
-            Some(_) => u64::MAX,
-        }
-    }
-
-    /// Bytes of records not delivered yet.
-    fn pending_bytes(&self) -> usize {
-        self.recs.front().map_or(0, |&(_, at, _)| self.bytes.len() - at)
-    }
-
-    /// Drops the bytes of delivered records (kept until now so that a pass can hand
-    /// out slices without copying), so staging holds only what is pending.
-    fn compact(&mut self) {
-        match self.recs.front() {
-            None => self.bytes.clear(),
-            Some(&(_, at, _)) if at > 0 => {
-                self.bytes.drain(..at);
-                for r in self.recs.iter_mut() {
-                    r.1 -= at;
-                }
-            }
-            Some(_) => {}
-        }
-    }
-}
-
 /// Reads a whole [`Channel`](crate::Channel) live, merged in timestamp order. Made by
 /// [`Channel::reader`](crate::Channel::reader); one at a time per channel.
 pub struct ChannelReader<M: Mode, C: Clock> {
     inner: Arc<Inner<M, C>>,
     lanes: Vec<Staged<M>>,
+    /// Of each lane (same index): its producer's id and the records delivered since its
+    /// counter was last updated; apart, 16 bytes a lane, as the merge touches them for
+    /// every record. Rebuilt whenever `refresh` changes the lanes (after publishing).
+    counts: Vec<(u32, u64)>,
     version: u64,
     /// The newest timestamp delivered: a record older than it is late.
     last: u64,
@@ -116,8 +52,8 @@ pub struct ChannelReader<M: Mode, C: Clock> {
     batch_meta: Vec<(u32, u64)>,
     /// Records the last pass copied out of the rings.
     pulled: usize,
-    /// The merge's heap, kept between calls for its allocation.
-    heap: Vec<Reverse<(u64, usize)>>,
+    /// The merge's loser tree, kept between calls for its allocation.
+    tree: Tournament,
     /// The doorbell's flag is set: the next pass withdraws it.
     armed: bool,
 }
@@ -138,6 +74,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         let mut reader = ChannelReader {
             inner,
             lanes: Vec::new(),
+            counts: Vec::new(),
             version: u64::MAX,
             last: 0,
             late: 0,
@@ -145,7 +82,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
             batch: BatchBuf::default(),
             batch_meta: Vec::new(),
             pulled: 0,
-            heap: Vec::new(),
+            tree: Tournament::default(),
             armed: false,
         };
         if let Err(e) = reader.refresh() {
@@ -160,17 +97,18 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     fn refresh(&mut self) -> Result<(), Error> {
         // Acquire: pairs with the Release bump in `Inner::bump_version`.
         let version = self.inner.version.load(Ordering::Acquire);
-        let settle = |l: &Staged<M>| l.done && l.recs.is_empty() && !l.settled;
+        let settle = |l: &Staged<M>| l.done && l.q.recs.is_empty() && !l.settled;
         if version == self.version && !self.lanes.iter().any(settle) {
             return Ok(());
         }
+        // Every count is published first: `counts` is rebuilt below.
+        self.publish_lanes();
         let mut reg = self.inner.registry();
         // Lanes by address, so that a refresh costs O(N) for N producers, not O(N^2)
         // (a channel of a thousand threads refreshes as each starts and exits).
         let key = |l: &Arc<Lane<M>>| Arc::as_ptr(l) as usize;
         let mut settled = HashSet::new();
         for l in self.lanes.iter_mut().filter(|l| settle(l)) {
-            l.lane.add_read(std::mem::take(&mut l.delivered));
             l.lane.finish();
             l.settled = true;
             if !M::OVERWRITE {
@@ -197,13 +135,10 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         for lane in reg.lanes.iter().filter(|lane| !ours.contains(&key(lane))) {
             let reader = lane.ring.consumer()?;
             self.lanes.push(Staged {
+                q: Queue::default(),
                 lane: lane.clone(),
-                id: lane.id,
                 reader,
-                recs: VecDeque::new(),
-                bytes: Vec::new(),
                 done: false,
-                delivered: 0,
                 settled: false,
                 broken: false,
                 more: false,
@@ -211,6 +146,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
             });
         }
         drop(reg);
+        self.counts = self.lanes.iter().map(|l| (l.lane.id, 0)).collect();
         if freed {
             self.inner.bump_version();
         }
@@ -315,7 +251,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
             };
             self.pulled += got;
             l.more = got >= DRAIN_BATCH;
-            if let Some(&(ts, _, _)) = l.recs.back() {
+            if let Some(&(ts, _)) = l.q.recs.back() {
                 l.last_staged = l.last_staged.max(ts);
             }
             // After the producer's exit (Acquire), a drain that finds nothing means
@@ -361,16 +297,19 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
     {
-        let l = &mut self.lanes[i];
-        let Some((_, at, len)) = l.recs.pop_front() else { return Ok(()) };
-        l.delivered += 1;
+        let q = &mut self.lanes[i].q;
+        let Some((_, len)) = q.recs.pop_front() else { return Ok(()) };
+        let at = q.head;
+        q.head += len as usize;
+        let (id, delivered) = &mut self.counts[i];
+        *delivered += 1;
         if ts < self.last {
             self.late += 1;
             self.late_unpublished += 1;
         }
         self.last = self.last.max(ts);
         // The bytes stay until the next pass's `compact`.
-        f(ChannelRecord { producer: l.id, timestamp: ts, data: &l.bytes[at..at + len] }).map_err(ConsumeError::Callback)
+        f(ChannelRecord { producer: *id, timestamp: ts, data: &q.bytes[at..q.head] }).map_err(ConsumeError::Callback)
     }
 
     /// Delivers staged records, oldest first, while the oldest is at most the horizon:
@@ -384,46 +323,42 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// past its batch would come after other producers' newer ones: a stream written by
     /// four busy threads had a third of its records out of order, some by 50 ms.
     ///
-    /// Cost: a binary heap of the lanes that hold staged records, keyed by
-    /// `(oldest staged timestamp, lane index)`, so a record costs O(log N) for N
-    /// producers (one sift of the heap's top), and a call O(N) to build the heap. The
-    /// lanes with nothing staged bound the others by one number, `idle`: the smallest
-    /// of their bounds, which only falls as lanes run out during the call. The heap's
-    /// order is the linear scan's (smallest timestamp, then lowest index), so the
-    /// delivery order is the same as comparing every lane for every record.
+    /// Cost: a loser tree of the lanes ([`Tournament`]) keyed by `(oldest staged
+    /// timestamp, lane index)`, so a record costs O(log N) for N producers (one
+    /// replay from the lane's leaf to the root, without a branch), and a call O(N) to
+    /// build the tree. The lanes with nothing staged bound the others by one number,
+    /// `idle`: the smallest of their bounds, which only falls as lanes run out during
+    /// the call. The tree's order is the linear scan's (smallest timestamp, then
+    /// lowest index), so the delivery order is the same as comparing every lane for
+    /// every record.
     fn merge<F, E>(&mut self, floor: Option<u64>, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
     {
-        let mut keys = std::mem::take(&mut self.heap);
-        keys.clear();
-        let mut idle = u64::MAX;
-        for (i, l) in self.lanes.iter().enumerate() {
-            match l.recs.front() {
-                Some(&(ts, _, _)) => keys.push(Reverse((ts, i))),
-                None => idle = idle.min(l.bound(floor)),
-            }
-        }
-        let mut heap = BinaryHeap::from(keys);
+        let mut tree = std::mem::take(&mut self.tree);
+        let idle = self.lanes.iter().filter(|l| l.q.recs.is_empty()).map(|l| l.bound(floor)).min();
+        let mut idle = idle.unwrap_or(u64::MAX);
+        tree.build(self.lanes.iter().map(|l| l.q.recs.front().map(|r| r.0)));
         let mut n = 0;
-        while let Some(mut top) = heap.peek_mut() {
-            let Reverse((ts, i)) = *top;
+        let mut result = Ok(());
+        while let Some((ts, i)) = tree.top() {
             if ts > idle {
                 break;
             }
             n += 1;
-            self.deliver(i, ts, f)?;
-            let l = &self.lanes[i];
-            match l.recs.front() {
-                // Dropping `top` sifts the lane down to its place.
-                Some(&(next, _, _)) => *top = Reverse((next, i)),
-                None => {
-                    PeekMut::pop(top);
-                    idle = idle.min(l.bound(floor));
-                }
+            if let Err(e) = self.deliver(i, ts, f) {
+                result = Err(e);
+                break;
             }
+            let l = &self.lanes[i];
+            let next = l.q.recs.front().map(|r| r.0);
+            if next.is_none() {
+                idle = idle.min(l.bound(floor));
+            }
+            tree.replace_top(next);
         }
-        self.heap = heap.into_vec();
+        self.tree = tree;
+        result?;
         self.publish_counts();
         Ok(n)
     }
@@ -456,7 +391,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// How long staged records may wait for the horizon (the slack, module docs)
     /// before a pass delivers them; `None` with nothing staged.
     pub(crate) fn held_back(&self) -> Option<Duration> {
-        let staged = self.lanes.iter().any(|l| !l.recs.is_empty());
+        let staged = self.lanes.iter().any(|l| !l.q.recs.is_empty());
         staged.then(|| Duration::from_nanos(self.inner.slack_ns).max(MIN_RECHECK))
     }
 
@@ -495,10 +430,15 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         self.late
     }
 
-    fn publish_counts(&mut self) {
-        for l in &mut self.lanes {
-            l.lane.add_read(std::mem::take(&mut l.delivered));
+    /// Adds each lane's delivered records to its counter.
+    fn publish_lanes(&mut self) {
+        for (l, (_, delivered)) in self.lanes.iter().zip(&mut self.counts) {
+            l.lane.add_read(std::mem::take(delivered));
         }
+    }
+
+    fn publish_counts(&mut self) {
+        self.publish_lanes();
         if self.late_unpublished != 0 {
             let mut reg = self.inner.registry();
             reg.freed.late += std::mem::take(&mut self.late_unpublished);
@@ -545,16 +485,6 @@ const POLL_NAP: Duration = Duration::from_millis(1);
 /// The shortest wait for held-back records (a channel with no slack still waits this
 /// long rather than spin).
 const MIN_RECHECK: Duration = Duration::from_micros(100);
-
-/// Copies up to a batch of `l`'s records into its staging; how many.
-fn stage<M: Mode, C: Clock>(l: &mut Staged<M>, clock: &C) -> Result<usize, ConsumeError<Infallible>> {
-    let (recs, bytes) = (&mut l.recs, &mut l.bytes);
-    M::drain(&mut l.reader, DRAIN_BATCH, |rec| {
-        let (ts, body) = split_stamp(clock, rec);
-        recs.push_back((ts, bytes.len(), body.len()));
-        bytes.extend_from_slice(body);
-    })
-}
 
 impl<M: Mode, C: Clock> Drop for ChannelReader<M, C> {
     fn drop(&mut self) {

@@ -39,8 +39,17 @@ use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::wait::Patience;
 
 /// Rounds of [`Core::precheck`] at most (each walks what producers wrote during the
-/// last). One under loom, whose models keep each thread's steps few.
-const PRECHECK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
+/// last). A writer at 0.7 of the walk's speed (one writing 64-byte records without
+/// pause, measured) needs 31 rounds to take 1 GiB to the tail. One under loom, whose
+/// models keep each thread's steps few.
+const PRECHECK_ROUNDS: u32 = if cfg!(loom) { 1 } else { 64 };
+/// Rounds in which what is left did not shrink, after which the precheck stops: the
+/// producers keep up with the walk, and the pause walks the rest.
+const PRECHECK_STALLS: u32 = 3;
+/// The precheck stops once it has walked this many times the span it started with:
+/// bounds `pause()`'s own time (eight walks of the ring) against producers as fast as
+/// the walk.
+const PRECHECK_BUDGET: u64 = 8;
 /// The precheck stops once less than this is left to walk: the pause walks it under the
 /// flag (about a microsecond per kilobyte). Zero under loom, so the models precheck.
 const PRECHECK_TAIL: u64 = if cfg!(loom) { 0 } else { 16 * 1024 };
@@ -59,7 +68,8 @@ impl<R: Region> Core<R> {
     /// The pause's first part (module docs), with producers running: walks the records
     /// from `O` to `P` and again over what was written meanwhile, at most
     /// [`PRECHECK_ROUNDS`] times, until less than [`PRECHECK_TAIL`] is left, a round makes
-    /// no progress (a claim whose header is still zero), or producers outrun it.
+    /// no progress (a claim whose header is still zero), or producers keep up with it
+    /// ([`PRECHECK_STALLS`], [`PRECHECK_BUDGET`]).
     ///
     /// Every header is loaded with Acquire below a `Z` loaded with Acquire (so not as it
     /// was a lap ago), and believed only once a later `O` is at or below it: `O` is
@@ -71,7 +81,7 @@ impl<R: Region> Core<R> {
         let mut c = Checked::default();
         let mut chain: Vec<u64> = Vec::new();
         let mut started = false;
-        let mut last_left = u64::MAX;
+        let mut rounds = Rounds::default();
         for _ in 0..PRECHECK_ROUNDS {
             // Acquire (in `zeroed_acquire`): pairs with the Release store of `Z` in
             // `retire`: the zeroing of every word below it happens-before the header
@@ -85,13 +95,9 @@ impl<R: Region> Core<R> {
                 c.to = o;
                 c.busy.clear();
             }
-            // Stop once what is left is short, or when producers wrote more during the
-            // last round than it walked (the pause walks the rest).
-            let left = end.saturating_sub(c.to);
-            if left <= PRECHECK_TAIL || left >= last_left {
+            if !rounds.go_on(end.saturating_sub(c.to)) {
                 break;
             }
-            last_left = left;
             let before = c.to;
             let mut x = c.to;
             let mut stalled = false;
@@ -284,6 +290,39 @@ impl<R: Region> Core<R> {
     }
 }
 
+/// When [`Core::precheck`] stops going round.
+#[derive(Default)]
+struct Rounds {
+    /// What was left at the last round's start (none yet: `None`).
+    last_left: Option<u64>,
+    /// Rounds at whose start what was left had not shrunk.
+    stalls: u32,
+    /// What the walks may still cover ([`PRECHECK_BUDGET`] times the first span).
+    budget: u64,
+}
+
+impl Rounds {
+    /// Whether to walk a round with `left` bytes to go: no once what is left is short,
+    /// once producers kept up with the walk (what is left did not shrink) a few times,
+    /// or once the walks add up to the budget; the pause walks the rest. (Stopping at the
+    /// first round that did not shrink it left a 1 GiB ring 11 MB to walk under the
+    /// flag, where a 16 MiB ring left nothing: a writer's speed varies from round to
+    /// round.)
+    fn go_on(&mut self, left: u64) -> bool {
+        match self.last_left {
+            None => self.budget = left.saturating_mul(PRECHECK_BUDGET),
+            Some(last) if left >= last => self.stalls += 1,
+            Some(_) => {}
+        }
+        if left <= PRECHECK_TAIL || self.stalls >= PRECHECK_STALLS || left > self.budget {
+            return false;
+        }
+        self.budget -= left;
+        self.last_left = Some(left);
+        true
+    }
+}
+
 /// How [`Core::wait_finished`] found a record.
 enum Finished {
     /// Committed or discarded, of this footprint.
@@ -329,6 +368,37 @@ mod tests {
         let pid = child.id();
         child.wait().unwrap();
         pid
+    }
+
+    #[test]
+    fn the_precheck_goes_round_past_a_round_that_did_not_shrink_what_is_left() {
+        use super::{Rounds, PRECHECK_BUDGET, PRECHECK_STALLS, PRECHECK_TAIL};
+        const MIB: u64 = 1 << 20;
+        // A writer at about 0.7 of the walk's speed, whose speed varies: one round of
+        // the seven does not shrink what is left, and the walk still reaches the tail.
+        let mut r = Rounds::default();
+        let lefts = [1024 * MIB, 700 * MIB, 720 * MIB, 500 * MIB, 350 * MIB, 245 * MIB, 171 * MIB];
+        assert!(lefts.iter().all(|&l| r.go_on(l)), "stopped at a round that did not shrink");
+        let mut left = 171 * MIB;
+        while r.go_on(left) {
+            left = left * 7 / 10;
+        }
+        assert!(left <= PRECHECK_TAIL, "stopped with {left} bytes left");
+        // Producers that keep up: it stops after a few rounds that did not shrink it.
+        let mut r = Rounds::default();
+        let walked = (0..100).take_while(|_| r.go_on(64 * MIB)).count();
+        assert_eq!(walked as u32, PRECHECK_STALLS);
+        // Producers that slow it down forever: the budget stops it.
+        let mut r = Rounds::default();
+        let mut left = 64 * MIB;
+        let walked: u64 = std::iter::from_fn(|| {
+            let go = r.go_on(left).then_some(left);
+            left -= left / 100;
+            go
+        })
+        .sum();
+        assert!(walked <= 64 * MIB * PRECHECK_BUDGET, "walked {walked} bytes");
+        assert!(walked > 64 * MIB * (PRECHECK_BUDGET - 1), "stopped early at {walked} bytes");
     }
 
     #[test]
