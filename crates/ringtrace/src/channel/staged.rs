@@ -54,7 +54,8 @@ pub(super) struct Staged<M: Mode> {
 
 impl<M: Mode> Staged<M> {
     /// The bound this lane puts on what may be delivered while it has nothing staged
-    /// (see [`ChannelReader::merge`]): `u64::MAX` for none.
+    /// (see [`ChannelReader::merge`](super::reader::ChannelReader::merge)): `u64::MAX`
+    /// for none.
     pub(super) fn bound(&self, floor: Option<u64>) -> u64 {
         match floor {
             None => u64::MAX,
