@@ -131,6 +131,8 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         // mode by `trim_exited`, which frees only rings a reader has settled).
         let held: HashSet<usize> = reg.lanes.iter().map(key).collect();
         self.lanes.retain(|l| held.contains(&key(&l.lane)));
+        // In step with `lanes` from here on, even if attaching to a ring fails below.
+        self.counts = self.lanes.iter().map(|l| (l.lane.id, 0)).collect();
         let ours: HashSet<usize> = self.lanes.iter().map(|l| key(&l.lane)).collect();
         for lane in reg.lanes.iter().filter(|lane| !ours.contains(&key(lane))) {
             let reader = lane.ring.consumer()?;
@@ -144,9 +146,9 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
                 more: false,
                 last_staged: 0,
             });
+            self.counts.push((lane.id, 0));
         }
         drop(reg);
-        self.counts = self.lanes.iter().map(|l| (l.lane.id, 0)).collect();
         if freed {
             self.inner.bump_version();
         }
