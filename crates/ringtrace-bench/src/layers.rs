@@ -55,7 +55,8 @@ fn none() -> Box<dyn Fn() -> u64> {
     Box::new(|| 0)
 }
 
-fn temp(name: &str) -> PathBuf {
+/// A path in the temporary directory, unique to this process, nothing there yet.
+pub(crate) fn temp(name: &str) -> PathBuf {
     let p = std::env::temp_dir().join(format!("ringtrace-bench-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&p);
     p

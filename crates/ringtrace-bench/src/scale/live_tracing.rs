@@ -45,8 +45,7 @@ const PER_THREAD: u64 = 256 << 10;
 
 /// The two rows, measured over `window` after `warmup`.
 pub(super) fn rows(warmup: Duration, window: Duration) -> [Row; 2] {
-    let path = std::env::temp_dir().join(format!("ringtrace-bench-{}-live-tracing.rtt", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let path = crate::layers::temp("live-tracing.rtt");
     let (layer, recorder) = ringtrace_tracing::Builder::stream(&path)
         .per_thread_bytes(PER_THREAD)
         .max_threads(WRITERS as u32)
