@@ -338,8 +338,8 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         F: FnMut(ChannelRecord<'_>) -> Result<(), E>,
     {
         let mut tree = std::mem::take(&mut self.tree);
-        let idle = self.lanes.iter().filter(|l| l.q.recs.is_empty()).map(|l| l.bound(floor)).min();
-        let mut idle = idle.unwrap_or(u64::MAX);
+        let mut idle =
+            self.lanes.iter().filter(|l| l.q.recs.is_empty()).map(|l| l.bound(floor)).min().unwrap_or(u64::MAX);
         tree.build(self.lanes.iter().map(|l| l.q.recs.front().map(|r| r.0)));
         let mut n = 0;
         let mut result = Ok(());
