@@ -233,7 +233,9 @@ impl<M: RingMem> Reader<M> {
         let size = self.mem.size();
         let mut n = 0usize;
         let mut pos = self.pos;
-        let mut batch_end = self.published + self.batch;
+        // Saturating: a consumer_pos written near 2^64 (by another process with the
+        // map's fd) must not overflow; the positions are never taken to wrap.
+        let mut batch_end = self.published.saturating_add(self.batch);
         let result = 'outer: loop {
             // Acquire: pairs with the kernel's smp_store_release(&rb->producer_pos) at
             // the end of a reserve (the header written as BUSY before it).
@@ -276,7 +278,7 @@ impl<M: RingMem> Reader<M> {
                 if pos >= batch_end {
                     self.pos = pos;
                     self.publish_to(self.held_back(at, pos));
-                    batch_end = pos + self.batch;
+                    batch_end = pos.saturating_add(self.batch);
                 }
             }
         };
@@ -314,7 +316,7 @@ impl<M: RingMem> Reader<M> {
                 return Err(ConsumeError::Positions { reader: floor, producer: prod });
             }
             let start = self.pos.max(floor).min(prod);
-            let end = prod.min(start + limit);
+            let end = prod.min(start.saturating_add(limit));
             cap.bytes.clear();
             cap.bytes.resize((end - start) as usize, 0);
             self.mem.copy(start, &mut cap.bytes);

@@ -26,9 +26,11 @@ proptest! {
             (0u32..300).prop_map(|l| l | DISCARD_BIT),
             (0u32..300).prop_map(|l| l | BUSY_BIT),
         ], 64),
-        cons in prop_oneof![0u64..600, any::<u64>()],
+        // Near the wrap of the 64-bit positions too: a value the kernel
+        // reaches only after 16 EiB, and a hostile writer at once.
+        cons in prop_oneof![0u64..600, any::<u64>(), (u64::MAX - 600)..=u64::MAX],
         ahead in prop_oneof![0u64..600, any::<u64>()],
-        over in prop_oneof![0u64..600, any::<u64>()],
+        over in prop_oneof![0u64..600, any::<u64>(), (u64::MAX - 600)..=u64::MAX],
         overwrite in any::<bool>(),
     ) {
         let prod = cons.wrapping_add(ahead);
