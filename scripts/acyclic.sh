@@ -25,14 +25,15 @@ find "$copy/crates" -name '*.rs' -exec sed -i -E '/^[[:space:]]*#!?\[cfg\(not\(l
 # Which graphs to check: "lib" (the library), "cli" (the command), "tracing" (the
 # tracing layer); all by default.
 targets=()
-for which in "${@:-lib cli tracing ffi}"; do
+for which in "${@:-lib cli tracing ffi ship}"; do
   for w in $which; do
     case $w in
       lib) targets+=("-p ringtrace --lib --features tokio") ;;
       cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
       tracing) targets+=("-p ringtrace-tracing --lib") ;;
       ffi) targets+=("-p ringtrace-ffi --lib") ;;
-      *) echo "acyclic: unknown graph $w (lib, cli, tracing or ffi)" >&2; exit 2 ;;
+      ship) targets+=("-p ringtrace-ship --lib") ;;
+      *) echo "acyclic: unknown graph $w (lib, cli, tracing, ffi or ship)" >&2; exit 2 ;;
     esac
   done
 done

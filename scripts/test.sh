@@ -9,6 +9,13 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# The release builds here (tests, loom models, examples, the bench's smoke run) compile
+# with 16 codegen units, no LTO and line tables only: Cargo.toml's release profile (one
+# unit, thin LTO, debuginfo for perf) is the benchmark's, and built every test binary of
+# the workspace in about 13.5 minutes of this script's 45 on a 2-core machine; this in
+# about 9. The tests run optimized either way; none measures speed.
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
+
 # libbpf's own consumer, loaded at run time by the kernel-bpf bench rows and their test.
 if ! ldconfig -p 2>/dev/null | grep -q 'libbpf.so.1 '; then
   echo "== installing libbpf1 (libbpf's consumer, compared in the kernel-bpf bench)"
@@ -33,6 +40,37 @@ if ! command -v groff >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq groff-base) >/dev/null 2>&1 || echo "warning: could not install groff; the man page test will fail" >&2
 fi
 
+# ringtrace-ship's Kafka client: rdkafka-sys builds librdkafka from its bundled source
+# with cmake. librdkafka 2.12's CMake build looks for libcurl's headers even with curl
+# off (rust-rdkafka issue 829).
+curl_h=no
+[ -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/curl/curl.h" ] || [ -e /usr/include/curl/curl.h ] && curl_h=yes
+if ! command -v cmake >/dev/null || [ $curl_h = no ]; then
+  echo "== installing cmake and libcurl4-openssl-dev (librdkafka's build, for ringtrace-ship)"
+  (apt-get update -qq && apt-get install -y -qq cmake libcurl4-openssl-dev) >/dev/null 2>&1 || echo "warning: could not install cmake and libcurl's headers; ringtrace-ship will not build" >&2
+fi
+
+# Java 17 runs the Kafka cluster below; Maven fetches its jars from Maven Central.
+if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+  echo "== installing Java 17 and Maven (the Kafka cluster of ringtrace-ship's tests)"
+  (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless maven) >/dev/null 2>&1 || echo "warning: could not install Java and Maven; the Kafka cluster will not start" >&2
+fi
+
+# A three-node Apache Kafka cluster on loopback (scripts/kafka.sh) for ringtrace-ship's
+# delivery tests: started now, in the background, so that its start (and, on a fresh
+# machine, Maven's download of its jars, cached after) overlaps the builds below; stopped
+# at exit by the pids it wrote, whatever happens.
+kafka_dir=$PWD/target/kafka-cluster
+busy_pids=()
+stop_busy() { [ ${#busy_pids[@]} -eq 0 ] || kill "${busy_pids[@]}" 2>/dev/null || true; busy_pids=(); }
+stop_kafka() { [ -e "$kafka_dir/pids" ] && bash scripts/kafka.sh stop "$kafka_dir" >/dev/null 2>&1 || true; }
+trap 'stop_busy; stop_kafka' EXIT
+stop_kafka
+rm -rf "$kafka_dir"
+mkdir -p target
+(bash scripts/kafka.sh start "$kafka_dir" >target/kafka-start.log 2>&1; echo $? >target/kafka-start.rc) &
+kafka_start=$!
+
 echo "== fmt and clippy"
 cargo fmt --all -- --check
 # The workspace builds the library with its `tokio` feature (the bench's async rows use
@@ -41,7 +79,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p ringtrace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
-RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-cli --no-deps -q
+RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ship --no-deps -q
 
 echo "== the user crates package and build as published (cargo publish --dry-run)"
 # Each user crate is packaged as crates.io would receive it (the files its `include`
@@ -56,22 +94,36 @@ publish_start=$SECONDS
 # from it. On a machine that runs this script more than once, an earlier run's
 # extraction and build of the same version would stand in for today's package: both go.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ringtrace*-[0-9]*
-cargo clean -q -p ringtrace -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ffi
+cargo clean -q -p ringtrace -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ffi -p ringtrace-ship
 cargo publish --dry-run --allow-dirty -q --workspace --exclude ringtrace-fixtures --exclude ringtrace-bench
 echo "publish dry-run step: $((SECONDS - publish_start)) s"
 
 echo "== module graph: imports run one way (no module cycles)"
-bash scripts/acyclic.sh lib cli tracing ffi
+bash scripts/acyclic.sh lib cli tracing ffi ship
 
 # The kernel and TSC tests fail, rather than skip, where BPF, perf_event_open or an
 # invariant TSC is missing (docs/verification.md): this runs as root on x86-64, which
 # has all three. `RINGTRACE_REQUIRE= bash scripts/test.sh` lets them skip elsewhere.
 export RINGTRACE_REQUIRE=${RINGTRACE_REQUIRE-bpf,perf,tsc}
 
+echo "== the Kafka cluster for ringtrace-ship's tests"
+wait "$kafka_start" || true
+if [ "$(cat target/kafka-start.rc 2>/dev/null)" != 0 ]; then
+  cat target/kafka-start.log >&2
+  echo "the Kafka cluster did not start" >&2
+  exit 1
+fi
+RINGTRACE_KAFKA_BROKERS=$(tail -n 1 target/kafka-start.log)
+export RINGTRACE_KAFKA_BROKERS
+echo "brokers: $RINGTRACE_KAFKA_BROKERS"
+
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
 idle_start=$SECONDS
-cargo test --workspace --release
+RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka cargo test --workspace --release
 echo "release test step: $((SECONDS - idle_start)) s"
+# Nothing else talks to Kafka: its three JVMs go before the loaded and loom steps.
+stop_kafka
+unset RINGTRACE_KAFKA_BROKERS
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
@@ -83,17 +135,15 @@ echo "== the timing-sensitive tests again, on a busy machine (two CPU-bound proc
 # Pause, snapshot, wakeup, crash takeover and follow tests must not depend on how long
 # a yield or a spin takes: run them again while two busy loops compete for both cores.
 # (The binaries were built by the release test run above: nothing is rebuilt here.)
-busy_pids=()
-stop_busy() { [ ${#busy_pids[@]} -eq 0 ] || kill "${busy_pids[@]}" 2>/dev/null || true; busy_pids=(); }
-trap stop_busy EXIT
 for _ in 1 2; do
   bash -c 'while :; do :; done' &
   busy_pids+=($!)
 done
 loaded_start=$SECONDS
 # The whole workspace, as built above (a narrower package selection would rebuild with
-# another feature set): unit and integration tests, no doctests.
-cargo test --workspace --release --lib --tests
+# another feature set): unit and integration tests, no doctests; ringtrace-ship's
+# tests, which need the Kafka cluster stopped above, ran in the step before.
+cargo test --workspace --release --lib --tests --exclude ringtrace-ship
 stop_busy
 echo "loaded-machine step: $((SECONDS - loaded_start)) s"
 

@@ -1,0 +1,251 @@
+//! One ring file drained by the agent: its consumer, its sequence numbers, and the
+//! recovery of an earlier agent's acknowledged but unreleased records.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ringtrace::config::{Mpsc, ProducerKind, Spsc};
+use ringtrace::inspect::{RingFile, RingKind, RingMode};
+use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
+
+use crate::frame::{BatchWriter, TimeSource};
+use crate::state::SourceState;
+
+use super::error::ShipError;
+
+/// A discard-mode ring file's consumer, of either producer kind.
+enum Ring {
+    Mpsc(MpscRing, Consumer<Mpsc>),
+    Spsc(SpscRing, Consumer<Spsc>),
+}
+
+/// Applies `$body` to the consumer (`$c`) whichever the kind.
+macro_rules! with_consumer {
+    ($ring:expr, $c:ident => $body:expr) => {
+        match $ring {
+            Ring::Mpsc(_, $c) => $body,
+            Ring::Spsc(_, $c) => $body,
+        }
+    };
+}
+
+/// A ring file the agent drains.
+pub(super) struct Source {
+    /// The name records carry: the path as given.
+    pub name: String,
+    path: PathBuf,
+    ring: Ring,
+    dev: u64,
+    ino: u64,
+    /// The sequence number of the next record read.
+    pub next_seq: u64,
+    /// The sequence number and position after the records of the round in flight.
+    pending: Option<(u64, u64)>,
+}
+
+/// What [`Source::recover`] found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Recovered {
+    /// Records acknowledged by Kafka before a restart but not handed back to the ring:
+    /// stepped over, not sent again.
+    pub acknowledged: u64,
+    /// Whether the ring is another than the state file's (recreated): its records are
+    /// numbered on from the state's sequence.
+    pub new_ring: bool,
+}
+
+impl Source {
+    /// Attaches to the ring file at `path` as its consumer.
+    pub fn open(path: &Path) -> Result<Source, ShipError> {
+        let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", path.display()));
+        let file = RingFile::open(path).map_err(|e| err(&e))?;
+        let header = file.header();
+        if header.mode != RingMode::Discard {
+            return Err(err(&"an overwrite-mode ring (flight recorder): ship reads discard-mode rings"));
+        }
+        let ring = match header.kind {
+            RingKind::Mpsc => {
+                let r = MpscRing::open_with(path, Access::Consumer).map_err(|e| err(&e))?;
+                let c = r.consumer().map_err(|e| err(&e))?;
+                Ring::Mpsc(r, c)
+            }
+            RingKind::Spsc => {
+                let r = SpscRing::open_with(path, Access::Consumer).map_err(|e| err(&e))?;
+                let c = r.consumer().map_err(|e| err(&e))?;
+                Ring::Spsc(r, c)
+            }
+        };
+        let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
+        Ok(Source {
+            name: path.display().to_string(),
+            path: path.to_path_buf(),
+            ring,
+            dev: meta.dev(),
+            ino: meta.ino(),
+            next_seq: 0,
+            pending: None,
+        })
+    }
+
+    /// Takes up where the state file's entry for this source (if any) left off.
+    ///
+    /// The agent stores a round's end (position and next sequence) before it hands the
+    /// round's records back to the ring, so after a crash the ring's consumer position
+    /// is at or before the stored one. Records between the two were acknowledged by
+    /// Kafka: they are stepped over. A ring at a position past the stored one had its
+    /// records consumed by another reader; numbering goes on from the stored sequence,
+    /// which never repeats a number.
+    pub fn recover(&mut self, saved: Option<&SourceState>, deadline: Instant) -> Result<Recovered, ShipError> {
+        let Some(saved) = saved else { return Ok(Recovered::default()) };
+        self.next_seq = saved.next_seq;
+        if saved.dev != self.dev || saved.ino != self.ino {
+            return Ok(Recovered { acknowledged: 0, new_ring: true });
+        }
+        let capacity = self.capacity();
+        let mut stepped = 0;
+        with_consumer!(&mut self.ring, c => {
+            let gap = saved.position.saturating_sub(c.position());
+            // More than a ring apart: not this ring's unreleased records.
+            if gap > capacity || gap > c.available() {
+                return Ok(Recovered { acknowledged: 0, new_ring: true });
+            }
+            // Bounded: each step reads one record (at least 8 bytes) of at most a ring.
+            while c.position() < saved.position {
+                if Instant::now() >= deadline {
+                    return Err(ShipError::Source(format!(
+                        "{}: records acknowledged before the restart not readable at position {} by the deadline",
+                        self.path.display(),
+                        c.position()
+                    )));
+                }
+                match c.consume_n(1, |_: &[u8]| ()) {
+                    Ok(0) => std::thread::sleep(Duration::from_millis(1)),
+                    Ok(n) => stepped += n as u64,
+                    Err(e) => return Err(ShipError::Source(format!("{}: {e}", self.path.display()))),
+                }
+            }
+            c.release();
+        });
+        Ok(Recovered { acknowledged: stepped, new_ring: false })
+    }
+
+    fn capacity(&self) -> u64 {
+        match &self.ring {
+            Ring::Mpsc(r, _) => r.capacity(),
+            Ring::Spsc(r, _) => r.capacity(),
+        }
+    }
+
+    /// The ring's counters (records its producers could not write, and the rest).
+    pub fn stats(&self) -> Stats {
+        match &self.ring {
+            Ring::Mpsc(r, _) => r.stats(),
+            Ring::Spsc(r, _) => r.stats(),
+        }
+    }
+
+    /// Whether every producer of the ring is gone.
+    pub fn is_disconnected(&self) -> bool {
+        with_consumer!(&self.ring, c => c.is_disconnected())
+    }
+
+    /// Whether a record is ready to read.
+    pub fn ready(&self) -> bool {
+        with_consumer!(&self.ring, c => c.ready())
+    }
+
+    /// Reads up to `round_bytes` of records into batches of at most `batch_bytes`
+    /// (a record larger than that has a batch of its own), each stamped with
+    /// `time_ns`. The records stay the ring's until [`acknowledged`](Self::acknowledged)
+    /// or [`failed`](Self::failed).
+    pub fn fill(
+        &mut self,
+        host: &str,
+        time_ns: u64,
+        batch_bytes: usize,
+        round_bytes: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<u64, ShipError> {
+        debug_assert!(self.pending.is_none(), "a round is in flight");
+        let name = &self.name;
+        let mut seq = self.next_seq;
+        let (read, position) = with_consumer!(&mut self.ring, c => {
+            let n = fill_from(c, host, name, &mut seq, time_ns, batch_bytes, round_bytes, out)?;
+            (n, c.position())
+        });
+        if read > 0 {
+            self.pending = Some((seq, position));
+        }
+        Ok(read)
+    }
+
+    /// The entry the state file gets once the round in flight is acknowledged.
+    pub fn pending_state(&self) -> Option<SourceState> {
+        self.pending.map(|(next_seq, position)| SourceState {
+            source: self.name.clone(),
+            dev: self.dev,
+            ino: self.ino,
+            position,
+            next_seq,
+        })
+    }
+
+    /// The round in flight was acknowledged and stored: its records go back to the ring.
+    pub fn acknowledged(&mut self) {
+        if let Some((seq, _)) = self.pending.take() {
+            self.next_seq = seq;
+            with_consumer!(&mut self.ring, c => c.release());
+        }
+    }
+
+    /// The round in flight failed: its records stay in the ring, to be sent again with
+    /// the same sequence numbers.
+    pub fn failed(&mut self) {
+        if self.pending.take().is_some() {
+            with_consumer!(&mut self.ring, c => c.unread());
+        }
+    }
+
+    /// Sleeps until a record is ready or `timeout` passes (nothing must be in flight).
+    pub fn wait(&mut self, timeout: Duration) -> Result<(), ShipError> {
+        debug_assert!(self.pending.is_none());
+        with_consumer!(&mut self.ring, c => c.wait(Some(timeout)))
+            .map(drop)
+            .map_err(|e| ShipError::Source(format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// The loop of [`Source::fill`] for one producer kind.
+#[allow(clippy::too_many_arguments)]
+fn fill_from<K: ProducerKind>(
+    c: &mut Consumer<K>,
+    host: &str,
+    name: &str,
+    seq: &mut u64,
+    time_ns: u64,
+    batch_bytes: usize,
+    round_bytes: usize,
+    out: &mut Vec<Vec<u8>>,
+) -> Result<u64, ShipError> {
+    let frame = |e: crate::frame::FrameError| ShipError::Source(format!("{name}: {e}"));
+    let mut batch = BatchWriter::new(host, name, *seq, TimeSource::Drained, 0).map_err(frame)?;
+    let (mut read, mut bytes) = (0u64, 0usize);
+    for rec in c.iter() {
+        if !batch.is_empty() && batch.len() + 16 + rec.len() > batch_bytes {
+            let next = BatchWriter::new(host, name, batch.next_seq(), TimeSource::Drained, 0).map_err(frame)?;
+            out.push(std::mem::replace(&mut batch, next).finish());
+        }
+        batch.push(time_ns, rec).map_err(frame)?;
+        read += 1;
+        bytes += rec.len() + 16;
+        if bytes >= round_bytes {
+            break;
+        }
+    }
+    *seq = batch.next_seq();
+    if !batch.is_empty() {
+        out.push(batch.finish());
+    }
+    Ok(read)
+}

@@ -1,0 +1,14 @@
+//! Reading a fleet back: every host's batches from a topic, copies dropped by
+//! (host, source, sequence), gaps and damaged messages counted, every record merged
+//! by time into one timeline.
+//!
+//! [`Timeline`] takes message payloads in any order (a source's batches normally come
+//! in order from one partition; after a change of the topic's partition count they
+//! may not) and [`Timeline::finish`] sorts each source by sequence. [`read_topic`]
+//! feeds it a topic from its start up to the end it had when the read began.
+
+mod kafka;
+mod timeline;
+
+pub use kafka::{read_topic, FleetError};
+pub use timeline::{Entry, Fleet, FleetStats, Merged, Timeline};

@@ -1,0 +1,167 @@
+//! The timeline: batches in any order in, each (host, source, sequence) once out,
+//! merged by time.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::frame::{Batch, FrameError};
+
+/// The reader's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FleetStats {
+    /// Messages read that were ringtrace batches.
+    pub batches: u64,
+    /// Records delivered (each (host, source, sequence) once).
+    pub records: u64,
+    /// Copies dropped: records whose (host, source, sequence) was delivered already
+    /// (a batch an agent sent again after a crash or a failed round).
+    pub duplicates: u64,
+    /// Sequence numbers missing between two records of a source.
+    pub missing: u64,
+    /// Messages skipped: not a ringtrace batch, or damaged (see the warnings).
+    pub damaged: u64,
+}
+
+/// One source's records as read, before sorting.
+#[derive(Debug, Default)]
+struct Lane {
+    /// `(sequence, time, offset of the payload in bytes, its length)`.
+    recs: Vec<(u64, u64, usize, u32)>,
+    bytes: Vec<u8>,
+}
+
+/// Collects batches; [`finish`](Self::finish) orders them.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    lanes: BTreeMap<(String, String), Lane>,
+    stats: FleetStats,
+}
+
+/// One record of the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// The host whose agent shipped it.
+    pub host: &'a str,
+    /// Its source on that host (a ring file's path).
+    pub source: &'a str,
+    /// Its sequence number in the source.
+    pub seq: u64,
+    /// Wall-clock time, nanoseconds since the Unix epoch.
+    pub time_ns: u64,
+    /// The record's bytes.
+    pub payload: &'a [u8],
+}
+
+impl Timeline {
+    /// An empty timeline.
+    pub fn new() -> Timeline {
+        Timeline::default()
+    }
+
+    /// Adds the records of one message; a message that is not a valid batch is
+    /// counted in [`FleetStats::damaged`] and its error returned (nothing of it kept).
+    pub fn push(&mut self, message: &[u8]) -> Result<(), FrameError> {
+        let batch = match Batch::decode(message) {
+            Ok(b) => b,
+            Err(e) => {
+                self.stats.damaged += 1;
+                return Err(e);
+            }
+        };
+        self.stats.batches += 1;
+        let lane = self.lanes.entry((batch.host.to_string(), batch.source.to_string())).or_default();
+        lane.recs.reserve(batch.count as usize);
+        for r in batch.records() {
+            lane.recs.push((r.seq, r.time_ns, lane.bytes.len(), r.payload.len() as u32));
+            lane.bytes.extend_from_slice(r.payload);
+        }
+        Ok(())
+    }
+
+    /// The counters so far (copies and gaps are counted by [`finish`](Self::finish)).
+    pub fn stats(&self) -> FleetStats {
+        self.stats
+    }
+
+    /// Sorts each source by sequence, drops copies, counts gaps.
+    pub fn finish(mut self) -> Fleet {
+        let mut lanes = Vec::with_capacity(self.lanes.len());
+        for ((host, source), mut lane) in std::mem::take(&mut self.lanes) {
+            // Stable, and nearly sorted already: copies keep their first arrival.
+            lane.recs.sort_by_key(|r| r.0);
+            let before = lane.recs.len();
+            lane.recs.dedup_by_key(|r| r.0);
+            self.stats.duplicates += (before - lane.recs.len()) as u64;
+            self.stats.missing += lane.recs.windows(2).map(|w| w[1].0 - w[0].0 - 1).sum::<u64>();
+            self.stats.records += lane.recs.len() as u64;
+            lanes.push((host, source, lane));
+        }
+        Fleet { lanes, stats: self.stats }
+    }
+}
+
+/// A fleet's records, each source in sequence order.
+#[derive(Debug)]
+pub struct Fleet {
+    lanes: Vec<(String, String, Lane)>,
+    stats: FleetStats,
+}
+
+impl Fleet {
+    /// The counters: batches, records, copies dropped, gaps, damaged messages.
+    pub fn stats(&self) -> FleetStats {
+        self.stats
+    }
+
+    /// The `(host, source)` pairs, sorted.
+    pub fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.lanes.iter().map(|(h, s, _)| (h.as_str(), s.as_str()))
+    }
+
+    /// One source's records in sequence order.
+    pub fn source<'a>(&'a self, host: &'a str, source: &'a str) -> impl Iterator<Item = Entry<'a>> + 'a {
+        self.lanes.iter().filter(move |(h, s, _)| h == host && s == source).flat_map(|(h, s, lane)| {
+            lane.recs.iter().map(move |&(seq, time_ns, at, len)| Entry {
+                host: h,
+                source: s,
+                seq,
+                time_ns,
+                payload: &lane.bytes[at..at + len as usize],
+            })
+        })
+    }
+
+    /// Every record, merged by time (ties by host, source, then sequence); each
+    /// source's records keep their sequence order even if its times step back.
+    pub fn timeline(&self) -> Merged<'_> {
+        let heap = (self.lanes.iter().enumerate())
+            .filter_map(|(i, (_, _, lane))| lane.recs.first().map(|r| Reverse((r.1, i, 0usize))))
+            .collect();
+        Merged { fleet: self, heap }
+    }
+}
+
+/// The iterator of [`Fleet::timeline`]: a k-way merge of the sources.
+#[derive(Debug)]
+pub struct Merged<'a> {
+    fleet: &'a Fleet,
+    /// `(time, lane, index)` of each source's next record.
+    heap: BinaryHeap<Reverse<(u64, usize, usize)>>,
+}
+
+impl<'a> Iterator for Merged<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        let Reverse((_, lane_at, i)) = self.heap.pop()?;
+        let (host, source, lane) = &self.fleet.lanes[lane_at];
+        let (seq, time_ns, at, len) = lane.recs[i];
+        if let Some(next) = lane.recs.get(i + 1) {
+            self.heap.push(Reverse((next.1, lane_at, i + 1)));
+        }
+        Some(Entry { host, source, seq, time_ns, payload: &lane.bytes[at..at + len as usize] })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,19 @@
+//! # ringtrace-ship
+//!
+//! Ships a host's ringtrace records into Apache Kafka and reads a fleet's records back.
+//!
+//! * [`frame`]: the batch framing, one Kafka message holding many records of one
+//!   source, each with its (host, source, sequence) and a wall-clock time; versioned
+//!   and checksummed.
+//! * [`state`]: the agent's small state file (each source's next sequence and last
+//!   acknowledged position), written atomically, so that an agent killed at any
+//!   instruction resends at most what Kafka had not acknowledged.
+//! * [`agent`]: drains ring files into a topic, advancing each ring's consumer
+//!   position only after Kafka acknowledged the batches that hold its records.
+//! * [`fleet`]: reads a topic back, drops duplicates by (host, source, sequence),
+//!   counts gaps and damaged messages, and merges every host's records by time.
+
+pub mod agent;
+pub mod fleet;
+pub mod frame;
+pub mod state;

@@ -1,0 +1,378 @@
+//! The agent's state file: for each source, the ring file's identity, the ring's
+//! consumer position after the last records Kafka acknowledged, and the next sequence
+//! number to assign.
+//!
+//! The agent rewrites the file after every acknowledged round, so an agent killed at
+//! any instruction and restarted finds the state of its last completed round: it
+//! resends at most what Kafka had not acknowledged, with the same sequence numbers.
+//!
+//! # Writing
+//!
+//! [`State::store`] never changes the file in place: it writes the whole state to a
+//! temporary file in the same directory (`.{file name}.tmp.{pid}`, mode 0600, created
+//! exclusively), flushes it to disk, renames it over the file and flushes the
+//! directory. A reader, or an agent restarted after a crash or a power loss, sees the
+//! old file or the new one, never a mix. A crash before the rename leaves a temporary
+//! file behind; the next store of a process with the same pid replaces it, and no
+//! reader ever looks at it.
+//!
+//! # Reading
+//!
+//! The file is untrusted input: [`State::load`] reads at most 1 GiB, and
+//! [`State::decode`] checks the magic, the version, the checksum, every length against
+//! the bytes present (so that no length field makes it allocate more than the file
+//! holds), the UTF-8 of every string, the order of the names and that nothing follows
+//! the last entry. It returns [`StateError::Damaged`], saying what is wrong, and never
+//! panics.
+//!
+//! # Format
+//!
+//! Integers are little-endian.
+//!
+//! | Offset | Size | Field |
+//! |---|---|---|
+//! | 0 | 8 | magic, `b"RTSHIPST"` |
+//! | 8 | 4 | version, u32, = 1 |
+//! | 12 | 4 | `host_len`, u32, at most 255 |
+//! | 16 | 4 | `count`, u32: the number of entries |
+//! | 20 | `host_len` | host name, UTF-8 |
+//! | | | `count` entries, each: |
+//! | +0 | 4 | `name_len`, u32, at most 4096 |
+//! | +4 | 8 | `dev`, u64: device number of the ring file |
+//! | +12 | 8 | `ino`, u64: inode number of the ring file |
+//! | +20 | 8 | `position`, u64: the ring's consumer position |
+//! | +28 | 8 | `next_seq`, u64: the next sequence number to assign |
+//! | +36 | `name_len` | source name, UTF-8 |
+//! | end − 4 | 4 | CRC32C (Castagnoli), u32, of all the bytes before it |
+//!
+//! Entries are sorted by name (byte order), and no two have the same name.
+
+use std::error::Error;
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+#[cfg(test)]
+mod tests;
+
+const MAGIC: [u8; 8] = *b"RTSHIPST";
+const VERSION: u32 = 1;
+/// The longest host name, in bytes.
+const MAX_HOST: usize = 255;
+/// The longest source name, in bytes.
+const MAX_NAME: usize = 4096;
+/// The largest file [`State::load`] reads.
+const MAX_FILE: u64 = 1 << 30;
+/// Magic, version, `host_len` and `count`.
+const HEADER: usize = 20;
+/// An entry without its name.
+const ENTRY: usize = 36;
+const CRC: usize = 4;
+
+/// One source's entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceState {
+    /// The source's name (at most 4096 bytes).
+    pub source: String,
+    /// The device number of the ring file.
+    pub dev: u64,
+    /// The inode number of the ring file.
+    pub ino: u64,
+    /// The ring's consumer position after the last records Kafka acknowledged.
+    pub position: u64,
+    /// The sequence number of the source's next record.
+    pub next_seq: u64,
+}
+
+/// The agent's state: its host name and one entry per source.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct State {
+    /// The host name (at most 255 bytes).
+    pub host: String,
+    /// The entries, sorted by [`SourceState::source`], with no two of the same name
+    /// ([`State::set`] keeps them so; [`State::store`] refuses a state that is not).
+    pub sources: Vec<SourceState>,
+}
+
+impl State {
+    /// The entry of `source`, if any.
+    pub fn get(&self, source: &str) -> Option<&SourceState> {
+        let i = self.sources.binary_search_by(|s| s.source.as_str().cmp(source)).ok()?;
+        self.sources.get(i)
+    }
+
+    /// Inserts or replaces the entry of `s.source`, keeping the order.
+    pub fn set(&mut self, s: SourceState) {
+        match self.sources.binary_search_by(|e| e.source.cmp(&s.source)) {
+            Ok(i) => self.sources[i] = s,
+            Err(i) => self.sources.insert(i, s),
+        }
+    }
+
+    /// Reads `path`: `Ok(None)` if it does not exist, [`StateError::Damaged`] if it
+    /// exists but is damaged (see [`State::decode`]), is not a regular file or is larger
+    /// than 1 GiB, [`StateError::Io`] if it cannot be read. Both errors name the path.
+    pub fn load(path: &Path) -> Result<Option<State>, StateError> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("opening", path, e)),
+        };
+        let meta = file.metadata().map_err(|e| io_error("reading the metadata of", path, e))?;
+        if !meta.is_file() {
+            return Err(damaged(path, "not a regular file"));
+        }
+        if meta.len() > MAX_FILE {
+            return Err(damaged(path, &format!("{} bytes, more than the 1 GiB limit", meta.len())));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io_error("reading", path, e))?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(damaged(path, "grew past the 1 GiB limit while read"));
+        }
+        match State::decode(&bytes) {
+            Ok(state) => Ok(Some(state)),
+            Err(StateError::Damaged(what)) => Err(damaged(path, &what)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the state to `path` atomically: encodes it, writes it to a temporary file
+    /// in the same directory (`.{file name}.tmp.{pid}`, mode 0600, created exclusively
+    /// after removing a stale one of the same name), flushes that to disk, renames it
+    /// over `path` and flushes the directory. On error the temporary file is removed
+    /// and `path` is left as it was, unless only the last flush failed (the new state is
+    /// then in place but may not survive a power loss).
+    ///
+    /// Refuses ([`StateError::Invalid`]) a state whose host or a name is too long or
+    /// whose entries are not sorted by unique names: it would not load back.
+    pub fn store(&self, path: &Path) -> Result<(), StateError> {
+        let invalid = |what: &str| StateError::Invalid(format!("{}: {what}", path.display()));
+        self.check().map_err(|what| invalid(&what))?;
+        let name = path.file_name().ok_or_else(|| invalid("not a file name"))?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut tmp_name = OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".tmp.{}", std::process::id()));
+        let tmp = dir.join(tmp_name);
+
+        let written = write_new(&tmp, &self.encode()).and_then(|()| {
+            fs::rename(&tmp, path).map_err(|e| io_error(&format!("renaming {} to", tmp.display()), path, e))
+        });
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_error("syncing the directory", dir, e))
+    }
+
+    /// The bytes of the file (see the [module documentation](self) for the format).
+    ///
+    /// Does not check the limits: [`State::store`] refuses a state with a host or name
+    /// too long or entries out of order, and [`State::decode`] refuses the bytes of one.
+    pub fn encode(&self) -> Vec<u8> {
+        let names: usize = self.sources.iter().map(|s| ENTRY + s.source.len()).sum();
+        let mut out = Vec::with_capacity(HEADER + self.host.len() + names + CRC);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&len_u32(self.host.len()).to_le_bytes());
+        out.extend_from_slice(&len_u32(self.sources.len()).to_le_bytes());
+        out.extend_from_slice(self.host.as_bytes());
+        for s in &self.sources {
+            out.extend_from_slice(&len_u32(s.source.len()).to_le_bytes());
+            for n in [s.dev, s.ino, s.position, s.next_seq] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            out.extend_from_slice(s.source.as_bytes());
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Parses the bytes of a file, refusing ([`StateError::Damaged`]) a bad magic,
+    /// version or checksum, a length past the end or over its limit, a string that is
+    /// not UTF-8, names out of order or repeated, and bytes after the last entry.
+    pub fn decode(bytes: &[u8]) -> Result<State, StateError> {
+        let bad = |what: String| StateError::Damaged(what);
+        if bytes.len() < HEADER + CRC {
+            return Err(bad(format!(
+                "truncated: {} bytes, fewer than the {} of an empty state",
+                bytes.len(),
+                HEADER + CRC
+            )));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - CRC);
+        let mut r = Reader { bytes: body, pos: 0 };
+        let magic = r.take(MAGIC.len(), "the magic")?;
+        if magic != MAGIC {
+            return Err(bad(format!("bad magic \"{}\", not a ringtrace-ship state file", magic.escape_ascii())));
+        }
+        let version = r.u32("the version")?;
+        if version != VERSION {
+            return Err(bad(format!("unsupported version {version} (this agent reads version {VERSION})")));
+        }
+        let stored = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        let computed = crc32c::crc32c(body);
+        if stored != computed {
+            return Err(bad(format!("checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")));
+        }
+
+        let host_len = r.u32("the host length")? as usize;
+        let count = r.u32("the source count")? as usize;
+        if host_len > MAX_HOST {
+            return Err(bad(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
+        }
+        let host = utf8(r.take(host_len, "the host name")?, "the host name")?;
+        if count > r.remaining() / ENTRY {
+            return Err(bad(format!("{count} sources announced, but only {} bytes follow", r.remaining())));
+        }
+        let mut sources: Vec<SourceState> = Vec::with_capacity(count);
+        for i in 0..count {
+            let name_len = r.u32("a name length")? as usize;
+            if name_len > MAX_NAME {
+                return Err(bad(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}")));
+            }
+            let (dev, ino) = (r.u64("a device number")?, r.u64("an inode number")?);
+            let (position, next_seq) = (r.u64("a position")?, r.u64("a sequence number")?);
+            let source = utf8(r.take(name_len, "a source name")?, &format!("the name of source #{i}"))?;
+            if let Some(prev) = sources.last() {
+                if prev.source >= source {
+                    return Err(bad(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source)));
+                }
+            }
+            sources.push(SourceState { source, dev, ino, position, next_seq });
+        }
+        if r.remaining() != 0 {
+            return Err(bad(format!("{} bytes after the last entry", r.remaining())));
+        }
+        Ok(State { host, sources })
+    }
+
+    /// What would make the encoded state fail to decode.
+    fn check(&self) -> Result<(), String> {
+        if self.host.len() > MAX_HOST {
+            return Err(format!("host name of {} bytes, more than {MAX_HOST}", self.host.len()));
+        }
+        if u32::try_from(self.sources.len()).is_err() {
+            return Err(format!("{} sources, more than a state file holds", self.sources.len()));
+        }
+        if let Some(s) = self.sources.iter().find(|s| s.source.len() > MAX_NAME) {
+            return Err(format!("source name of {} bytes, more than {MAX_NAME}", s.source.len()));
+        }
+        if let Some(w) = self.sources.windows(2).find(|w| w[0].source >= w[1].source) {
+            return Err(format!("source {:?} after {:?}: unsorted or repeated", w[1].source, w[0].source));
+        }
+        Ok(())
+    }
+}
+
+/// Why a state file could not be read or written.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StateError {
+    /// Reading or writing failed; the message names the operation and the file.
+    Io(io::Error),
+    /// The file exists but is damaged; the message says where and what (and, from
+    /// [`State::load`], names the file).
+    Damaged(String),
+    /// [`State::store`] was given a state that would not load back (a host or name too
+    /// long, entries out of order or repeated); the message names the file.
+    Invalid(String),
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateError::Io(e) => write!(f, "state file: {e}"),
+            StateError::Damaged(what) => write!(f, "damaged state file: {what}"),
+            StateError::Invalid(what) => write!(f, "cannot store an invalid state to {what}"),
+        }
+    }
+}
+
+impl Error for StateError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            StateError::Io(e) => Some(e),
+            StateError::Damaged(_) | StateError::Invalid(_) => None,
+        }
+    }
+}
+
+/// An I/O error that says what was done to which file (keeping the error's kind).
+fn io_error(doing: &str, path: &Path, e: io::Error) -> StateError {
+    StateError::Io(io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display())))
+}
+
+fn damaged(path: &Path, what: &str) -> StateError {
+    StateError::Damaged(format!("{}: {what}", path.display()))
+}
+
+/// A length as stored; one over `u32::MAX` (which [`State::store`] refuses) saturates.
+fn len_u32(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+fn utf8(bytes: &[u8], what: &str) -> Result<String, StateError> {
+    String::from_utf8(bytes.to_vec()).map_err(|e| StateError::Damaged(format!("{what} is not UTF-8 ({e})")))
+}
+
+/// Creates `tmp` exclusively with mode 0600 (removing a stale one first), writes
+/// `bytes` and flushes them to disk.
+fn write_new(tmp: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let create = || OpenOptions::new().write(true).create_new(true).mode(0o600).open(tmp);
+    let mut file = match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(tmp).map_err(|e| io_error("removing the stale", tmp, e))?;
+            create()
+        }
+        created => created,
+    }
+    .map_err(|e| io_error("creating", tmp, e))?;
+    file.write_all(bytes).map_err(|e| io_error("writing", tmp, e))?;
+    file.sync_all().map_err(|e| io_error("syncing", tmp, e))
+}
+
+/// A cursor over the bytes before the checksum; every read checks the bytes left.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], StateError> {
+        if n > self.remaining() {
+            return Err(StateError::Damaged(format!(
+                "truncated: {what} needs {n} bytes at offset {}, {} left",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        let taken = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(taken)
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32, StateError> {
+        let mut b = [0; 4];
+        b.copy_from_slice(self.take(4, what)?);
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, StateError> {
+        let mut b = [0; 8];
+        b.copy_from_slice(self.take(8, what)?);
+        Ok(u64::from_le_bytes(b))
+    }
+}

@@ -1,0 +1,317 @@
+use super::*;
+use proptest::prelude::*;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ringtrace-ship-state-{tag}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// The names in the directory, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn entry(source: &str, n: u64) -> SourceState {
+    SourceState { source: source.to_string(), dev: n, ino: n + 1, position: n + 2, next_seq: n + 3 }
+}
+
+fn state_of(host: &str, names: &[&str]) -> State {
+    State { host: host.to_string(), sources: names.iter().zip(0..).map(|(s, n)| entry(s, n * 10)).collect() }
+}
+
+/// The bytes with the checksum recomputed after `change` (to get past the checksum).
+fn rechecksummed(mut bytes: Vec<u8>, change: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    bytes.truncate(bytes.len() - CRC);
+    change(&mut bytes);
+    let crc = crc32c::crc32c(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+fn damaged_message(result: Result<State, StateError>) -> String {
+    match result {
+        Err(StateError::Damaged(what)) => what,
+        other => panic!("expected Damaged, got {other:?}"),
+    }
+}
+
+fn arb_entry() -> impl Strategy<Value = SourceState> {
+    // Short ASCII names collide, so `set` replaces some entries.
+    let name = prop_oneof!["[a-c]{0,3}", "\\PC{0,40}"];
+    (name, any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>())
+        .prop_map(|(source, dev, ino, position, next_seq)| SourceState { source, dev, ino, position, next_seq })
+}
+
+fn arb_state() -> impl Strategy<Value = State> {
+    ("\\PC{0,60}", prop::collection::vec(arb_entry(), 0..20)).prop_map(|(host, entries)| {
+        let mut state = State { host, sources: Vec::new() };
+        for e in entries {
+            state.set(e);
+        }
+        state
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn encode_decode_round_trip(state in arb_state()) {
+        let bytes = state.encode();
+        let names: usize = state.sources.iter().map(|s| s.source.len()).sum();
+        prop_assert_eq!(bytes.len(), HEADER + state.host.len() + ENTRY * state.sources.len() + names + CRC);
+        prop_assert_eq!(State::decode(&bytes).unwrap(), state);
+    }
+
+    #[test]
+    fn store_load_round_trip(first in arb_state(), second in arb_state()) {
+        let dir = TempDir::new("prop");
+        let path = dir.0.join("state");
+        first.store(&path).unwrap();
+        prop_assert_eq!(State::load(&path).unwrap(), Some(first));
+        second.store(&path).unwrap();
+        prop_assert_eq!(State::load(&path).unwrap(), Some(second));
+        prop_assert_eq!(dir.names(), vec!["state".to_string()]);
+    }
+
+    #[test]
+    fn truncation_is_refused(state in arb_state(), cut in any::<prop::sample::Index>()) {
+        let bytes = state.encode();
+        let len = cut.index(bytes.len());
+        prop_assert!(State::decode(&bytes[..len]).is_err(), "prefix of {} bytes of {} accepted", len, bytes.len());
+    }
+
+    #[test]
+    fn single_byte_change_is_refused(state in arb_state(), at in any::<prop::sample::Index>(), flip in 1..=255u8) {
+        let mut bytes = state.encode();
+        let i = at.index(bytes.len());
+        bytes[i] ^= flip;
+        prop_assert!(State::decode(&bytes).is_err(), "byte {} xor {:#04x} accepted", i, flip);
+    }
+
+    #[test]
+    fn junk_is_refused(junk in prop::collection::vec(any::<u8>(), 0..512), magic in any::<bool>()) {
+        let mut bytes = if magic { [&MAGIC[..], &VERSION.to_le_bytes()].concat() } else { Vec::new() };
+        bytes.extend_from_slice(&junk);
+        prop_assert!(State::decode(&bytes).is_err());
+    }
+
+    /// Bytes changed, inserted or removed behind a recomputed checksum may decode (a
+    /// changed number); if they do, they are exactly what the decoded state encodes to.
+    #[test]
+    fn edits_behind_a_valid_checksum_decode_only_canonically(
+        state in arb_state(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 1..4),
+    ) {
+        let bytes = rechecksummed(state.encode(), |body| {
+            for (at, byte, op) in edits {
+                match op {
+                    0 => {
+                        let i = at.index(body.len());
+                        body[i] = byte;
+                    }
+                    1 => body.insert(at.index(body.len() + 1), byte),
+                    _ => {
+                        body.remove(at.index(body.len()));
+                    }
+                }
+            }
+        });
+        if let Ok(decoded) = State::decode(&bytes) {
+            prop_assert_eq!(decoded.encode(), bytes);
+        }
+    }
+}
+
+#[test]
+fn encoding_matches_documented_layout() {
+    let state = State { host: "hé".to_string(), sources: vec![entry("ab", 0x0102)] };
+    let bytes = state.encode();
+    let mut expected = b"RTSHIPST".to_vec();
+    for n in [1u32, 3, 1] {
+        expected.extend_from_slice(&n.to_le_bytes());
+    }
+    expected.extend_from_slice("hé".as_bytes());
+    expected.extend_from_slice(&2u32.to_le_bytes());
+    for n in [0x0102u64, 0x0103, 0x0104, 0x0105] {
+        expected.extend_from_slice(&n.to_le_bytes());
+    }
+    expected.extend_from_slice(b"ab");
+    let crc = crc32c::crc32c(&expected);
+    expected.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(bytes, expected);
+}
+
+#[test]
+fn set_keeps_sorted_and_replaces() {
+    let mut state = State::default();
+    for (name, n) in [("m", 1), ("b", 2), ("z", 3), ("é", 4), ("a", 5)] {
+        state.set(entry(name, n));
+    }
+    let names: Vec<&str> = state.sources.iter().map(|s| s.source.as_str()).collect();
+    assert_eq!(names, ["a", "b", "m", "z", "é"]);
+    state.set(entry("m", 100));
+    assert_eq!(state.sources.len(), 5);
+    assert_eq!(state.get("m"), Some(&entry("m", 100)));
+    assert_eq!(state.get("é"), Some(&entry("é", 4)));
+    assert_eq!(state.get("c"), None);
+    assert_eq!(state.sources[2], entry("m", 100));
+}
+
+#[test]
+fn load_of_missing_file_is_none() {
+    let dir = TempDir::new("missing");
+    assert!(State::load(&dir.0.join("state")).unwrap().is_none());
+    assert!(State::load(&dir.0.join("no-such-dir").join("state")).unwrap().is_none());
+}
+
+#[test]
+fn store_replaces_file_and_leaves_no_temporary() {
+    let dir = TempDir::new("replace");
+    let path = dir.0.join("state");
+    let old = state_of("host-a", &["one", "two"]);
+    old.store(&path).unwrap();
+    let new = state_of("host-b", &["three"]);
+    new.store(&path).unwrap();
+    assert_eq!(State::load(&path).unwrap(), Some(new));
+    assert_eq!(dir.names(), ["state"]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o077, 0);
+}
+
+#[test]
+fn store_removes_stale_temporary_of_same_pid() {
+    let dir = TempDir::new("stale");
+    let path = dir.0.join("state");
+    let stale = dir.0.join(format!(".state.tmp.{}", std::process::id()));
+    fs::write(&stale, b"left by a crashed run").unwrap();
+    let state = state_of("host", &["a"]);
+    state.store(&path).unwrap();
+    assert_eq!(State::load(&path).unwrap(), Some(state));
+    assert_eq!(dir.names(), ["state"]);
+}
+
+#[test]
+fn store_refuses_invalid_state_and_keeps_the_file() {
+    let dir = TempDir::new("invalid");
+    let path = dir.0.join("state");
+    let good = state_of("host", &["a", "b"]);
+    good.store(&path).unwrap();
+    let long_name = "n".repeat(MAX_NAME + 1);
+    let invalid = [
+        state_of(&"h".repeat(MAX_HOST + 1), &[]),
+        state_of("host", &[&long_name]),
+        state_of("host", &["b", "a"]),
+        state_of("host", &["a", "a"]),
+    ];
+    for state in invalid {
+        let err = state.store(&path).unwrap_err();
+        assert!(matches!(err, StateError::Invalid(_)), "{err:?}");
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        // Encoded anyway, such a state is refused when read back.
+        assert!(State::decode(&state.encode()).is_err(), "{state:?}");
+    }
+    assert_eq!(State::load(&path).unwrap(), Some(good));
+    assert_eq!(dir.names(), ["state"]);
+    // The longest host and name are accepted.
+    let longest = state_of(&"h".repeat(MAX_HOST), &[&"n".repeat(MAX_NAME)]);
+    longest.store(&path).unwrap();
+    assert_eq!(State::load(&path).unwrap(), Some(longest));
+}
+
+#[test]
+fn decode_refuses_bad_structure_behind_a_valid_checksum() {
+    let bytes = state_of("host", &["a", "b"]).encode();
+    let trailing = rechecksummed(bytes.clone(), |b| b.push(0));
+    assert!(damaged_message(State::decode(&trailing)).contains("after the last entry"));
+    let too_many = rechecksummed(bytes.clone(), |b| b[16..20].copy_from_slice(&u32::MAX.to_le_bytes()));
+    assert!(damaged_message(State::decode(&too_many)).contains("sources announced"));
+    let bad_utf8 = rechecksummed(bytes.clone(), |b| b[20] = 0xff);
+    assert!(damaged_message(State::decode(&bad_utf8)).contains("not UTF-8"));
+    let long_name = rechecksummed(bytes.clone(), |b| b[24..28].copy_from_slice(&u32::MAX.to_le_bytes()));
+    assert!(damaged_message(State::decode(&long_name)).contains("more than 4096"));
+    let mut version = bytes.clone();
+    version[8] = 2;
+    assert!(damaged_message(State::decode(&version)).contains("unsupported version 2"));
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert!(damaged_message(State::decode(&magic)).contains("bad magic"));
+    let mut crc = bytes;
+    *crc.last_mut().unwrap() ^= 1;
+    assert!(damaged_message(State::decode(&crc)).contains("checksum mismatch"));
+}
+
+#[test]
+fn damaged_file_error_names_the_path() {
+    let dir = TempDir::new("damaged");
+    let path = dir.0.join("state");
+    let mut bytes = state_of("host", &["a"]).encode();
+    bytes[25] ^= 0x10;
+    fs::write(&path, &bytes).unwrap();
+    let err = State::load(&path).unwrap_err();
+    assert!(matches!(err, StateError::Damaged(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains(&path.display().to_string()) && message.contains("checksum"), "{message}");
+}
+
+#[test]
+fn load_refuses_file_over_size_cap_and_directories() {
+    let dir = TempDir::new("big");
+    let path = dir.0.join("state");
+    // Sparse: no gigabyte is written or read.
+    File::create(&path).unwrap().set_len(MAX_FILE + 1).unwrap();
+    let message = State::load(&path).unwrap_err().to_string();
+    assert!(message.contains("1 GiB") && message.contains(&path.display().to_string()), "{message}");
+    let message = State::load(&dir.0).unwrap_err().to_string();
+    assert!(message.contains("not a regular file"), "{message}");
+}
+
+#[test]
+fn io_error_names_the_path_and_has_a_source() {
+    let dir = TempDir::new("io");
+    let file = dir.0.join("file");
+    fs::write(&file, b"").unwrap();
+    let path = file.join("state"); // a path under a regular file: ENOTDIR
+    let err = State::load(&path).unwrap_err();
+    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    assert!(err.source().is_some());
+    let err = state_of("host", &[]).store(&path).unwrap_err();
+    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(err.to_string().contains(&dir.0.display().to_string()), "{err}");
+    assert!(err.source().is_some());
+    assert_eq!(dir.names(), ["file"]);
+}
+
+#[test]
+fn failed_store_removes_its_temporary() {
+    let dir = TempDir::new("rename");
+    let path = dir.0.join("state");
+    // A directory in the way: the temporary file is written, the rename fails.
+    fs::create_dir(&path).unwrap();
+    fs::write(path.join("inside"), b"").unwrap();
+    let err = state_of("host", &["a"]).store(&path).unwrap_err();
+    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(err.to_string().contains("renaming"), "{err}");
+    assert_eq!(dir.names(), ["state"]);
+}

@@ -1,0 +1,191 @@
+//! What the Kafka tests share: the cluster's address, topics, ring files, checksummed
+//! records, the agent's command and the checks of what was read back.
+#![allow(dead_code)]
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
+use ringtrace_ship::fleet::Fleet;
+use ringtrace_ship::frame::{BatchWriter, TimeSource};
+
+/// The cluster's bootstrap list, or `None` (the test skips) if there is none and the
+/// test command did not require one.
+pub fn brokers() -> Option<String> {
+    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
+        Ok(b) if !b.is_empty() => Some(b),
+        _ => {
+            let required = std::env::var("RINGTRACE_REQUIRE").unwrap_or_default();
+            assert!(
+                !required.split(',').any(|r| r == "kafka"),
+                "RINGTRACE_REQUIRE names kafka but RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)"
+            );
+            eprintln!("skipped: no Kafka cluster (set RINGTRACE_KAFKA_BROKERS, see scripts/kafka.sh)");
+            None
+        }
+    }
+}
+
+/// A topic of its own for a test, `partitions` wide, replicated 3 times.
+pub fn create_topic(brokers: &str, what: &str, partitions: i32) -> String {
+    let nonce = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    let name = format!("ringtrace-test-{what}-{}-{nonce}", std::process::id());
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+    let topic = NewTopic::new(&name, partitions, TopicReplication::Fixed(3));
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = futures_executor::block_on(admin.create_topics([&topic], &opts)).expect("create_topics");
+    for r in results {
+        r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
+    }
+    name
+}
+
+/// A directory removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("ringtrace-ship-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A ring file of `capacity` bytes at `path`, and a producer attached to it.
+pub fn ring_producer(path: &Path, capacity: u64) -> Producer {
+    let ring = MpscRing::builder(capacity).create(path).expect("ring file");
+    ring.producer().expect("producer")
+}
+
+/// Record `i` of source `s` of host `h`: 64 bytes ending in a CRC32C of the rest.
+pub fn record(h: u32, s: u32, i: u64) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    r[0..4].copy_from_slice(&h.to_le_bytes());
+    r[4..8].copy_from_slice(&s.to_le_bytes());
+    r[8..16].copy_from_slice(&i.to_le_bytes());
+    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(h << 8 | s);
+    for b in r[16..60].iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let crc = crc32c::crc32c(&r[..60]);
+    r[60..].copy_from_slice(&crc.to_le_bytes());
+    r
+}
+
+/// Writes records `range` of (h, s), waiting for room, and for a consumer while the
+/// agent is down (killed, not yet restarted); returns how many were refused (the wait
+/// timed out, two minutes).
+pub fn write_records(mut p: Producer, h: u32, s: u32, range: Range<u64>) -> u64 {
+    let mut refused = 0;
+    for i in range {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match p.output_wait(
+                &record(h, s, i),
+                Wakeup::Default,
+                Some(deadline.saturating_duration_since(Instant::now())),
+            ) {
+                Ok(()) => break,
+                Err(ReserveError::Disconnected { .. }) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(_) => {
+                    refused += 1;
+                    break;
+                }
+            }
+        }
+    }
+    refused
+}
+
+/// The agent's command for `rings`, stopping once their producers are gone.
+pub fn agent(brokers: &str, topic: &str, host: &str, state: &Path, rings: &[PathBuf]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship"));
+    c.args(["ship", "--brokers", brokers, "--topic", topic, "--host", host, "--until-disconnected", "--state"])
+        .arg(state)
+        .args(rings)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    c
+}
+
+/// Waits for `child` until `timeout`, then kills it and fails.
+pub fn wait_child(child: &mut Child, timeout: Duration) -> ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("agent still running after {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `child` as [`wait_child`] does, with its stdout.
+pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
+    wait_child(&mut child, timeout);
+    child.wait_with_output().unwrap()
+}
+
+/// The whole topic, read back.
+pub fn read_all(brokers: &str, topic: &str) -> Fleet {
+    ringtrace_ship::fleet::read_topic(brokers, topic, Duration::from_secs(300), |w| panic!("{w}"))
+        .expect("reading the topic")
+}
+
+/// Source `name` of `host` holds exactly records `range` of (h, s), in order, intact.
+pub fn check_source(fleet: &Fleet, host: &str, name: &str, h: u32, s: u32, range: Range<u64>) {
+    let mut expect = range.clone();
+    for e in fleet.source(host, name) {
+        let i = expect.next().unwrap_or_else(|| panic!("{host} {name}: more records than {range:?}"));
+        assert_eq!(e.payload, record(h, s, i), "{host} {name}: record {i} (seq {})", e.seq);
+    }
+    assert_eq!(expect.next(), None, "{host} {name}: records missing from {range:?}");
+}
+
+/// A batch of `n` records of `source` from sequence `first`.
+pub fn batch_of(host: &str, source: &str, first: u64, n: u64) -> Vec<u8> {
+    let mut w = BatchWriter::new(host, source, first, TimeSource::Drained, 0).unwrap();
+    for i in first..first + n {
+        w.push(1_000 + i, &record(0, 0, i)).unwrap();
+    }
+    w.finish()
+}
+
+/// Produces `messages` as they are, one partition, acknowledged.
+pub fn produce_raw(brokers: &str, topic: &str, messages: &[Vec<u8>]) {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    for m in messages {
+        p.send(BaseRecord::<(), _>::to(topic).partition(0).payload(m)).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}

@@ -1,0 +1,148 @@
+//! Delivery into a real Kafka cluster: agents (the `ringtrace-ship` binary, one
+//! process per simulated host) drain ring files that writers in this process fill
+//! with checksummed records, and the fleet reader reads the topic back.
+//!
+//! The cluster is the test command's (`scripts/kafka.sh`, three nodes, replication 3,
+//! `min.insync.replicas=2`), named by `RINGTRACE_KAFKA_BROKERS`. Without it these tests
+//! skip with a message, unless `RINGTRACE_REQUIRE` names `kafka` (the test command
+//! sets it), where they fail.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// 4 hosts x 3 sources, 2,000,000 records in all (`RINGTRACE_FLEET_RECORDS` to change):
+/// every record read back exactly once, each source in order, none damaged.
+#[test]
+fn four_hosts_of_three_sources_deliver_every_record_once_in_order() {
+    let Some(brokers) = brokers() else { return };
+    let total: u64 = std::env::var("RINGTRACE_FLEET_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    let (hosts, per_host) = (4u32, 3u32);
+    let per_source = total.div_ceil(u64::from(hosts * per_host));
+    let topic = create_topic(&brokers, "fleet", 12);
+    let dir = TempDir::new("fleet");
+    let start = Instant::now();
+    let mut writers = Vec::new();
+    let mut agents = Vec::new();
+    for h in 0..hosts {
+        let rings: Vec<_> = (0..per_host).map(|s| dir.path().join(format!("h{h}-s{s}.ring"))).collect();
+        let producers: Vec<_> = rings.iter().map(|p| ring_producer(p, 1 << 20)).collect();
+        agents.push(
+            agent(&brokers, &topic, &format!("host{h}"), &dir.path().join(format!("h{h}.state")), &rings)
+                .spawn()
+                .unwrap(),
+        );
+        for (s, p) in producers.into_iter().enumerate() {
+            writers.push(std::thread::spawn(move || write_records(p, h, s as u32, 0..per_source)));
+        }
+    }
+    let lost: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(lost, 0, "writers wait for room: nothing is refused");
+    for mut a in agents {
+        let status = wait_child(&mut a, Duration::from_secs(300));
+        assert!(status.success(), "agent exited with {status}");
+    }
+    let shipped = start.elapsed();
+    let fleet = read_all(&brokers, &topic);
+    let stats = fleet.stats();
+    eprintln!("fleet: {} records shipped by 4 agents in {shipped:?}; read back: {stats:?}", per_source * 12);
+    assert_eq!(stats.damaged, 0);
+    assert_eq!(stats.missing, 0);
+    assert_eq!(stats.duplicates, 0, "no agent failed or restarted: the idempotent producer sends no copy");
+    assert_eq!(stats.records, per_source * 12);
+    for h in 0..hosts {
+        for s in 0..per_host {
+            let name = dir.path().join(format!("h{h}-s{s}.ring")).display().to_string();
+            check_source(&fleet, &format!("host{h}"), &name, h, s, 0..per_source);
+        }
+    }
+    let merged: Vec<u64> = fleet.timeline().map(|e| e.time_ns).collect();
+    assert_eq!(merged.len() as u64, per_source * 12);
+    assert!(merged.windows(2).all(|w| w[0] <= w[1]), "the timeline is in time order");
+}
+
+/// An agent SIGKILLed at several moments and restarted on the same state file:
+/// every record read back once after the reader drops the copies it counts.
+#[test]
+fn an_agent_killed_and_restarted_loses_nothing_and_its_copies_are_dropped() {
+    let Some(brokers) = brokers() else { return };
+    let per_source = 200_000u64;
+    let topic = create_topic(&brokers, "killed", 4);
+    let dir = TempDir::new("killed");
+    let rings: Vec<_> = (0..2).map(|s| dir.path().join(format!("s{s}.ring"))).collect();
+    let producers: Vec<_> = rings.iter().map(|p| ring_producer(p, 1 << 18)).collect();
+    let state = dir.path().join("agent.state");
+    let writers: Vec<_> = (producers.into_iter().enumerate())
+        .map(|(s, p)| std::thread::spawn(move || write_records(p, 7, s as u32, 0..per_source)))
+        .collect();
+    let mut kills = 0;
+    // Each agent is killed a while after it stored its first acknowledged round (its
+    // state file changed): mid-run, with batches in flight or just acknowledged.
+    for pause_us in [0u64, 300, 1_500, 4_000, 9_000, 20_000] {
+        let before = std::fs::read(&state).ok();
+        let mut a = agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read(&state).ok() == before && Instant::now() < deadline && a.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert_ne!(std::fs::read(&state).ok(), before, "the agent acknowledged a round within a minute");
+        std::thread::sleep(Duration::from_micros(pause_us));
+        if a.try_wait().unwrap().is_none() {
+            a.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+        a.wait().unwrap();
+    }
+    // The last agent runs until the writers are done and everything is shipped.
+    let last = agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap();
+    let lost: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(lost, 0);
+    let out = wait_output(last, Duration::from_secs(300));
+    assert!(out.status.success(), "the last agent exited with {}", out.status);
+    let fleet = read_all(&brokers, &topic);
+    let stats = fleet.stats();
+    eprintln!(
+        "killed {kills} time(s); last agent: {}; read back: {stats:?}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
+    assert!(kills >= 4, "the agent was killed while it ran");
+    assert_eq!((stats.damaged, stats.missing), (0, 0));
+    assert_eq!(stats.records, per_source * 2);
+    for (s, ring) in rings.iter().enumerate() {
+        check_source(&fleet, "host7", &ring.display().to_string(), 7, s as u32, 0..per_source);
+    }
+}
+
+/// Messages that are not batches, and damaged batches, in the topic: the reader skips
+/// and counts each, and delivers the good ones.
+#[test]
+fn the_reader_skips_and_counts_foreign_and_damaged_messages() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "hostile", 3);
+    let good = batch_of("h", "src", 0, 10);
+    let mut flipped = good.clone();
+    flipped[60] ^= 1;
+    let mut version = good.clone();
+    version[4] = 9;
+    let messages: Vec<Vec<u8>> = vec![
+        b"{\"another\": \"producer\"}".to_vec(),
+        good[..good.len() - 3].to_vec(),
+        flipped,
+        version,
+        Vec::new(),
+        good.clone(),
+        batch_of("h", "src", 10, 5),
+    ];
+    produce_raw(&brokers, &topic, &messages);
+    let mut warnings = Vec::new();
+    let fleet =
+        ringtrace_ship::fleet::read_topic(&brokers, &topic, Duration::from_secs(60), |w| warnings.push(w)).unwrap();
+    let s = fleet.stats();
+    assert_eq!((s.damaged, s.batches, s.records, s.duplicates, s.missing), (5, 2, 15, 0, 0), "{warnings:#?}");
+    assert_eq!(warnings.len(), 5);
+    assert!(warnings.iter().any(|w| w.contains("version 9")), "{warnings:#?}");
+    let seqs: Vec<u64> = fleet.source("h", "src").map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..15).collect::<Vec<_>>());
+}
