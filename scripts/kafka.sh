@@ -5,9 +5,12 @@
 # 13 s (and a first Maven resolve) and takes about 300 MB a node.
 #
 #   bash scripts/kafka.sh start DIR   # fetch (once), format, start; prints the brokers
+#                                     # (a DIR of a stopped cluster: starts it on its data)
 #   bash scripts/kafka.sh stop DIR    # stops the nodes this script started in DIR
 #   bash scripts/kafka.sh brokers     # the bootstrap list, host:port,...
 #   bash scripts/kafka.sh topic NAME [PARTITIONS]  # a topic replicated 3 times
+#   bash scripts/kafka.sh kill DIR NODE   # SIGKILLs node 1, 2 or 3 (a crash)
+#   bash scripts/kafka.sh revive DIR NODE...  # starts them again on their data
 #
 # Kafka 4.x runs in KRaft mode only (no ZooKeeper): each node is broker and controller
 # (`process.roles=broker,controller`), the three a static controller quorum. Replication
@@ -128,6 +131,69 @@ is_node() {
   [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q -- "$2/server.properties"
 }
 
+# Starts node $2 of cluster directory $1 (configured and formatted) with classpath $3;
+# its pid in LAUNCHED.
+launch() {
+  local dir=$1 i=$2 cp=$3
+  # C1 JIT only and a small heap: three JVMs start on two cores in seconds.
+  KAFKA_NODE=$i nohup java -Xms128m -Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -Dlog4j2.configurationFile="$dir/node$i/log4j2.properties" \
+    -cp "$cp" kafka.Kafka "$dir/node$i/server.properties" >>"$dir/node$i/stdout.log" 2>&1 &
+  LAUNCHED=$!
+}
+
+# The pid line of node $2 in $1/pids: "PID NODEDIR".
+node_line() { sed -n "${2}p" "$1/pids"; }
+
+# SIGKILLs node $2 of the cluster in $1 (a crash: no controlled shutdown).
+kill_node() {
+  local dir=$1 i=$2 pid node
+  [ -e "$dir/pids" ] || die "$dir/pids: no cluster started in $dir"
+  read -r pid node <<<"$(node_line "$dir" "$i")"
+  [ -n "${pid:-}" ] || die "no node $i in $dir/pids"
+  is_node "$pid" "$node" || die "node $i (pid $pid) is not running"
+  kill -KILL "$pid"
+  while is_node "$pid" "$node"; do sleep 0.05; done
+}
+
+# Once every node answers on its port: waits until the cluster answers metadata
+# requests with all of its brokers registered (Kafka's own tool, a JVM a try: a few
+# seconds each), with classpath $1, until monotonic deadline $2; fails after it.
+registered() {
+  until java -cp "$1" org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$(brokers)" 2>/dev/null |
+    grep -c "^127.0.0.1:" | grep -qx "$NODES"; do
+    passed "$2" && return 1
+    sleep 0.5
+  done
+}
+
+# Starts nodes $2... of the cluster in $1 again, on their data, and waits until they
+# listen. Nodes that must form the controller quorum together (two of three are needed)
+# are revived in one call: each is launched before any is waited for.
+revive_nodes() {
+  local dir=$1 i pid node limit cp
+  shift
+  [ -e "$dir/pids" ] || die "$dir/pids: no cluster started in $dir"
+  cp=$(classpath)
+  for i in "$@"; do
+    read -r pid node <<<"$(node_line "$dir" "$i")"
+    [ -n "${node:-}" ] || die "no node $i in $dir/pids"
+    is_node "$pid" "$node" && die "node $i (pid $pid) is running"
+    launch "$dir" "$i" "$cp"
+    sed -i "${i}s|.*|$LAUNCHED $node|" "$dir/pids"
+  done
+  limit=$(deadline "${KAFKA_START_TIMEOUT:-120}")
+  for i in "$@"; do
+    read -r pid node <<<"$(node_line "$dir" "$i")"
+    until listening "$(client_port "$i")"; do
+      is_node "$pid" "$node" || die "node $i exited while starting: $(tail -5 "$node/server.log" 2>/dev/null)"
+      passed "$limit" && die "node $i did not listen on port $(client_port "$i") in ${KAFKA_START_TIMEOUT:-120} s"
+      sleep 0.2
+    done
+  done
+  registered "$cp" "$limit" || die "the cluster did not register its $NODES brokers in ${KAFKA_START_TIMEOUT:-120} s"
+}
+
 start() {
   local dir=$1 cp id i
   [ -e "$dir/pids" ] && die "$dir/pids exists: a cluster of this directory may be running (kafka.sh stop $dir)"
@@ -139,19 +205,25 @@ start() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   cp=$(classpath)
-  id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid)
+  # A directory whose nodes were all formatted before holds a stopped cluster: it starts
+  # again on its data. Otherwise every node is formatted afresh.
+  local formatted=yes
+  for i in $(seq 1 $NODES); do
+    [ -e "$dir/node$i/data/meta.properties" ] || formatted=no
+  done
+  if [ $formatted = no ]; then
+    id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid)
+    for i in $(seq 1 $NODES); do
+      rm -rf "$dir/node$i/data"
+      write_config "$dir" "$i"
+      java -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$dir/node$i/server.properties" >"$dir/node$i/format.log" 2>&1 ||
+        die "formatting node $i failed: $(cat "$dir/node$i/format.log")"
+    done
+  fi
   : >"$dir/pids"
   for i in $(seq 1 $NODES); do
-    write_config "$dir" "$i"
-    java -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$dir/node$i/server.properties" >"$dir/node$i/format.log" 2>&1 ||
-      die "formatting node $i failed: $(cat "$dir/node$i/format.log")"
-  done
-  for i in $(seq 1 $NODES); do
-    # C1 JIT only and a small heap: three JVMs start on two cores in seconds.
-    KAFKA_NODE=$i nohup java -Xms128m -Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-      -Dlog4j2.configurationFile="$dir/node$i/log4j2.properties" \
-      -cp "$cp" kafka.Kafka "$dir/node$i/server.properties" >"$dir/node$i/stdout.log" 2>&1 &
-    echo "$! $dir/node$i" >>"$dir/pids"
+    launch "$dir" "$i" "$cp"
+    echo "$LAUNCHED $dir/node$i" >>"$dir/pids"
   done
   local limit
   limit=$(deadline "${KAFKA_START_TIMEOUT:-120}")
@@ -170,16 +242,10 @@ start() {
       sleep 0.2
     done
   done
-  # Every node answers on its port; then the cluster answers metadata requests with all
-  # of its brokers registered (Kafka's own tool, a JVM a try: a few seconds each).
-  until java -cp "$cp" org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$(brokers)" 2>/dev/null |
-    grep -c "^127.0.0.1:" | grep -qx "$NODES"; do
-    if passed "$limit"; then
-      stop "$dir" >/dev/null 2>&1 || true
-      die "the cluster did not register its $NODES brokers in ${KAFKA_START_TIMEOUT:-120} s"
-    fi
-    sleep 0.5
-  done
+  if ! registered "$cp" "$limit"; then
+    stop "$dir" >/dev/null 2>&1 || true
+    die "the cluster did not register its $NODES brokers in ${KAFKA_START_TIMEOUT:-120} s"
+  fi
   brokers
 }
 
@@ -212,5 +278,7 @@ case "${1:-}" in
   brokers) brokers ;;
   topic) topic "${2:?usage: kafka.sh topic NAME [PARTITIONS]}" "${3:-6}" ;;
   classpath) classpath ;;
-  *) die "usage: kafka.sh start DIR | stop DIR | brokers | topic NAME [PARTITIONS] | classpath" ;;
+  kill) kill_node "${2:?usage: kafka.sh kill DIR NODE}" "${3:?usage: kafka.sh kill DIR NODE}" ;;
+  revive) revive_nodes "${2:?usage: kafka.sh revive DIR NODE...}" "${@:3}" ;;
+  *) die "usage: kafka.sh start DIR | stop DIR | kill DIR NODE | revive DIR NODE... | brokers | topic NAME [PARTITIONS] | classpath" ;;
 esac

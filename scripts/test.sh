@@ -9,7 +9,7 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-# The release builds here (tests, loom models, examples, the bench's smoke run) compile
+# The release builds here (tests, examples, the bench's smoke run; not the loom models) compile
 # with 16 codegen units, no LTO and line tables only: Cargo.toml's release profile (one
 # unit, thin LTO, debuginfo for perf) is the benchmark's, and built every test binary of
 # the workspace in about 13.5 minutes of this script's 45 on a 2-core machine; this in
@@ -42,12 +42,12 @@ fi
 
 # ringtrace-ship's Kafka client: rdkafka-sys builds librdkafka from its bundled source
 # with cmake. librdkafka 2.12's CMake build looks for libcurl's headers even with curl
-# off (rust-rdkafka issue 829).
+# off (rust-rdkafka issue 829); zstd comes from the system's libzstd (pkg-config).
 curl_h=no
 [ -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/curl/curl.h" ] || [ -e /usr/include/curl/curl.h ] && curl_h=yes
-if ! command -v cmake >/dev/null || [ $curl_h = no ]; then
-  echo "== installing cmake and libcurl4-openssl-dev (librdkafka's build, for ringtrace-ship)"
-  (apt-get update -qq && apt-get install -y -qq cmake libcurl4-openssl-dev) >/dev/null 2>&1 || echo "warning: could not install cmake and libcurl's headers; ringtrace-ship will not build" >&2
+if ! command -v cmake >/dev/null || [ $curl_h = no ] || ! pkg-config --exists libzstd 2>/dev/null; then
+  echo "== installing cmake, libcurl4-openssl-dev and libzstd-dev (librdkafka's build, for ringtrace-ship)"
+  (apt-get update -qq && apt-get install -y -qq cmake libcurl4-openssl-dev libzstd-dev pkg-config) >/dev/null 2>&1 || echo "warning: could not install cmake, libcurl's and libzstd's headers; ringtrace-ship will not build" >&2
 fi
 
 # Java 17 runs the Kafka cluster below; Maven fetches its jars from Maven Central.
@@ -115,6 +115,8 @@ if [ "$(cat target/kafka-start.rc 2>/dev/null)" != 0 ]; then
 fi
 RINGTRACE_KAFKA_BROKERS=$(tail -n 1 target/kafka-start.log)
 export RINGTRACE_KAFKA_BROKERS
+# The fault tests SIGKILL and start nodes of this cluster (kafka.sh kill, revive).
+export RINGTRACE_KAFKA_DIR=$kafka_dir
 echo "brokers: $RINGTRACE_KAFKA_BROKERS"
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
@@ -123,7 +125,7 @@ RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka cargo test --wo
 echo "release test step: $((SECONDS - idle_start)) s"
 # Nothing else talks to Kafka: its three JVMs go before the loaded and loom steps.
 stop_kafka
-unset RINGTRACE_KAFKA_BROKERS
+unset RINGTRACE_KAFKA_BROKERS RINGTRACE_KAFKA_DIR
 
 echo "== hostile ring and channel files, the untrusted readers' fuzz targets and the kernel ring readers, in a debug build (overflow checks on)"
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
@@ -151,7 +153,10 @@ echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
 RINGTRACE_BARRIER=fence cargo test --workspace --release --test stress sleeping_consumer
 
 echo "== loom models, exhaustive at LOOM_MAX_PREEMPTIONS=2"
-RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+# With Cargo.toml's release profile (one codegen unit, thin LTO): the models run for
+# minutes, their build for one, so the build above's quicker settings do not pay here.
+CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_PROFILE_RELEASE_LTO=thin \
+  RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
   cargo test -p ringtrace --lib --release loom
 
 echo "== bench smoke run (one bench, quick)"

@@ -1,10 +1,10 @@
-//! The one way a test skips for want of BPF, `perf_event_open` or an invariant TSC, and
-//! the variable that turns those skips into failures: [`REQUIRE_VAR`].
+//! The one way a test skips for want of BPF, `perf_event_open`, an invariant TSC or a
+//! Kafka cluster, and the variable that turns those skips into failures: [`REQUIRE_VAR`].
 
 use std::fmt::Display;
 
 /// The environment variable naming, comma-separated, the features a run requires:
-/// `RINGTRACE_REQUIRE=bpf,perf,tsc`. A test that needs a listed feature the machine
+/// `RINGTRACE_REQUIRE=bpf,perf,tsc,kafka`. A test that needs a listed feature the machine
 /// lacks fails with the reason instead of skipping; unset or empty, every such test
 /// skips. The test command sets it, so that CI cannot pass by skipping.
 pub const REQUIRE_VAR: &str = "RINGTRACE_REQUIRE";
@@ -20,6 +20,10 @@ pub enum Feature {
     Perf,
     /// An invariant TSC (x86-64; CPUID leaf `0x8000_0007`, EDX bit 8): `tsc`.
     Tsc,
+    /// A Kafka cluster to ship to, named by `RINGTRACE_KAFKA_BROKERS` (and, for the
+    /// tests that stop its nodes, its `scripts/kafka.sh` directory in
+    /// `RINGTRACE_KAFKA_DIR`): `kafka`.
+    Kafka,
 }
 
 impl Feature {
@@ -29,6 +33,7 @@ impl Feature {
             Feature::Bpf => "bpf",
             Feature::Perf => "perf",
             Feature::Tsc => "tsc",
+            Feature::Kafka => "kafka",
         }
     }
 }
@@ -39,9 +44,9 @@ pub fn required(feature: Feature) -> bool {
     let list = std::env::var(REQUIRE_VAR).unwrap_or_default();
     let mut found = false;
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        match [Feature::Bpf, Feature::Perf, Feature::Tsc].into_iter().find(|f| f.name() == name) {
+        match [Feature::Bpf, Feature::Perf, Feature::Tsc, Feature::Kafka].into_iter().find(|f| f.name() == name) {
             Some(f) => found |= f == feature,
-            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc)"),
+            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc, kafka)"),
         }
     }
     found

@@ -48,7 +48,7 @@ pub struct Config {
     pub state: PathBuf,
     /// Compression of the batches on the wire.
     pub compression: Compression,
-    /// The largest Kafka message (one batch): 64 KiB by default.
+    /// The largest Kafka message (one batch): 256 KiB by default (brokers take 1 MiB).
     pub batch_bytes: usize,
     /// The most read from one ring in one round: 4 MiB by default.
     pub round_bytes: usize,
@@ -70,7 +70,7 @@ impl Config {
             sources: Vec::new(),
             state,
             compression: Compression::Lz4,
-            batch_bytes: 64 << 10,
+            batch_bytes: 256 << 10,
             round_bytes: 4 << 20,
             ack_timeout: Duration::from_secs(30),
             until_disconnected: false,
@@ -78,6 +78,9 @@ impl Config {
         }
     }
 }
+
+/// The longest nap of an agent with several rings, all empty, before it looks again.
+const IDLE_MAX: Duration = Duration::from_millis(20);
 
 /// The agent's counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +135,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
     let mut sender = Sender::new(&config.brokers, &config.topic, config.compression, config.ack_timeout)?;
     let mut messages: Vec<Vec<u8>> = Vec::new();
     let mut backoff = Duration::ZERO;
+    let mut nap = Duration::ZERO;
     loop {
         let (mut read, mut sent) = (0, 0);
         let time = now_ns();
@@ -166,6 +170,9 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                         s.failed();
                     }
                     stats.failed_rounds += 1;
+                    if let Some(fatal) = sender.renew_if_fatal()? {
+                        eprintln!("ringtrace-ship: the producer failed for good ({fatal}); a new one takes over");
+                    }
                     backoff = (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
                     eprintln!(
                         "ringtrace-ship: a round failed ({why}); its records stay in the rings, retry in {backoff:?}"
@@ -182,13 +189,18 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             if config.until_disconnected && sources.iter().all(|s| s.is_disconnected() && !s.ready()) {
                 break;
             }
-            // Nothing in flight: wait on the first ring with a short timeout, so the
-            // others are looked at again soon (a ring file's consumer has one doorbell).
+            // Nothing in flight. One ring: sleep on its doorbell. Several (a ring
+            // file's consumer has a doorbell of its own, and there is no waiting on
+            // many): look again after a nap that doubles from 1 ms to IDLE_MAX while
+            // they stay empty, which bounds both the added latency and the idle cost.
             if let [only] = sources.as_mut_slice() {
                 only.wait(Duration::from_millis(100))?;
             } else {
-                std::thread::sleep(Duration::from_millis(2));
+                nap = (nap * 2).clamp(Duration::from_millis(1), IDLE_MAX);
+                std::thread::sleep(nap);
             }
+        } else {
+            nap = Duration::ZERO;
         }
     }
     sender.flush();

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// 4 hosts x 3 sources, 2,000,000 records in all (`RINGTRACE_FLEET_RECORDS` to change):
+/// 4 hosts x 3 sources, 2,000,000 records in all (`RINGTRACE_FLEET_RECORDS` to change),
+/// compressed with lz4, zstd or not at all:
 /// every record read back exactly once, each source in order, none damaged.
 #[test]
 fn four_hosts_of_three_sources_deliver_every_record_once_in_order() {
@@ -29,11 +30,14 @@ fn four_hosts_of_three_sources_deliver_every_record_once_in_order() {
     for h in 0..hosts {
         let rings: Vec<_> = (0..per_host).map(|s| dir.path().join(format!("h{h}-s{s}.ring"))).collect();
         let producers: Vec<_> = rings.iter().map(|p| ring_producer(p, 1 << 20)).collect();
-        agents.push(
-            agent(&brokers, &topic, &format!("host{h}"), &dir.path().join(format!("h{h}.state")), &rings)
-                .spawn()
-                .unwrap(),
-        );
+        let mut cmd = agent(&brokers, &topic, &format!("host{h}"), &dir.path().join(format!("h{h}.state")), &rings);
+        // Hosts 0 and 1 compress with lz4 (the default), 2 with zstd, 3 not at all.
+        match h {
+            2 => cmd.args(["--compression", "zstd"]),
+            3 => cmd.args(["--compression", "none"]),
+            _ => &mut cmd,
+        };
+        agents.push(cmd.spawn().unwrap());
         for (s, p) in producers.into_iter().enumerate() {
             writers.push(std::thread::spawn(move || write_records(p, h, s as u32, 0..per_source)));
         }

@@ -12,21 +12,17 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
 use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
+pub use ringtrace_fixtures::{skip, Feature};
 use ringtrace_ship::fleet::Fleet;
 use ringtrace_ship::frame::{BatchWriter, TimeSource};
 
-/// The cluster's bootstrap list, or `None` (the test skips) if there is none and the
-/// test command did not require one.
+/// The cluster's bootstrap list, or `None` after [`skip`] (which fails the test
+/// instead where `RINGTRACE_REQUIRE` lists `kafka`, as the test command's does).
 pub fn brokers() -> Option<String> {
     match std::env::var("RINGTRACE_KAFKA_BROKERS") {
         Ok(b) if !b.is_empty() => Some(b),
         _ => {
-            let required = std::env::var("RINGTRACE_REQUIRE").unwrap_or_default();
-            assert!(
-                !required.split(',').any(|r| r == "kafka"),
-                "RINGTRACE_REQUIRE names kafka but RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)"
-            );
-            eprintln!("skipped: no Kafka cluster (set RINGTRACE_KAFKA_BROKERS, see scripts/kafka.sh)");
+            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
             None
         }
     }
