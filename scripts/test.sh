@@ -41,8 +41,9 @@ if ! command -v groff >/dev/null; then
 fi
 
 # ringtrace-ship's Kafka client: rdkafka-sys builds librdkafka from its bundled source
-# with cmake. librdkafka 2.12's CMake build looks for libcurl's headers even with curl
-# off (rust-rdkafka issue 829); zstd comes from the system's libzstd (pkg-config).
+# with cmake. rdkafka-sys 4.10's cmake build (librdkafka 2.12.1) fails without libcurl's
+# headers even with curl off (checked on Debian); zstd comes from the system's libzstd
+# (pkg-config).
 curl_h=no
 [ -e "/usr/include/$(gcc -dumpmachine 2>/dev/null)/curl/curl.h" ] || [ -e /usr/include/curl/curl.h ] && curl_h=yes
 if ! command -v cmake >/dev/null || [ $curl_h = no ] || ! pkg-config --exists libzstd 2>/dev/null; then

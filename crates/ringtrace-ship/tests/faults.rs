@@ -66,16 +66,9 @@ fn a_broker_killed_and_restarted_mid_run_loses_and_duplicates_nothing() {
     nodes("kill", &dir, &[2]);
     std::thread::sleep(Duration::from_secs(2));
     nodes("revive", &dir, &[2]);
-    let lost: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
-    assert_eq!(lost, 0);
-    let out = wait_output(agent, Duration::from_secs(300));
-    assert!(out.status.success(), "agent exited with {}", out.status);
-    let fleet = read_all(&brokers, &topic);
+    let (fleet, report) = finish(writers, agent, &brokers, &topic);
     let stats = fleet.stats();
-    eprintln!(
-        "broker 2 killed and revived; agent: {}; read back: {stats:?}",
-        String::from_utf8_lossy(&out.stdout).trim()
-    );
+    eprintln!("broker 2 killed and revived; agent: {report}; read back: {stats:?}");
     assert_eq!((stats.damaged, stats.missing, stats.records), (0, 0, per_source * 2));
     for (s, ring) in rings.iter().enumerate() {
         check_source(&fleet, "host5", &ring.display().to_string(), 5, s as u32, 0..per_source);

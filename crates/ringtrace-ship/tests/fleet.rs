@@ -101,16 +101,9 @@ fn an_agent_killed_and_restarted_loses_nothing_and_its_copies_are_dropped() {
     }
     // The last agent runs until the writers are done and everything is shipped.
     let last = agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap();
-    let lost: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
-    assert_eq!(lost, 0);
-    let out = wait_output(last, Duration::from_secs(300));
-    assert!(out.status.success(), "the last agent exited with {}", out.status);
-    let fleet = read_all(&brokers, &topic);
+    let (fleet, report) = finish(writers, last, &brokers, &topic);
     let stats = fleet.stats();
-    eprintln!(
-        "killed {kills} time(s); last agent: {}; read back: {stats:?}",
-        String::from_utf8_lossy(&out.stdout).trim()
-    );
+    eprintln!("killed {kills} time(s); last agent: {report}; read back: {stats:?}");
     assert!(kills >= 4, "the agent was killed while it ran");
     assert_eq!((stats.damaged, stats.missing), (0, 0));
     assert_eq!(stats.records, per_source * 2);

@@ -5,6 +5,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -145,6 +146,17 @@ pub fn wait_child(child: &mut Child, timeout: Duration) -> ExitStatus {
 pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
     wait_child(&mut child, timeout);
     child.wait_with_output().unwrap()
+}
+
+/// Joins the writers (none may have had a record refused), waits for the agent to
+/// exit successfully, and reads the whole topic back; returns it with the agent's
+/// report (its stdout).
+pub fn finish(writers: Vec<JoinHandle<u64>>, agent: Child, brokers: &str, topic: &str) -> (Fleet, String) {
+    let lost: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(lost, 0, "writers wait for room: nothing is refused");
+    let out = wait_output(agent, Duration::from_secs(300));
+    assert!(out.status.success(), "the agent exited with {}", out.status);
+    (read_all(brokers, topic), String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The whole topic, read back.
