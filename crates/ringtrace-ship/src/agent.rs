@@ -48,8 +48,15 @@ pub struct Config {
     pub state: PathBuf,
     /// Compression of the batches on the wire.
     pub compression: Compression,
-    /// The largest Kafka message (one batch): 256 KiB by default (brokers take 1 MiB).
+    /// The size a batch is closed at: 256 KiB by default. A record that does not fit
+    /// an open batch starts the next, which may grow past this up to `max_message`.
     pub batch_bytes: usize,
+    /// The largest message (one batch) sent: 1,000,000 bytes by default, librdkafka's
+    /// default `message.max.bytes` and below the broker's and topics' default limit
+    /// (1,048,588). It must not pass the topic's `max.message.bytes`. A record whose
+    /// batch alone would pass it is not shipped: a marker takes its place
+    /// ([`crate::frame::TOO_LARGE`]) and [`ShipStats::too_large`] counts it.
+    pub max_message: usize,
     /// The most read from one ring in one round: 4 MiB by default.
     pub round_bytes: usize,
     /// How long a message may wait for its acknowledgement before its round fails.
@@ -71,6 +78,7 @@ impl Config {
             state,
             compression: Compression::Lz4,
             batch_bytes: 256 << 10,
+            max_message: DEFAULT_MAX_MESSAGE,
             round_bytes: 4 << 20,
             ack_timeout: Duration::from_secs(30),
             until_disconnected: false,
@@ -78,6 +86,14 @@ impl Config {
         }
     }
 }
+
+/// [`Config::max_message`] by default.
+pub const DEFAULT_MAX_MESSAGE: usize = 1_000_000;
+/// The smallest [`Config::max_message`]: room for a batch of a marker whatever the names.
+pub const MIN_MAX_MESSAGE: usize = 8192;
+/// The largest [`Config::max_message`]: librdkafka's `message.max.bytes` tops at 10^9,
+/// less room for the key and the message's framing.
+pub const MAX_MAX_MESSAGE: usize = 999_000_000;
 
 /// The longest nap of an agent with several rings, all empty, before it looks again.
 const IDLE_MAX: Duration = Duration::from_millis(20);
@@ -96,6 +112,9 @@ pub struct ShipStats {
     /// Records the rings refused while they were full (their producers' `lost`),
     /// summed over the sources.
     pub ring_lost: u64,
+    /// Records too large for a message ([`Config::max_message`]): shipped as markers
+    /// that keep their place and length, their bytes dropped.
+    pub too_large: u64,
 }
 
 /// Wall-clock nanoseconds since the Unix epoch.
@@ -118,6 +137,12 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             config.host
         )));
     }
+    if !(MIN_MAX_MESSAGE..=MAX_MAX_MESSAGE).contains(&config.max_message) {
+        return Err(ShipError::Config(format!(
+            "the largest message is {} bytes; it must be from {MIN_MAX_MESSAGE} to {MAX_MAX_MESSAGE}",
+            config.max_message
+        )));
+    }
     let mut stats = ShipStats::default();
     let mut sources = Vec::with_capacity(config.sources.len());
     for path in &config.sources {
@@ -132,16 +157,24 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         }
         sources.push(s);
     }
-    let mut sender = Sender::new(&config.brokers, &config.topic, config.compression, config.ack_timeout)?;
+    let mut sender =
+        Sender::new(&config.brokers, &config.topic, config.compression, config.ack_timeout, config.max_message)?;
+    let limits = source::Limits {
+        batch: config.batch_bytes.min(config.max_message),
+        max: config.max_message,
+        round: config.round_bytes,
+    };
     let mut messages: Vec<Vec<u8>> = Vec::new();
     let mut backoff = Duration::ZERO;
     let mut nap = Duration::ZERO;
     loop {
-        let (mut read, mut sent) = (0, 0);
+        let (mut read, mut sent, mut too_large) = (0, 0, 0);
         let time = now_ns();
         for s in sources.iter_mut() {
             messages.clear();
-            read += s.fill(&config.host, time, config.batch_bytes, config.round_bytes, &mut messages)?;
+            let filled = s.fill(&config.host, time, limits, &mut messages)?;
+            read += filled.records;
+            too_large += filled.too_large;
             let key = format!("{}/{}", config.host, s.name);
             sender.send(&key, &messages)?;
             sent += messages.len() as u64;
@@ -160,6 +193,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     }
                     stats.shipped += read;
                     stats.batches += sent;
+                    stats.too_large += too_large;
                     if backoff > Duration::ZERO {
                         eprintln!("ringtrace-ship: delivering again");
                         backoff = Duration::ZERO;

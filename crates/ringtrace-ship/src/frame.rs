@@ -29,9 +29,16 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 4   | len: `u32`, payload bytes, at most [`MAX_RECORD_LEN`] |
-//! | 4  | 4   | flags: `u32`, 0 (none defined in version 1) |
+//! | 4  | 4   | flags: `u32`, 0, or [`TOO_LARGE`] (bit 0); other bits are refused |
 //! | 8  | 8   | time_ns: `u64`, wall-clock ns since the Unix epoch |
 //! | 16 | len | payload, then zero bytes to a multiple of 8 |
+//!
+//! A record with [`TOO_LARGE`] set stands for one its agent could not ship: alone in a
+//! batch it would have passed the largest message the agent sends (Kafka refuses
+//! messages above a limit: the producer's `message.max.bytes`, 1,000,000 bytes by
+//! default, and the topic's `max.message.bytes`). Its `len` is 8 and its payload is the
+//! record's length (`u64`); nothing else of it travels. It keeps its sequence number,
+//! so a reader counts it and sees no gap.
 //!
 //! The record with index `i` has sequence number `first_seq + i`, and
 //! `first_seq + count` fits in a `u64`. The message ends exactly after the records:
@@ -81,7 +88,10 @@ const RECORDS_LEN_AT: usize = 36;
 /// Offset of the `u32` checksum, which the checksum skips.
 const CRC_AT: usize = 40;
 /// Bytes of a record's header: len, flags, time.
-const RECORD_HEADER_LEN: usize = 16;
+pub const RECORD_HEADER_LEN: usize = 16;
+/// A record's flag: it stands for a record too large to ship, whose length its
+/// payload holds ([`Record::too_large`]).
+pub const TOO_LARGE: u32 = 1;
 
 /// Where each record's time comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +279,21 @@ impl BatchWriter {
     /// batch), and with [`FrameError::SeqOverflow`] if the record's sequence number
     /// would leave no next one in a `u64`. The batch is unchanged when it errs.
     pub fn push(&mut self, time_ns: u64, payload: &[u8]) -> Result<(), FrameError> {
+        self.append(time_ns, 0, payload)
+    }
+
+    /// Appends a [`TOO_LARGE`] marker in place of a record of `len` bytes that is not
+    /// shipped; errs as [`push`](Self::push) does.
+    pub fn push_too_large(&mut self, time_ns: u64, len: u64) -> Result<(), FrameError> {
+        self.append(time_ns, TOO_LARGE, &len.to_le_bytes())
+    }
+
+    /// Bytes of a batch of `host` and `source` holding one record of `len` bytes.
+    pub fn alone(host: &str, source: &str, len: usize) -> usize {
+        HEADER_LEN + pad8(host.len() + source.len()) + RECORD_HEADER_LEN + pad8(len)
+    }
+
+    fn append(&mut self, time_ns: u64, flags: u32, payload: &[u8]) -> Result<(), FrameError> {
         let len = payload.len();
         if len > MAX_RECORD_LEN {
             return Err(FrameError::TooLong { what: "record payload", len, max: MAX_RECORD_LEN });
@@ -285,6 +310,7 @@ impl BatchWriter {
         self.buf.reserve(RECORD_HEADER_LEN + pad8(len));
         let mut head = [0u8; RECORD_HEADER_LEN];
         head[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        head[4..8].copy_from_slice(&flags.to_le_bytes());
         head[8..].copy_from_slice(&time_ns.to_le_bytes());
         self.buf.extend_from_slice(&head);
         self.buf.extend_from_slice(payload);
@@ -448,8 +474,11 @@ fn check_records(mut records: &[u8], count: u32) -> Result<(), FrameError> {
         if len > MAX_RECORD_LEN {
             return Err(FrameError::TooLong { what: "record payload", len, max: MAX_RECORD_LEN });
         }
-        if flags != 0 {
-            return Err(FrameError::Records { reason: "a record's flags are not zero" });
+        match flags {
+            0 => {}
+            TOO_LARGE if len == 8 => {}
+            TOO_LARGE => return Err(FrameError::Records { reason: "a too-large marker's length is not 8" }),
+            _ => return Err(FrameError::Records { reason: "a record's flags have a bit version 1 does not define" }),
         }
         let Some((payload, rest)) = rest.split_at_checked(pad8(len)) else {
             return Err(FrameError::Records { reason: "a record's payload runs past the records length" });
@@ -479,8 +508,11 @@ pub struct Record<'a> {
     pub seq: u64,
     /// Its time: wall-clock ns since the Unix epoch.
     pub time_ns: u64,
-    /// Its bytes.
+    /// Its bytes (none for a marker).
     pub payload: &'a [u8],
+    /// `Some(length)` for a marker that stands for a record too large to ship
+    /// ([`TOO_LARGE`]).
+    pub too_large: Option<u64>,
 }
 
 /// The records of a [`Batch`], in order ([`Batch::records`]).
@@ -502,10 +534,15 @@ impl<'a> Iterator for Records<'a> {
         // (if it did, the iterator would stay ended).
         let left = std::mem::replace(&mut self.left, 0);
         let (head, rest) = self.rest.split_first_chunk::<RECORD_HEADER_LEN>()?;
-        let (len, _, time_ns) = record_header(head);
+        let (len, flags, time_ns) = record_header(head);
         let payload = rest.get(..len)?;
         self.rest = rest.get(pad8(len)..)?;
-        let record = Record { seq: self.seq, time_ns, payload };
+        let record = match (flags, payload.first_chunk::<8>()) {
+            (TOO_LARGE, Some(n)) => {
+                Record { seq: self.seq, time_ns, payload: &[], too_large: Some(u64::from_le_bytes(*n)) }
+            }
+            _ => Record { seq: self.seq, time_ns, payload, too_large: None },
+        };
         self.seq = self.seq.wrapping_add(1);
         self.left = left - 1;
         Some(record)

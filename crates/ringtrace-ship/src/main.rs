@@ -56,6 +56,11 @@ enum Command {
         /// Seconds a message may wait for its acknowledgement before its round fails.
         #[arg(long, default_value_t = 30.0)]
         ack_timeout: f64,
+        /// The largest message sent, in bytes (at most the topic's max.message.bytes). A
+        /// record too large for it is not shipped: a marker keeps its place and length,
+        /// and `too_large` counts it.
+        #[arg(long, default_value_t = agent::DEFAULT_MAX_MESSAGE)]
+        max_message: usize,
         /// The ring files.
         #[arg(required = true)]
         rings: Vec<PathBuf>,
@@ -90,6 +95,7 @@ fn run(cli: Cli) -> Result<(), String> {
             until_disconnected,
             duration,
             ack_timeout,
+            max_message,
             rings,
         } => {
             let mut config = Config::new(&brokers, &topic, &host, state);
@@ -102,10 +108,11 @@ fn run(cli: Cli) -> Result<(), String> {
             config.until_disconnected = until_disconnected;
             config.duration = duration.map(|d| seconds(d, "--duration")).transpose()?;
             config.ack_timeout = seconds(ack_timeout, "--ack-timeout")?;
+            config.max_message = max_message;
             let s = agent::run(&config, || false).map_err(|e| e.to_string())?;
             println!(
-                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={}",
-                s.shipped, s.batches, s.failed_rounds, s.recovered, s.ring_lost
+                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} too_large={}",
+                s.shipped, s.batches, s.failed_rounds, s.recovered, s.ring_lost, s.too_large
             );
             Ok(())
         }

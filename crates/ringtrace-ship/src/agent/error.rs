@@ -9,6 +9,8 @@ pub enum ShipError {
     Kafka(String),
     /// The state file could not be read or written (the message names it).
     State(String),
+    /// The configuration cannot work (the message says why).
+    Config(String),
 }
 
 impl std::fmt::Display for ShipError {
@@ -16,7 +18,7 @@ impl std::fmt::Display for ShipError {
         match self {
             ShipError::Source(m) => write!(f, "source {m}"),
             ShipError::Kafka(m) => write!(f, "kafka: {m}"),
-            ShipError::State(m) => f.write_str(m),
+            ShipError::State(m) | ShipError::Config(m) => f.write_str(m),
         }
     }
 }

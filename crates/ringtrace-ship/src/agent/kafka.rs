@@ -51,7 +51,13 @@ impl ProducerContext for Counting {
             Ok(_) => c.acked += 1,
             Err((e, _)) => {
                 c.failed += 1;
-                c.last_error = Some(e.to_string());
+                c.last_error = Some(match e.rdkafka_error_code() {
+                    // The topic's limit is below the agent's: every retry fails alike.
+                    Some(RDKafkaErrorCode::MessageSizeTooLarge) => format!(
+                        "{e} (the topic's max.message.bytes is below the agent's largest message: lower --max-message)"
+                    ),
+                    _ => e.to_string(),
+                });
             }
         }
         drop(c);
@@ -81,6 +87,10 @@ impl Compression {
     }
 }
 
+/// Room in librdkafka's `message.max.bytes` beyond a batch: the longest key (host,
+/// `/`, source: 255 + 1 + 4096 bytes) and the record framing (well under 1 KiB).
+const KEY_ROOM: usize = 255 + 1 + 4096 + 1024;
+
 /// The producer of one agent.
 pub(super) struct Sender {
     producer: ThreadedProducer<Counting>,
@@ -106,7 +116,14 @@ pub(super) enum Round {
 }
 
 impl Sender {
-    pub fn new(brokers: &str, topic: &str, compression: Compression, timeout: Duration) -> Result<Sender, ShipError> {
+    /// A producer to `topic` whose messages hold at most `max_message` bytes of value.
+    pub fn new(
+        brokers: &str,
+        topic: &str,
+        compression: Compression,
+        timeout: Duration,
+        max_message: usize,
+    ) -> Result<Sender, ShipError> {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", brokers)
@@ -119,7 +136,11 @@ impl Sender {
             // bench, 20 ms about 500 (librdkafka's broker thread polls its sockets in
             // millisecond steps while a batch lingers; fewer, larger requests poll less).
             .set("linger.ms", "20")
-            .set("message.timeout.ms", timeout.as_millis().max(1).to_string());
+            .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
+            // The agent keeps each value within `max_message`; librdkafka's limit also
+            // counts the key (`host/source`, at most 4,352 bytes) and the message's
+            // framing, so it gets that much more room.
+            .set("message.max.bytes", (max_message + KEY_ROOM).to_string());
         let reports = Arc::new(Reports::default());
         let producer = Self::producer(&config, &reports)?;
         Ok(Sender { producer, reports, config, topic: topic.to_string(), sent: 0, timeout })

@@ -9,7 +9,7 @@ use ringtrace::config::{Mpsc, ProducerKind, Spsc};
 use ringtrace::inspect::{RingFile, RingKind, RingMode};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
 
-use crate::frame::{BatchWriter, TimeSource};
+use crate::frame::{BatchWriter, TimeSource, RECORD_HEADER_LEN};
 use crate::state::SourceState;
 
 use super::error::ShipError;
@@ -28,6 +28,26 @@ macro_rules! with_consumer {
             Ring::Spsc(_, $c) => $body,
         }
     };
+}
+
+/// How much a round reads and how large its messages grow.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// A batch is closed once the next record would take it past this.
+    pub batch: usize,
+    /// No message is larger: a record whose batch alone would be is a marker.
+    pub max: usize,
+    /// Bytes read from the ring in one round, at most (about).
+    pub round: usize,
+}
+
+/// What [`Source::fill`] read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Filled {
+    /// Records read (markers included).
+    pub records: u64,
+    /// Of them, records too large for a message, shipped as markers.
+    pub too_large: u64,
 }
 
 /// A ring file the agent drains.
@@ -155,29 +175,27 @@ impl Source {
         with_consumer!(&self.ring, c => c.ready())
     }
 
-    /// Reads up to `round_bytes` of records into batches of at most `batch_bytes`
-    /// (a record larger than that has a batch of its own), each stamped with
-    /// `time_ns`. The records stay the ring's until [`acknowledged`](Self::acknowledged)
-    /// or [`failed`](Self::failed).
+    /// Reads about `limits.round` bytes of records into batches (see [`Limits`]),
+    /// each stamped with `time_ns`. The records stay the ring's until
+    /// [`acknowledged`](Self::acknowledged) or [`failed`](Self::failed).
     pub fn fill(
         &mut self,
         host: &str,
         time_ns: u64,
-        batch_bytes: usize,
-        round_bytes: usize,
+        limits: Limits,
         out: &mut Vec<Vec<u8>>,
-    ) -> Result<u64, ShipError> {
+    ) -> Result<Filled, ShipError> {
         debug_assert!(self.pending.is_none(), "a round is in flight");
         let name = &self.name;
         let mut seq = self.next_seq;
-        let (read, position) = with_consumer!(&mut self.ring, c => {
-            let n = fill_from(c, host, name, &mut seq, time_ns, batch_bytes, round_bytes, out)?;
+        let (filled, position) = with_consumer!(&mut self.ring, c => {
+            let n = fill_from(c, host, name, &mut seq, time_ns, limits, out)?;
             (n, c.position())
         });
-        if read > 0 {
+        if filled.records > 0 {
             self.pending = Some((seq, position));
         }
-        Ok(read)
+        Ok(filled)
     }
 
     /// The entry the state file gets once the round in flight is acknowledged.
@@ -216,30 +234,53 @@ impl Source {
     }
 }
 
+impl Drop for Source {
+    /// Records read and not acknowledged stay in the ring for the next agent: a
+    /// consumer dropped after an iteration would otherwise hand their space back (as a
+    /// reader that passed them on should), and an agent stopping on an error mid-round
+    /// would lose them.
+    fn drop(&mut self) {
+        with_consumer!(&mut self.ring, c => c.unread());
+    }
+}
+
 /// The loop of [`Source::fill`] for one producer kind.
-#[allow(clippy::too_many_arguments)]
 fn fill_from<K: ProducerKind>(
     c: &mut Consumer<K>,
     host: &str,
     name: &str,
     seq: &mut u64,
     time_ns: u64,
-    batch_bytes: usize,
-    round_bytes: usize,
+    limits: Limits,
     out: &mut Vec<Vec<u8>>,
-) -> Result<u64, ShipError> {
+) -> Result<Filled, ShipError> {
     let frame = |e: crate::frame::FrameError| ShipError::Source(format!("{name}: {e}"));
     let mut batch = BatchWriter::new(host, name, *seq, TimeSource::Drained, 0).map_err(frame)?;
-    let (mut read, mut bytes) = (0u64, 0usize);
+    let mut filled = Filled::default();
+    let mut bytes = 0usize;
     for rec in c.iter() {
-        if !batch.is_empty() && batch.len() + 16 + rec.len() > batch_bytes {
+        let too_large = BatchWriter::alone(host, name, rec.len()) > limits.max;
+        let len = if too_large { 8 } else { rec.len() };
+        if !batch.is_empty() && batch.len() + RECORD_HEADER_LEN + len.next_multiple_of(8) > limits.batch {
             let next = BatchWriter::new(host, name, batch.next_seq(), TimeSource::Drained, 0).map_err(frame)?;
             out.push(std::mem::replace(&mut batch, next).finish());
         }
-        batch.push(time_ns, rec).map_err(frame)?;
-        read += 1;
+        if too_large {
+            eprintln!(
+                "ringtrace-ship: {name}: record {} is {} bytes: with its batch's header it passes the largest \
+                 message, {} bytes; a marker is shipped in its place",
+                batch.next_seq(),
+                rec.len(),
+                limits.max
+            );
+            batch.push_too_large(time_ns, rec.len() as u64).map_err(frame)?;
+            filled.too_large += 1;
+        } else {
+            batch.push(time_ns, rec).map_err(frame)?;
+        }
+        filled.records += 1;
         bytes += rec.len() + 16;
-        if bytes >= round_bytes {
+        if bytes >= limits.round {
             break;
         }
     }
@@ -247,5 +288,8 @@ fn fill_from<K: ProducerKind>(
     if !batch.is_empty() {
         out.push(batch.finish());
     }
-    Ok(read)
+    Ok(filled)
 }
+
+#[cfg(test)]
+mod tests;

@@ -24,7 +24,8 @@ impl std::error::Error for FleetError {}
 
 /// Reads `topic` on `brokers` from the start of every partition to the end each had
 /// when the read began, within `timeout`; calls `warn` with a message for each
-/// message that is not a valid ringtrace batch (skipped and counted).
+/// message that is not a valid ringtrace batch (skipped and counted) and for each
+/// record its agent could not ship (too large for a message).
 pub fn read_topic(
     brokers: &str,
     topic: &str,
@@ -62,7 +63,7 @@ pub fn read_topic(
     }
     let mut timeline = Timeline::new();
     if ends.is_empty() {
-        return Ok(timeline.finish());
+        return Ok(finish(timeline, &mut warn));
     }
     consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
     // `ends[i].2`: the next offset expected of partition `ends[i].0`.
@@ -87,5 +88,16 @@ pub fn read_topic(
             open -= 1;
         }
     }
-    Ok(timeline.finish())
+    Ok(finish(timeline, &mut warn))
+}
+
+/// Orders the timeline, and warns of the records that were too large to ship.
+fn finish(timeline: Timeline, warn: &mut impl FnMut(String)) -> Fleet {
+    let fleet = timeline.finish();
+    for (host, source, seq, len) in fleet.too_large() {
+        warn(format!(
+            "{host} {source}: record {seq} ({len} bytes) was too large for a Kafka message: its agent shipped a marker in its place"
+        ));
+    }
+    fleet
 }

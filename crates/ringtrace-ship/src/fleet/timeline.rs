@@ -20,12 +20,21 @@ pub struct FleetStats {
     pub missing: u64,
     /// Messages skipped: not a ringtrace batch, or damaged (see the warnings).
     pub damaged: u64,
+    /// Records their agents could not ship, too large for a message: markers in their
+    /// place ([`crate::frame::TOO_LARGE`]), each once; not in [`records`](Self::records)
+    /// nor among the entries, listed by [`Fleet::too_large`].
+    pub too_large: u64,
 }
+
+/// `Lane::recs` length of a marker: payloads are at most
+/// [`MAX_RECORD_LEN`](crate::frame::MAX_RECORD_LEN), below it.
+const MARKER: u32 = u32::MAX;
 
 /// One source's records as read, before sorting.
 #[derive(Debug, Default)]
 struct Lane {
-    /// `(sequence, time, offset of the payload in bytes, its length)`.
+    /// `(sequence, time, offset of the payload in bytes, its length)`; a marker of a
+    /// record too large to ship has length [`MARKER`] and the record's length as offset.
     recs: Vec<(u64, u64, usize, u32)>,
     bytes: Vec<u8>,
 }
@@ -72,8 +81,13 @@ impl Timeline {
         let lane = self.lanes.entry((batch.host.to_string(), batch.source.to_string())).or_default();
         lane.recs.reserve(batch.count as usize);
         for r in batch.records() {
-            lane.recs.push((r.seq, r.time_ns, lane.bytes.len(), r.payload.len() as u32));
-            lane.bytes.extend_from_slice(r.payload);
+            match r.too_large {
+                Some(len) => lane.recs.push((r.seq, r.time_ns, usize::try_from(len).unwrap_or(usize::MAX), MARKER)),
+                None => {
+                    lane.recs.push((r.seq, r.time_ns, lane.bytes.len(), r.payload.len() as u32));
+                    lane.bytes.extend_from_slice(r.payload);
+                }
+            }
         }
         Ok(())
     }
@@ -93,7 +107,9 @@ impl Timeline {
             lane.recs.dedup_by_key(|r| r.0);
             self.stats.duplicates += (before - lane.recs.len()) as u64;
             self.stats.missing += lane.recs.windows(2).map(|w| w[1].0 - w[0].0 - 1).sum::<u64>();
-            self.stats.records += lane.recs.len() as u64;
+            let markers = lane.recs.iter().filter(|r| r.3 == MARKER).count() as u64;
+            self.stats.too_large += markers;
+            self.stats.records += lane.recs.len() as u64 - markers;
             lanes.push((host, source, lane));
         }
         Fleet { lanes, stats: self.stats }
@@ -121,13 +137,21 @@ impl Fleet {
     /// One source's records in sequence order.
     pub fn source<'a>(&'a self, host: &'a str, source: &'a str) -> impl Iterator<Item = Entry<'a>> + 'a {
         self.lanes.iter().filter(move |(h, s, _)| h == host && s == source).flat_map(|(h, s, lane)| {
-            lane.recs.iter().map(move |&(seq, time_ns, at, len)| Entry {
+            lane.recs.iter().filter(|r| r.3 != MARKER).map(move |&(seq, time_ns, at, len)| Entry {
                 host: h,
                 source: s,
                 seq,
                 time_ns,
                 payload: &lane.bytes[at..at + len as usize],
             })
+        })
+    }
+
+    /// The records their agents could not ship, too large for a message: `(host,
+    /// source, sequence, length)`, by source and sequence.
+    pub fn too_large(&self) -> impl Iterator<Item = (&str, &str, u64, u64)> {
+        self.lanes.iter().flat_map(|(h, s, lane)| {
+            (lane.recs.iter().filter(|r| r.3 == MARKER)).map(move |r| (h.as_str(), s.as_str(), r.0, r.2 as u64))
         })
     }
 
@@ -153,13 +177,18 @@ impl<'a> Iterator for Merged<'a> {
     type Item = Entry<'a>;
 
     fn next(&mut self) -> Option<Entry<'a>> {
-        let Reverse((_, lane_at, i)) = self.heap.pop()?;
-        let (host, source, lane) = &self.fleet.lanes[lane_at];
-        let (seq, time_ns, at, len) = lane.recs[i];
-        if let Some(next) = lane.recs.get(i + 1) {
-            self.heap.push(Reverse((next.1, lane_at, i + 1)));
+        // Markers are stepped over: each step pops one record, so this ends.
+        loop {
+            let Reverse((_, lane_at, i)) = self.heap.pop()?;
+            let (host, source, lane) = &self.fleet.lanes[lane_at];
+            let (seq, time_ns, at, len) = lane.recs[i];
+            if let Some(next) = lane.recs.get(i + 1) {
+                self.heap.push(Reverse((next.1, lane_at, i + 1)));
+            }
+            if len != MARKER {
+                return Some(Entry { host, source, seq, time_ns, payload: &lane.bytes[at..at + len as usize] });
+            }
         }
-        Some(Entry { host, source, seq, time_ns, payload: &lane.bytes[at..at + len as usize] })
     }
 }
 

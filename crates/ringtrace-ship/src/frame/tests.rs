@@ -38,8 +38,14 @@ fn records_at(b: &[u8]) -> usize {
 
 /// The bytes the writer makes of a decoded batch (the format has one encoding per batch).
 fn reencode(b: &Batch<'_>) -> Vec<u8> {
-    let records: Vec<(u64, Vec<u8>)> = b.records().map(|r| (r.time_ns, r.payload.to_vec())).collect();
-    build(b.host, b.source, b.first_seq, b.time_source, b.offset_ns, &records)
+    let mut w = BatchWriter::new(b.host, b.source, b.first_seq, b.time_source, b.offset_ns).unwrap();
+    for r in b.records() {
+        match r.too_large {
+            Some(len) => w.push_too_large(r.time_ns, len).unwrap(),
+            None => w.push(r.time_ns, r.payload).unwrap(),
+        }
+    }
+    w.finish()
 }
 
 fn name(max: usize, wide: &'static str) -> impl Strategy<Value = String> {
@@ -196,7 +202,7 @@ proptest! {
         host in prop::collection::vec(prop_oneof![19 => Just(b'a'), 1 => Just(0xff)], 0..6),
         head in (rare(), rare(), rare(), 0u8..3, rare(), prop_oneof![Just(u64::MAX - 3), any::<u64>()]),
         recs in prop::collection::vec(
-            (0u32..24, rare(), any::<u64>(), prop::option::weighted(0.1, 0usize..24), rare()),
+            (0u32..24, prop_oneof![18 => Just(0u32), 1 => Just(TOO_LARGE), 1 => Just(2)], any::<u64>(), prop::option::weighted(0.1, 0usize..24), rare()),
             0..6,
         ),
         miscount in prop::option::weighted(0.1, 0u32..8),
@@ -217,10 +223,10 @@ proptest! {
         b.extend_from_slice(&host);
         b.resize(pad8(b.len()), 0);
         let at = b.len();
-        for (len, bad_flags, time, body, bad_pad) in recs {
+        for (len, flags, time, body, bad_pad) in recs {
             let body = body.unwrap_or(len as usize);
             b.extend_from_slice(&len.to_le_bytes());
-            b.extend_from_slice(&u32::from(bad_flags).to_le_bytes());
+            b.extend_from_slice(&flags.to_le_bytes());
             b.extend_from_slice(&time.to_le_bytes());
             b.extend((0..body).map(|i| i as u8 + 1));
             b.resize(pad8(b.len()), 0);
@@ -361,8 +367,12 @@ fn record_headers_and_padding_are_checked() {
     let at = records_at(&sample());
     let second = at + 16;
     let mut b = sample();
-    edit(&mut b, second + 4, &[1]);
+    edit(&mut b, second + 4, &[2]);
     assert!(matches!(decode_err(&b), FrameError::Records { reason } if reason.contains("flags")));
+    // The too-large flag on a record whose length is not 8 (the second holds 5 bytes).
+    let mut b = sample();
+    edit(&mut b, second + 4, &[1]);
+    assert!(matches!(decode_err(&b), FrameError::Records { reason } if reason.contains("marker")));
     let mut b = sample();
     edit(&mut b, second, &1000u32.to_le_bytes());
     assert!(matches!(decode_err(&b), FrameError::Records { reason } if reason.contains("runs past")));
@@ -408,4 +418,19 @@ fn every_single_byte_change_of_the_sample_is_refused() {
             assert!(Batch::decode(&b).is_err(), "byte {at} ^ {x:#x}");
         }
     }
+}
+
+/// A marker keeps its place, its time and the length it stands for, and no payload.
+#[test]
+fn too_large_markers_round_trip() {
+    let mut w = BatchWriter::new("h", "s", 7, TimeSource::Drained, 0).unwrap();
+    w.push(1, b"before").unwrap();
+    w.push_too_large(2, 3 << 20).unwrap();
+    w.push(3, b"after").unwrap();
+    let bytes = w.finish();
+    let b = Batch::decode(&bytes).unwrap();
+    let got: Vec<_> = b.records().map(|r| (r.seq, r.time_ns, r.payload, r.too_large)).collect();
+    assert_eq!(got, [(7, 1, &b"before"[..], None), (8, 2, &b""[..], Some(3 << 20)), (9, 3, &b"after"[..], None)]);
+    assert_eq!(reencode(&b), bytes);
+    assert_eq!(BatchWriter::alone("h", "s", 6), HEADER_LEN + 8 + RECORD_HEADER_LEN + 8);
 }
