@@ -29,7 +29,7 @@ for which in "${@:-lib cli tracing ffi ship}"; do
   for w in $which; do
     case $w in
       lib) targets+=("-p ringtrace --lib --features tokio") ;;
-      cli) targets+=("-p ringtrace-cli --bin ringtrace") ;;
+      cli) targets+=("-p ringtrace-cli --bin ringtrace --features kafka") ;;
       tracing) targets+=("-p ringtrace-tracing --lib") ;;
       ffi) targets+=("-p ringtrace-ffi --lib") ;;
       ship) targets+=("-p ringtrace-ship --lib") ;;

@@ -76,11 +76,14 @@ echo "== fmt and clippy"
 cargo fmt --all -- --check
 # The workspace builds the library with its `tokio` feature (the bench's async rows use
 # it); the library alone is checked without it too, as a user without the feature builds it.
+# The command is checked with and without its `kafka` feature (kafka:// sources, which
+# link librdkafka): the plain command must build without it; the tests run with it.
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features ringtrace-cli/kafka -- -D warnings
 cargo clippy -p ringtrace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
-RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ship --no-deps -q
+RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ship --no-deps -q --features ringtrace-cli/kafka
 
 echo "== the user crates package and build as published (cargo publish --dry-run)"
 # Each user crate is packaged as crates.io would receive it (the files its `include`
@@ -122,7 +125,7 @@ echo "brokers: $RINGTRACE_KAFKA_BROKERS"
 
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
 idle_start=$SECONDS
-RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka cargo test --workspace --release
+RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka cargo test --workspace --release --features ringtrace-cli/kafka
 echo "release test step: $((SECONDS - idle_start)) s"
 # Nothing else talks to Kafka: its three JVMs go before the loaded and loom steps.
 stop_kafka
@@ -143,17 +146,17 @@ for _ in 1 2; do
   busy_pids+=($!)
 done
 loaded_start=$SECONDS
-# The whole workspace, as built above (a narrower package selection would rebuild with
-# another feature set: leaving out ringtrace-ship alone rebuilt a third of it, 5.5
+# The whole workspace, as built above, with the same features (a narrower package
+# selection, or other features, would rebuild with another feature set: leaving out ringtrace-ship alone rebuilt a third of it, 5.5
 # minutes): unit and integration tests, no doctests. ringtrace-ship's Kafka tests
 # skip here (the cluster is stopped, and this run does not require kafka): they ran
 # in the step before.
-cargo test --workspace --release --lib --tests
+cargo test --workspace --release --features ringtrace-cli/kafka --lib --tests
 stop_busy
 echo "loaded-machine step: $((SECONDS - loaded_start)) s"
 
 echo "== wakeup stress with the symmetric fence barrier (no membarrier)"
-RINGTRACE_BARRIER=fence cargo test --workspace --release --test stress sleeping_consumer
+RINGTRACE_BARRIER=fence cargo test --workspace --release --features ringtrace-cli/kafka --test stress sleeping_consumer
 
 echo "== loom models, exhaustive at LOOM_MAX_PREEMPTIONS=2"
 # With Cargo.toml's release profile (one codegen unit, thin LTO): the models run for
@@ -208,4 +211,4 @@ rm -rf target/example.ctf
 python3 scripts/check-ctf.py target/example.ctf target/example.jsonl
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
-cargo run --release -q -p ringtrace-cli -- demo --seconds 1 >/dev/null
+cargo run --release -q -p ringtrace-cli --features kafka -- demo --seconds 1 >/dev/null

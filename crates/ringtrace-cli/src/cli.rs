@@ -32,9 +32,11 @@ pub enum Command {
     /// producer and counters; a snapshot file's header (its checksums checked); a
     /// kernel BPF ring buffer map's size, mode, positions and records held.
     Stat {
-        /// A ring, channel, snapshot or trace file (for example /dev/shm/app.ring), a recorder directory, or
-        /// bpf-pin:PATH or bpf-id:N.
+        /// A ring, channel, snapshot or trace file (for example /dev/shm/app.ring), a recorder directory,
+        /// bpf-pin:PATH or bpf-id:N, or kafka://BROKERS/TOPIC.
         source: PathBuf,
+        #[command(flatten)]
+        window: TimeWindow,
         /// text: aligned lines, sizes in KiB/MiB; json: one object, exact numbers, the
         /// library's counter names.
         #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
@@ -57,7 +59,8 @@ pub enum Command {
     /// on), handing their space back to the kernel as the map's reader would. A map
     /// has one reader: a second `tail` or `consume` of the same map is refused.
     Tail {
-        /// A ring, channel, snapshot or trace file, a recorder directory, or bpf-pin:PATH or bpf-id:N.
+        /// A ring, channel, snapshot or trace file, a recorder directory, bpf-pin:PATH or bpf-id:N, or
+        /// kafka://BROKERS/TOPIC.
         source: PathBuf,
         /// How many of the newest records to print.
         #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
@@ -79,6 +82,10 @@ pub enum Command {
         /// 5m); with --follow on any source, stop after this long without a new record.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<Duration>,
+        /// kafka:// sources: only records from this time on (see decode --since); with
+        /// --follow, start there rather than at the topic's end.
+        #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
+        since: Option<u64>,
     },
     /// Consume records: print each and hand its space back, so that producers never
     /// stop for want of room.
@@ -147,15 +154,19 @@ pub enum Command {
     /// context, target, message, fields. Lost events print as lines of their own; what
     /// was lost, overwritten or unreadable is summed up on stderr.
     Decode {
-        /// A trace file or a recorder directory.
+        /// A trace file, a recorder directory, or kafka://BROKERS/TOPIC.
         source: PathBuf,
         /// text: one event a line; json: one JSON object a line (time, ts_ns, level,
-        /// thread, tid, target, name, spans, fields).
+        /// thread, tid, target, name, spans, fields). kafka:// sources: one record a line,
+        /// "TIME HOST SOURCE SEQ PAYLOAD" or an object of time, ts_ns, host, source, seq,
+        /// len and data (or hex).
         #[arg(long, value_enum, default_value_t = EventFormat::Text)]
         format: EventFormat,
         /// The same as --format json.
         #[arg(long, hide = true)]
         json: bool,
+        #[command(flatten)]
+        window: TimeWindow,
     },
     /// Write a ringtrace-tracing trace in a format other tools open.
     ///
@@ -168,16 +179,22 @@ pub enum Command {
     /// ctf: CTF 1.8 for babeltrace2 and Trace Compass. A channel file of raw records
     /// exports too: each record an event on its slot's track, with its length and its
     /// first 16 bytes in hex.
+    ///
+    /// kafka://BROKERS/TOPIC: the records a fleet's agents shipped, merged by time, a
+    /// process per host and a thread per source, each record an instant with its
+    /// sequence number, length and first bytes.
     Export {
-        /// A trace file, a recorder directory, or a channel file.
+        /// A trace file, a recorder directory, a channel file, or kafka://BROKERS/TOPIC.
         source: PathBuf,
         /// The output format.
         #[arg(long, value_enum)]
-        format: crate::commands::export::ExportFormat,
+        format: crate::output::ExportFormat,
         /// Write to this file (CTF: this directory) instead of stdout: written whole
         /// under a temporary name, then renamed into place; never the source itself.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        window: TimeWindow,
     },
     /// Create a ring file for producers and a consumer to attach to.
     Create {
@@ -297,6 +314,27 @@ pub enum EventFormat {
     Text,
     /// One JSON object a line.
     Json,
+}
+
+/// `--since` and `--until`: the records of a kafka:// source by time.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct TimeWindow {
+    /// kafka:// sources: only records from this time on: RFC 3339 in UTC
+    /// (2026-11-27T10:00:00Z, a fraction of a second allowed), a duration before now
+    /// (90s, 15m, 2h), or nanoseconds since the Unix epoch. Read from the first Kafka
+    /// message that can hold such a record.
+    #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
+    pub since: Option<u64>,
+    /// kafka:// sources: only records before this time (written as for --since).
+    #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
+    pub until: Option<u64>,
+}
+
+impl TimeWindow {
+    /// The window selected.
+    pub fn get(self) -> crate::fleet::Window {
+        crate::fleet::Window { since: self.since, until: self.until }
+    }
 }
 
 /// The arguments of a `demo` producer process (internal): `ringtrace __demo-producer

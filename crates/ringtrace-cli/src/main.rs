@@ -8,6 +8,7 @@
 //!
 //! * `cli`: the command line (clap): subcommands, arguments, help text.
 //! * `commands::*`: one module per subcommand (`stat` has one per kind of source).
+//! * `fleet`: `kafka://BROKERS/TOPIC`, a fleet's records in Kafka (the `kafka` feature).
 //! * `source`: what a SOURCE argument names, opened (ring, channel, snapshot or trace
 //!   file, recorder directory, BPF map).
 //! * `merge`: a channel file's slots read and merged by timestamp.
@@ -28,6 +29,7 @@ mod cli;
 mod commands;
 mod destination;
 mod failure;
+mod fleet;
 mod follow;
 mod liveness;
 mod merge;
@@ -72,12 +74,19 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<(), Failure> {
     let on = |path: &Path, f: &dyn Fn(Source) -> Result<(), Failure>| f(Source::open(path)?).map_err(|e| e.about(path));
     match command {
-        Command::Stat { source, format, json } => {
+        Command::Stat { source, format, json, window } => {
             let format = if json { ReportFormat::Json } else { format };
+            if let Some(topic) = kafka(&source, window.get())? {
+                return fleet::run(&topic, window.get(), fleet::Job::Stat { format });
+            }
             on(&source, &|s| stat::run(&source, s, format))
         }
-        Command::Tail { source, count, follow, format, json, timeout } => {
+        Command::Tail { source, count, follow, format, json, timeout, since } => {
             let format = if json { records::Format::Json } else { format };
+            let window = fleet::Window { since, until: None };
+            if let Some(topic) = kafka(&source, window)? {
+                return fleet::run(&topic, window, fleet::Job::Tail { count, follow, format, timeout });
+            }
             on(&source, &|s| tail::run(s, count, follow, format, timeout))
         }
         Command::Consume { source, count, follow, timeout, format, json, any_owner } => {
@@ -90,13 +99,19 @@ fn run(command: Command) -> Result<(), Failure> {
             refuse_source(output.as_deref(), &source)?;
             on(&source, &|s| snapshot::run(s, reverse, format, output.as_deref()))
         }
-        Command::Decode { source, format, json } => {
+        Command::Decode { source, format, json, window } => {
             let format =
                 if json || format == cli::EventFormat::Json { records::Format::Json } else { records::Format::Text };
+            if let Some(topic) = kafka(&source, window.get())? {
+                return fleet::run(&topic, window.get(), fleet::Job::Decode { format });
+            }
             on(&source, &|s| decode::run(s, format))
         }
-        Command::Export { source, format, output } => {
+        Command::Export { source, format, output, window } => {
             refuse_source(output.as_deref(), &source)?;
+            if let Some(topic) = kafka(&source, window.get())? {
+                return fleet::run(&topic, window.get(), fleet::Job::Export { format, output });
+            }
             on(&source, &|s| export::run(&source, s, format, output.as_deref()))
         }
         Command::Create { path, capacity, mode, producers, force } => {
@@ -123,12 +138,25 @@ fn owners(any: bool) -> ringtrace::Owners {
     }
 }
 
+/// The topic `source` names if it is a `kafka://` source; a time window is refused
+/// on any other (its records' times are not on one clock the command could select by).
+fn kafka(source: &Path, window: fleet::Window) -> Result<Option<fleet::Topic>, Failure> {
+    match source::Spec::parse(source.as_os_str())? {
+        source::Spec::Kafka(topic) => Ok(Some(topic)),
+        _ if !window.is_all() => {
+            Err(Failure::msg("--since and --until select a kafka:// topic's records by time; this source is not one")
+                .about(source))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Refuses an output that is the source (or inside it), before either is opened.
 fn refuse_source(output: Option<&Path>, source: &Path) -> Result<(), Failure> {
     let Some(output) = output else { return Ok(()) };
     let source = match source::Spec::parse(source.as_os_str())? {
         source::Spec::File(p) | source::Spec::BpfPin(p) => p,
-        source::Spec::BpfId(_) => return Ok(()),
+        source::Spec::BpfId(_) | source::Spec::Kafka(_) => return Ok(()),
     };
     destination::refuse_source(output, &[&source])
 }

@@ -77,3 +77,15 @@ pub enum ReportFormat {
     /// One JSON object on one line, numbers exact.
     Json,
 }
+
+/// The formats `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome's Trace Event Format (JSON): chrome://tracing, ui.perfetto.dev.
+    Chrome,
+    /// Perfetto's protobuf trace of TrackEvent packets: ui.perfetto.dev, trace_processor.
+    Perfetto,
+    /// CTF 1.8, a directory (metadata and a stream file per thread): babeltrace2,
+    /// Trace Compass. Needs -o DIR.
+    Ctf,
+}

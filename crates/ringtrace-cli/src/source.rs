@@ -3,6 +3,8 @@
 //!
 //! * `bpf-pin:PATH` (a map pinned in a bpffs) or `bpf-id:N` (a map id, as `bpftool map`
 //!   lists them): a kernel BPF ring buffer map.
+//! * `kafka://BROKERS/TOPIC`: a fleet's records in Kafka, which `decode`, `export`,
+//!   `tail` and `stat` read through [`crate::fleet`] rather than [`Source`].
 //! * A directory: a `ringtrace-tracing` recorder directory (its rings and catalog).
 //! * Otherwise a path, told apart by its first bytes: a `ringtrace-tracing` trace file
 //!   (a dump or a stream), a channel file (a header page, then one single-producer ring
@@ -52,12 +54,17 @@ pub enum Spec {
     BpfPin(PathBuf),
     /// `bpf-id:N`.
     BpfId(u32),
+    /// `kafka://BROKERS/TOPIC`: a fleet's records (see [`crate::fleet`]).
+    Kafka(crate::fleet::Topic),
 }
 
 impl Spec {
     /// Parses a SOURCE argument.
     pub fn parse(arg: &OsStr) -> Result<Spec, Failure> {
         let Some(s) = arg.to_str() else { return Ok(Spec::File(arg.into())) };
+        if let Some(rest) = s.strip_prefix(crate::fleet::SCHEME) {
+            return crate::fleet::Topic::parse(rest).map(Spec::Kafka);
+        }
         if let Some(p) = s.strip_prefix("bpf-pin:") {
             if p.is_empty() {
                 return Err(Failure::msg("bpf-pin: needs a path, as in bpf-pin:/sys/fs/bpf/events"));
@@ -83,6 +90,7 @@ impl Source {
         match spec {
             Spec::BpfPin(p) => BpfRingBuf::open_pinned(p).map(Source::Bpf).map_err(|e| Failure::msg(chain(&e))),
             Spec::BpfId(id) => BpfRingBuf::open_id(id).map(Source::Bpf).map_err(|e| Failure::msg(chain(&e))),
+            Spec::Kafka(_) => Err(Failure::msg("a kafka:// topic is read by decode, export, tail and stat")),
             Spec::File(path) => {
                 if path.is_dir() {
                     return if path.join(ringtrace_tracing::RINGS_FILE).exists() {

@@ -6,9 +6,15 @@
 //! in order from one partition; after a change of the topic's partition count they
 //! may not) and [`Timeline::finish`] sorts each source by sequence. [`read_topic`]
 //! feeds it a topic from its start up to the end it had when the read began.
+//!
+//! [`export`] writes a fleet's records as one Perfetto, Chrome JSON or CTF trace, a
+//! process per host and a thread per source.
 
+pub mod export;
+mod follow;
 mod kafka;
 mod timeline;
 
-pub use kafka::{read_topic, FleetError};
+pub use follow::{Follow, FollowError};
+pub use kafka::{read_topic, read_topic_since, FleetError};
 pub use timeline::{Entry, Fleet, FleetStats, Merged, Timeline};

@@ -8,21 +8,9 @@ use std::time::{Duration, Instant};
 use ringtrace_tracing::export::{chrome, ctf, perfetto};
 
 use crate::failure::Failure;
-use crate::output::write_output;
+use crate::output::{write_output, ExportFormat};
 use crate::source::Source;
 use crate::traced::Traced;
-
-/// The formats `export` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
-    /// Chrome's Trace Event Format (JSON): chrome://tracing, ui.perfetto.dev.
-    Chrome,
-    /// Perfetto's protobuf trace of TrackEvent packets: ui.perfetto.dev, trace_processor.
-    Perfetto,
-    /// CTF 1.8, a directory (metadata and a stream file per thread): babeltrace2,
-    /// Trace Compass. Needs -o DIR.
-    Ctf,
-}
 
 /// Exports `source`, opened from `path`.
 pub fn run(path: &Path, source: Source, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {

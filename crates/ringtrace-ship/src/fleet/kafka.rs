@@ -5,14 +5,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::timeline::{Fleet, Timeline};
 
 /// Why a topic could not be read.
 #[derive(Debug)]
-pub struct FleetError(String);
+pub struct FleetError(pub(super) String);
 
 impl std::fmt::Display for FleetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,35 +32,35 @@ pub fn read_topic(
     brokers: &str,
     topic: &str,
     timeout: Duration,
+    warn: impl FnMut(String),
+) -> Result<Fleet, FleetError> {
+    read_topic_since(brokers, topic, None, timeout, warn)
+}
+
+/// [`read_topic`] from the first message that can hold a record of `since_ns` (wall
+/// clock ns) or later, if given: the first whose Kafka timestamp is at or after it.
+/// Exact, since an agent sends a record after the time it gives it (the record's
+/// stamp, or the moment it drained it), and the message's timestamp is taken when it
+/// is sent, on the same host's clock. The records before `since_ns` that such messages
+/// hold are kept (the caller filters by time).
+pub fn read_topic_since(
+    brokers: &str,
+    topic: &str,
+    since_ns: Option<u64>,
+    timeout: Duration,
     mut warn: impl FnMut(String),
 ) -> Result<Fleet, FleetError> {
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
     let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
-    // A group of its own: this reader assigns partitions itself and commits nothing.
-    let nonce = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("ringtrace-fleet-{}-{nonce}", std::process::id()))
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "false")
-        .create()
-        .map_err(|e| fail("creating the consumer", &e))?;
-    let metadata = consumer.fetch_metadata(Some(topic), left()).map_err(|e| fail("reading the metadata", &e))?;
-    let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
-        return Err(FleetError(format!("no topic {topic} on {brokers}")));
-    };
-    if let Some(e) = meta.error() {
-        return Err(FleetError(format!("topic {topic} on {brokers}: {e:?}")));
-    }
+    let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
+    let starts = starts(&consumer, topic, since_ns, left()).map_err(|e| fail("reading the offsets", &e))?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
-    for p in meta.partitions() {
-        let (low, high) =
-            consumer.fetch_watermarks(topic, p.id(), left()).map_err(|e| fail("reading the offsets", &e))?;
-        if high > low {
-            assignment.add_partition_offset(topic, p.id(), Offset::Offset(low)).map_err(|e| fail("assigning", &e))?;
-            ends.push((p.id(), high, low));
+    for (p, start, high) in starts {
+        if high > start {
+            assignment.add_partition_offset(topic, p, Offset::Offset(start)).map_err(|e| fail("assigning", &e))?;
+            ends.push((p, high, start));
         }
     }
     let mut timeline = Timeline::new();
@@ -89,6 +91,62 @@ pub fn read_topic(
         }
     }
     Ok(finish(timeline, &mut warn))
+}
+
+/// A consumer of a group of its own: it assigns partitions itself and commits nothing.
+pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
+    let nonce = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("ringtrace-fleet-{}-{nonce}", std::process::id()))
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false")
+        .create()
+}
+
+/// Each partition of `topic`: `(id, first offset to read, end offset now)`. The first
+/// offset is the partition's first, or with `since_ns` that of its first message
+/// timestamped at or after it (the end if none is).
+pub(super) fn starts(
+    consumer: &BaseConsumer,
+    topic: &str,
+    since_ns: Option<u64>,
+    timeout: Duration,
+) -> Result<Vec<(i32, i64, i64)>, String> {
+    let deadline = Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let metadata = consumer.fetch_metadata(Some(topic), left()).map_err(|e| e.to_string())?;
+    let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
+        return Err(format!("no topic {topic}"));
+    };
+    if let Some(e) = meta.error() {
+        return Err(match RDKafkaErrorCode::from(e) {
+            RDKafkaErrorCode::UnknownTopicOrPartition => format!("no topic {topic}"),
+            code => format!("topic {topic}: {code}"),
+        });
+    }
+    let mut out = Vec::new();
+    for p in meta.partitions() {
+        let (low, high) = consumer.fetch_watermarks(topic, p.id(), left()).map_err(|e| e.to_string())?;
+        out.push((p.id(), low, high));
+    }
+    if let Some(since) = since_ns {
+        // Kafka's timestamps are milliseconds: the millisecond that holds `since`.
+        let ms = i64::try_from(since / 1_000_000).unwrap_or(i64::MAX);
+        let mut query = TopicPartitionList::new();
+        for &(p, _, _) in &out {
+            query.add_partition_offset(topic, p, Offset::Offset(ms)).map_err(|e| e.to_string())?;
+        }
+        let found = consumer.offsets_for_times(query, left()).map_err(|e| e.to_string())?;
+        for (p, low, high) in out.iter_mut() {
+            *low = match found.find_partition(topic, *p).map(|e| e.offset()) {
+                Some(Offset::Offset(o)) => o.clamp(*low, *high),
+                // No message at or after that time.
+                _ => *high,
+            };
+        }
+    }
+    Ok(out)
 }
 
 /// Orders the timeline, and warns of the records that were too large to ship.

@@ -1,0 +1,161 @@
+//! `kafka://BROKERS/TOPIC`: the records a fleet's agents (`ringtrace-ship ship`)
+//! shipped into a Kafka topic, read back as one timeline by `decode`, `export`, `tail`
+//! and `stat`. Copies (an agent restarted after a crash sends its unacknowledged
+//! batches again) are dropped by (host, source, sequence) and counted; damaged
+//! messages and records too large to ship are counted and reported on stderr.
+//!
+//! Reading Kafka needs the command built with the `kafka` feature (`cargo install
+//! ringtrace-cli --features kafka`), which links librdkafka; without it these sources
+//! are refused with a message saying so.
+
+#[cfg(feature = "kafka")]
+mod read;
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::failure::Failure;
+use crate::output::{ExportFormat, ReportFormat};
+use crate::records::Format;
+
+/// The prefix of a Kafka source.
+pub const SCHEME: &str = "kafka://";
+
+/// A topic on a cluster: `kafka://BROKERS/TOPIC`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topic {
+    /// Bootstrap servers, `host:port,...`.
+    pub brokers: String,
+    /// The topic's name.
+    pub topic: String,
+}
+
+impl Topic {
+    /// Parses what follows `kafka://`.
+    pub fn parse(rest: &str) -> Result<Topic, Failure> {
+        let usage = "as in kafka://127.0.0.1:9092/events or kafka://b1:9092,b2:9092/events";
+        let Some((brokers, topic)) = rest.split_once('/') else {
+            return Err(Failure::msg(format!("kafka://{rest}: name the brokers, then the topic, {usage}")));
+        };
+        if brokers.is_empty() || brokers.split(',').any(|b| b.trim().is_empty()) {
+            return Err(Failure::msg(format!("kafka://{rest}: a broker is missing before the topic, {usage}")));
+        }
+        // Kafka's rule for topic names (kafka.common.internals.Topic.validate).
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if topic.is_empty() || topic.len() > 249 || !topic.chars().all(valid) || topic == "." || topic == ".." {
+            return Err(Failure::msg(format!(
+                "kafka://{rest}: {topic:?} is not a topic name (1 to 249 of a-z, A-Z, 0-9, '.', '_' and '-'), {usage}"
+            )));
+        }
+        Ok(Topic { brokers: brokers.to_string(), topic: topic.to_string() })
+    }
+}
+
+/// Which records, by time: wall-clock ns since the Unix epoch, `since` included,
+/// `until` not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Window {
+    pub since: Option<u64>,
+    pub until: Option<u64>,
+}
+
+impl Window {
+    /// Whether a record of time `ns` is in the window.
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+    pub fn holds(&self, ns: u64) -> bool {
+        self.since.is_none_or(|s| ns >= s) && self.until.is_none_or(|u| ns < u)
+    }
+
+    /// Whether the window selects anything (no bound set).
+    pub fn is_all(&self) -> bool {
+        self.since.is_none() && self.until.is_none()
+    }
+}
+
+/// What a command does with a topic. (Without the `kafka` feature nothing reads it:
+/// every job is refused.)
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+pub enum Job {
+    /// Every record in the window, merged by time, one a line.
+    Decode { format: Format },
+    /// Every record in the window as one trace, a process per host.
+    Export { format: ExportFormat, output: Option<PathBuf> },
+    /// The newest `count` records in the window, or with `follow` every new one.
+    Tail { count: usize, follow: bool, format: Format, timeout: Option<Duration> },
+    /// The topic's hosts, sources and counters.
+    Stat { format: ReportFormat },
+}
+
+/// Runs `job` on `topic`.
+pub fn run(topic: &Topic, window: Window, job: Job) -> Result<(), Failure> {
+    #[cfg(feature = "kafka")]
+    {
+        read::run(topic, window, job)
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (window, job);
+        Err(Failure::msg(format!(
+            "kafka://{}/{}: this ringtrace was built without Kafka (cargo install ringtrace-cli --features kafka; \
+             or read the topic with ringtrace-ship read)",
+            topic.brokers, topic.topic
+        )))
+    }
+}
+
+/// Parses a `--since`/`--until` time: RFC 3339 in UTC (`2026-11-27T10:00:00Z`, a
+/// fraction of a second allowed), a duration before now with its unit (`90s`, `15m`,
+/// `2h`), or nanoseconds since the Unix epoch (digits only).
+pub fn parse_time(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map_err(|_| format!("`{s}`: nanoseconds since the epoch fit in 20 digits"));
+    }
+    let since_epoch = |at: SystemTime| at.duration_since(UNIX_EPOCH).map(|d| d.as_nanos());
+    if t.contains('-') {
+        let at = humantime::parse_rfc3339_weak(t).map_err(|e| {
+            format!("`{s}` is not a time: {e} (write 2026-11-27T10:00:00Z, a duration ago such as 15m, or ns since the epoch)")
+        })?;
+        let ns = since_epoch(at).map_err(|_| format!("`{s}` is before 1970"))?;
+        return u64::try_from(ns).map_err(|_| format!("`{s}` is past 2554"));
+    }
+    let ago = crate::units::parse_duration(t).map_err(|e| format!("{e}; or a time, as 2026-11-27T10:00:00Z"))?;
+    let now = since_epoch(SystemTime::now()).map_err(|_| "the clock is before 1970".to_string())?;
+    Ok(u64::try_from(now.saturating_sub(ago.as_nanos())).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_parse() {
+        let t = Topic::parse("127.0.0.1:9092,b:1/events.v1").unwrap();
+        assert_eq!((t.brokers.as_str(), t.topic.as_str()), ("127.0.0.1:9092,b:1", "events.v1"));
+        for bad in ["", "b:1", "/t", "b:1/", "b:1,/t", "b:1/a/b", "b:1/..", "b:1/sp ace"] {
+            assert!(Topic::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(Topic::parse(&format!("b:1/{}", "x".repeat(250))).is_err());
+    }
+
+    #[test]
+    fn times_parse() {
+        assert_eq!(parse_time("1700000000000000000"), Ok(1_700_000_000_000_000_000));
+        assert_eq!(parse_time("2023-11-14T22:13:20Z"), Ok(1_700_000_000_000_000_000));
+        assert_eq!(parse_time("2023-11-14T22:13:20.5Z"), Ok(1_700_000_000_500_000_000));
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let ago = parse_time("15m").unwrap();
+        assert!((now - 15 * 60 * 1_000_000_000).abs_diff(ago) < 60 * 1_000_000_000);
+        for bad in ["", "yesterday", "2023-13-01T00:00:00Z", "5x", "1969-12-31T23:59:59Z"] {
+            assert!(parse_time(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn windows_hold_since_and_not_until() {
+        let w = Window { since: Some(10), until: Some(20) };
+        assert!(!w.holds(9) && w.holds(10) && w.holds(19) && !w.holds(20));
+        assert!(Window::default().holds(0) && Window::default().is_all());
+    }
+}

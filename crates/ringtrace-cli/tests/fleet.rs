@@ -1,0 +1,231 @@
+//! `kafka://BROKERS/TOPIC` sources against the test command's Kafka cluster
+//! (`scripts/kafka.sh`, named by `RINGTRACE_KAFKA_BROKERS`): batches made as agents
+//! make them (`ringtrace_ship::frame`), with chosen times, copies, a damaged message
+//! and a too-large marker, read back by `decode`, `stat`, `export` and `tail -f`.
+//! Without a cluster these skip with a message, unless `RINGTRACE_REQUIRE` names
+//! `kafka` (the test command's does), where they fail.
+#![cfg(feature = "kafka")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::*;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+use ringtrace_fixtures::{skip, Feature};
+use ringtrace_ship::frame::{BatchWriter, TimeSource};
+
+fn brokers() -> Option<String> {
+    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
+        Ok(b) if !b.is_empty() => Some(b),
+        _ => {
+            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
+            None
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// A topic of its own, `partitions` wide, replicated 3 times.
+fn create_topic(brokers: &str, what: &str, partitions: i32) -> String {
+    let name = format!("ringtrace-cli-{what}-{}-{}", std::process::id(), now_ns());
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+    let topic = NewTopic::new(&name, partitions, TopicReplication::Fixed(3));
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for r in futures_executor::block_on(admin.create_topics([&topic], &opts)).expect("create_topics") {
+        r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
+    }
+    name
+}
+
+/// Produces `(key, message)` pairs in order, acknowledged.
+fn produce(brokers: &str, topic: &str, messages: &[(String, Vec<u8>)]) {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    for (key, m) in messages {
+        p.send(BaseRecord::to(topic).key(key).payload(m)).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// One record of the model: (time, host, source, seq, payload).
+type Rec = (u64, String, String, u64, String);
+
+/// 3 hosts x 2 sources, 40 records each in batches of 8, with times interleaved
+/// across hosts from `base`; every source's second batch is sent twice, and host 1's
+/// source 0 has a too-large marker as its record 20. Returns the messages and the
+/// records a reader must deliver.
+fn fleet(base: u64) -> (Vec<(String, Vec<u8>)>, Vec<Rec>) {
+    let (mut messages, mut recs) = (Vec::new(), Vec::new());
+    for h in 0..3u64 {
+        for s in 0..2u64 {
+            let (host, source) = (format!("host-{h}"), format!("/dev/shm/s{s}.ring"));
+            let key = format!("{host}/{source}");
+            for first in (0..40u64).step_by(8) {
+                let mut w = BatchWriter::new(&host, &source, first, TimeSource::Drained, 0).unwrap();
+                for seq in first..first + 8 {
+                    let time = base + seq * 1_000 + h * 100 + s * 10;
+                    if (h, s, seq) == (1, 0, 20) {
+                        w.push_too_large(time, 5 << 20).unwrap();
+                        continue;
+                    }
+                    let payload = format!("h{h} s{s} #{seq}");
+                    w.push(time, payload.as_bytes()).unwrap();
+                    recs.push((time, host.clone(), source.clone(), seq, payload));
+                }
+                let m = w.finish();
+                if first == 8 {
+                    messages.push((key.clone(), m.clone()));
+                }
+                messages.push((key.clone(), m));
+            }
+        }
+    }
+    messages.push(("junk".into(), b"not a ringtrace batch".to_vec()));
+    recs.sort();
+    (messages, recs)
+}
+
+/// The JSON lines of `decode --json` as model records.
+fn parsed(stdout: &str) -> Vec<Rec> {
+    stdout
+        .lines()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            (
+                j["ts_ns"].as_str().unwrap().parse().unwrap(),
+                j["host"].as_str().unwrap().to_string(),
+                j["source"].as_str().unwrap().to_string(),
+                j["seq"].as_u64().unwrap(),
+                j["data"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn run_long(args: &[&str]) -> Output {
+    let (mut child, out, err) = spawn(args);
+    let what = args.join(" ");
+    let code = code(child.wait(Duration::from_secs(120), &what), &what);
+    Output { code, stdout: std::fs::read_to_string(out).unwrap(), stderr: std::fs::read_to_string(err).unwrap() }
+}
+
+/// `decode`, `stat` and `export` of a topic: every record once, merged by time across
+/// hosts, copies, the damaged message and the marker counted; `--since`/`--until` select
+/// exactly the records in the window.
+#[test]
+fn a_fleet_decodes_exports_and_counts_as_one_timeline() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "decode", 3);
+    let base = 1_700_000_000_000_000_000;
+    let (messages, model) = fleet(base);
+    produce(&brokers, &topic, &messages);
+    let src = format!("kafka://{brokers}/{topic}");
+
+    let o = run_long(&["decode", "--json", &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(parsed(&o.stdout), model, "every record once, in time order");
+    assert!(o.stderr.contains("48 copies dropped") && o.stderr.contains("1 damaged"), "{}", o.stderr);
+    assert!(o.stderr.contains("record 20 (5242880 bytes) was too large"), "{}", o.stderr);
+
+    // Windows on both sides of records, and an empty one.
+    for (since, until) in [(10_000, 20_000), (8_110, 8_111), (0, 1), (39_000, 41_000), (25_000, 25_000)] {
+        let (s, u) = ((base + since).to_string(), (base + until).to_string());
+        let o = run_long(&["decode", "--json", "--since", &s, "--until", &u, &src]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let expect: Vec<Rec> = model.iter().filter(|r| r.0 >= base + since && r.0 < base + until).cloned().collect();
+        assert_eq!(parsed(&o.stdout), expect, "window [{since}, {until})");
+    }
+
+    let o = run_long(&["stat", "--format", "json", &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["records"], model.len() as u64);
+    assert_eq!((j["hosts"].as_u64(), j["duplicates"].as_u64()), (Some(3), Some(48)));
+    assert_eq!((j["damaged"].as_u64(), j["too_large"].as_u64(), j["missing"].as_u64()), (Some(1), Some(1), Some(0)));
+    assert_eq!(j["sources"].as_array().unwrap().len(), 6);
+    assert_eq!(j["first_ns"], model[0].0.to_string());
+
+    // Chrome: a process per host named after it, a thread per source, an instant a record.
+    let o = run_long(&["export", "--format", "chrome", &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let events = j["traceEvents"].as_array().unwrap();
+    let instants = events.iter().filter(|e| e["ph"] == "i").count();
+    assert_eq!(instants, model.len());
+    let hosts: BTreeSet<&str> =
+        events.iter().filter(|e| e["name"] == "process_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
+    assert_eq!(hosts, BTreeSet::from(["host-0", "host-1", "host-2"]));
+    let threads = events.iter().filter(|e| e["name"] == "thread_name").count();
+    assert_eq!(threads, 6);
+
+    // Perfetto and CTF are written whole, under the names given.
+    let out = temp("fleet.pftrace");
+    let o = run_long(&["export", "--format", "perfetto", "-o", out.to_str().unwrap(), &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{} records of 3 hosts (6 sources)", model.len())), "{}", o.stderr);
+    assert!(std::fs::metadata(&out).unwrap().len() > model.len() as u64 * 8);
+    let dir = temp("fleet-ctf");
+    let o = run_long(&["export", "--format", "ctf", "-o", dir.to_str().unwrap(), &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(dir.join("metadata").is_file());
+}
+
+/// `tail -f` from a time: each record once as its batch arrives (a copy sent after it
+/// is dropped), then the follow ends after `--timeout` without a record.
+#[test]
+fn tail_follows_a_topic_and_drops_copies() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "follow", 2);
+    let src = format!("kafka://{brokers}/{topic}");
+    let since = now_ns().to_string();
+    let (mut child, out, err) = spawn(&["tail", "-f", "--json", "--since", &since, "--timeout", "4s", &src]);
+    let mut w = BatchWriter::new("h", "r", 0, TimeSource::Drained, 0).unwrap();
+    for seq in 0..100u64 {
+        w.push(now_ns(), format!("rec {seq}").as_bytes()).unwrap();
+    }
+    let m = w.finish();
+    let start = Instant::now();
+    produce(&brokers, &topic, &[("h/r".into(), m.clone()), ("h/r".into(), m)]);
+    let status = child.wait(Duration::from_secs(60), "tail -f");
+    assert_eq!(code(status, "tail -f"), 0, "{}", std::fs::read_to_string(&err).unwrap());
+    assert!(start.elapsed() >= Duration::from_secs(4), "the follow waited out its timeout");
+    let stdout = std::fs::read_to_string(out).unwrap();
+    let seqs: Vec<u64> = parsed(&stdout).iter().map(|r| r.3).collect();
+    assert_eq!(seqs, (0..100).collect::<Vec<_>>());
+    let stderr = std::fs::read_to_string(err).unwrap();
+    assert!(stderr.contains("100 copies dropped"), "{stderr}");
+}
+
+/// Sources and windows that cannot work are refused with a message, before any read.
+#[test]
+fn kafka_sources_and_windows_are_checked() {
+    for (args, msg) in [
+        (&["decode", "kafka://b:1"][..], "name the brokers, then the topic"),
+        (&["decode", "kafka:///t"], "a broker is missing"),
+        (&["decode", "kafka://b:1/no space"], "is not a topic name"),
+        (&["snapshot", "kafka://b:1/t"], "read by decode, export, tail and stat"),
+        (&["decode", "--since", "yesterday", "kafka://b:1/t"], "is not a duration"),
+    ] {
+        let o = run(args);
+        assert_ne!(o.code, 0, "{args:?}");
+        assert!(o.stderr.contains(msg), "{args:?}: {}", o.stderr);
+    }
+    let ring = temp("w.ring");
+    assert_eq!(run(&["create", "--capacity", "4k", ring.to_str().unwrap()]).code, 0);
+    let o = run(&["decode", "--since", "1m", ring.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("--since and --until select a kafka:// topic"), "{}", o.stderr);
+}

@@ -1,0 +1,399 @@
+//! A fleet's records as one trace file that other tools open: each host a process,
+//! each of its sources a thread of it, each record an instant event, so that a
+//! request is seen crossing hosts in one view.
+//!
+//! ```no_run
+//! # fn run(fleet: &ringtrace_ship::fleet::Fleet) -> std::io::Result<()> {
+//! use ringtrace_ship::fleet::export;
+//!
+//! // A minute of the fleet (the caller picks the window).
+//! let (from, to) = (1_700_000_000_000_000_000, 1_700_000_060_000_000_000);
+//! let window = fleet.timeline().filter(|e| (from..to).contains(&e.time_ns));
+//! let mut out = std::io::BufWriter::new(std::fs::File::create("fleet.pftrace")?);
+//! let done = export::perfetto(fleet, window, &mut out)?;
+//! eprintln!("{} records of {} sources on {} hosts", done.records, done.sources, done.hosts);
+//! # Ok(()) }
+//! ```
+//!
+//! # The formats
+//!
+//! * [`perfetto()`]: Perfetto's protobuf trace (a `Trace` of `TracePacket`s carrying
+//!   `TrackEvent`s), which Perfetto's UI (ui.perfetto.dev) and `trace_processor` open.
+//!   The messages are the ones `ringtrace-tracing` generates from Perfetto's schema
+//!   ([`ringtrace_tracing::export::perfetto::proto`], which also decodes the output).
+//!   A `ProcessDescriptor` track per host and a `ThreadDescriptor` track per source,
+//!   under its host's, all on packet sequence 1; each source's events on a packet
+//!   sequence of their own (2, 3, ...), whose first packet clears the sequence's
+//!   incremental state, interns the event name, the category and the annotation names
+//!   (`InternedData`), and sets the source's track as the sequence's default
+//!   (`TracePacketDefaults`), so that every later packet of the sequence refers to
+//!   them by number. The packets are written one after the other (each a `0x0A` tag,
+//!   its length and its bytes), nothing but the current one built. The instants after
+//!   a sequence's first, the export's hot path, are encoded by hand: the same bytes
+//!   prost writes for them (the tests check), without building the message.
+//! * [`chrome()`]: Chrome's Trace Event Format, the JSON that `chrome://tracing`,
+//!   Perfetto's UI and `trace_processor` open: `{"traceEvents":[...]}`, one event a
+//!   line. `M` metadata events name each process (`process_name`) and thread
+//!   (`thread_name`) and keep them in the fleet's order (`process_sort_index`,
+//!   `thread_sort_index`); each record is an `i` event of thread scope (`"s":"t"`)
+//!   with its annotations in `args`. Strings are escaped by `serde_json`.
+//! * [`ctf()`]: CTF 1.8, the Common Trace Format that babeltrace2 and Trace Compass
+//!   read, as `ringtrace_tracing::export::ctf` writes it: a directory with `metadata`
+//!   (TSDL text) and one binary stream file per source, `stream-PID-TID`, all of one
+//!   stream class. CTF 1.8 has one `env` per trace, not per stream, so each packet's
+//!   context holds the stream's `pid` and `tid` and its `host` and `source` names
+//!   (strings), which babeltrace2 prints beside every event; the `env` holds
+//!   `tracer_name = "ringtrace-ship"` and `host_PID = "NAME"` for each host written.
+//!   Each record is an event `ringtrace:record` with the fields `seq`, `len`,
+//!   `time_ns` (`uint64_t`), `head` and `text` (strings; `text` is empty where the
+//!   payload is not text). Packets hold at most 1 MiB of events, every field
+//!   byte-aligned, little-endian.
+//!
+//! # The mapping (the same in the three formats)
+//!
+//! * **Host → process.** The hosts are numbered 1, 2, 3, ... in the order of
+//!   [`Fleet::sources`] (sorted by name): that is their pid, and the host's name is the
+//!   process's name.
+//! * **Source → thread** of its host's process, named by the source (a ring file's
+//!   path). Tids number the sources after the hosts: with `H` hosts in the fleet, its
+//!   sources are `H + 1`, `H + 2`, ... in the order of [`Fleet::sources`]. So no tid
+//!   appears twice in a trace and none equals a pid, as on one Linux host: tools that
+//!   assume so (one that takes the thread whose tid is its pid for the process's main
+//!   thread, as `trace_processor` does) show each source as a thread of its own.
+//! * The numbers come from the whole fleet, not from the entries given, so a host or a
+//!   source has the same pid or tid in every window exported from the same fleet. Only
+//!   the hosts and sources that have at least one entry are described (a window shows
+//!   no empty track for an idle source); [`Exported::hosts`] and
+//!   [`Exported::sources`] count those. An entry of a (host, source) the fleet does
+//!   not have (one made by hand) is not refused: a new host takes the next pid and a
+//!   new source the next tid, after all the fleet's numbers.
+//! * **Record → instant event** named `record`, category (target) `ringtrace`, at the
+//!   record's time, on its source's thread, with the annotations (`args`):
+//!   * `seq`: the record's sequence number in its source;
+//!   * `len`: the payload's length in bytes;
+//!   * `head`: its first 16 bytes in lowercase hex (empty for an empty payload);
+//!   * `text`: only where the payload is text, its first 64 characters. A payload is
+//!     text when, less one final `\n` or `\r\n`, it is not empty, all valid UTF-8, and
+//!     holds no control character but tab. The whole payload is checked (its length
+//!     is what the check costs), and `len` says how much the 64 characters leave out.
+//!
+//!   The events are written in the order of `entries`, each exactly once.
+//!
+//! # The clock
+//!
+//! The records' times are wall-clock nanoseconds since the Unix epoch, as each host's
+//! agent stamped them (hosts' clocks are only as close as NTP or PTP keeps them), and
+//! every format carries them unchanged:
+//!
+//! * Perfetto: each packet's `timestamp`, in ns. The file declares no clock (no
+//!   `timestamp_clock_id`, no `ClockSnapshot`), so the times are in the trace's default
+//!   clock, which Perfetto's schema calls `BOOTTIME`; no conversion is applied, as
+//!   there is no other clock to convert from. The UI shows times from the start of the
+//!   trace by default; with its timestamp format set to UTC it shows the wall-clock
+//!   date and time, since without a `REALTIME` clock snapshot it takes trace time 0 for
+//!   the Unix epoch.
+//! * Chrome: `ts` in microseconds, written as decimal text with three fraction digits,
+//!   exact to the nanosecond. Readers that parse numbers as doubles (JavaScript's
+//!   `chrome://tracing`, `trace_processor`'s JSON importer) round today's times to a
+//!   quarter of a microsecond (a double holds 53 bits).
+//! * CTF: the `realtime` clock, 1 GHz, offset 0 and `absolute = true` (its origin is
+//!   the Unix epoch), so babeltrace2 prints wall-clock times
+//!   (`--clock-date` adds the date). A CTF stream cannot go back in time, and a
+//!   source's times may (its records come in sequence order, and an agent's clock can
+//!   be stepped back): an event stamped earlier than its stream's previous one is
+//!   stamped at that previous time instead, and its `time_ns` field keeps its own.
+//!   Likewise a time of `i64::MAX` ns or later (the year 2262), which babeltrace2
+//!   cannot convert, is stamped `i64::MAX - 1`.
+//!
+//! # Limits
+//!
+//! * Perfetto and `trace_processor` keep times in signed 64-bit nanoseconds: times after
+//!   2262 (above `i64::MAX`) do not load as written (the CTF export stamps them
+//!   `i64::MAX - 1`, see above). pids and tids are 32-bit signed in Perfetto's schema
+//!   (numbers above `i32::MAX` are written as `i32::MAX`).
+//! * The Perfetto file's names are interned per sequence, so the output grows with the
+//!   records only: about 76 bytes a record (64-byte binary payloads at today's
+//!   times), plus the text shown.
+//! * [`ctf()`] keeps one file open per source written, and each source's open packet
+//!   (up to 1 MiB) in memory.
+//! * Nothing in a payload can fail an export: empty, huge or non-UTF-8 payloads are
+//!   shown by `len` and `head` alone. Host and source names are written as they are
+//!   (JSON-escaped; a NUL in a CTF string becomes the two characters `\0`).
+
+mod chrome;
+mod ctf;
+mod perfetto;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use foldhash::HashMap;
+
+use super::{Entry, Fleet};
+
+/// What an export wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exported {
+    /// Records written (one instant event each).
+    pub records: u64,
+    /// Hosts described (processes): those with at least one record written.
+    pub hosts: u32,
+    /// Sources described (threads): those with at least one record written.
+    pub sources: u32,
+}
+
+/// Writes `entries` of `fleet` as a Perfetto protobuf trace to `out`, and flushes it
+/// (see the [module docs](self) for what the file holds).
+///
+/// Output is gathered into 64 KiB writes, and no allocation is made per record: the
+/// packets are encoded into one reused buffer (the first of each source's sequence
+/// from one reused message).
+///
+/// # Errors
+///
+/// The errors of `out`: what was written before one is a valid but shorter trace.
+pub fn perfetto<'a, W: Write>(
+    fleet: &'a Fleet,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+    out: &mut W,
+) -> io::Result<Exported> {
+    perfetto::write(fleet, entries, out)
+}
+
+/// Writes `entries` of `fleet` as Chrome trace JSON to `out`, and flushes it (see the
+/// [module docs](self)).
+///
+/// # Errors
+///
+/// The errors of `out`.
+pub fn chrome<'a, W: Write>(
+    fleet: &'a Fleet,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+    out: &mut W,
+) -> io::Result<Exported> {
+    chrome::write(fleet, entries, out)
+}
+
+/// Writes `entries` of `fleet` as a CTF 1.8 trace into the directory `dir` (see the
+/// [module docs](self)): `dir` is made if missing (with its parents), then a
+/// `stream-PID-TID` file per source written and `metadata`, last.
+///
+/// Each file is created new: an export into a directory that already holds one of
+/// these names fails (give each export a new directory; other files in it would be
+/// read as part of the trace).
+///
+/// # Errors
+///
+/// Making the directory, creating or writing a file.
+pub fn ctf<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>, dir: &Path) -> io::Result<Exported> {
+    ctf::write(fleet, entries, dir)
+}
+
+/// The event name of a record.
+const NAME: &str = "record";
+/// The category (target) of a record's event.
+const CATEGORY: &str = "ringtrace";
+/// Payload bytes shown in hex (`head`).
+const HEAD_BYTES: usize = 16;
+/// Characters of a text payload shown (`text`).
+const TEXT_CHARS: usize = 64;
+/// Bytes gathered before each write to the output.
+const FLUSH_AT: usize = 64 << 10;
+/// Name addresses remembered at most (entries made by hand may each bring their own).
+const MAX_ADDRS: usize = 1 << 16;
+
+/// A host: its pid, and whether it was described.
+#[derive(Debug)]
+struct Host<'a> {
+    name: &'a str,
+    pid: u32,
+    described: bool,
+}
+
+/// A source: its host, its tid, and whether it was described.
+#[derive(Debug)]
+struct Track<'a> {
+    host: usize,
+    source: &'a str,
+    tid: u32,
+    described: bool,
+}
+
+/// What [`Tracks::first_use`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    /// The track was described already.
+    Again,
+    /// Its first record: describe the track (its host was described already).
+    NewTrack,
+    /// The first record of its host: describe the host, then the track.
+    NewHost,
+}
+
+/// The hosts and sources of an export, numbered from the fleet.
+#[derive(Debug)]
+struct Tracks<'a> {
+    hosts: Vec<Host<'a>>,
+    sources: Vec<Track<'a>>,
+    /// Tracks by the addresses and lengths of their names: an entry of
+    /// [`Fleet::timeline`] borrows the fleet's names, so this finds its track without
+    /// hashing the texts. A `&'a str`'s bytes do not change while `'a` lasts, so one
+    /// address and length is one text.
+    by_addr: HashMap<(usize, usize, usize, usize), usize>,
+    by_text: HashMap<(&'a str, &'a str), usize>,
+    host_by_name: HashMap<&'a str, usize>,
+    /// The next id for a host or source the fleet does not have.
+    next_id: u32,
+    described_hosts: u32,
+    described_sources: u32,
+}
+
+impl<'a> Tracks<'a> {
+    /// The fleet's hosts and sources, numbered (none described yet).
+    fn new(fleet: &'a Fleet) -> Self {
+        let mut t = Tracks {
+            hosts: Vec::new(),
+            sources: Vec::new(),
+            by_addr: HashMap::default(),
+            by_text: HashMap::default(),
+            host_by_name: HashMap::default(),
+            next_id: 1,
+            described_hosts: 0,
+            described_sources: 0,
+        };
+        let sources: Vec<(&'a str, &'a str)> = fleet.sources().collect();
+        for &(host, _) in &sources {
+            t.host(host);
+        }
+        for (host, source) in sources {
+            let i = t.add(host, source);
+            t.by_addr.insert(Self::addr(host, source), i);
+        }
+        t
+    }
+
+    fn addr(host: &str, source: &str) -> (usize, usize, usize, usize) {
+        (host.as_ptr().addr(), host.len(), source.as_ptr().addr(), source.len())
+    }
+
+    fn next(&mut self) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.saturating_add(1);
+        id
+    }
+
+    /// The index of `host`, numbered next if new.
+    fn host(&mut self, host: &'a str) -> usize {
+        if let Some(&i) = self.host_by_name.get(host) {
+            return i;
+        }
+        let pid = self.next();
+        self.hosts.push(Host { name: host, pid, described: false });
+        self.host_by_name.insert(host, self.hosts.len() - 1);
+        self.hosts.len() - 1
+    }
+
+    /// Numbers a new track (and its host, if new).
+    fn add(&mut self, host: &'a str, source: &'a str) -> usize {
+        if let Some(&i) = self.by_text.get(&(host, source)) {
+            return i;
+        }
+        let h = self.host(host);
+        let tid = self.next();
+        self.sources.push(Track { host: h, source, tid, described: false });
+        self.by_text.insert((host, source), self.sources.len() - 1);
+        self.sources.len() - 1
+    }
+
+    /// The track of `e`, numbered next if the fleet does not have it.
+    fn find(&mut self, e: &Entry<'a>) -> usize {
+        let key = Self::addr(e.host, e.source);
+        if let Some(&i) = self.by_addr.get(&key) {
+            return i;
+        }
+        let i = self.add(e.host, e.source);
+        if self.by_addr.len() < MAX_ADDRS {
+            self.by_addr.insert(key, i);
+        }
+        i
+    }
+
+    /// Marks track `i` (and its host) described, telling what was not yet.
+    fn first_use(&mut self, i: usize) -> Use {
+        let Some(t) = self.sources.get_mut(i) else { return Use::Again };
+        if t.described {
+            return Use::Again;
+        }
+        t.described = true;
+        self.described_sources = self.described_sources.saturating_add(1);
+        let Some(h) = self.hosts.get_mut(t.host) else { return Use::NewTrack };
+        if h.described {
+            return Use::NewTrack;
+        }
+        h.described = true;
+        self.described_hosts = self.described_hosts.saturating_add(1);
+        Use::NewHost
+    }
+
+    /// Track `i`'s host name, pid, source name and tid.
+    fn ids(&self, i: usize) -> (&'a str, u32, &'a str, u32) {
+        let Some(t) = self.sources.get(i) else { return ("", 0, "", 0) };
+        let (host, pid) = self.hosts.get(t.host).map_or(("", 0), |h| (h.name, h.pid));
+        (host, pid, t.source, t.tid)
+    }
+
+    fn exported(&self, records: u64) -> Exported {
+        Exported { records, hosts: self.described_hosts, sources: self.described_sources }
+    }
+}
+
+/// The first [`HEAD_BYTES`] of a payload in lowercase hex.
+struct Head {
+    hex: [u8; 2 * HEAD_BYTES],
+    len: usize,
+}
+
+impl Head {
+    fn of(payload: &[u8]) -> Head {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut h = Head { hex: [0; 2 * HEAD_BYTES], len: 0 };
+        for (pair, &b) in h.hex.chunks_exact_mut(2).zip(payload.iter().take(HEAD_BYTES)) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+            h.len += 2;
+        }
+        h
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.hex[..self.len]
+    }
+
+    fn as_str(&self) -> &str {
+        // Hex digits: always ASCII.
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+/// The text a payload shows (see the module docs): its first [`TEXT_CHARS`]
+/// characters where it is text, else `None`.
+fn text_of(payload: &[u8]) -> Option<&str> {
+    let p = payload.strip_suffix(b"\n").map_or(payload, |p| p.strip_suffix(b"\r").unwrap_or(p));
+    let s = std::str::from_utf8(p).ok()?;
+    if s.is_empty() || s.chars().any(|c| c.is_control() && c != '\t') {
+        return None;
+    }
+    Some(s.char_indices().nth(TEXT_CHARS).map_or(s, |(at, _)| &s[..at]))
+}
+
+/// Writes what `buf` gathered to `out` once it holds [`FLUSH_AT`] bytes.
+fn spill<W: Write + ?Sized>(buf: &mut Vec<u8>, out: &mut W) -> io::Result<()> {
+    if buf.len() >= FLUSH_AT {
+        out.write_all(buf)?;
+        buf.clear();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! Following a topic live: each batch's records as it arrives, copies dropped.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::kafka::{consumer, starts, FleetError};
+use super::timeline::{Entry, FleetStats};
+use crate::frame::Batch;
+
+/// A topic followed from its end (or from a time): [`Follow::poll`] hands out each
+/// record once, in the order its batches arrive.
+///
+/// A source's records come in sequence order (its batches share a partition); records
+/// of different sources come as their batches arrive, which is time order only
+/// roughly (each agent sends a round at a time). A copy (a sequence number at or
+/// below one handed out, which an agent restarted after a crash sends again) is
+/// dropped and counted; a jump counts the numbers skipped as missing. Partitions added
+/// to the topic after the start are not read.
+pub struct Follow {
+    consumer: BaseConsumer,
+    topic: String,
+    /// Each source's next sequence number.
+    next: HashMap<(String, String), u64>,
+    stats: FleetStats,
+}
+
+impl std::fmt::Debug for Follow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follow").field("topic", &self.topic).field("stats", &self.stats).finish_non_exhaustive()
+    }
+}
+
+impl Follow {
+    /// Starts following `topic` on `brokers` at its end, or at the first message that
+    /// can hold a record of `since_ns` or later (see
+    /// [`read_topic_since`](super::read_topic_since)).
+    pub fn start(brokers: &str, topic: &str, since_ns: Option<u64>, timeout: Duration) -> Result<Follow, FleetError> {
+        let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
+        let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
+        let starts = starts(&consumer, topic, since_ns, timeout).map_err(|e| fail("reading the offsets", &e))?;
+        let mut assignment = TopicPartitionList::new();
+        for (p, start, high) in starts {
+            let at = if since_ns.is_some() { start } else { high };
+            assignment.add_partition_offset(topic, p, Offset::Offset(at)).map_err(|e| fail("assigning", &e))?;
+        }
+        consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
+        Ok(Follow { consumer, topic: topic.to_string(), next: HashMap::new(), stats: FleetStats::default() })
+    }
+
+    /// Hands each new record to `each` for up to `wait` (returning sooner once a batch
+    /// arrived), and returns how many it handed out. Damaged messages and records too
+    /// large to ship are counted and told to `warn`. Stops at the first error of `each`.
+    pub fn poll<E>(
+        &mut self,
+        wait: Duration,
+        mut each: impl FnMut(Entry<'_>) -> Result<(), E>,
+        mut warn: impl FnMut(String),
+    ) -> Result<u64, FollowError<E>> {
+        let deadline = Instant::now() + wait;
+        let mut handed = 0;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Some(m) = self.consumer.poll(left) else { return Ok(handed) };
+            let m = m.map_err(|e| FollowError::Kafka(FleetError(format!("reading {}: {e}", self.topic))))?;
+            let batch = match Batch::decode(m.payload().unwrap_or_default()) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.stats.damaged += 1;
+                    warn(format!("{} partition {} offset {}: skipped: {e}", self.topic, m.partition(), m.offset()));
+                    continue;
+                }
+            };
+            self.stats.batches += 1;
+            let next = self.next.entry((batch.host.to_string(), batch.source.to_string())).or_insert(batch.first_seq);
+            for r in batch.records() {
+                if r.seq < *next {
+                    self.stats.duplicates += 1;
+                    continue;
+                }
+                self.stats.missing += r.seq - *next;
+                *next = r.seq + 1;
+                if let Some(len) = r.too_large {
+                    self.stats.too_large += 1;
+                    warn(format!(
+                        "{} {}: record {} ({len} bytes) was too large for a Kafka message: its agent shipped a \
+                         marker in its place",
+                        batch.host, batch.source, r.seq
+                    ));
+                    continue;
+                }
+                self.stats.records += 1;
+                handed += 1;
+                let entry = Entry {
+                    host: batch.host,
+                    source: batch.source,
+                    seq: r.seq,
+                    time_ns: r.time_ns,
+                    payload: r.payload,
+                };
+                each(entry).map_err(FollowError::Output)?;
+            }
+            if handed > 0 || Instant::now() >= deadline {
+                return Ok(handed);
+            }
+        }
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> FleetStats {
+        self.stats
+    }
+}
+
+/// Why [`Follow::poll`] stopped.
+#[derive(Debug)]
+pub enum FollowError<E> {
+    /// Reading the topic failed.
+    Kafka(FleetError),
+    /// The caller's `each` failed.
+    Output(E),
+}
