@@ -18,6 +18,10 @@ use crate::failure::Failure;
 use crate::output::{ExportFormat, ReportFormat};
 use crate::records::Format;
 
+/// The first bytes of an agent's state file (`ringtrace_ship::state::MAGIC`, which the
+/// command without the `kafka` feature cannot name).
+pub const STATE_MAGIC: [u8; 8] = *b"RTSHIPST";
+
 /// The prefix of a Kafka source.
 pub const SCHEME: &str = "kafka://";
 
@@ -100,6 +104,25 @@ pub fn run(topic: &Topic, window: Window, job: Job) -> Result<(), Failure> {
             "kafka://{}/{}: this ringtrace was built without Kafka (cargo install ringtrace-cli --features kafka; \
              or read the topic with ringtrace-ship read)",
             topic.brokers, topic.topic
+        )))
+    }
+}
+
+/// `stat` of an agent's state file (`ringtrace-ship ship --state`): what each source
+/// shipped, could not ship (too large) and had refused by its ring, and the rounds that
+/// failed.
+pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
+    #[cfg(feature = "kafka")]
+    {
+        read::agent_state(path, format)
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = format;
+        Err(Failure::msg(format!(
+            "{} is a ringtrace-ship agent state file, which this ringtrace, built without the kafka feature, does \
+             not read (ringtrace-ship stat reads it)",
+            path.display()
         )))
     }
 }

@@ -79,6 +79,9 @@ fn run(command: Command) -> Result<(), Failure> {
             if let Some(topic) = kafka(&source, window.get())? {
                 return fleet::run(&topic, window.get(), fleet::Job::Stat { format });
             }
+            if source.is_file() && source::first_bytes(&source).is_ok_and(|(head, _)| head == fleet::STATE_MAGIC) {
+                return fleet::stat_agent_state(&source, format).map_err(|e| e.about(&source));
+            }
             on(&source, &|s| stat::run(&source, s, format))
         }
         Command::Tail { source, count, follow, format, json, timeout, since } => {

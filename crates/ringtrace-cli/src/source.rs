@@ -111,6 +111,8 @@ impl Source {
                 let (head, len) = first_bytes(&path)?;
                 if head == TRACE_MAGIC {
                     Ok(Source::Traced(Traced::File(path)))
+                } else if head == crate::fleet::STATE_MAGIC {
+                    Err(Failure::msg("a ringtrace-ship agent state file: stat reads it"))
                 } else if head.starts_with(b"RTSNAP") {
                     read_snapshot(&path).map(Source::Snapshot)
                 } else if head == ringtrace::format::control::MAGIC.to_le_bytes() || head.starts_with(b"RTCHAN") {
@@ -143,7 +145,7 @@ impl std::fmt::Debug for Source {
 }
 
 /// The first 8 bytes of `path` (zeroes past its end) and its length.
-fn first_bytes(path: &Path) -> Result<([u8; 8], u64), Failure> {
+pub fn first_bytes(path: &Path) -> Result<([u8; 8], u64), Failure> {
     let err = |e: std::io::Error| Failure::msg(format!("cannot read {}: {e}", path.display()));
     let file = File::open(path).map_err(err)?;
     let len = file.metadata().map_err(err)?.len();

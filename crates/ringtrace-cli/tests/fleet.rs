@@ -229,3 +229,41 @@ fn kafka_sources_and_windows_are_checked() {
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("--since and --until select a kafka:// topic"), "{}", o.stderr);
 }
+
+/// `stat` of an agent's state file: what each source shipped, as the agent (run here
+/// through the library) stored it, in text and JSON.
+#[test]
+fn stat_reads_an_agents_state_file() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "state", 1);
+    let ring = temp("agent.ring");
+    let state = temp("agent.state");
+    let r = ringtrace::MpscRing::builder(1 << 16).create(&ring).unwrap();
+    let mut p = r.producer().unwrap();
+    for i in 0..1000u32 {
+        p.output(&i.to_le_bytes(), ringtrace::Wakeup::Default).unwrap();
+    }
+    drop(p);
+    let mut config = ringtrace_ship::agent::Config::new(&brokers, &topic, "web-1", state.clone());
+    config.sources = vec![ring.clone()];
+    config.until_disconnected = true;
+    let stats = ringtrace_ship::agent::run(&config, || false).unwrap();
+    assert_eq!(stats.shipped, 1000);
+
+    let o = run(&["stat", "--format", "json", state.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["host"], "web-1");
+    let s = &j["sources"][0];
+    assert_eq!((s["source"].as_str(), s["shipped"].as_u64()), (ring.to_str(), Some(1000)));
+    assert_eq!(
+        (s["next_seq"].as_u64(), s["ring_lost"].as_u64(), s["too_large"].as_u64()),
+        (Some(1000), Some(0), Some(0))
+    );
+    let o = run(&["stat", state.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("1000 shipped, 0 too large to ship, 0 refused by the ring"), "{}", o.stdout);
+    // Other commands say what the file is.
+    let o = run(&["tail", state.to_str().unwrap()]);
+    assert!(o.code == 1 && o.stderr.contains("agent state file"), "{}", o.stderr);
+}

@@ -31,7 +31,7 @@ pub use kafka::Compression;
 use kafka::{Round, Sender};
 use source::Source;
 
-use crate::state::State;
+use crate::state::{SourceCounts, State};
 
 /// What the agent is to do.
 #[derive(Debug, Clone)]
@@ -128,7 +128,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
     let start = Instant::now();
     let mut state = State::load(&config.state)
         .map_err(|e| ShipError::State(e.to_string()))?
-        .unwrap_or_else(|| State { host: config.host.clone(), sources: Vec::new() });
+        .unwrap_or_else(|| State { host: config.host.clone(), ..State::default() });
     if state.host != config.host {
         return Err(ShipError::State(format!(
             "state file {} belongs to host {:?}, not {:?}",
@@ -165,14 +165,15 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         round: config.round_bytes,
     };
     let mut messages: Vec<Vec<u8>> = Vec::new();
+    let mut round = vec![source::Filled::default(); sources.len()];
     let mut backoff = Duration::ZERO;
     let mut nap = Duration::ZERO;
     loop {
         let (mut read, mut sent, mut too_large) = (0, 0, 0);
         let time = now_ns();
-        for s in sources.iter_mut() {
+        for (s, filled) in sources.iter_mut().zip(round.iter_mut()) {
             messages.clear();
-            let filled = s.fill(&config.host, time, limits, &mut messages)?;
+            *filled = s.fill(&config.host, time, limits, &mut messages)?;
             read += filled.records;
             too_large += filled.too_large;
             let key = format!("{}/{}", config.host, s.name);
@@ -182,11 +183,18 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         if read > 0 {
             match sender.settle() {
                 Round::Acked => {
-                    for s in sources.iter() {
-                        if let Some(entry) = s.pending_state() {
+                    for (s, filled) in sources.iter().zip(&round) {
+                        if let Some(mut entry) = s.pending_state() {
+                            let was = state.get(&entry.source).map(|e| e.counts).unwrap_or_default();
+                            entry.counts = SourceCounts {
+                                shipped: was.shipped + filled.records,
+                                too_large: was.too_large + filled.too_large,
+                                ring_lost: s.stats().lost,
+                            };
                             state.set(entry);
                         }
                     }
+                    state.updated_ns = now_ns();
                     state.store(&config.state).map_err(|e| ShipError::State(e.to_string()))?;
                     for s in sources.iter_mut() {
                         s.acknowledged();
@@ -204,6 +212,15 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                         s.failed();
                     }
                     stats.failed_rounds += 1;
+                    // The counters only: what the rings refused meanwhile, for `stat`.
+                    state.failed_rounds += 1;
+                    state.updated_ns = now_ns();
+                    for s in &sources {
+                        if let Some(i) = state.sources.iter().position(|e| e.source == s.name) {
+                            state.sources[i].counts.ring_lost = s.stats().lost;
+                        }
+                    }
+                    state.store(&config.state).map_err(|e| ShipError::State(e.to_string()))?;
                     if let Some(fatal) = sender.renew_if_fatal()? {
                         eprintln!("ringtrace-ship: the producer failed for good ({fatal}); a new one takes over");
                     }

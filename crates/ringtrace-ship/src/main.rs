@@ -65,6 +65,13 @@ enum Command {
         #[arg(required = true)]
         rings: Vec<PathBuf>,
     },
+    /// Prints an agent's state file: each source's counters (records shipped, too large
+    /// to ship, refused by its ring), its next sequence number and position, the rounds
+    /// that failed, and when the file was last stored.
+    Stat {
+        /// The state file (--state of `ship`).
+        state: PathBuf,
+    },
     /// Reads a topic to its current end and prints every record once, merged by time:
     /// `TIME_NS HOST SOURCE SEQ HEX`. The counters go to stderr.
     Read {
@@ -116,6 +123,14 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             Ok(())
         }
+        Command::Stat { state } => match ringtrace_ship::state::State::load(&state) {
+            Ok(Some(s)) => {
+                print!("{s}");
+                Ok(())
+            }
+            Ok(None) => Err(format!("{}: no such state file", state.display())),
+            Err(e) => Err(e.to_string()),
+        },
         Command::Read { brokers, topic, timeout } => {
             let fleet = fleet::read_topic(&brokers, &topic, seconds(timeout, "--timeout")?, |w| {
                 eprintln!("ringtrace-ship: {w}")

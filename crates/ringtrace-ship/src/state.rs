@@ -5,6 +5,10 @@
 //! The agent rewrites the file after every acknowledged round, so an agent killed at
 //! any instruction and restarted finds the state of its last completed round: it
 //! resends at most what Kafka had not acknowledged, with the same sequence numbers.
+//! The file also keeps the agent's counters (records shipped, records too large to
+//! ship, the ring's refusals, rounds failed, and when it was written), which a failed
+//! round stores too, so that `ringtrace-ship stat` and `ringtrace stat` of the file say
+//! what a host could not ship while Kafka was down.
 //!
 //! # Writing
 //!
@@ -32,17 +36,22 @@
 //! | Offset | Size | Field |
 //! |---|---|---|
 //! | 0 | 8 | magic, `b"RTSHIPST"` |
-//! | 8 | 4 | version, u32, = 1 |
+//! | 8 | 4 | version, u32, = 2 (version 1 had no counters; it is refused) |
 //! | 12 | 4 | `host_len`, u32, at most 255 |
 //! | 16 | 4 | `count`, u32: the number of entries |
-//! | 20 | `host_len` | host name, UTF-8 |
+//! | 20 | 8 | `updated_ns`, u64: wall-clock ns since the Unix epoch of the store |
+//! | 28 | 8 | `failed_rounds`, u64: rounds that failed, over the agent's life |
+//! | 36 | `host_len` | host name, UTF-8 |
 //! | | | `count` entries, each: |
 //! | +0 | 4 | `name_len`, u32, at most 4096 |
 //! | +4 | 8 | `dev`, u64: device number of the ring file |
 //! | +12 | 8 | `ino`, u64: inode number of the ring file |
 //! | +20 | 8 | `position`, u64: the ring's consumer position |
 //! | +28 | 8 | `next_seq`, u64: the next sequence number to assign |
-//! | +36 | `name_len` | source name, UTF-8 |
+//! | +36 | 8 | `shipped`, u64: records acknowledged by Kafka (markers included) |
+//! | +44 | 8 | `too_large`, u64: records shipped as too-large markers |
+//! | +52 | 8 | `ring_lost`, u64: records the ring refused (its `Stats::lost`) |
+//! | +60 | `name_len` | source name, UTF-8 |
 //! | end − 4 | 4 | CRC32C (Castagnoli), u32, of all the bytes before it |
 //!
 //! Entries are sorted by name (byte order), and no two have the same name.
@@ -58,18 +67,19 @@ use std::path::Path;
 #[cfg(test)]
 mod tests;
 
-const MAGIC: [u8; 8] = *b"RTSHIPST";
-const VERSION: u32 = 1;
+/// The first 8 bytes of a state file.
+pub const MAGIC: [u8; 8] = *b"RTSHIPST";
+const VERSION: u32 = 2;
 /// The longest host name, in bytes.
 const MAX_HOST: usize = 255;
 /// The longest source name, in bytes.
 const MAX_NAME: usize = 4096;
 /// The largest file [`State::load`] reads.
 const MAX_FILE: u64 = 1 << 30;
-/// Magic, version, `host_len` and `count`.
-const HEADER: usize = 20;
+/// Magic, version, `host_len`, `count`, `updated_ns` and `failed_rounds`.
+const HEADER: usize = 36;
 /// An entry without its name.
-const ENTRY: usize = 36;
+const ENTRY: usize = 60;
 const CRC: usize = 4;
 
 /// One source's entry.
@@ -85,6 +95,20 @@ pub struct SourceState {
     pub position: u64,
     /// The sequence number of the source's next record.
     pub next_seq: u64,
+    /// What was shipped and what could not be.
+    pub counts: SourceCounts,
+}
+
+/// One source's counters, over the agent's life (across restarts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    /// Records acknowledged by Kafka (too-large markers included, as in the agent's
+    /// `shipped`).
+    pub shipped: u64,
+    /// Records too large for a message, shipped as markers.
+    pub too_large: u64,
+    /// Records the ring refused while it was full (its `Stats::lost` when last stored).
+    pub ring_lost: u64,
 }
 
 /// The agent's state: its host name and one entry per source.
@@ -95,6 +119,10 @@ pub struct State {
     /// The entries, sorted by [`SourceState::source`], with no two of the same name
     /// ([`State::set`] keeps them so; [`State::store`] refuses a state that is not).
     pub sources: Vec<SourceState>,
+    /// When the state was last stored: wall-clock ns since the Unix epoch.
+    pub updated_ns: u64,
+    /// Rounds that failed (Kafka did not acknowledge them), over the agent's life.
+    pub failed_rounds: u64,
 }
 
 impl State {
@@ -183,10 +211,13 @@ impl State {
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&len_u32(self.host.len()).to_le_bytes());
         out.extend_from_slice(&len_u32(self.sources.len()).to_le_bytes());
+        out.extend_from_slice(&self.updated_ns.to_le_bytes());
+        out.extend_from_slice(&self.failed_rounds.to_le_bytes());
         out.extend_from_slice(self.host.as_bytes());
         for s in &self.sources {
             out.extend_from_slice(&len_u32(s.source.len()).to_le_bytes());
-            for n in [s.dev, s.ino, s.position, s.next_seq] {
+            let c = s.counts;
+            for n in [s.dev, s.ino, s.position, s.next_seq, c.shipped, c.too_large, c.ring_lost] {
                 out.extend_from_slice(&n.to_le_bytes());
             }
             out.extend_from_slice(s.source.as_bytes());
@@ -215,6 +246,13 @@ impl State {
             return Err(bad(format!("bad magic \"{}\", not a ringtrace-ship state file", magic.escape_ascii())));
         }
         let version = r.u32("the version")?;
+        if version == 1 {
+            return Err(bad(
+                "version 1, written by an earlier ringtrace-ship (this one reads version 2): move it aside to start \
+                 the sources over from their rings' positions"
+                    .into(),
+            ));
+        }
         if version != VERSION {
             return Err(bad(format!("unsupported version {version} (this agent reads version {VERSION})")));
         }
@@ -226,6 +264,7 @@ impl State {
 
         let host_len = r.u32("the host length")? as usize;
         let count = r.u32("the source count")? as usize;
+        let (updated_ns, failed_rounds) = (r.u64("the update time")?, r.u64("the failed rounds")?);
         if host_len > MAX_HOST {
             return Err(bad(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
         }
@@ -241,18 +280,23 @@ impl State {
             }
             let (dev, ino) = (r.u64("a device number")?, r.u64("an inode number")?);
             let (position, next_seq) = (r.u64("a position")?, r.u64("a sequence number")?);
+            let counts = SourceCounts {
+                shipped: r.u64("a shipped count")?,
+                too_large: r.u64("a too-large count")?,
+                ring_lost: r.u64("a ring-lost count")?,
+            };
             let source = utf8(r.take(name_len, "a source name")?, &format!("the name of source #{i}"))?;
             if let Some(prev) = sources.last() {
                 if prev.source >= source {
                     return Err(bad(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source)));
                 }
             }
-            sources.push(SourceState { source, dev, ino, position, next_seq });
+            sources.push(SourceState { source, dev, ino, position, next_seq, counts });
         }
         if r.remaining() != 0 {
             return Err(bad(format!("{} bytes after the last entry", r.remaining())));
         }
-        Ok(State { host, sources })
+        Ok(State { host, sources, updated_ns, failed_rounds })
     }
 
     /// What would make the encoded state fail to decode.
@@ -268,6 +312,39 @@ impl State {
         }
         if let Some(w) = self.sources.windows(2).find(|w| w[0].source >= w[1].source) {
             return Err(format!("source {:?} after {:?}: unsorted or repeated", w[1].source, w[0].source));
+        }
+        Ok(())
+    }
+}
+
+/// Nanoseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+fn utc(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let (d, m) = (doy - (153 * mp + 2) / 5 + 1, if mp < 10 { mp + 3 } else { mp - 9 });
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// The state for people: the host, when it was stored, the failed rounds, then a line
+/// a source with its counters (names escaped as Rust's `{:?}` does).
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let updated = if self.updated_ns == 0 { "never".to_string() } else { utc(self.updated_ns) };
+        writeln!(f, "host {:?}: stored {updated}, {} failed rounds", self.host, self.failed_rounds)?;
+        for s in &self.sources {
+            let c = s.counts;
+            writeln!(
+                f,
+                "  {:?}: {} shipped, {} too large to ship, {} refused by the ring; next sequence {}, position {}",
+                s.source, c.shipped, c.too_large, c.ring_lost, s.next_seq, s.position
+            )?;
         }
         Ok(())
     }

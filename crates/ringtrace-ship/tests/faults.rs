@@ -133,6 +133,14 @@ fn the_whole_cluster_down_for_ten_seconds_is_waited_out_and_refusals_counted() {
     let failed: u64 =
         report.split_whitespace().find_map(|w| w.strip_prefix("failed_rounds=")).unwrap().parse().unwrap();
     assert!(failed > 0, "rounds failed while the cluster was down: {report}");
+    // The state file says the same, for `ringtrace-ship stat` and `ringtrace stat`.
+    let saved = ringtrace_ship::state::State::load(&state).unwrap().expect("the state file");
+    assert_eq!(saved.failed_rounds, failed, "{saved}");
+    let counts = saved.sources[0].counts;
+    assert_eq!((counts.ring_lost, counts.shipped), (refused, taken.len() as u64), "{saved}");
+    let stat = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship")).arg("stat").arg(&state).output().unwrap();
+    let stat = String::from_utf8_lossy(&stat.stdout);
+    assert!(stat.contains(&format!("{refused} refused by the ring")), "{stat}");
     assert_eq!((stats.damaged, stats.missing), (0, 0));
     let got: Vec<u64> = fleet.source("host6", &ring.display().to_string()).map(|e| e.seq).collect();
     assert_eq!(got.len(), taken.len(), "every record the ring took is read back once");

@@ -306,3 +306,53 @@ fn stat(topic: &Topic, window: Window, format: ReportFormat) -> Result<(), Failu
     }
     print(&s)
 }
+
+/// One source of an agent's state, in `stat --format json`.
+#[derive(Serialize)]
+struct JsonAgentSource<'a> {
+    source: &'a str,
+    shipped: u64,
+    too_large: u64,
+    ring_lost: u64,
+    next_seq: u64,
+    position: u64,
+}
+
+/// An agent's state file in `stat --format json`.
+#[derive(Serialize)]
+struct JsonAgentState<'a> {
+    host: &'a str,
+    /// When it was last stored: wall-clock ns, a decimal string (0: never).
+    #[serde(serialize_with = "decimal")]
+    updated_ns: u64,
+    failed_rounds: u64,
+    sources: Vec<JsonAgentSource<'a>>,
+}
+
+/// `stat` of an agent's state file.
+pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
+    let state = match ringtrace_ship::state::State::load(path) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(Failure::msg(format!("{}: no such file", path.display()))),
+        Err(e) => return Err(Failure::msg(e.to_string())),
+    };
+    if format == ReportFormat::Text {
+        return print(&format!("{}: a ringtrace-ship agent's state\n{state}", path.display()));
+    }
+    let sources = (state.sources.iter())
+        .map(|s| JsonAgentSource {
+            source: &s.source,
+            shipped: s.counts.shipped,
+            too_large: s.counts.too_large,
+            ring_lost: s.counts.ring_lost,
+            next_seq: s.next_seq,
+            position: s.position,
+        })
+        .collect();
+    print_json(&JsonAgentState {
+        host: &state.host,
+        updated_ns: state.updated_ns,
+        failed_rounds: state.failed_rounds,
+        sources,
+    })
+}

@@ -10,7 +10,7 @@ use ringtrace::inspect::{RingFile, RingKind, RingMode};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
 
 use crate::frame::{BatchWriter, TimeSource, RECORD_HEADER_LEN};
-use crate::state::SourceState;
+use crate::state::{SourceCounts, SourceState};
 
 use super::error::ShipError;
 
@@ -206,6 +206,7 @@ impl Source {
             ino: self.ino,
             position,
             next_seq,
+            counts: SourceCounts::default(),
         })
     }
 

@@ -32,11 +32,13 @@ impl Drop for TempDir {
 }
 
 fn entry(source: &str, n: u64) -> SourceState {
-    SourceState { source: source.to_string(), dev: n, ino: n + 1, position: n + 2, next_seq: n + 3 }
+    let counts = SourceCounts { shipped: n + 4, too_large: n + 5, ring_lost: n + 6 };
+    SourceState { source: source.to_string(), dev: n, ino: n + 1, position: n + 2, next_seq: n + 3, counts }
 }
 
 fn state_of(host: &str, names: &[&str]) -> State {
-    State { host: host.to_string(), sources: names.iter().zip(0..).map(|(s, n)| entry(s, n * 10)).collect() }
+    let sources = names.iter().zip(0..).map(|(s, n)| entry(s, n * 10)).collect();
+    State { host: host.to_string(), sources, updated_ns: 7, failed_rounds: 8 }
 }
 
 /// The bytes with the checksum recomputed after `change` (to get past the checksum).
@@ -58,18 +60,26 @@ fn damaged_message(result: Result<State, StateError>) -> String {
 fn arb_entry() -> impl Strategy<Value = SourceState> {
     // Short ASCII names collide, so `set` replaces some entries.
     let name = prop_oneof!["[a-c]{0,3}", "\\PC{0,40}"];
-    (name, any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>())
-        .prop_map(|(source, dev, ino, position, next_seq)| SourceState { source, dev, ino, position, next_seq })
+    let counts = (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(shipped, too_large, ring_lost)| SourceCounts {
+        shipped,
+        too_large,
+        ring_lost,
+    });
+    (name, any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>(), counts).prop_map(
+        |(source, dev, ino, position, next_seq, counts)| SourceState { source, dev, ino, position, next_seq, counts },
+    )
 }
 
 fn arb_state() -> impl Strategy<Value = State> {
-    ("\\PC{0,60}", prop::collection::vec(arb_entry(), 0..20)).prop_map(|(host, entries)| {
-        let mut state = State { host, sources: Vec::new() };
-        for e in entries {
-            state.set(e);
-        }
-        state
-    })
+    ("\\PC{0,60}", prop::collection::vec(arb_entry(), 0..20), any::<u64>(), any::<u64>()).prop_map(
+        |(host, entries, updated_ns, failed_rounds)| {
+            let mut state = State { host, sources: Vec::new(), updated_ns, failed_rounds };
+            for e in entries {
+                state.set(e);
+            }
+            state
+        },
+    )
 }
 
 proptest! {
@@ -145,15 +155,18 @@ proptest! {
 
 #[test]
 fn encoding_matches_documented_layout() {
-    let state = State { host: "hé".to_string(), sources: vec![entry("ab", 0x0102)] };
+    let state = State { host: "hé".to_string(), sources: vec![entry("ab", 0x0102)], updated_ns: 9, failed_rounds: 10 };
     let bytes = state.encode();
     let mut expected = b"RTSHIPST".to_vec();
-    for n in [1u32, 3, 1] {
+    for n in [2u32, 3, 1] {
+        expected.extend_from_slice(&n.to_le_bytes());
+    }
+    for n in [9u64, 10] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     expected.extend_from_slice("hé".as_bytes());
     expected.extend_from_slice(&2u32.to_le_bytes());
-    for n in [0x0102u64, 0x0103, 0x0104, 0x0105] {
+    for n in [0x0102u64, 0x0103, 0x0104, 0x0105, 0x0106, 0x0107, 0x0108] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     expected.extend_from_slice(b"ab");
@@ -246,13 +259,15 @@ fn decode_refuses_bad_structure_behind_a_valid_checksum() {
     assert!(damaged_message(State::decode(&trailing)).contains("after the last entry"));
     let too_many = rechecksummed(bytes.clone(), |b| b[16..20].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&too_many)).contains("sources announced"));
-    let bad_utf8 = rechecksummed(bytes.clone(), |b| b[20] = 0xff);
+    // The host name starts at 36, the first entry's name length at 40.
+    let bad_utf8 = rechecksummed(bytes.clone(), |b| b[HEADER] = 0xff);
     assert!(damaged_message(State::decode(&bad_utf8)).contains("not UTF-8"));
-    let long_name = rechecksummed(bytes.clone(), |b| b[24..28].copy_from_slice(&u32::MAX.to_le_bytes()));
+    let at = HEADER + 4;
+    let long_name = rechecksummed(bytes.clone(), |b| b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&long_name)).contains("more than 4096"));
     let mut version = bytes.clone();
-    version[8] = 2;
-    assert!(damaged_message(State::decode(&version)).contains("unsupported version 2"));
+    version[8] = 3;
+    assert!(damaged_message(State::decode(&version)).contains("unsupported version 3"));
     let mut magic = bytes.clone();
     magic[0] = b'X';
     assert!(damaged_message(State::decode(&magic)).contains("bad magic"));
@@ -314,4 +329,22 @@ fn failed_store_removes_its_temporary() {
     assert!(matches!(err, StateError::Io(_)), "{err:?}");
     assert!(err.to_string().contains("renaming"), "{err}");
     assert_eq!(dir.names(), ["state"]);
+}
+
+#[test]
+fn version_1_is_refused_with_what_to_do() {
+    let bytes = rechecksummed(state_of("h", &["a"]).encode(), |b| b[8..12].copy_from_slice(&1u32.to_le_bytes()));
+    let what = damaged_message(State::decode(&bytes));
+    assert!(what.contains("version 1") && what.contains("move it aside"), "{what}");
+}
+
+#[test]
+fn the_state_reads_for_people() {
+    let mut state = state_of("web-1", &["/dev/shm/a.ring"]);
+    state.updated_ns = 1_700_000_000_000_000_000;
+    assert_eq!(
+        state.to_string(),
+        "host \"web-1\": stored 2023-11-14T22:13:20Z, 8 failed rounds\n  \"/dev/shm/a.ring\": 4 shipped, 5 too large \
+         to ship, 6 refused by the ring; next sequence 3, position 2\n"
+    );
 }
