@@ -159,6 +159,111 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     pub fn is_shared(&self) -> bool {
         self.inner.shared
     }
+
+    /// A channel file's producer slots (its [`Builder::max_producers`]); 0 for a
+    /// private channel, which has no slots.
+    pub fn slots(&self) -> u32 {
+        if self.inner.shared {
+            self.inner.max_producers
+        } else {
+            0
+        }
+    }
+
+    /// Slot `slot`'s ring, to read that producer's records one by one as a ring file's
+    /// are: its [`consumer`](RingBuf::consumer) (in discard mode a
+    /// [`Consumer`](crate::Consumer), with `iter`, `release`, `unread`, `position`,
+    /// `available`, `ready`, `wait`, `is_disconnected`) and [`stats`](RingBuf::stats).
+    /// For a reader that needs one producer's records in order rather than the whole
+    /// channel merged by time, such as an agent that hands space back only once its
+    /// records are safely elsewhere. The records keep their stamp:
+    /// [`split_stamp`](Self::split_stamp) takes it off.
+    ///
+    /// The ring's consumer role is the one [`reader`](Self::reader) takes for the slot:
+    /// a channel file's live reader attaches every slot's consumer when it is made. So
+    /// while a slot's consumer is held (in any process), `reader()` fails with
+    /// [`Error::ConsumerAttached`] naming its holder, and while a live reader exists,
+    /// every slot's `consumer()` does. As for ring files, a role held by a process that
+    /// died is taken over by the next to ask; a consumer of a slot starts at the last
+    /// position its previous consumer handed back. A live reader hands a ring's space
+    /// back as it copies records out, before it delivers them: records it copied and
+    /// did not deliver are not in the ring for a slot's consumer made after it. Records
+    /// read through a slot's consumer are not counted in
+    /// [`LaneStats::read`](crate::channel::LaneStats::read).
+    ///
+    /// [`Consumer::is_disconnected`](crate::Consumer::is_disconnected) tells, per slot,
+    /// whether the slot's producer left; a slot no producer ever took is never
+    /// disconnected. Attach producers with [`producer`](Self::producer) or
+    /// [`output`](Channel::output), not through this ring: a producer attached to it
+    /// writes records without the channel's stamp, which readers would misread.
+    ///
+    /// Errors: a private channel, or `slot >= slots()` ([`Error::InvalidRing`]).
+    ///
+    /// ```
+    /// use ringtrace::{Channel, Wakeup};
+    /// use ringtrace::clock::{monotonic_ns, Monotonic};
+    /// use ringtrace::config::Discard;
+    ///
+    /// let path = std::env::temp_dir().join(format!("chan-slot-doc-{}.chan", std::process::id()));
+    /// let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(2).create(&path, Monotonic)?;
+    /// let before = monotonic_ns();
+    /// channel.output(b"one", Wakeup::Default)?; // this thread's producer takes slot 0
+    /// channel.output(b"two", Wakeup::Default)?;
+    ///
+    /// let ring = Channel::<Discard, Monotonic>::open(&path)?.slot_ring(0)?;
+    /// let mut consumer = ring.consumer()?;
+    /// let read: Vec<(Option<u64>, Vec<u8>)> = consumer
+    ///     .iter()
+    ///     .map(|rec| {
+    ///         let (ns, payload) = channel.split_stamp(rec);
+    ///         (ns, payload.to_vec())
+    ///     })
+    ///     .collect();
+    /// assert_eq!(read.len(), 2);
+    /// assert_eq!(read[1].1, b"two");
+    /// assert!(read[0].0.is_some_and(|ns| ns >= before && ns <= monotonic_ns()));
+    /// consumer.unread(); // not passed on: the next iter delivers them again
+    /// assert_eq!(consumer.iter().count(), 2);
+    /// consumer.release(); // passed on: their space goes back to the producer
+    ///
+    /// // The slot's consumer role is the live reader's too.
+    /// assert!(matches!(channel.reader(), Err(ringtrace::Error::ConsumerAttached { .. })));
+    /// drop(consumer);
+    /// assert!(channel.reader().is_ok());
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slot_ring(&self, slot: u32) -> Result<RingBuf<Spsc, M>, Error> {
+        if !self.inner.shared {
+            return Err(Error::invalid(
+                "a private channel has no slots: only a channel file's rings can be read alone",
+            ));
+        }
+        // A channel file's lanes are its slots, made with the channel and never freed
+        // (`trim_exited` and the live reader free no slot), slot `i` with id `i`.
+        let reg = self.inner.registry();
+        match reg.lanes.iter().find(|l| l.id == slot) {
+            Some(lane) if lane.slot => Ok(lane.ring.clone()),
+            _ => Err(Error::invalid(format!("slot {slot}: the channel file has {} slots", self.inner.max_producers))),
+        }
+    }
+
+    /// A record of this channel read from a slot's ring ([`slot_ring`](Self::slot_ring)):
+    /// its stamp in nanoseconds, `CLOCK_MONOTONIC` time base (TSC ticks converted with
+    /// the channel's calibration, as readers deliver [`ChannelRecord::timestamp`]), and
+    /// its payload. `None` and the whole record for a channel whose clock stamps
+    /// nothing ([`NoClock`](crate::clock::NoClock)), and for a record shorter than a
+    /// stamp (not written by a channel producer).
+    ///
+    /// [`ChannelRecord::timestamp`]: crate::channel::ChannelRecord::timestamp
+    pub fn split_stamp<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]) {
+        match rec.split_first_chunk::<8>() {
+            Some((stamp, payload)) if C::STAMPED => {
+                (Some(self.inner.clock.raw_to_ns(u64::from_ne_bytes(*stamp))), payload)
+            }
+            _ => (None, rec),
+        }
+    }
 }
 
 /// A slot's ring producer role, and the slot.

@@ -225,6 +225,7 @@ impl<M: Mode, C: Clock> Builder<M, C> {
             lanes: Mutex::new(Registry { lanes, next_id, freed: ChannelStats::default() }),
             version: AtomicU64::new(0),
             reader_attached: AtomicBool::new(false),
+            handed_over: Mutex::new(Vec::new()),
             // A channel file's producers are in other processes: no doorbell reaches
             // them. Without an eventfd (the process is out of descriptors), the reader
             // polls, as a channel file's does.

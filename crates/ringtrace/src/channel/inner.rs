@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::bell::ChannelBell;
 use super::lane::{Lane, LaneStats};
+use super::staged::HandedOver;
 use crate::clock::Clock;
 use crate::config::{Mode, Spsc};
 use crate::ring::{Builder, RingBuf};
@@ -35,6 +36,10 @@ pub(crate) struct Inner<M: Mode, C: Clock> {
     pub(crate) version: AtomicU64,
     /// One live reader at a time (each ring has one consumer).
     pub(crate) reader_attached: AtomicBool,
+    /// Records a dropped reader had copied out of rings and not delivered (held back by
+    /// the slack, or left when a callback stopped a pass): the next reader in this
+    /// process starts with them. Locked after `lanes` where both are held.
+    pub(super) handed_over: Mutex<Vec<HandedOver<M>>>,
     /// A private channel's doorbell (see [`super::bell`]); `None` for a channel file.
     pub(crate) bell: Option<Arc<ChannelBell>>,
 }
@@ -85,6 +90,12 @@ pub(crate) fn ring_builder<M: Mode>(capacity: u64, ahead: Option<u64>) -> Builde
 impl<M: Mode, C: Clock> Inner<M, C> {
     /// The registry, even if a thread panicked holding it (it holds only counters and
     /// handles, consistent after every statement).
+    /// The records dropped readers handed over (see the field).
+    pub(super) fn handed_over(&self) -> MutexGuard<'_, Vec<HandedOver<M>>> {
+        // Plain data: usable after a panic elsewhere.
+        self.handed_over.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn registry(&self) -> MutexGuard<'_, Registry<M>> {
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
     }

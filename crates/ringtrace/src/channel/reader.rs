@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::inner::{Inner, Registry};
 use super::lane::Lane;
-use super::staged::{stage, Queue, Staged, DRAIN_BATCH, STAGE_LIMIT};
+use super::staged::{stage, HandedOver, Queue, Staged, DRAIN_BATCH, STAGE_LIMIT};
 use super::tournament::Tournament;
 use crate::callback::{BatchBuf, Outcome};
 use crate::clock::Clock;
@@ -33,6 +33,13 @@ pub struct ChannelRecord<'a> {
 
 /// Reads a whole [`Channel`](crate::Channel) live, merged in timestamp order. Made by
 /// [`Channel::reader`](crate::Channel::reader); one at a time per channel.
+///
+/// A pass copies records out of the rings (handing their space back) before it
+/// delivers them, and holds those newer than the horizon (the slack) or left after a
+/// callback stopped it. A reader dropped while it holds some hands them to the
+/// channel: the next reader made from any handle of it in this process delivers them
+/// first. (Another process's reader of a channel file cannot get them: they are lost
+/// if this process ends first, which a reader that drains before it goes avoids.)
 pub struct ChannelReader<M: Mode, C: Clock> {
     inner: Arc<Inner<M, C>>,
     lanes: Vec<Staged<M>>,
@@ -134,20 +141,30 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         // In step with `lanes` from here on, even if attaching to a ring fails below.
         self.counts = self.lanes.iter().map(|l| (l.lane.id, 0)).collect();
         let ours: HashSet<usize> = self.lanes.iter().map(|l| key(&l.lane)).collect();
+        let mut handed = self.inner.handed_over();
         for lane in reg.lanes.iter().filter(|lane| !ours.contains(&key(lane))) {
             let reader = lane.ring.consumer()?;
+            // What an earlier reader copied out of this ring and did not deliver.
+            let (q, last_staged) = match handed.iter().position(|h| Arc::ptr_eq(&h.lane, lane)) {
+                Some(i) => {
+                    let h = handed.swap_remove(i);
+                    (h.q, h.last_staged)
+                }
+                None => (Queue::default(), 0),
+            };
             self.lanes.push(Staged {
-                q: Queue::default(),
+                q,
                 lane: lane.clone(),
                 reader,
                 done: false,
                 settled: false,
                 broken: false,
                 more: false,
-                last_staged: 0,
+                last_staged,
             });
             self.counts.push((lane.id, 0));
         }
+        drop(handed);
         drop(reg);
         if freed {
             self.inner.bump_version();
@@ -492,6 +509,17 @@ impl<M: Mode, C: Clock> Drop for ChannelReader<M, C> {
     fn drop(&mut self) {
         self.disarm();
         self.publish_counts();
+        // Records copied out of the rings (their space handed back) and not delivered
+        // go to the next reader: dropped here, they would be lost uncounted.
+        let mut handed = self.inner.handed_over();
+        for l in &mut self.lanes {
+            l.compact();
+            if !l.q.recs.is_empty() {
+                let q = std::mem::take(&mut l.q);
+                handed.push(HandedOver { lane: l.lane.clone(), q, last_staged: l.last_staged });
+            }
+        }
+        drop(handed);
         // The rings' consumers go first, so that a reader made once the flag is clear
         // can attach to them.
         self.lanes.clear();

@@ -33,6 +33,15 @@ pub(super) struct Queue {
     pub(super) head: usize,
 }
 
+/// A ring's staged records left by a reader that was dropped before it delivered them:
+/// the channel keeps them ([`Inner::handed_over`](super::inner::Inner)) and the next
+/// reader of the ring starts with them, so that no record goes missing between readers.
+pub(super) struct HandedOver<M: Mode> {
+    pub(super) lane: Arc<Lane<M>>,
+    pub(super) q: Queue,
+    pub(super) last_staged: u64,
+}
+
 /// A ring's records copied out and not yet delivered.
 pub(super) struct Staged<M: Mode> {
     pub(super) q: Queue,
