@@ -42,7 +42,8 @@ pub struct Config {
     pub topic: String,
     /// This host's name in every batch (at most 255 bytes).
     pub host: String,
-    /// Ring files to drain (discard mode, either producer kind).
+    /// Ring files to drain (discard mode, either producer kind), and channel files
+    /// (discard mode): one source per slot, named `PATH#SLOT`.
     pub sources: Vec<PathBuf>,
     /// The state file (created if missing).
     pub state: PathBuf,
@@ -61,7 +62,8 @@ pub struct Config {
     pub round_bytes: usize,
     /// How long a message may wait for its acknowledgement before its round fails.
     pub ack_timeout: Duration,
-    /// Stop once every source's producers are gone and its records shipped.
+    /// Stop once every source's producers are gone and its records shipped (a channel
+    /// file: every slot that ever had a producer, and at least one had one).
     pub until_disconnected: bool,
     /// Stop after this long, if set.
     pub duration: Option<Duration>,
@@ -145,8 +147,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
     }
     let mut stats = ShipStats::default();
     let mut sources = Vec::with_capacity(config.sources.len());
-    for path in &config.sources {
-        let mut s = Source::open(path)?;
+    for mut s in Source::expand(&config.sources)? {
         let found = s.recover(state.get(&s.name), Instant::now() + Duration::from_secs(10))?;
         stats.recovered += found.acknowledged;
         if found.acknowledged > 0 {

@@ -101,10 +101,13 @@ pub enum TimeSource {
     /// records carry no stamp (ring files).
     Drained = 0,
     /// The record's `CLOCK_MONOTONIC` stamp, converted on the host to wall-clock ns by
-    /// adding the batch's `offset_ns`.
+    /// adding the batch's `offset_ns` (`CLOCK_REALTIME − CLOCK_MONOTONIC` when the
+    /// batch was made). The agent's channel sources say this for every stamped clock:
+    /// a TSC stamp is first converted to `CLOCK_MONOTONIC` ns with the channel file's
+    /// calibration, so the offset is against `CLOCK_MONOTONIC` either way.
     Monotonic = 1,
     /// The record's TSC stamp, converted on the host to wall-clock ns with the batch's
-    /// `offset_ns`.
+    /// `offset_ns`. Not written by this agent (see [`Monotonic`](Self::Monotonic)).
     Tsc = 2,
 }
 

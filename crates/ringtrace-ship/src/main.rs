@@ -30,7 +30,8 @@ enum Codec {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Drains ring files (discard mode) into a topic, exactly once across restarts.
+    /// Drains ring files and channel files (discard mode) into a topic, exactly once
+    /// across restarts; each slot of a channel file is a source of its own, PATH#SLOT.
     Ship {
         /// Kafka's bootstrap servers, host:port,...
         #[arg(long)]
@@ -47,7 +48,8 @@ enum Command {
         /// Compression of the batches on the wire.
         #[arg(long, value_enum, default_value = "lz4")]
         compression: Codec,
-        /// Stop once every ring's producers are gone and its records shipped.
+        /// Stop once every ring's producers are gone and its records shipped (a channel
+        /// file: every slot that ever had a producer).
         #[arg(long)]
         until_disconnected: bool,
         /// Stop after this many seconds.
@@ -61,7 +63,7 @@ enum Command {
         /// and `too_large` counts it.
         #[arg(long, default_value_t = agent::DEFAULT_MAX_MESSAGE)]
         max_message: usize,
-        /// The ring files.
+        /// The ring files and channel files.
         #[arg(required = true)]
         rings: Vec<PathBuf>,
     },

@@ -1,5 +1,8 @@
 //! One ring file drained by the agent: its consumer, its sequence numbers, and the
-//! recovery of an earlier agent's acknowledged but unreleased records.
+//! recovery of an earlier agent's acknowledged but unreleased records. A channel file
+//! is one such source per slot, `PATH#SLOT` ([`channel`]).
+
+mod channel;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -14,10 +17,12 @@ use crate::state::{SourceCounts, SourceState};
 
 use super::error::ShipError;
 
-/// A discard-mode ring file's consumer, of either producer kind.
+/// A discard-mode ring file's consumer, of either producer kind, or a channel file's
+/// slot's.
 enum Ring {
     Mpsc(MpscRing, Consumer<Mpsc>),
     Spsc(SpscRing, Consumer<Spsc>),
+    Slot(channel::Slot),
 }
 
 /// Applies `$body` to the consumer (`$c`) whichever the kind.
@@ -26,6 +31,7 @@ macro_rules! with_consumer {
         match $ring {
             Ring::Mpsc(_, $c) => $body,
             Ring::Spsc(_, $c) => $body,
+            Ring::Slot(channel::Slot { consumer: $c, .. }) => $body,
         }
     };
 }
@@ -62,6 +68,10 @@ pub(super) struct Source {
     pub next_seq: u64,
     /// The sequence number and position after the records of the round in flight.
     pending: Option<(u64, u64)>,
+    /// A channel slot's latest record time shipped, and its value before the round in
+    /// flight (restored if the round fails).
+    last_ns: u64,
+    last_ns_before: u64,
 }
 
 /// What [`Source::recover`] found.
@@ -96,16 +106,39 @@ impl Source {
                 Ring::Spsc(r, c)
             }
         };
-        let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
+        Source::new(path, path.display().to_string(), ring)
+    }
+
+    fn new(path: &Path, name: String, ring: Ring) -> Result<Source, ShipError> {
+        let meta = std::fs::metadata(path).map_err(|e| ShipError::Source(format!("{}: {e}", path.display())))?;
         Ok(Source {
-            name: path.display().to_string(),
+            name,
             path: path.to_path_buf(),
             ring,
             dev: meta.dev(),
             ino: meta.ino(),
             next_seq: 0,
             pending: None,
+            last_ns: 0,
+            last_ns_before: 0,
         })
+    }
+
+    /// The sources of the files at `paths`, in order: a ring file's, or one for each
+    /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached).
+    pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, ShipError> {
+        let mut sources = Vec::with_capacity(paths.len());
+        for path in paths {
+            if !channel::is_channel(path) {
+                sources.push(Source::open(path)?);
+                continue;
+            }
+            for slot in channel::open(path)? {
+                let name = format!("{}#{}", path.display(), slot.slot);
+                sources.push(Source::new(path, name, Ring::Slot(slot))?);
+            }
+        }
+        Ok(sources)
     }
 
     /// Takes up where the state file's entry for this source (if any) left off.
@@ -154,6 +187,7 @@ impl Source {
         match &self.ring {
             Ring::Mpsc(r, _) => r.capacity(),
             Ring::Spsc(r, _) => r.capacity(),
+            Ring::Slot(s) => s.ring.capacity(),
         }
     }
 
@@ -162,12 +196,18 @@ impl Source {
         match &self.ring {
             Ring::Mpsc(r, _) => r.stats(),
             Ring::Spsc(r, _) => r.stats(),
+            Ring::Slot(s) => s.ring.stats(),
         }
     }
 
-    /// Whether every producer of the ring is gone.
+    /// Whether every producer of the ring is gone. A channel's slot: whether its
+    /// producer is gone, or it never had one while another slot did (see
+    /// [`channel::Slots::finished`]).
     pub fn is_disconnected(&self) -> bool {
-        with_consumer!(&self.ring, c => c.is_disconnected())
+        match &self.ring {
+            Ring::Slot(s) => s.slots.finished(s.slot, s.consumer.is_disconnected()),
+            ring => with_consumer!(ring, c => c.is_disconnected()),
+        }
     }
 
     /// Whether a record is ready to read.
@@ -176,7 +216,8 @@ impl Source {
     }
 
     /// Reads about `limits.round` bytes of records into batches (see [`Limits`]),
-    /// each stamped with `time_ns`. The records stay the ring's until
+    /// each stamped with `time_ns` (a stamped channel's records: with their stamp's
+    /// wall-clock time, see [`channel`]). The records stay the ring's until
     /// [`acknowledged`](Self::acknowledged) or [`failed`](Self::failed).
     pub fn fill(
         &mut self,
@@ -188,10 +229,19 @@ impl Source {
         debug_assert!(self.pending.is_none(), "a round is in flight");
         let name = &self.name;
         let mut seq = self.next_seq;
-        let (filled, position) = with_consumer!(&mut self.ring, c => {
-            let n = fill_from(c, host, name, &mut seq, time_ns, limits, out)?;
-            (n, c.position())
-        });
+        self.last_ns_before = self.last_ns;
+        let (filled, position) = match &mut self.ring {
+            Ring::Slot(s) => {
+                let stamps =
+                    channel::Stamps { slots: &s.slots, drained_ns: time_ns, last_ns: &mut self.last_ns, offset: 0 };
+                let c = &mut s.consumer;
+                (fill_from(c, host, name, &mut seq, Times::Channel(stamps), limits, out)?, c.position())
+            }
+            ring => with_consumer!(ring, c => {
+                let n = fill_from(c, host, name, &mut seq, Times::Drained(time_ns), limits, out)?;
+                (n, c.position())
+            }),
+        };
         if filled.records > 0 {
             self.pending = Some((seq, position));
         }
@@ -222,6 +272,7 @@ impl Source {
     /// the same sequence numbers.
     pub fn failed(&mut self) {
         if self.pending.take().is_some() {
+            self.last_ns = self.last_ns_before;
             with_consumer!(&mut self.ring, c => c.unread());
         }
     }
@@ -245,27 +296,65 @@ impl Drop for Source {
     }
 }
 
+/// Where a source's record times come from.
+enum Times<'a> {
+    /// The agent's wall clock when it drained them (ring files, unstamped channels).
+    Drained(u64),
+    /// A channel's slot: its records' stamps, or the drain time ([`channel::Stamps`]).
+    Channel(channel::Stamps<'a>),
+}
+
+impl Times<'_> {
+    /// A new batch's time source and offset.
+    fn batch(&mut self) -> (TimeSource, i64) {
+        match self {
+            Times::Drained(_) => (TimeSource::Drained, 0),
+            Times::Channel(s) => s.batch(),
+        }
+    }
+
+    /// A record's stamp (monotonic ns), if it has one, and what is shipped of it.
+    fn split<'r>(&self, rec: &'r [u8]) -> (Option<u64>, &'r [u8]) {
+        match self {
+            Times::Drained(_) => (None, rec),
+            Times::Channel(s) => s.slots.split(rec),
+        }
+    }
+
+    /// The wall-clock time of a record with `stamp`, in the open batch.
+    fn time(&mut self, stamp: Option<u64>) -> u64 {
+        match self {
+            Times::Drained(t) => *t,
+            Times::Channel(s) => s.time(stamp),
+        }
+    }
+}
+
 /// The loop of [`Source::fill`] for one producer kind.
 fn fill_from<K: ProducerKind>(
     c: &mut Consumer<K>,
     host: &str,
     name: &str,
     seq: &mut u64,
-    time_ns: u64,
+    mut times: Times<'_>,
     limits: Limits,
     out: &mut Vec<Vec<u8>>,
 ) -> Result<Filled, ShipError> {
     let frame = |e: crate::frame::FrameError| ShipError::Source(format!("{name}: {e}"));
-    let mut batch = BatchWriter::new(host, name, *seq, TimeSource::Drained, 0).map_err(frame)?;
+    let (source, offset) = times.batch();
+    let mut batch = BatchWriter::new(host, name, *seq, source, offset).map_err(frame)?;
     let mut filled = Filled::default();
     let mut bytes = 0usize;
-    for rec in c.iter() {
+    for whole in c.iter() {
+        let (stamp, rec) = times.split(whole);
         let too_large = BatchWriter::alone(host, name, rec.len()) > limits.max;
         let len = if too_large { 8 } else { rec.len() };
         if !batch.is_empty() && batch.len() + RECORD_HEADER_LEN + len.next_multiple_of(8) > limits.batch {
-            let next = BatchWriter::new(host, name, batch.next_seq(), TimeSource::Drained, 0).map_err(frame)?;
+            let (source, offset) = times.batch();
+            let next = BatchWriter::new(host, name, batch.next_seq(), source, offset).map_err(frame)?;
             out.push(std::mem::replace(&mut batch, next).finish());
         }
+        let time_ns = times.time(stamp);
         if too_large {
             eprintln!(
                 "ringtrace-ship: {name}: record {} is {} bytes: with its batch's header it passes the largest \
@@ -280,7 +369,7 @@ fn fill_from<K: ProducerKind>(
             batch.push(time_ns, rec).map_err(frame)?;
         }
         filled.records += 1;
-        bytes += rec.len() + 16;
+        bytes += whole.len() + 16;
         if bytes >= limits.round {
             break;
         }
