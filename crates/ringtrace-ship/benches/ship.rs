@@ -1,35 +1,76 @@
-//! Shipping into Kafka: `ringtrace-ship ship` against the pipeline a user could build
-//! today from the same pieces, `ringtrace consume --format json | kcat -P` (a message
-//! per line), in paired rounds.
+//! Shipping into Kafka: three rows, each against a real cluster.
 //!
-//! Each round writes the same records (64-byte payloads, `--records`, 2,000,000 by
-//! default) from a thread of this process into a fresh 4 MiB ring file, drained by
-//! each contender into a fresh topic of 6 partitions (replication 3, lz4, `acks=all`,
-//! idempotent producers on both sides) until the writer is gone and all is
-//! acknowledged. The two run back to back, in alternating order. A row gives the wall
-//! time and the CPU time of the contender's processes (their `cutime + cstime`, from
-//! this process's `/proc/self/stat`, 10 ms ticks), as records per second and CPU ns per
-//! record. The verdicts are medians over rounds of ratios taken within each round:
-//! records per CPU-second of the agent (target: at least 2 M/s), and that figure over the
-//! pipeline's (target: at least 5x).
+//! * `ship` ([`throughput`]): `ringtrace-ship ship` against the pipeline a user could
+//!   build today from the same pieces, `ringtrace consume --format json | kcat -P` (a
+//!   message per line), in paired rounds: records per CPU-second of the agent (target:
+//!   at least 2 M/s), and that figure over the pipeline's (target: at least 5x).
+//! * `latency` ([`latency`]): a real agent process on one ring fed at a steady 100,000
+//!   records/s, followed live by a fleet reader ([`ringtrace_ship::fleet::Follow`]):
+//!   the time from a record's commit into the ring to its arrival at the reader, p50,
+//!   p99, p99.9 and max per round (target: p99 under 250 ms), split at the moment the
+//!   agent drained the record.
+//! * `merge` ([`merge`]): the fleet reader merging 4 hosts of 3 sources each into one
+//!   Perfetto trace: `fleet::read_topic`, then `fleet::export::perfetto` of
+//!   `Fleet::timeline` into a file (target: at least 2 M records/s for both).
+//!
+//! Every row reports wall time and CPU time beside it, as CPU ns per record. Where a
+//! row has a peer (`ship`), its verdicts are medians over rounds of ratios taken within
+//! each round; the other rows' verdicts are medians of the per-round figures, with
+//! their spread and how many rounds met the target. Speed is measured and printed here,
+//! never asserted; what is checked is that the records arrived (`merge` asserts every
+//! one, once; `latency` reports any that did not, and counts the ones the ring
+//! refused), since a bench that lost records would time something else. No wait is
+//! bounded by counting iterations: every wait has a monotonic deadline.
 //!
 //! Needs a cluster (`bash scripts/kafka.sh start DIR`; brokers from
-//! `RINGTRACE_KAFKA_BROKERS` or `--brokers`), `kcat` (Debian: `kcat`), and the
-//! `ringtrace` command built beside this bench (`cargo build --release -p
-//! ringtrace-cli`). Run: `cargo bench -p ringtrace-ship --bench ship -- [--rounds N] [--records N]
-//! [--only ship]`.
+//! `RINGTRACE_KAFKA_BROKERS` or `--brokers`). The `ship` row also needs `kcat`
+//! (Debian: `kcat`) and the `ringtrace` command built beside this bench (`cargo build
+//! --release -p ringtrace-cli`). Each row creates its topics (6 partitions, replication
+//! 3; the cluster does not create topics on use) and deletes them when done.
+//!
+//! Run: `cargo bench -p ringtrace-ship --bench ship -- [--rounds N] [--only ship|latency|merge]
+//! [--records N] [--rate N] [--seconds S] [--merge-records N] [--explain [--kafka-dir DIR]]`.
+//! Without `--only`, all three rows run, in that order; `--rounds` (5 by default) applies
+//! to each. `--records` is the `ship` row's records a round, `--rate` and `--seconds`
+//! the `latency` row's records a second and measured seconds a round (1 s of warm-up
+//! comes before), `--merge-records` the `merge` row's records. `--explain` adds the
+//! `merge` row's experiments ([`explain`]: what its time goes to), with the brokers' CPU
+//! when `--kafka-dir` names the directory `scripts/kafka.sh` started them in.
+
+// The rows, one file each under `benches/ship/` (not `benches/ship/main.rs`, which cargo
+// would take for a bench target of its own).
+#[path = "ship/explain.rs"]
+mod explain;
+#[path = "ship/latency.rs"]
+mod latency;
+#[path = "ship/merge.rs"]
+mod merge;
+#[path = "ship/throughput.rs"]
+mod throughput;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use ringtrace::{MpscRing, Wakeup};
 
 /// Clock ticks per second of `/proc` CPU times (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
 const TICKS: f64 = 100.0;
+
+/// The rows `--only` selects.
+const ROWS: [&str; 3] = ["ship", "latency", "merge"];
+
+/// What every row is given.
+#[derive(Debug)]
+struct Bench {
+    /// Kafka's bootstrap servers.
+    brokers: String,
+    /// Rounds of each row.
+    rounds: usize,
+    /// A directory of this run's files (ring files, state files, traces).
+    dir: PathBuf,
+}
 
 /// CPU seconds of this process's waited-for children (and theirs): `cutime + cstime`.
 fn children_cpu() -> f64 {
@@ -41,58 +82,119 @@ fn children_cpu() -> f64 {
     ticks as f64 / TICKS
 }
 
+/// `struct timespec` of 64-bit Linux.
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+// The C library's `clock_gettime`, which std links already (this crate has no `libc`
+// dependency to take it from).
+unsafe extern "C" {
+    fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+}
+
+/// Linux's `CLOCK_PROCESS_CPUTIME_ID`.
+const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+
+/// CPU time of this process so far, every thread of it (`CLOCK_PROCESS_CPUTIME_ID`,
+/// to the nanosecond): this bench's own threads and librdkafka's.
+fn process_cpu() -> Duration {
+    let mut t = Timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable `struct timespec` for the call's duration, and
+    // the clock id is one Linux defines.
+    let rc = unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Wall-clock (`CLOCK_REALTIME`) nanoseconds since the Unix epoch: the clock the agent
+/// stamps records with.
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// The value after `name` on the command line.
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
 
+/// Whether the flag `name` is on the command line.
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+/// The value of option `name` parsed, or `default`.
+fn arg_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    arg(name).map_or(default, |s| s.parse().unwrap_or_else(|_| panic!("{name}: {s:?} is not a number")))
+}
+
+fn admin(brokers: &str) -> AdminClient<DefaultClientContext> {
+    ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client")
+}
+
+/// Creates a fresh topic `ringtrace-bench-WHAT-NONCE` of 6 partitions, replicated 3
+/// times, and returns its name.
 fn topic(brokers: &str, what: &str) -> String {
     let nonce = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     let name = format!("ringtrace-bench-{what}-{nonce}");
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
     let t = NewTopic::new(&name, 6, TopicReplication::Fixed(3));
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in futures_executor::block_on(admin.create_topics([&t], &opts)).expect("create_topics") {
+    for r in futures_executor::block_on(admin(brokers).create_topics([&t], &opts)).expect("create_topics") {
         r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
     }
     name
 }
 
-/// One contender's run: wall seconds and CPU seconds of its processes.
-struct Run {
-    wall: f64,
-    cpu: f64,
-}
-
-/// Writes `n` records into a fresh ring at `ring`, while `drain` (spawned after the
-/// writer attached) drains it; returns when the drain's processes exited.
-fn run(ring: &Path, n: u64, drain: impl FnOnce() -> Vec<std::process::Child>) -> Run {
-    let _ = std::fs::remove_file(ring);
-    let r = MpscRing::builder(4 << 20).create(ring).expect("ring file");
-    let mut p = r.producer().expect("producer");
-    let cpu0 = children_cpu();
-    let t0 = Instant::now();
-    let children = drain();
-    let writer = std::thread::spawn(move || {
-        let mut rec = [0u8; 64];
-        for i in 0..n {
-            rec[..8].copy_from_slice(&i.to_le_bytes());
-            p.output_wait(&rec, Wakeup::Default, Some(Duration::from_secs(120))).expect("room within 2 minutes");
-        }
-    });
-    writer.join().unwrap();
-    for mut c in children {
-        let status = c.wait().unwrap();
-        assert!(status.success(), "a drain process exited with {status}");
+/// Deletes the bench's `topics` (they would otherwise stay on the cluster's disks for
+/// the default retention of 7 days); a failure is told, not fatal.
+fn delete_topics(brokers: &str, topics: &[String]) {
+    if topics.is_empty() {
+        return;
     }
-    let wall = t0.elapsed().as_secs_f64();
-    Run { wall, cpu: children_cpu() - cpu0 }
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    match futures_executor::block_on(admin(brokers).delete_topics(&names, &opts)) {
+        Ok(results) => {
+            for r in results {
+                if let Err((t, e)) = r {
+                    eprintln!("deleting topic {t}: {e}");
+                }
+            }
+        }
+        Err(e) => eprintln!("deleting the bench's topics: {e}"),
+    }
 }
 
+/// The median (the upper one of an even count).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The smallest and largest of `v`, for the spread beside a median.
+fn spread(v: &[f64]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+}
+
+/// The 1-minute load average, printed beside each round: the VM's two cores are shared
+/// with the brokers and with other work, and a round run under load shows it.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split(' ').next().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// "met" or "MISSED".
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
 }
 
 fn main() {
@@ -100,119 +202,38 @@ fn main() {
         eprintln!("no cluster: set RINGTRACE_KAFKA_BROKERS or --brokers (bash scripts/kafka.sh start DIR)");
         std::process::exit(2)
     });
-    let rounds: usize = arg("--rounds").map_or(5, |s| s.parse().expect("--rounds N"));
-    // `--only ship`: the agent's rows alone (for profiling it), no verdict.
+    let rounds: usize = arg_or("--rounds", 5);
+    assert!(rounds > 0, "--rounds: at least 1");
+    // `--only ROW`: that row alone. `--only ship` gives the agent's rows without the
+    // pipeline's or the verdicts (for profiling the agent).
     let only = arg("--only");
-    let n: u64 = arg("--records").map_or(2_000_000, |s| s.parse().expect("--records N"));
-    let exe = std::env::current_exe().unwrap();
-    let bin_dir = exe.parent().and_then(Path::parent).expect("target/release");
-    let ringtrace: PathBuf = bin_dir.join("ringtrace");
-    assert!(ringtrace.exists(), "{} missing: cargo build --release -p ringtrace-cli", ringtrace.display());
-    let agent = env!("CARGO_BIN_EXE_ringtrace-ship");
+    if let Some(o) = only.as_deref().filter(|o| !ROWS.contains(o)) {
+        eprintln!("--only {o}: one of {}", ROWS.join(", "));
+        std::process::exit(2)
+    }
+    let runs = |row: &str| only.as_deref().is_none_or(|o| o == row);
     let dir = std::env::temp_dir().join(format!("ringtrace-ship-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let ring = dir.join("bench.ring");
+    let bench = Bench { brokers, rounds, dir };
+    if runs("ship") {
+        throughput::run(&bench, arg_or("--records", 2_000_000), only.is_some());
+    }
+    if runs("latency") {
+        let rate = arg_or("--rate", 100_000);
+        let seconds: f64 = arg_or("--seconds", 10.0);
+        latency::run(&bench, rate, Duration::from_secs(1), Duration::from_secs_f64(seconds));
+    }
+    if runs("merge") {
+        merge::run(&bench, arg_or("--merge-records", 2_000_000));
+    }
+    let _ = std::fs::remove_dir_all(&bench.dir);
+}
 
-    println!("{n} records of 64 bytes a round, {rounds} rounds; CPU = the drain's processes");
-    println!("{:<6} {:<26} {:>10} {:>12} {:>14}", "round", "contender", "wall s", "records/s", "CPU ns/record");
-    let (mut per_cpu, mut ratio) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
-        let ship = |ring: &Path| {
-            let t = topic(&brokers, "ship");
-            let state = dir.join("agent.state");
-            let _ = std::fs::remove_file(&state);
-            run(ring, n, || {
-                let c = Command::new(agent)
-                    .args([
-                        "ship",
-                        "--brokers",
-                        &brokers,
-                        "--topic",
-                        &t,
-                        "--host",
-                        "bench",
-                        "--until-disconnected",
-                        "--state",
-                    ])
-                    .arg(&state)
-                    .arg(ring)
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("ringtrace-ship");
-                vec![c]
-            })
-        };
-        let naive = |ring: &Path| {
-            let t = topic(&brokers, "kcat");
-            run(ring, n, || {
-                let mut consume = Command::new(&ringtrace)
-                    .args(["consume", "--format", "json"])
-                    .arg(ring)
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .expect("ringtrace consume");
-                let out = consume.stdout.take().unwrap();
-                let kcat = Command::new("kcat")
-                    .args(["-P", "-b", &brokers, "-t", &t])
-                    .args([
-                        "-X",
-                        "enable.idempotence=true",
-                        "-X",
-                        "acks=all",
-                        "-X",
-                        "compression.type=lz4",
-                        "-X",
-                        "linger.ms=5",
-                    ])
-                    .stdin(out)
-                    .spawn()
-                    .expect("kcat (Debian: apt-get install kcat)");
-                vec![consume, kcat]
-            })
-        };
-        if only.as_deref() == Some("ship") {
-            let a = ship(&ring);
-            println!(
-                "{round:<6} {:<26} {:>10.2} {:>12.0} {:>14.0}",
-                "ringtrace-ship",
-                a.wall,
-                n as f64 / a.wall,
-                a.cpu * 1e9 / n as f64
-            );
-            continue;
-        }
-        let (a, b) = if round % 2 == 0 {
-            let a = ship(&ring);
-            (a, naive(&ring))
-        } else {
-            let b = naive(&ring);
-            (ship(&ring), b)
-        };
-        for (name, r) in [("ringtrace-ship", &a), ("consume | kcat -P", &b)] {
-            println!(
-                "{round:<6} {name:<26} {:>10.2} {:>12.0} {:>14.0}",
-                r.wall,
-                n as f64 / r.wall,
-                r.cpu * 1e9 / n as f64
-            );
-        }
-        let ship_rate = n as f64 / a.cpu.max(1.0 / TICKS);
-        let naive_rate = n as f64 / b.cpu.max(1.0 / TICKS);
-        per_cpu.push(ship_rate);
-        ratio.push(ship_rate / naive_rate);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    if per_cpu.is_empty() {
-        return;
-    }
-    let (m, r) = (median(per_cpu), median(ratio));
-    println!("verdicts (medians over {rounds} rounds):");
-    println!(
-        "  records shipped per agent CPU-second: {m:.0} (target >= 2,000,000): {}",
-        if m >= 2e6 { "met" } else { "MISSED" }
-    );
-    println!(
-        "  per CPU-second, agent / consume|kcat: {r:.2}x (target >= 5x): {}",
-        if r >= 5.0 { "met" } else { "MISSED" }
-    );
+/// The `ringtrace` command built beside this bench (`target/release/ringtrace`).
+fn ringtrace_command() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin_dir = exe.parent().and_then(Path::parent).expect("target/release");
+    let ringtrace = bin_dir.join("ringtrace");
+    assert!(ringtrace.exists(), "{} missing: cargo build --release -p ringtrace-cli", ringtrace.display());
+    ringtrace
 }
