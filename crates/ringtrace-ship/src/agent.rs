@@ -19,6 +19,7 @@
 //! configured to do: discard rings refuse records and count them
 //! ([`ringtrace::Stats::lost`], reported in [`ShipStats::ring_lost`]).
 
+mod config_file;
 mod error;
 mod kafka;
 mod source;
@@ -26,6 +27,7 @@ mod source;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub use config_file::FileConfig;
 pub use error::ShipError;
 pub use kafka::Compression;
 use kafka::{Round, Sender};

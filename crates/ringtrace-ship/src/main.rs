@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use ringtrace_ship::agent::{self, Compression, Config};
+use ringtrace_ship::agent::{self, Compression, Config, FileConfig};
 use ringtrace_ship::fleet;
 
 #[derive(Parser)]
@@ -33,21 +33,27 @@ enum Command {
     /// Drains ring files and channel files (discard mode) into a topic, exactly once
     /// across restarts; each slot of a channel file is a source of its own, PATH#SLOT.
     Ship {
-        /// Kafka's bootstrap servers, host:port,...
+        /// A configuration file (TOML: brokers, topic, host, state, sources and the
+        /// options below); the options given here take precedence, and the sources
+        /// given here are added to its.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Kafka's bootstrap servers, host:port,... (here or in --config).
         #[arg(long)]
-        brokers: String,
-        /// The topic.
+        brokers: Option<String>,
+        /// The topic (here or in --config).
         #[arg(long)]
-        topic: String,
-        /// This host's name in every record (at most 255 bytes).
+        topic: Option<String>,
+        /// This host's name in every record, at most 255 bytes (here or in --config).
         #[arg(long)]
-        host: String,
-        /// The agent's state file: each source's next sequence number and position.
+        host: Option<String>,
+        /// The agent's state file: each source's next sequence number, position and
+        /// counters (here or in --config).
         #[arg(long)]
-        state: PathBuf,
-        /// Compression of the batches on the wire.
-        #[arg(long, value_enum, default_value = "lz4")]
-        compression: Codec,
+        state: Option<PathBuf>,
+        /// Compression of the batches on the wire [default: lz4].
+        #[arg(long, value_enum)]
+        compression: Option<Codec>,
         /// Stop once every ring's producers are gone and its records shipped (a channel
         /// file: every slot that ever had a producer).
         #[arg(long)]
@@ -55,16 +61,17 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long)]
         duration: Option<f64>,
-        /// Seconds a message may wait for its acknowledgement before its round fails.
-        #[arg(long, default_value_t = 30.0)]
-        ack_timeout: f64,
+        /// Seconds a message may wait for its acknowledgement before its round fails
+        /// [default: 30].
+        #[arg(long)]
+        ack_timeout: Option<f64>,
         /// The largest message sent, in bytes (at most the topic's max.message.bytes). A
         /// record too large for it is not shipped: a marker keeps its place and length,
-        /// and `too_large` counts it.
-        #[arg(long, default_value_t = agent::DEFAULT_MAX_MESSAGE)]
-        max_message: usize,
-        /// The ring files and channel files.
-        #[arg(required = true)]
+        /// and `too_large` counts it [default: 1000000].
+        #[arg(long)]
+        max_message: Option<usize>,
+        /// The ring files and channel files, and directories of them (here or in
+        /// --config).
         rings: Vec<PathBuf>,
     },
     /// Prints an agent's state file: each source's counters (records shipped, too large
@@ -96,6 +103,7 @@ fn seconds(s: f64, what: &str) -> Result<Duration, String> {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Ship {
+            config: file,
             brokers,
             topic,
             host,
@@ -107,17 +115,44 @@ fn run(cli: Cli) -> Result<(), String> {
             max_message,
             rings,
         } => {
-            let mut config = Config::new(&brokers, &topic, &host, state);
-            config.sources = rings;
-            config.compression = match compression {
-                Codec::None => Compression::None,
-                Codec::Lz4 => Compression::Lz4,
-                Codec::Zstd => Compression::Zstd,
+            let mut config = Config::new("", "", "", PathBuf::new());
+            if let Some(file) = file {
+                FileConfig::load(&file).map_err(|e| e.to_string())?.apply(&mut config);
+            }
+            let or = |given: Option<String>, had: &mut String| {
+                if let Some(v) = given {
+                    *had = v;
+                }
             };
+            or(brokers, &mut config.brokers);
+            or(topic, &mut config.topic);
+            or(host, &mut config.host);
+            config.state = state.unwrap_or(std::mem::take(&mut config.state));
+            config.sources.extend(rings);
+            for (what, missing) in [
+                ("--brokers", config.brokers.is_empty()),
+                ("--topic", config.topic.is_empty()),
+                ("--host", config.host.is_empty()),
+                ("--state", config.state.as_os_str().is_empty()),
+                ("a ring (or sources in --config)", config.sources.is_empty()),
+            ] {
+                if missing {
+                    return Err(format!("ship needs {what}, on the command line or in --config"));
+                }
+            }
+            if let Some(c) = compression {
+                config.compression = match c {
+                    Codec::None => Compression::None,
+                    Codec::Lz4 => Compression::Lz4,
+                    Codec::Zstd => Compression::Zstd,
+                };
+            }
             config.until_disconnected = until_disconnected;
             config.duration = duration.map(|d| seconds(d, "--duration")).transpose()?;
-            config.ack_timeout = seconds(ack_timeout, "--ack-timeout")?;
-            config.max_message = max_message;
+            if let Some(t) = ack_timeout {
+                config.ack_timeout = seconds(t, "--ack-timeout")?;
+            }
+            config.max_message = max_message.unwrap_or(config.max_message);
             let s = agent::run(&config, || false).map_err(|e| e.to_string())?;
             println!(
                 "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} too_large={}",

@@ -125,20 +125,38 @@ impl Source {
     }
 
     /// The sources of the files at `paths`, in order: a ring file's, or one for each
-    /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached).
+    /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached). A
+    /// directory stands for the ring and channel files in it (not below it), by name;
+    /// its other files, and rings the agent does not read (flight recorders), are
+    /// skipped with a line on stderr each. Files added to it later are not read.
     pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, ShipError> {
         let mut sources = Vec::with_capacity(paths.len());
         for path in paths {
-            if !channel::is_channel(path) {
-                sources.push(Source::open(path)?);
+            if !path.is_dir() {
+                Self::expand_file(path, &mut sources)?;
                 continue;
             }
-            for slot in channel::open(path)? {
-                let name = format!("{}#{}", path.display(), slot.slot);
-                sources.push(Source::new(path, name, Ring::Slot(slot))?);
+            for file in dir_files(path)? {
+                let before = sources.len();
+                if let Err(e) = Self::expand_file(&file, &mut sources) {
+                    sources.truncate(before);
+                    eprintln!("ringtrace-ship: skipping {}: {e}", file.display());
+                }
             }
         }
         Ok(sources)
+    }
+
+    fn expand_file(path: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
+        if !channel::is_channel(path) {
+            sources.push(Source::open(path)?);
+            return Ok(());
+        }
+        for slot in channel::open(path)? {
+            let name = format!("{}#{}", path.display(), slot.slot);
+            sources.push(Source::new(path, name, Ring::Slot(slot))?);
+        }
+        Ok(())
     }
 
     /// Takes up where the state file's entry for this source (if any) left off.
@@ -284,6 +302,27 @@ impl Source {
             .map(drop)
             .map_err(|e| ShipError::Source(format!("{}: {e}", self.path.display())))
     }
+}
+
+/// The most files a source directory may hold: a directory is read whole at start.
+const MAX_DIR_FILES: usize = 4096;
+
+/// The regular files directly in `dir`, sorted by name (at most [`MAX_DIR_FILES`]).
+fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, ShipError> {
+    let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", dir.display()));
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| err(&e))? {
+        let entry = entry.map_err(|e| err(&e))?;
+        // Not followed: a link in the directory is not taken for a ring.
+        if entry.file_type().map_err(|e| err(&e))?.is_file() {
+            if files.len() == MAX_DIR_FILES {
+                return Err(err(&format!("more than {MAX_DIR_FILES} files: name the rings instead")));
+            }
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 impl Drop for Source {

@@ -124,3 +124,29 @@ proptest! {
         }
     }
 }
+
+/// A directory stands for its ring and channel files, by name; other files, flight
+/// recorders and subdirectories are skipped.
+#[test]
+fn a_directory_expands_to_its_ring_and_channel_files() {
+    use ringtrace::clock::Monotonic;
+    use ringtrace::config::Discard;
+    let dir = std::env::temp_dir().join(format!("ringtrace-ship-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let _b = MpscRing::builder(4096).create(dir.join("b.ring")).unwrap();
+    let _a = ringtrace::SpscRing::builder(4096).create(dir.join("a.ring")).unwrap();
+    let _c = ringtrace::Channel::<Discard, Monotonic>::builder(4096)
+        .max_producers(2)
+        .create(dir.join("c.chan"), Monotonic)
+        .unwrap();
+    let _flight = ringtrace::FlightRecorder::builder(4096).create(dir.join("d.ring")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a ring").unwrap();
+    let _sub = MpscRing::builder(4096).create(dir.join("sub/e.ring")).unwrap();
+    let sources = Source::expand(std::slice::from_ref(&dir)).unwrap();
+    let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    let at = |f: &str| dir.join(f).display().to_string();
+    assert_eq!(names, [at("a.ring"), at("b.ring"), format!("{}#0", at("c.chan")), format!("{}#1", at("c.chan"))]);
+    drop(sources);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

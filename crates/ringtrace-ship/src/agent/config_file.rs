@@ -1,0 +1,184 @@
+//! The agent's configuration file (TOML): what `ship --config FILE` reads.
+//!
+//! ```toml
+//! brokers = "k1:9092,k2:9092,k3:9092"   # Kafka's bootstrap servers
+//! topic = "traces"
+//! host = "web-1"                         # this host's name in every record
+//! state = "/var/lib/ringtrace-ship/web-1.state"
+//! sources = ["/dev/shm/app.ring", "/dev/shm/rings"]   # ring and channel files, directories
+//!
+//! # Optional, with their defaults:
+//! compression = "lz4"        # "lz4", "zstd" or "none"
+//! max_message = 1000000      # bytes; at most the topic's max.message.bytes
+//! batch_bytes = 262144
+//! round_bytes = 4194304
+//! ack_timeout_ms = 30000
+//! ```
+//!
+//! Unknown keys are refused (a misspelt key would otherwise be a silent default), as
+//! are values of the wrong type; the error names the key and the line. Options given on
+//! the command line take precedence over the file's.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{Compression, Config, ShipError};
+
+/// The largest configuration file read.
+const MAX_FILE: u64 = 1 << 20;
+
+/// The file's keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    brokers: Option<String>,
+    topic: Option<String>,
+    host: Option<String>,
+    state: Option<PathBuf>,
+    #[serde(default)]
+    sources: Vec<PathBuf>,
+    compression: Option<Codec>,
+    max_message: Option<usize>,
+    batch_bytes: Option<usize>,
+    round_bytes: Option<usize>,
+    ack_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Codec {
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// What a configuration file says; each `None` leaves the command line's value (or the
+/// default) in place.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FileConfig {
+    /// `brokers`.
+    pub brokers: Option<String>,
+    /// `topic`.
+    pub topic: Option<String>,
+    /// `host`.
+    pub host: Option<String>,
+    /// `state`, relative paths taken from the file's directory.
+    pub state: Option<PathBuf>,
+    /// `sources`, relative paths taken from the file's directory.
+    pub sources: Vec<PathBuf>,
+    /// `compression`.
+    pub compression: Option<Compression>,
+    /// `max_message`.
+    pub max_message: Option<usize>,
+    /// `batch_bytes`.
+    pub batch_bytes: Option<usize>,
+    /// `round_bytes`.
+    pub round_bytes: Option<usize>,
+    /// `ack_timeout_ms`.
+    pub ack_timeout: Option<Duration>,
+}
+
+impl FileConfig {
+    /// Reads and parses the file at `path` (at most 1 MiB).
+    pub fn load(path: &Path) -> Result<FileConfig, ShipError> {
+        let err = |e: &dyn std::fmt::Display| ShipError::Config(format!("{}: {e}", path.display()));
+        let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
+        if !meta.is_file() || meta.len() > MAX_FILE {
+            return Err(err(&"not a regular file of at most 1 MiB"));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| err(&e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        FileConfig::parse(&text, base).map_err(|e| err(&e))
+    }
+
+    /// Parses `text`; relative paths are taken from `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<FileConfig, String> {
+        let f: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().replace('\n', " "))?;
+        if f.batch_bytes == Some(0) || f.round_bytes == Some(0) || f.ack_timeout_ms == Some(0) {
+            return Err("batch_bytes, round_bytes and ack_timeout_ms must be above 0".into());
+        }
+        Ok(FileConfig {
+            brokers: f.brokers,
+            topic: f.topic,
+            host: f.host,
+            state: f.state.map(|p| base.join(p)),
+            sources: f.sources.into_iter().map(|p| base.join(p)).collect(),
+            compression: f.compression.map(|c| match c {
+                Codec::None => Compression::None,
+                Codec::Lz4 => Compression::Lz4,
+                Codec::Zstd => Compression::Zstd,
+            }),
+            max_message: f.max_message,
+            batch_bytes: f.batch_bytes,
+            round_bytes: f.round_bytes,
+            ack_timeout: f.ack_timeout_ms.map(Duration::from_millis),
+        })
+    }
+
+    /// Sets in `config` what the file says.
+    pub fn apply(&self, config: &mut Config) {
+        let set = |to: &mut String, from: &Option<String>| {
+            if let Some(v) = from {
+                to.clone_from(v);
+            }
+        };
+        set(&mut config.brokers, &self.brokers);
+        set(&mut config.topic, &self.topic);
+        set(&mut config.host, &self.host);
+        if let Some(s) = &self.state {
+            config.state.clone_from(s);
+        }
+        config.sources.extend(self.sources.iter().cloned());
+        config.compression = self.compression.unwrap_or(config.compression);
+        config.max_message = self.max_message.unwrap_or(config.max_message);
+        config.batch_bytes = self.batch_bytes.unwrap_or(config.batch_bytes);
+        config.round_bytes = self.round_bytes.unwrap_or(config.round_bytes);
+        config.ack_timeout = self.ack_timeout.unwrap_or(config.ack_timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("config_file.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| *l != "//! ```toml")
+            .skip(1)
+            .take_while(|l| *l != "//! ```")
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        let f = FileConfig::parse(&example, Path::new("/etc")).unwrap();
+        assert_eq!(f.brokers.as_deref(), Some("k1:9092,k2:9092,k3:9092"));
+        assert_eq!(f.sources, [PathBuf::from("/dev/shm/app.ring"), PathBuf::from("/dev/shm/rings")]);
+        assert_eq!((f.compression, f.max_message), (Some(Compression::Lz4), Some(1_000_000)));
+        assert_eq!(f.ack_timeout, Some(Duration::from_secs(30)));
+        let mut c = Config::new("x", "y", "z", "s".into());
+        f.apply(&mut c);
+        assert_eq!((c.topic.as_str(), c.host.as_str()), ("traces", "web-1"));
+        assert_eq!(c.state, PathBuf::from("/var/lib/ringtrace-ship/web-1.state"));
+    }
+
+    #[test]
+    fn relative_paths_are_the_files_and_mistakes_are_named() {
+        let f = FileConfig::parse("state = \"s\"\nsources = [\"r.ring\"]", Path::new("/etc/rt")).unwrap();
+        assert_eq!((f.state, f.sources), (Some("/etc/rt/s".into()), vec![PathBuf::from("/etc/rt/r.ring")]));
+        for (bad, says) in [
+            ("topik = \"t\"", "unknown field `topik`"),
+            ("max_message = \"big\"", "max_message"),
+            ("compression = \"gzip\"", "gzip"),
+            ("batch_bytes = 0", "above 0"),
+            ("sources = \"one\"", "sources"),
+            ("brokers = ", "brokers"),
+        ] {
+            let e = FileConfig::parse(bad, Path::new(".")).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+}
