@@ -91,6 +91,30 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Sets what a configuration file says (its `None`s leave this configuration's
+    /// values); its sources are added to these.
+    pub fn apply(&mut self, file: &FileConfig) {
+        let set = |to: &mut String, from: &Option<String>| {
+            if let Some(v) = from {
+                to.clone_from(v);
+            }
+        };
+        set(&mut self.brokers, &file.brokers);
+        set(&mut self.topic, &file.topic);
+        set(&mut self.host, &file.host);
+        if let Some(s) = &file.state {
+            self.state.clone_from(s);
+        }
+        self.sources.extend(file.sources.iter().cloned());
+        self.compression = file.compression.unwrap_or(self.compression);
+        self.max_message = file.max_message.unwrap_or(self.max_message);
+        self.batch_bytes = file.batch_bytes.unwrap_or(self.batch_bytes);
+        self.round_bytes = file.round_bytes.unwrap_or(self.round_bytes);
+        self.ack_timeout = file.ack_timeout.unwrap_or(self.ack_timeout);
+    }
+}
+
 /// [`Config::max_message`] by default.
 pub const DEFAULT_MAX_MESSAGE: usize = 1_000_000;
 /// The smallest [`Config::max_message`]: room for a batch of a marker whatever the names.

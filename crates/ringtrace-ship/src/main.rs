@@ -117,7 +117,7 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let mut config = Config::new("", "", "", PathBuf::new());
             if let Some(file) = file {
-                FileConfig::load(&file).map_err(|e| e.to_string())?.apply(&mut config);
+                config.apply(&FileConfig::load(&file).map_err(|e| e.to_string())?);
             }
             let or = |given: Option<String>, had: &mut String| {
                 if let Some(v) = given {

@@ -123,22 +123,9 @@ fn an_agent_of_a_channel_killed_and_restarted_loses_nothing() {
     let path = dir.path().join("app.chan");
     let state = dir.path().join("agent.state");
     let writers = writers(&path, 4, 3, 8, per_writer);
-    let mut kills = 0;
-    for pause_us in [0u64, 500, 3_000, 10_000] {
-        let before = std::fs::read(&state).ok();
-        let mut a = agent(&brokers, &topic, "host8", &state, std::slice::from_ref(&path)).spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::fs::read(&state).ok() == before && Instant::now() < deadline && a.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        assert_ne!(std::fs::read(&state).ok(), before, "the agent acknowledged a round within a minute");
-        std::thread::sleep(Duration::from_micros(pause_us));
-        if a.try_wait().unwrap().is_none() {
-            a.kill().unwrap(); // SIGKILL
-            kills += 1;
-        }
-        a.wait().unwrap();
-    }
+    let kills = kill_mid_run(&state, &[0, 500, 3_000, 10_000], || {
+        agent(&brokers, &topic, "host8", &state, std::slice::from_ref(&path)).spawn().unwrap()
+    });
     let last = agent(&brokers, &topic, "host8", &state, std::slice::from_ref(&path)).spawn().unwrap();
     let notes: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
     let (fleet, report) = finish(Vec::new(), last, &brokers, &topic);

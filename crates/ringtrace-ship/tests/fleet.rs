@@ -81,24 +81,10 @@ fn an_agent_killed_and_restarted_loses_nothing_and_its_copies_are_dropped() {
     let writers: Vec<_> = (producers.into_iter().enumerate())
         .map(|(s, p)| std::thread::spawn(move || write_records(p, 7, s as u32, 0..per_source)))
         .collect();
-    let mut kills = 0;
-    // Each agent is killed a while after it stored its first acknowledged round (its
-    // state file changed): mid-run, with batches in flight or just acknowledged.
-    for pause_us in [0u64, 300, 1_500, 4_000, 9_000, 20_000] {
-        let before = std::fs::read(&state).ok();
-        let mut a = agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::fs::read(&state).ok() == before && Instant::now() < deadline && a.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        assert_ne!(std::fs::read(&state).ok(), before, "the agent acknowledged a round within a minute");
-        std::thread::sleep(Duration::from_micros(pause_us));
-        if a.try_wait().unwrap().is_none() {
-            a.kill().unwrap(); // SIGKILL
-            kills += 1;
-        }
-        a.wait().unwrap();
-    }
+    // Each agent is killed a while after it stored an acknowledged round.
+    let kills = kill_mid_run(&state, &[0, 300, 1_500, 4_000, 9_000, 20_000], || {
+        agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap()
+    });
     // The last agent runs until the writers are done and everything is shipped.
     let last = agent(&brokers, &topic, "host7", &state, &rings).spawn().unwrap();
     let (fleet, report) = finish(writers, last, &brokers, &topic);

@@ -11,7 +11,6 @@ mod common;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::Duration;
 
 use ringtrace::channel::ChannelRecord;
@@ -27,17 +26,7 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 use common::channel::{parse, record};
-use common::{result_of as finish, spawn_child as spawn};
-
-/// A child killed when dropped (the test failed while it runs forever).
-struct Kid(Child);
-
-impl Drop for Kid {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{result_of as finish, spawn_child as spawn, Kid};
 
 /// The child side. Does nothing in a normal test run.
 #[test]
@@ -165,9 +154,7 @@ fn a_full_channel_file_refuses_a_producer_and_a_killed_producers_slot_is_taken_o
     let channel = Channel::<Discard, Monotonic>::builder(4096).max_producers(1).create(&path, Monotonic).unwrap();
     let mut kid = Kid(spawn("write-forever", &[path.to_str().unwrap(), "9"]));
     // Wait for the child to hold the slot.
-    let mut out = std::io::BufReader::new(kid.0.stdout.take().unwrap());
-    let ready = std::io::BufRead::lines(&mut out).take(10).any(|l| l.unwrap().trim() == "READY");
-    assert!(ready, "the child holds the slot");
+    kid.wait_for("READY");
     match channel.producer() {
         Err(e @ Error::ChannelFull { max: 1 }) => assert!(e.to_string().contains("1 producers")),
         other => panic!("expected ChannelFull, got {other:?}"),

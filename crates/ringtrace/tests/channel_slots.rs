@@ -9,13 +9,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::Duration;
 
 use common::channel::{checksum, record};
-use common::spawn_child as spawn;
+use common::{spawn_child as spawn, Kid};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use ringtrace::clock::{monotonic_ns, Monotonic, NoClock, Tsc};
@@ -25,43 +23,6 @@ use ringtrace::{Channel, Error, Wakeup};
 
 fn temp_path(name: &str) -> PathBuf {
     common::temp_file(name, "chan")
-}
-
-/// A child killed when dropped (the test failed while it runs forever).
-struct Kid(Child);
-
-impl Drop for Kid {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Kid {
-    /// Reads the child's lines until `want`, for at most 30 s (a reader thread: a
-    /// blocking read has no deadline of its own).
-    fn wait_for(&mut self, want: &str) {
-        let out = self.0.stdout.take().expect("the child's stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line.trim() == want => return,
-                Ok(line) => seen.push(line),
-                Err(e) => panic!("no {want:?} from the child ({e}); it said {seen:?}"),
-            }
-        }
-    }
 }
 
 /// The child side. Does nothing in a normal test run.

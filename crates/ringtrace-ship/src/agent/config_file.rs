@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Compression, Config, ShipError};
+use super::error::ShipError;
+use super::kafka::Compression;
 
 /// The largest configuration file read.
 const MAX_FILE: u64 = 1 << 20;
@@ -116,27 +117,6 @@ impl FileConfig {
             ack_timeout: f.ack_timeout_ms.map(Duration::from_millis),
         })
     }
-
-    /// Sets in `config` what the file says.
-    pub fn apply(&self, config: &mut Config) {
-        let set = |to: &mut String, from: &Option<String>| {
-            if let Some(v) = from {
-                to.clone_from(v);
-            }
-        };
-        set(&mut config.brokers, &self.brokers);
-        set(&mut config.topic, &self.topic);
-        set(&mut config.host, &self.host);
-        if let Some(s) = &self.state {
-            config.state.clone_from(s);
-        }
-        config.sources.extend(self.sources.iter().cloned());
-        config.compression = self.compression.unwrap_or(config.compression);
-        config.max_message = self.max_message.unwrap_or(config.max_message);
-        config.batch_bytes = self.batch_bytes.unwrap_or(config.batch_bytes);
-        config.round_bytes = self.round_bytes.unwrap_or(config.round_bytes);
-        config.ack_timeout = self.ack_timeout.unwrap_or(config.ack_timeout);
-    }
 }
 
 #[cfg(test)]
@@ -158,10 +138,8 @@ mod tests {
         assert_eq!(f.sources, [PathBuf::from("/dev/shm/app.ring"), PathBuf::from("/dev/shm/rings")]);
         assert_eq!((f.compression, f.max_message), (Some(Compression::Lz4), Some(1_000_000)));
         assert_eq!(f.ack_timeout, Some(Duration::from_secs(30)));
-        let mut c = Config::new("x", "y", "z", "s".into());
-        f.apply(&mut c);
-        assert_eq!((c.topic.as_str(), c.host.as_str()), ("traces", "web-1"));
-        assert_eq!(c.state, PathBuf::from("/var/lib/ringtrace-ship/web-1.state"));
+        assert_eq!((f.topic.as_deref(), f.host.as_deref()), (Some("traces"), Some("web-1")));
+        assert_eq!(f.state, Some(PathBuf::from("/var/lib/ringtrace-ship/web-1.state")));
     }
 
     #[test]

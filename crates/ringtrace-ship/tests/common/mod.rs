@@ -148,6 +148,30 @@ pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Starts agents with `start` one after another, each SIGKILLed `pause` after it
+/// stored an acknowledged round (its state file at `state` changed), for each of
+/// `pauses` (microseconds): mid-run, with batches in flight or just acknowledged.
+/// Returns how many were killed (one that finished first is not).
+pub fn kill_mid_run(state: &Path, pauses: &[u64], start: impl Fn() -> Child) -> u32 {
+    let mut kills = 0;
+    for &pause_us in pauses {
+        let before = std::fs::read(state).ok();
+        let mut a = start();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read(state).ok() == before && Instant::now() < deadline && a.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert_ne!(std::fs::read(state).ok(), before, "the agent acknowledged a round within a minute");
+        std::thread::sleep(Duration::from_micros(pause_us));
+        if a.try_wait().unwrap().is_none() {
+            a.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+        a.wait().unwrap();
+    }
+    kills
+}
+
 /// Joins the writers (none may have had a record refused), waits for the agent to
 /// exit successfully, and reads the whole topic back; returns it with the agent's
 /// report (its stdout).

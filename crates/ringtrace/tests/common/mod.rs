@@ -47,6 +47,43 @@ pub fn spawn_child(role: &str, args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// A child killed (and reaped) when dropped: a failing test leaves none behind.
+pub struct Kid(pub Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Kid {
+    /// Reads the child's stdout until a line `want`, for at most 30 s (on a thread of
+    /// its own: a blocking read has no deadline); the lines before it are discarded.
+    /// Takes the child's stdout: call it once.
+    pub fn wait_for(&mut self, want: &str) {
+        let out = self.0.stdout.take().expect("the child's stdout, once");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(out)) {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(line) if line.trim() == want => return,
+                Ok(line) => seen.push(line),
+                Err(e) => panic!("no {want:?} from the child ({e}); it said {seen:?}"),
+            }
+        }
+    }
+}
+
 /// Waits for a child and returns the numbers of its `RESULT` line.
 pub fn result_of(child: Child) -> Vec<u64> {
     let out = child.wait_with_output().unwrap();
