@@ -82,30 +82,10 @@ fn children_cpu() -> f64 {
     ticks as f64 / TICKS
 }
 
-/// `struct timespec` of 64-bit Linux.
-#[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
-// The C library's `clock_gettime`, which std links already (this crate has no `libc`
-// dependency to take it from).
-unsafe extern "C" {
-    fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-}
-
-/// Linux's `CLOCK_PROCESS_CPUTIME_ID`.
-const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
-
 /// CPU time of this process so far, every thread of it (`CLOCK_PROCESS_CPUTIME_ID`,
 /// to the nanosecond): this bench's own threads and librdkafka's.
 fn process_cpu() -> Duration {
-    let mut t = Timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid, writable `struct timespec` for the call's duration, and
-    // the clock id is one Linux defines.
-    let rc = unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
