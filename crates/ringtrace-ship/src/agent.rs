@@ -18,11 +18,20 @@
 //! to a second); the agent reads nothing new meanwhile, so the rings do what they are
 //! configured to do: discard rings refuse records and count them
 //! ([`ringtrace::Stats::lost`], reported in [`ShipStats::ring_lost`]).
+//!
+//! With a spool directory ([`Config::spool`], [`crate::spool`]), a round not
+//! acknowledged within [`Config::spool_wait`] is kept on disk instead, and the rings
+//! get its space back: the agent goes on draining them into the spool while Kafka is
+//! away, up to [`Config::spool_max`] bytes, and sends the spool, oldest round first,
+//! before any newer round once Kafka is back. Only a full spool leaves records in the
+//! rings.
 
 mod config_file;
 mod error;
 mod kafka;
 mod source;
+mod spooling;
+mod stats;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,8 +41,11 @@ pub use error::ShipError;
 pub use kafka::Compression;
 use kafka::{Round, Sender};
 use source::Source;
+pub use stats::ShipStats;
 
-use crate::state::{SourceCounts, State};
+use crate::spool::SpoolPart;
+use crate::state::State;
+use spooling::{counts_of, Spooling};
 
 /// What the agent is to do.
 #[derive(Debug, Clone)]
@@ -69,6 +81,14 @@ pub struct Config {
     pub until_disconnected: bool,
     /// Stop after this long, if set.
     pub duration: Option<Duration>,
+    /// The spool directory, if any ([`crate::spool`]): rounds Kafka did not take in
+    /// time wait there instead of in the rings.
+    pub spool: Option<PathBuf>,
+    /// The most bytes the spool holds: 1 GiB by default.
+    pub spool_max: u64,
+    /// How long a round waits for its acknowledgements before it is spooled: 2 s by
+    /// default (the rings must hold this long of records).
+    pub spool_wait: Duration,
 }
 
 impl Config {
@@ -87,6 +107,9 @@ impl Config {
             ack_timeout: Duration::from_secs(30),
             until_disconnected: false,
             duration: None,
+            spool: None,
+            spool_max: 1 << 30,
+            spool_wait: Duration::from_secs(2),
         }
     }
 }
@@ -112,6 +135,11 @@ impl Config {
         self.batch_bytes = file.batch_bytes.unwrap_or(self.batch_bytes);
         self.round_bytes = file.round_bytes.unwrap_or(self.round_bytes);
         self.ack_timeout = file.ack_timeout.unwrap_or(self.ack_timeout);
+        if file.spool.is_some() {
+            self.spool.clone_from(&file.spool);
+        }
+        self.spool_max = file.spool_max.unwrap_or(self.spool_max);
+        self.spool_wait = file.spool_wait.unwrap_or(self.spool_wait);
     }
 }
 
@@ -125,25 +153,6 @@ pub const MAX_MAX_MESSAGE: usize = 999_000_000;
 
 /// The longest nap of an agent with several rings, all empty, before it looks again.
 const IDLE_MAX: Duration = Duration::from_millis(20);
-
-/// The agent's counters.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ShipStats {
-    /// Records acknowledged by Kafka.
-    pub shipped: u64,
-    /// Messages (batches) acknowledged.
-    pub batches: u64,
-    /// Rounds that failed (records kept in their rings and sent again).
-    pub failed_rounds: u64,
-    /// Records an earlier agent had shipped but not handed back, stepped over at start.
-    pub recovered: u64,
-    /// Records the rings refused while they were full (their producers' `lost`),
-    /// summed over the sources.
-    pub ring_lost: u64,
-    /// Records too large for a message ([`Config::max_message`]): shipped as markers
-    /// that keep their place and length, their bytes dropped.
-    pub too_large: u64,
-}
 
 /// Wall-clock nanoseconds since the Unix epoch.
 fn now_ns() -> u64 {
@@ -172,6 +181,19 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         )));
     }
     let mut stats = ShipStats::default();
+    let mut spooling = match &config.spool {
+        Some(dir) => {
+            Some(Spooling::open(dir, config.spool_max, config.spool_wait, &mut state, &config.state, &mut stats)?)
+        }
+        None if state.spool_tail > state.spool_head => {
+            return Err(ShipError::Config(format!(
+                "state file {} says {} round(s) wait in a spool directory: give it (--spool)",
+                config.state.display(),
+                state.spool_tail - state.spool_head
+            )))
+        }
+        None => None,
+    };
     let mut sources = Vec::with_capacity(config.sources.len());
     for mut s in Source::expand(&config.sources)? {
         let found = s.recover(state.get(&s.name), Instant::now() + Duration::from_secs(10))?;
@@ -191,33 +213,79 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         max: config.max_message,
         round: config.round_bytes,
     };
-    let mut messages: Vec<Vec<u8>> = Vec::new();
+    // Each source's messages of the round in flight, kept until it is acknowledged (or
+    // spooled).
+    let mut messages: Vec<Vec<Vec<u8>>> = vec![Vec::new(); sources.len()];
     let mut round = vec![source::Filled::default(); sources.len()];
     let mut backoff = Duration::ZERO;
     let mut nap = Duration::ZERO;
     loop {
+        if let Some(sp) = spooling.as_mut() {
+            sp.pump(&mut sender, config.ack_timeout, &mut state, &config.state, &mut stats)?;
+        }
         let (mut read, mut sent, mut too_large) = (0, 0, 0);
         let time = now_ns();
-        for (s, filled) in sources.iter_mut().zip(round.iter_mut()) {
-            messages.clear();
-            *filled = s.fill(&config.host, time, limits, &mut messages)?;
+        for ((s, filled), out) in sources.iter_mut().zip(round.iter_mut()).zip(messages.iter_mut()) {
+            out.clear();
+            *filled = s.fill(&config.host, time, limits, out)?;
             read += filled.records;
             too_large += filled.too_large;
-            let key = format!("{}/{}", config.host, s.name);
-            sender.send(&key, &messages)?;
-            sent += messages.len() as u64;
+            sent += out.len() as u64;
         }
         if read > 0 {
-            match sender.settle() {
-                Round::Acked => {
+            // Older rounds wait in the spool: this one joins them, to keep each
+            // source's records in order.
+            let outcome = if spooling.as_ref().is_some_and(Spooling::backlog) {
+                Round::Unsettled("older rounds wait in the spool".into())
+            } else {
+                for (s, out) in sources.iter().zip(&messages) {
+                    sender.send(&format!("{}/{}", config.host, s.name), out)?;
+                }
+                let outcome = sender.settle(spooling.as_ref().map(|sp| sp.wait));
+                if matches!(outcome, Round::Unsettled(_)) {
+                    sender.abandon()?;
+                }
+                outcome
+            };
+            let outcome = match (outcome, spooling.as_mut()) {
+                (Round::Acked, _) => Ok(Delivered::Kafka),
+                (Round::Failed(why) | Round::Unsettled(why), Some(sp)) => {
+                    let parts = sources
+                        .iter()
+                        .zip(&round)
+                        .zip(messages.iter_mut())
+                        .filter(|((_, filled), _)| filled.records > 0)
+                        .map(|((s, filled), out)| SpoolPart {
+                            source: s.name.clone(),
+                            records: filled.records,
+                            messages: std::mem::take(out),
+                        })
+                        .collect();
+                    let first = !sp.backlog();
+                    match sp.keep(parts) {
+                        Some(serial) => {
+                            if first {
+                                eprintln!("ringtrace-ship: rounds go to the spool ({why})");
+                            }
+                            state.spool_tail = serial + 1;
+                            Ok(Delivered::Spool)
+                        }
+                        None => Err(why),
+                    }
+                }
+                (Round::Failed(why) | Round::Unsettled(why), None) => Err(why),
+            };
+            match outcome {
+                Ok(to) => {
                     for (s, filled) in sources.iter().zip(&round) {
                         if let Some(mut entry) = s.pending_state() {
-                            let was = state.get(&entry.source).map(|e| e.counts).unwrap_or_default();
-                            entry.counts = SourceCounts {
-                                shipped: was.shipped + filled.records,
-                                too_large: was.too_large + filled.too_large,
-                                ring_lost: s.stats().lost,
-                            };
+                            entry.counts = state.get(&entry.source).map(|e| e.counts).unwrap_or_default();
+                            entry.counts.ring_lost = s.stats().lost;
+                            match to {
+                                Delivered::Kafka => entry.counts.shipped += filled.records,
+                                Delivered::Spool => entry.counts.spooled += filled.records,
+                            }
+                            entry.counts.too_large += filled.too_large;
                             state.set(entry);
                         }
                     }
@@ -226,15 +294,20 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     for s in sources.iter_mut() {
                         s.acknowledged();
                     }
-                    stats.shipped += read;
-                    stats.batches += sent;
+                    match to {
+                        Delivered::Kafka => {
+                            stats.shipped += read;
+                            stats.batches += sent;
+                        }
+                        Delivered::Spool => stats.spooled += read,
+                    }
                     stats.too_large += too_large;
                     if backoff > Duration::ZERO {
                         eprintln!("ringtrace-ship: delivering again");
                         backoff = Duration::ZERO;
                     }
                 }
-                Round::Failed(why) => {
+                Err(why) => {
                     for s in sources.iter_mut() {
                         s.failed();
                     }
@@ -243,9 +316,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     state.failed_rounds += 1;
                     state.updated_ns = now_ns();
                     for s in &sources {
-                        if let Some(i) = state.sources.iter().position(|e| e.source == s.name) {
-                            state.sources[i].counts.ring_lost = s.stats().lost;
-                        }
+                        counts_of(&mut state, &s.name, |c| c.ring_lost = s.stats().lost);
                     }
                     state.store(&config.state).map_err(|e| ShipError::State(e.to_string()))?;
                     if let Some(fatal) = sender.renew_if_fatal()? {
@@ -264,18 +335,21 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             break;
         }
         if read == 0 {
-            if config.until_disconnected && sources.iter().all(|s| s.is_disconnected() && !s.ready()) {
+            let spooled = spooling.as_ref().is_some_and(Spooling::backlog);
+            if config.until_disconnected && !spooled && sources.iter().all(|s| s.is_disconnected() && !s.ready()) {
                 break;
             }
-            // Nothing in flight. One ring: sleep on its doorbell. Several (a ring
-            // file's consumer has a doorbell of its own, and there is no waiting on
-            // many): look again after a nap that doubles from 1 ms to IDLE_MAX while
-            // they stay empty, which bounds both the added latency and the idle cost.
-            if let [only] = sources.as_mut_slice() {
-                only.wait(Duration::from_millis(100))?;
-            } else {
-                nap = (nap * 2).clamp(Duration::from_millis(1), IDLE_MAX);
-                std::thread::sleep(nap);
+            // Nothing in flight. One ring and no spool to send: sleep on its doorbell.
+            // Several (a ring file's consumer has a doorbell of its own, and there is
+            // no waiting on many), or a spool waiting to be sent: look again after a
+            // nap that doubles from 1 ms to IDLE_MAX while they stay empty, which
+            // bounds both the added latency and the idle cost.
+            match sources.as_mut_slice() {
+                [only] if !spooled => only.wait(Duration::from_millis(100))?,
+                _ => {
+                    nap = (nap * 2).clamp(Duration::from_millis(1), IDLE_MAX);
+                    std::thread::sleep(nap);
+                }
             }
         } else {
             nap = Duration::ZERO;
@@ -283,4 +357,13 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
     }
     sender.flush();
     Ok(stats)
+}
+
+/// Where a round's records went.
+#[derive(Clone, Copy)]
+enum Delivered {
+    /// Kafka acknowledged them.
+    Kafka,
+    /// The spool keeps them.
+    Spool,
 }

@@ -70,6 +70,19 @@ enum Command {
         /// and `too_large` counts it [default: 1000000].
         #[arg(long)]
         max_message: Option<usize>,
+        /// A spool directory (created 0700 if missing; another user's or a shared one is
+        /// refused): a round Kafka did not acknowledge within --spool-wait is kept
+        /// there, and the rings get its space back, until Kafka takes it.
+        #[arg(long, value_name = "DIR")]
+        spool: Option<PathBuf>,
+        /// The most bytes the spool holds; past it, records stay in the rings
+        /// [default: 1073741824].
+        #[arg(long, value_name = "BYTES")]
+        spool_max: Option<u64>,
+        /// Seconds a round waits for its acknowledgements before it is spooled
+        /// [default: 2].
+        #[arg(long, value_name = "SECONDS")]
+        spool_wait: Option<f64>,
         /// The ring files and channel files, and directories of them (here or in
         /// --config).
         rings: Vec<PathBuf>,
@@ -113,6 +126,9 @@ fn run(cli: Cli) -> Result<(), String> {
             duration,
             ack_timeout,
             max_message,
+            spool,
+            spool_max,
+            spool_wait,
             rings,
         } => {
             let mut config = Config::new("", "", "", PathBuf::new());
@@ -153,10 +169,29 @@ fn run(cli: Cli) -> Result<(), String> {
                 config.ack_timeout = seconds(t, "--ack-timeout")?;
             }
             config.max_message = max_message.unwrap_or(config.max_message);
+            if spool.is_some() {
+                config.spool = spool;
+            }
+            config.spool_max = spool_max.unwrap_or(config.spool_max);
+            if let Some(w) = spool_wait {
+                config.spool_wait = seconds(w, "--spool-wait")?;
+            }
+            if config.spool_max == 0 || config.spool_wait.is_zero() {
+                return Err("--spool-max and --spool-wait must be above 0".into());
+            }
             let s = agent::run(&config, || false).map_err(|e| e.to_string())?;
             println!(
-                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} too_large={}",
-                s.shipped, s.batches, s.failed_rounds, s.recovered, s.ring_lost, s.too_large
+                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} too_large={} spooled={} \
+                 unspooled={} spool_lost={}",
+                s.shipped,
+                s.batches,
+                s.failed_rounds,
+                s.recovered,
+                s.ring_lost,
+                s.too_large,
+                s.spooled,
+                s.unspooled,
+                s.spool_lost
             );
             Ok(())
         }

@@ -36,12 +36,14 @@
 //! | Offset | Size | Field |
 //! |---|---|---|
 //! | 0 | 8 | magic, `b"RTSHIPST"` |
-//! | 8 | 4 | version, u32, = 2 (version 1 had no counters; it is refused) |
+//! | 8 | 4 | version, u32, = 3 (version 2, without the spool's fields, is read too; version 1 had no counters and is refused) |
 //! | 12 | 4 | `host_len`, u32, at most 255 |
 //! | 16 | 4 | `count`, u32: the number of entries |
 //! | 20 | 8 | `updated_ns`, u64: wall-clock ns since the Unix epoch of the store |
 //! | 28 | 8 | `failed_rounds`, u64: rounds that failed, over the agent's life |
-//! | 36 | `host_len` | host name, UTF-8 |
+//! | 36 | 8 | `spool_head`, u64: the oldest round in the spool ([`crate::spool`]) |
+//! | 44 | 8 | `spool_tail`, u64: the serial of the next round spooled (none pending if equal to the head) |
+//! | 52 | `host_len` | host name, UTF-8 |
 //! | | | `count` entries, each: |
 //! | +0 | 4 | `name_len`, u32, at most 4096 |
 //! | +4 | 8 | `dev`, u64: device number of the ring file |
@@ -51,35 +53,45 @@
 //! | +36 | 8 | `shipped`, u64: records acknowledged by Kafka (markers included) |
 //! | +44 | 8 | `too_large`, u64: records shipped as too-large markers |
 //! | +52 | 8 | `ring_lost`, u64: records the ring refused (its `Stats::lost`) |
-//! | +60 | `name_len` | source name, UTF-8 |
+//! | +60 | 8 | `spooled`, u64: records in the spool, not yet acknowledged |
+//! | +68 | 8 | `spool_lost`, u64: records the spool lost (a file damaged or removed behind the agent's back) |
+//! | +76 | `name_len` | source name, UTF-8 |
 //! | end − 4 | 4 | CRC32C (Castagnoli), u32, of all the bytes before it |
+//!
+//! Version 2 lacks `spool_head`, `spool_tail` (its header is 36 bytes) and each
+//! entry's `spooled` and `spool_lost` (its entries 60 bytes and a name): they read as 0.
 //!
 //! Entries are sorted by name (byte order), and no two have the same name.
 
 use std::error::Error;
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::Path;
+
+use crate::disk::{self, len_u32, Cursor};
 
 #[cfg(test)]
 mod tests;
 
 /// The first 8 bytes of a state file.
 pub const MAGIC: [u8; 8] = *b"RTSHIPST";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// The longest host name, in bytes.
 const MAX_HOST: usize = 255;
 /// The longest source name, in bytes.
 const MAX_NAME: usize = 4096;
 /// The largest file [`State::load`] reads.
 const MAX_FILE: u64 = 1 << 30;
-/// Magic, version, `host_len`, `count`, `updated_ns` and `failed_rounds`.
-const HEADER: usize = 36;
+/// Magic, version, `host_len`, `count`, `updated_ns`, `failed_rounds`, `spool_head`
+/// and `spool_tail`.
+const HEADER: usize = 52;
 /// An entry without its name.
-const ENTRY: usize = 60;
+const ENTRY: usize = 76;
+/// The same in version 2.
+const HEADER_V2: usize = 36;
+const ENTRY_V2: usize = 60;
 const CRC: usize = 4;
 
 /// One source's entry.
@@ -109,6 +121,11 @@ pub struct SourceCounts {
     pub too_large: u64,
     /// Records the ring refused while it was full (its `Stats::lost` when last stored).
     pub ring_lost: u64,
+    /// Records in the spool ([`crate::spool`]), not yet acknowledged.
+    pub spooled: u64,
+    /// Records the spool lost: its file found damaged or missing when the agent
+    /// started or sent it again.
+    pub spool_lost: u64,
 }
 
 /// The agent's state: its host name and one entry per source.
@@ -123,6 +140,11 @@ pub struct State {
     pub updated_ns: u64,
     /// Rounds that failed (Kafka did not acknowledge them), over the agent's life.
     pub failed_rounds: u64,
+    /// The serial of the oldest round in the spool ([`crate::spool`]).
+    pub spool_head: u64,
+    /// The serial the next spooled round gets: rounds `spool_head..spool_tail` wait
+    /// in the spool.
+    pub spool_tail: u64,
 }
 
 impl State {
@@ -190,7 +212,7 @@ impl State {
         tmp_name.push(format!(".tmp.{}", std::process::id()));
         let tmp = dir.join(tmp_name);
 
-        let written = write_new(&tmp, &self.encode()).and_then(|()| {
+        let written = disk::write_new(&tmp, &self.encode()).map_err(|e| io_error("writing", &tmp, e)).and_then(|()| {
             fs::rename(&tmp, path).map_err(|e| io_error(&format!("renaming {} to", tmp.display()), path, e))
         });
         if let Err(e) = written {
@@ -213,11 +235,14 @@ impl State {
         out.extend_from_slice(&len_u32(self.sources.len()).to_le_bytes());
         out.extend_from_slice(&self.updated_ns.to_le_bytes());
         out.extend_from_slice(&self.failed_rounds.to_le_bytes());
+        out.extend_from_slice(&self.spool_head.to_le_bytes());
+        out.extend_from_slice(&self.spool_tail.to_le_bytes());
         out.extend_from_slice(self.host.as_bytes());
         for s in &self.sources {
             out.extend_from_slice(&len_u32(s.source.len()).to_le_bytes());
             let c = s.counts;
-            for n in [s.dev, s.ino, s.position, s.next_seq, c.shipped, c.too_large, c.ring_lost] {
+            let fields = [s.dev, s.ino, s.position, s.next_seq, c.shipped, c.too_large, c.ring_lost, c.spooled];
+            for n in fields.into_iter().chain([c.spool_lost]) {
                 out.extend_from_slice(&n.to_le_bytes());
             }
             out.extend_from_slice(s.source.as_bytes());
@@ -231,72 +256,80 @@ impl State {
     /// version or checksum, a length past the end or over its limit, a string that is
     /// not UTF-8, names out of order or repeated, and bytes after the last entry.
     pub fn decode(bytes: &[u8]) -> Result<State, StateError> {
-        let bad = |what: String| StateError::Damaged(what);
-        if bytes.len() < HEADER + CRC {
-            return Err(bad(format!(
+        Self::parse(bytes).map_err(StateError::Damaged)
+    }
+
+    fn parse(bytes: &[u8]) -> Result<State, String> {
+        if bytes.len() < HEADER_V2 + CRC {
+            return Err(format!(
                 "truncated: {} bytes, fewer than the {} of an empty state",
                 bytes.len(),
-                HEADER + CRC
-            )));
+                HEADER_V2 + CRC
+            ));
         }
-        let (body, crc) = bytes.split_at(bytes.len() - CRC);
-        let mut r = Reader { bytes: body, pos: 0 };
+        let mut r = Cursor::new(&bytes[..bytes.len() - CRC]);
         let magic = r.take(MAGIC.len(), "the magic")?;
         if magic != MAGIC {
-            return Err(bad(format!("bad magic \"{}\", not a ringtrace-ship state file", magic.escape_ascii())));
+            return Err(format!("bad magic \"{}\", not a ringtrace-ship state file", magic.escape_ascii()));
         }
         let version = r.u32("the version")?;
         if version == 1 {
-            return Err(bad(
-                "version 1, written by an earlier ringtrace-ship (this one reads version 2): move it aside to start \
-                 the sources over from their rings' positions"
-                    .into(),
-            ));
+            return Err("version 1, written by an earlier ringtrace-ship (this one reads versions 2 and 3): move it \
+                        aside to start the sources over from their rings' positions"
+                .into());
         }
-        if version != VERSION {
-            return Err(bad(format!("unsupported version {version} (this agent reads version {VERSION})")));
+        if version != 2 && version != VERSION {
+            return Err(format!("unsupported version {version} (this agent reads versions 2 and {VERSION})"));
         }
-        let stored = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        let computed = crc32c::crc32c(body);
-        if stored != computed {
-            return Err(bad(format!("checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")));
-        }
+        let v3 = version == VERSION;
+        disk::checked(bytes)?;
 
         let host_len = r.u32("the host length")? as usize;
         let count = r.u32("the source count")? as usize;
         let (updated_ns, failed_rounds) = (r.u64("the update time")?, r.u64("the failed rounds")?);
-        if host_len > MAX_HOST {
-            return Err(bad(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
+        let (spool_head, spool_tail) =
+            if v3 { (r.u64("the spool's head")?, r.u64("the spool's tail")?) } else { (0, 0) };
+        if spool_head > spool_tail {
+            return Err(format!("the spool's head {spool_head} is past its tail {spool_tail}"));
         }
-        let host = utf8(r.take(host_len, "the host name")?, "the host name")?;
-        if count > r.remaining() / ENTRY {
-            return Err(bad(format!("{count} sources announced, but only {} bytes follow", r.remaining())));
+        if host_len > MAX_HOST {
+            return Err(format!("host name of {host_len} bytes, more than {MAX_HOST}"));
+        }
+        let host = r.text(host_len, "the host name")?;
+        let entry = if v3 { ENTRY } else { ENTRY_V2 };
+        if count > r.remaining() / entry {
+            return Err(format!("{count} sources announced, but only {} bytes follow", r.remaining()));
         }
         let mut sources: Vec<SourceState> = Vec::with_capacity(count);
         for i in 0..count {
             let name_len = r.u32("a name length")? as usize;
             if name_len > MAX_NAME {
-                return Err(bad(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}")));
+                return Err(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}"));
             }
             let (dev, ino) = (r.u64("a device number")?, r.u64("an inode number")?);
             let (position, next_seq) = (r.u64("a position")?, r.u64("a sequence number")?);
-            let counts = SourceCounts {
+            let mut counts = SourceCounts {
                 shipped: r.u64("a shipped count")?,
                 too_large: r.u64("a too-large count")?,
                 ring_lost: r.u64("a ring-lost count")?,
+                ..SourceCounts::default()
             };
-            let source = utf8(r.take(name_len, "a source name")?, &format!("the name of source #{i}"))?;
+            if v3 {
+                counts.spooled = r.u64("a spooled count")?;
+                counts.spool_lost = r.u64("a spool-lost count")?;
+            }
+            let source = r.text(name_len, &format!("the name of source #{i}"))?;
             if let Some(prev) = sources.last() {
                 if prev.source >= source {
-                    return Err(bad(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source)));
+                    return Err(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source));
                 }
             }
             sources.push(SourceState { source, dev, ino, position, next_seq, counts });
         }
         if r.remaining() != 0 {
-            return Err(bad(format!("{} bytes after the last entry", r.remaining())));
+            return Err(format!("{} bytes after the last entry", r.remaining()));
         }
-        Ok(State { host, sources, updated_ns, failed_rounds })
+        Ok(State { host, sources, updated_ns, failed_rounds, spool_head, spool_tail })
     }
 
     /// What would make the encoded state fail to decode.
@@ -309,6 +342,9 @@ impl State {
         }
         if let Some(s) = self.sources.iter().find(|s| s.source.len() > MAX_NAME) {
             return Err(format!("source name of {} bytes, more than {MAX_NAME}", s.source.len()));
+        }
+        if self.spool_head > self.spool_tail {
+            return Err(format!("the spool's head {} is past its tail {}", self.spool_head, self.spool_tail));
         }
         if let Some(w) = self.sources.windows(2).find(|w| w[0].source >= w[1].source) {
             return Err(format!("source {:?} after {:?}: unsorted or repeated", w[1].source, w[0].source));
@@ -337,14 +373,22 @@ fn utc(ns: u64) -> String {
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let updated = if self.updated_ns == 0 { "never".to_string() } else { utc(self.updated_ns) };
-        writeln!(f, "host {:?}: stored {updated}, {} failed rounds", self.host, self.failed_rounds)?;
+        write!(f, "host {:?}: stored {updated}, {} failed rounds", self.host, self.failed_rounds)?;
+        if self.spool_tail > self.spool_head {
+            write!(f, ", {} round(s) in the spool", self.spool_tail - self.spool_head)?;
+        }
+        writeln!(f)?;
         for s in &self.sources {
             let c = s.counts;
-            writeln!(
+            write!(
                 f,
-                "  {:?}: {} shipped, {} too large to ship, {} refused by the ring; next sequence {}, position {}",
-                s.source, c.shipped, c.too_large, c.ring_lost, s.next_seq, s.position
+                "  {:?}: {} shipped, {} too large to ship, {} refused by the ring",
+                s.source, c.shipped, c.too_large, c.ring_lost
             )?;
+            if c.spooled > 0 || c.spool_lost > 0 {
+                write!(f, ", {} in the spool, {} lost from the spool", c.spooled, c.spool_lost)?;
+            }
+            writeln!(f, "; next sequence {}, position {}", s.next_seq, s.position)?;
         }
         Ok(())
     }
@@ -390,66 +434,4 @@ fn io_error(doing: &str, path: &Path, e: io::Error) -> StateError {
 
 fn damaged(path: &Path, what: &str) -> StateError {
     StateError::Damaged(format!("{}: {what}", path.display()))
-}
-
-/// A length as stored; one over `u32::MAX` (which [`State::store`] refuses) saturates.
-fn len_u32(len: usize) -> u32 {
-    u32::try_from(len).unwrap_or(u32::MAX)
-}
-
-fn utf8(bytes: &[u8], what: &str) -> Result<String, StateError> {
-    String::from_utf8(bytes.to_vec()).map_err(|e| StateError::Damaged(format!("{what} is not UTF-8 ({e})")))
-}
-
-/// Creates `tmp` exclusively with mode 0600 (removing a stale one first), writes
-/// `bytes` and flushes them to disk.
-fn write_new(tmp: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    let create = || OpenOptions::new().write(true).create_new(true).mode(0o600).open(tmp);
-    let mut file = match create() {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            fs::remove_file(tmp).map_err(|e| io_error("removing the stale", tmp, e))?;
-            create()
-        }
-        created => created,
-    }
-    .map_err(|e| io_error("creating", tmp, e))?;
-    file.write_all(bytes).map_err(|e| io_error("writing", tmp, e))?;
-    file.sync_all().map_err(|e| io_error("syncing", tmp, e))
-}
-
-/// A cursor over the bytes before the checksum; every read checks the bytes left.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
-    }
-
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], StateError> {
-        if n > self.remaining() {
-            return Err(StateError::Damaged(format!(
-                "truncated: {what} needs {n} bytes at offset {}, {} left",
-                self.pos,
-                self.remaining()
-            )));
-        }
-        let taken = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(taken)
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32, StateError> {
-        let mut b = [0; 4];
-        b.copy_from_slice(self.take(4, what)?);
-        Ok(u32::from_le_bytes(b))
-    }
-
-    fn u64(&mut self, what: &str) -> Result<u64, StateError> {
-        let mut b = [0; 8];
-        b.copy_from_slice(self.take(8, what)?);
-        Ok(u64::from_le_bytes(b))
-    }
 }

@@ -1,5 +1,6 @@
 //! Faults of the cluster under a running agent: a broker SIGKILLed and started again,
-//! and the whole cluster down for 10 seconds. These stop and start the test command's
+//! and the whole cluster down for 10 seconds, without a spool directory and with one
+//! (an agent SIGKILLed while rounds wait in it too). These stop and start the test command's
 //! nodes (`scripts/kafka.sh kill` and `revive`, on the cluster directory named by
 //! `RINGTRACE_KAFKA_DIR`), so they run one at a time, in a test binary of their own.
 
@@ -75,6 +76,165 @@ fn a_broker_killed_and_restarted_mid_run_loses_and_duplicates_nothing() {
     }
 }
 
+/// A writer of about 20,000 records a second into `p` that never waits, until `stop`:
+/// the indices the ring took, and how many it refused.
+fn steady_writer(
+    mut p: ringtrace::Producer,
+    h: u32,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(Vec<u64>, u64)> {
+    std::thread::spawn(move || {
+        let (mut taken, mut refused) = (Vec::new(), 0u64);
+        let mut i = 0u64;
+        while !stop.load(Relaxed) {
+            match p.output(&record(h, 0, i), Wakeup::Default) {
+                Ok(()) => taken.push(i),
+                Err(ReserveError::Full { .. }) => refused += 1,
+                Err(e) => panic!("record {i}: {e}"),
+            }
+            i += 1;
+            if i % 20 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        (taken, refused)
+    })
+}
+
+/// A `key=value` number of the agent's report.
+fn reported(report: &str, key: &str) -> u64 {
+    let value = report.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|w| w.strip_prefix('=')));
+    value.unwrap_or_else(|| panic!("no {key} in {report:?}")).parse().unwrap()
+}
+
+/// The spool's round files left in `dir`.
+fn spool_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map_or(0, |d| d.filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "spool")).count())
+}
+
+/// The whole cluster down for 10 seconds with a spool directory: the rounds Kafka
+/// does not take within the spool wait go to disk, the ring is drained on, nothing is
+/// refused, and once the cluster is back the spool is sent first: every record read
+/// back once, in order, and the spool left empty.
+#[test]
+fn with_a_spool_the_whole_cluster_down_for_ten_seconds_refuses_nothing() {
+    let Some(brokers) = brokers() else { return };
+    let Some(dir) = cluster_dir() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let topic = create_topic(&brokers, "spooled", 3);
+    let tmp = TempDir::new("spooled");
+    let ring = tmp.path().join("s0.ring");
+    let p = ring_producer(&ring, 4 << 20);
+    let (state, spool) = (tmp.path().join("agent.state"), tmp.path().join("spool"));
+    let mut cmd = agent(&brokers, &topic, "host7", &state, std::slice::from_ref(&ring));
+    cmd.args(["--ack-timeout", "30", "--spool-wait", "0.5", "--spool"]).arg(&spool);
+    let agent = cmd.spawn().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = steady_writer(p, 7, stop.clone());
+    first_round(&state);
+    for n in 1..=3 {
+        nodes("kill", &dir, &[n]);
+    }
+    std::thread::sleep(Duration::from_secs(10));
+    let held = spool_files(&spool);
+    nodes("revive", &dir, &[1, 2, 3]);
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Relaxed);
+    let (taken, refused) = writer.join().unwrap();
+    let out = wait_output(agent, Duration::from_secs(300));
+    assert!(out.status.success(), "agent exited with {}", out.status);
+    let report = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let fleet = read_all(&brokers, &topic);
+    let stats = fleet.stats();
+    eprintln!(
+        "cluster down 10 s, spool: {} records taken, {refused} refused, {held} rounds in the spool at the end of \
+         the outage; agent: {report}; read back: {stats:?}",
+        taken.len()
+    );
+    assert!(held > 0, "rounds waited in the spool while the cluster was down");
+    assert_eq!(refused, 0, "the spool kept the ring drained");
+    assert_eq!((reported(&report, "ring_lost"), reported(&report, "spool_lost")), (0, 0), "{report}");
+    let spooled = reported(&report, "spooled");
+    assert!(spooled > 0 && reported(&report, "unspooled") == spooled, "{report}");
+    assert_eq!(spool_files(&spool), 0, "the spool is empty once delivered");
+    let saved = ringtrace_ship::state::State::load(&state).unwrap().expect("the state file");
+    let c = saved.sources[0].counts;
+    assert_eq!((c.shipped, c.spooled, c.spool_lost, c.ring_lost), (taken.len() as u64, 0, 0, 0), "{saved}");
+    assert_eq!(saved.spool_head, saved.spool_tail, "{saved}");
+    assert_eq!((stats.damaged, stats.missing), (0, 0));
+    let name = ring.display().to_string();
+    assert_eq!(fleet.source("host7", &name).count(), taken.len(), "every record the ring took, once");
+    for (e, &i) in fleet.source("host7", &name).zip(&taken) {
+        assert_eq!(e.payload, record(7, 0, i), "seq {}", e.seq);
+    }
+}
+
+/// An agent SIGKILLed while rounds wait in its spool and Kafka is down; a new agent on
+/// the same state and spool, started once the cluster is back, sends them first:
+/// every record read back once, in order (copies of what the first agent had sent
+/// dropped by the reader).
+#[test]
+fn an_agent_killed_with_rounds_in_its_spool_delivers_them_when_restarted() {
+    let Some(brokers) = brokers() else { return };
+    let Some(dir) = cluster_dir() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let topic = create_topic(&brokers, "spool-killed", 3);
+    let tmp = TempDir::new("spool-killed");
+    let ring = tmp.path().join("s0.ring");
+    let producer = ring_producer(&ring, 4 << 20);
+    let (state, spool) = (tmp.path().join("agent.state"), tmp.path().join("spool"));
+    let start = || {
+        let mut cmd = agent(&brokers, &topic, "host8", &state, std::slice::from_ref(&ring));
+        cmd.args(["--spool-wait", "0.5", "--spool"]).arg(&spool);
+        cmd.spawn().unwrap()
+    };
+    let mut first = start();
+    // About 20,000 records a second for 10 s, waiting for room (and for a consumer
+    // again after the kill): nothing refused.
+    let total = 200_000;
+    let writer = std::thread::spawn(move || {
+        let mut p = producer;
+        for i in 0..total {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while let Err(e) = p.output_wait(&record(8, 0, i), Wakeup::Default, Some(Duration::from_secs(1))) {
+                let waits = matches!(e, ReserveError::Disconnected { .. } | ReserveError::Timeout { .. });
+                assert!(waits && Instant::now() < deadline, "record {i}: {e}");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if i % 20 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    first_round(&state);
+    for n in 1..=3 {
+        nodes("kill", &dir, &[n]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while spool_files(&spool) < 3 {
+        assert!(Instant::now() < deadline, "three rounds spooled within 30 s of the outage");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().unwrap(); // SIGKILL, rounds in the spool
+    first.wait().unwrap();
+    let held = spool_files(&spool);
+    nodes("revive", &dir, &[1, 2, 3]);
+    let second = start();
+    writer.join().unwrap();
+    let out = wait_output(second, Duration::from_secs(300));
+    assert!(out.status.success(), "agent exited with {}", out.status);
+    let report = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let fleet = read_all(&brokers, &topic);
+    let stats = fleet.stats();
+    eprintln!("agent killed with {held} rounds spooled; second agent: {report}; read back: {stats:?}");
+    assert!(reported(&report, "unspooled") > 0, "the second agent sent the spool: {report}");
+    assert_eq!(reported(&report, "spool_lost"), 0, "{report}");
+    assert_eq!(spool_files(&spool), 0);
+    assert_eq!((stats.damaged, stats.missing), (0, 0));
+    check_source(&fleet, "host8", &ring.display().to_string(), 8, 0, 0..total);
+}
+
 /// The whole cluster down for 10 seconds under writers that never wait: the agent's
 /// rounds fail and are retried, the rings refuse what does not fit and count it, and
 /// once the cluster is back every record the rings took is read back once, in order.
@@ -86,30 +246,14 @@ fn the_whole_cluster_down_for_ten_seconds_is_waited_out_and_refusals_counted() {
     let topic = create_topic(&brokers, "cluster-down", 3);
     let tmp = TempDir::new("cluster-down");
     let ring = tmp.path().join("s0.ring");
-    let mut p = ring_producer(&ring, 1 << 18);
+    let p = ring_producer(&ring, 1 << 18);
     let state = tmp.path().join("agent.state");
     let mut cmd = agent(&brokers, &topic, "host6", &state, std::slice::from_ref(&ring));
     cmd.args(["--ack-timeout", "2"]);
     let agent = cmd.spawn().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let stop_w = stop.clone();
     // About 20,000 records a second, never waiting: a full ring refuses.
-    let writer = std::thread::spawn(move || {
-        let (mut taken, mut refused) = (Vec::new(), 0u64);
-        let mut i = 0u64;
-        while !stop_w.load(Relaxed) {
-            match p.output(&record(6, 0, i), Wakeup::Default) {
-                Ok(()) => taken.push(i),
-                Err(ReserveError::Full { .. }) => refused += 1,
-                Err(e) => panic!("record {i}: {e}"),
-            }
-            i += 1;
-            if i % 20 == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        (taken, refused)
-    });
+    let writer = steady_writer(p, 6, stop.clone());
     first_round(&state);
     for n in 1..=3 {
         nodes("kill", &dir, &[n]);
@@ -130,8 +274,7 @@ fn the_whole_cluster_down_for_ten_seconds_is_waited_out_and_refusals_counted() {
     );
     assert!(refused > 0, "the ring filled while the cluster was down");
     assert!(report.contains(&format!("ring_lost={refused}")), "the agent reports the ring's refusals: {report}");
-    let failed: u64 =
-        report.split_whitespace().find_map(|w| w.strip_prefix("failed_rounds=")).unwrap().parse().unwrap();
+    let failed = reported(&report, "failed_rounds");
     assert!(failed > 0, "rounds failed while the cluster was down: {report}");
     // The state file says the same, for `ringtrace-ship stat` and `ringtrace stat`.
     let saved = ringtrace_ship::state::State::load(&state).unwrap().expect("the state file");

@@ -13,6 +13,12 @@
 //! batch_bytes = 262144
 //! round_bytes = 4194304
 //! ack_timeout_ms = 30000
+//!
+//! # A spool directory (none by default): rounds Kafka did not take within
+//! # spool_wait_ms wait there, up to spool_max bytes, instead of in the rings.
+//! spool = "/var/lib/ringtrace-ship/spool"
+//! spool_max = 1073741824
+//! spool_wait_ms = 2000
 //! ```
 //!
 //! Unknown keys are refused (a misspelt key would otherwise be a silent default), as
@@ -45,6 +51,9 @@ struct File {
     batch_bytes: Option<usize>,
     round_bytes: Option<usize>,
     ack_timeout_ms: Option<u64>,
+    spool: Option<PathBuf>,
+    spool_max: Option<u64>,
+    spool_wait_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,6 +88,12 @@ pub struct FileConfig {
     pub round_bytes: Option<usize>,
     /// `ack_timeout_ms`.
     pub ack_timeout: Option<Duration>,
+    /// `spool`, a relative path taken from the file's directory.
+    pub spool: Option<PathBuf>,
+    /// `spool_max`.
+    pub spool_max: Option<u64>,
+    /// `spool_wait_ms`.
+    pub spool_wait: Option<Duration>,
 }
 
 impl FileConfig {
@@ -100,6 +115,9 @@ impl FileConfig {
         if f.batch_bytes == Some(0) || f.round_bytes == Some(0) || f.ack_timeout_ms == Some(0) {
             return Err("batch_bytes, round_bytes and ack_timeout_ms must be above 0".into());
         }
+        if f.spool_max == Some(0) || f.spool_wait_ms == Some(0) {
+            return Err("spool_max and spool_wait_ms must be above 0".into());
+        }
         Ok(FileConfig {
             brokers: f.brokers,
             topic: f.topic,
@@ -115,6 +133,9 @@ impl FileConfig {
             batch_bytes: f.batch_bytes,
             round_bytes: f.round_bytes,
             ack_timeout: f.ack_timeout_ms.map(Duration::from_millis),
+            spool: f.spool.map(|p| base.join(p)),
+            spool_max: f.spool_max,
+            spool_wait: f.spool_wait_ms.map(Duration::from_millis),
         })
     }
 }
@@ -140,6 +161,8 @@ mod tests {
         assert_eq!(f.ack_timeout, Some(Duration::from_secs(30)));
         assert_eq!((f.topic.as_deref(), f.host.as_deref()), (Some("traces"), Some("web-1")));
         assert_eq!(f.state, Some(PathBuf::from("/var/lib/ringtrace-ship/web-1.state")));
+        assert_eq!(f.spool, Some(PathBuf::from("/var/lib/ringtrace-ship/spool")));
+        assert_eq!((f.spool_max, f.spool_wait), (Some(1 << 30), Some(Duration::from_secs(2))));
     }
 
     #[test]
@@ -151,6 +174,7 @@ mod tests {
             ("max_message = \"big\"", "max_message"),
             ("compression = \"gzip\"", "gzip"),
             ("batch_bytes = 0", "above 0"),
+            ("spool_max = 0", "above 0"),
             ("sources = \"one\"", "sources"),
             ("brokers = ", "brokers"),
         ] {

@@ -113,6 +113,9 @@ pub(super) enum Round {
     /// At least one message failed (the error of the last), or was not acknowledged
     /// by the deadline.
     Failed(String),
+    /// Some messages were neither acknowledged nor failed within the wait given to
+    /// [`Sender::settle`]: they are still in flight ([`Sender::abandon`] gives them up).
+    Unsettled(String),
 }
 
 impl Sender {
@@ -158,14 +161,21 @@ impl Sender {
     /// restarted), a new one replaces it. Returns the error replaced, if any.
     pub fn renew_if_fatal(&mut self) -> Result<Option<String>, ShipError> {
         let Some((code, why)) = self.producer.client().fatal_error() else { return Ok(None) };
-        // What the old producer still holds is given up: those records are unread in
-        // their rings and go again, under the same sequence numbers. Its reports stop
-        // with it (dropping it joins its polling thread).
+        self.abandon()?;
+        Ok(Some(format!("{code:?}: {why}")))
+    }
+
+    /// Gives up every message in flight: a new producer replaces this one, whose drop
+    /// purges its queue and in-flight requests (`rd_kafka_purge`) and joins its
+    /// polling thread. A purged message may still have reached the log (its broker
+    /// wrote it before the purge): sent again, it is a copy readers drop by (host,
+    /// source, sequence). Its records are unread in their rings, or kept in the spool.
+    pub fn abandon(&mut self) -> Result<(), ShipError> {
         let reports = Arc::new(Reports::default());
         self.producer = Self::producer(&self.config, &reports)?;
         self.reports = reports;
         self.sent = 0;
-        Ok(Some(format!("{code:?}: {why}")))
+        Ok(())
     }
 
     /// Sends `messages` with `key`. A full local queue is waited out (the delivery
@@ -195,19 +205,25 @@ impl Sender {
 
     /// Waits for the delivery report of every message sent so far: until all were
     /// acknowledged, or one failed (the others are still waited for, so that the next
-    /// round starts with none in flight), or the timeout and a margin passed.
-    pub fn settle(&mut self) -> Round {
-        let deadline = Instant::now() + self.timeout + Duration::from_secs(5);
+    /// round starts with none in flight), or the timeout and a margin passed (a
+    /// failure), or `wait` passed ([`Round::Unsettled`]: then [`Self::abandon`] before
+    /// sending more).
+    pub fn settle(&mut self, wait: Option<Duration>) -> Round {
+        let started = Instant::now();
+        let deadline = started + self.timeout + Duration::from_secs(5);
+        let unsettled = wait.map(|w| started + w);
         let mut c = self.reports.lock();
         while c.acked + c.failed < self.sent {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            let missing = self.sent - c.acked - c.failed;
             if left.is_zero() {
-                return Round::Failed(format!(
-                    "{} message(s) not acknowledged in {:?}",
-                    self.sent - c.acked - c.failed,
-                    self.timeout
-                ));
+                return Round::Failed(format!("{missing} message(s) not acknowledged in {:?}", self.timeout));
             }
+            if unsettled.is_some_and(|u| now >= u) {
+                return Round::Unsettled(format!("{missing} message(s) not acknowledged in {:?}", now - started));
+            }
+            let left = unsettled.map_or(left, |u| left.min(u.saturating_duration_since(now)));
             c = self.reports.changed.wait_timeout(c, left).unwrap_or_else(|e| e.into_inner()).0;
         }
         let failed = c.failed;

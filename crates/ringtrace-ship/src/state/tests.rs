@@ -32,13 +32,13 @@ impl Drop for TempDir {
 }
 
 fn entry(source: &str, n: u64) -> SourceState {
-    let counts = SourceCounts { shipped: n + 4, too_large: n + 5, ring_lost: n + 6 };
+    let counts = SourceCounts { shipped: n + 4, too_large: n + 5, ring_lost: n + 6, spooled: 0, spool_lost: 0 };
     SourceState { source: source.to_string(), dev: n, ino: n + 1, position: n + 2, next_seq: n + 3, counts }
 }
 
 fn state_of(host: &str, names: &[&str]) -> State {
     let sources = names.iter().zip(0..).map(|(s, n)| entry(s, n * 10)).collect();
-    State { host: host.to_string(), sources, updated_ns: 7, failed_rounds: 8 }
+    State { host: host.to_string(), sources, updated_ns: 7, failed_rounds: 8, spool_head: 0, spool_tail: 0 }
 }
 
 /// The bytes with the checksum recomputed after `change` (to get past the checksum).
@@ -60,10 +60,8 @@ fn damaged_message(result: Result<State, StateError>) -> String {
 fn arb_entry() -> impl Strategy<Value = SourceState> {
     // Short ASCII names collide, so `set` replaces some entries.
     let name = prop_oneof!["[a-c]{0,3}", "\\PC{0,40}"];
-    let counts = (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(shipped, too_large, ring_lost)| SourceCounts {
-        shipped,
-        too_large,
-        ring_lost,
+    let counts = prop::array::uniform5(any::<u64>()).prop_map(|[shipped, too_large, ring_lost, spooled, spool_lost]| {
+        SourceCounts { shipped, too_large, ring_lost, spooled, spool_lost }
     });
     (name, any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>(), counts).prop_map(
         |(source, dev, ino, position, next_seq, counts)| SourceState { source, dev, ino, position, next_seq, counts },
@@ -71,9 +69,10 @@ fn arb_entry() -> impl Strategy<Value = SourceState> {
 }
 
 fn arb_state() -> impl Strategy<Value = State> {
-    ("\\PC{0,60}", prop::collection::vec(arb_entry(), 0..20), any::<u64>(), any::<u64>()).prop_map(
-        |(host, entries, updated_ns, failed_rounds)| {
-            let mut state = State { host, sources: Vec::new(), updated_ns, failed_rounds };
+    ("\\PC{0,60}", prop::collection::vec(arb_entry(), 0..20), any::<u64>(), any::<u64>(), any::<(u64, u64)>()).prop_map(
+        |(host, entries, updated_ns, failed_rounds, (a, b))| {
+            let (spool_head, spool_tail) = (a.min(b), a.max(b));
+            let mut state = State { host, sources: Vec::new(), updated_ns, failed_rounds, spool_head, spool_tail };
             for e in entries {
                 state.set(e);
             }
@@ -155,18 +154,27 @@ proptest! {
 
 #[test]
 fn encoding_matches_documented_layout() {
-    let state = State { host: "hé".to_string(), sources: vec![entry("ab", 0x0102)], updated_ns: 9, failed_rounds: 10 };
+    let mut ab = entry("ab", 0x0102);
+    (ab.counts.spooled, ab.counts.spool_lost) = (0x0109, 0x010a);
+    let state = State {
+        host: "hé".to_string(),
+        sources: vec![ab],
+        updated_ns: 9,
+        failed_rounds: 10,
+        spool_head: 11,
+        spool_tail: 12,
+    };
     let bytes = state.encode();
     let mut expected = b"RTSHIPST".to_vec();
-    for n in [2u32, 3, 1] {
+    for n in [3u32, 3, 1] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
-    for n in [9u64, 10] {
+    for n in [9u64, 10, 11, 12] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     expected.extend_from_slice("hé".as_bytes());
     expected.extend_from_slice(&2u32.to_le_bytes());
-    for n in [0x0102u64, 0x0103, 0x0104, 0x0105, 0x0106, 0x0107, 0x0108] {
+    for n in [0x0102u64, 0x0103, 0x0104, 0x0105, 0x0106, 0x0107, 0x0108, 0x0109, 0x010a] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     expected.extend_from_slice(b"ab");
@@ -259,15 +267,17 @@ fn decode_refuses_bad_structure_behind_a_valid_checksum() {
     assert!(damaged_message(State::decode(&trailing)).contains("after the last entry"));
     let too_many = rechecksummed(bytes.clone(), |b| b[16..20].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&too_many)).contains("sources announced"));
-    // The host name starts at 36, the first entry's name length at 40.
+    // The host name starts at 52, the first entry's name length at 56.
     let bad_utf8 = rechecksummed(bytes.clone(), |b| b[HEADER] = 0xff);
     assert!(damaged_message(State::decode(&bad_utf8)).contains("not UTF-8"));
     let at = HEADER + 4;
     let long_name = rechecksummed(bytes.clone(), |b| b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&long_name)).contains("more than 4096"));
     let mut version = bytes.clone();
-    version[8] = 3;
-    assert!(damaged_message(State::decode(&version)).contains("unsupported version 3"));
+    version[8] = 4;
+    assert!(damaged_message(State::decode(&version)).contains("unsupported version 4"));
+    let inverted = rechecksummed(bytes.clone(), |b| b[36..44].copy_from_slice(&u64::MAX.to_le_bytes()));
+    assert!(damaged_message(State::decode(&inverted)).contains("past its tail"));
     let mut magic = bytes.clone();
     magic[0] = b'X';
     assert!(damaged_message(State::decode(&magic)).contains("bad magic"));
@@ -331,6 +341,36 @@ fn failed_store_removes_its_temporary() {
     assert_eq!(dir.names(), ["state"]);
 }
 
+/// A version 2 file (an agent before the spool) reads, its spool fields 0.
+#[test]
+fn version_2_reads_without_the_spools_fields() {
+    let mut v2 = b"RTSHIPST".to_vec();
+    for n in [2u32, 1, 1] {
+        v2.extend_from_slice(&n.to_le_bytes());
+    }
+    for n in [9u64, 10] {
+        v2.extend_from_slice(&n.to_le_bytes());
+    }
+    v2.extend_from_slice(b"h");
+    v2.extend_from_slice(&1u32.to_le_bytes());
+    for n in [1u64, 2, 3, 4, 5, 6, 7] {
+        v2.extend_from_slice(&n.to_le_bytes());
+    }
+    v2.extend_from_slice(b"a");
+    let crc = crc32c::crc32c(&v2);
+    v2.extend_from_slice(&crc.to_le_bytes());
+    let state = State::decode(&v2).unwrap();
+    assert_eq!((state.host.as_str(), state.updated_ns, state.failed_rounds), ("h", 9, 10));
+    assert_eq!((state.spool_head, state.spool_tail), (0, 0));
+    let c = state.sources[0].counts;
+    assert_eq!((c.shipped, c.too_large, c.ring_lost, c.spooled, c.spool_lost), (5, 6, 7, 0, 0));
+    assert_eq!((state.sources[0].position, state.sources[0].next_seq), (3, 4));
+    // Cut anywhere, refused.
+    for n in 0..v2.len() {
+        assert!(State::decode(&v2[..n]).is_err(), "{n}");
+    }
+}
+
 #[test]
 fn version_1_is_refused_with_what_to_do() {
     let bytes = rechecksummed(state_of("h", &["a"]).encode(), |b| b[8..12].copy_from_slice(&1u32.to_le_bytes()));
@@ -346,5 +386,14 @@ fn the_state_reads_for_people() {
         state.to_string(),
         "host \"web-1\": stored 2023-11-14T22:13:20Z, 8 failed rounds\n  \"/dev/shm/a.ring\": 4 shipped, 5 too large \
          to ship, 6 refused by the ring; next sequence 3, position 2\n"
+    );
+    (state.spool_head, state.spool_tail) = (4, 6);
+    state.sources[0].counts.spooled = 30;
+    state.sources[0].counts.spool_lost = 2;
+    assert_eq!(
+        state.to_string(),
+        "host \"web-1\": stored 2023-11-14T22:13:20Z, 8 failed rounds, 2 round(s) in the spool\n  \"/dev/shm/a.ring\": 4 \
+         shipped, 5 too large to ship, 6 refused by the ring, 30 in the spool, 2 lost from the spool; next sequence 3, \
+         position 2\n"
     );
 }

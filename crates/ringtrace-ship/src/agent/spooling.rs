@@ -1,0 +1,206 @@
+//! The agent's side of the spool ([`crate::spool`]): reconciling the state with the
+//! directory at start, keeping a round Kafka did not take in time, and sending the
+//! kept rounds again, oldest first, before any newer round goes out. Sending the spool
+//! never blocks the agent: it waits for Kafka's answer while it goes on draining the
+//! rings (into the spool).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::spool::{Pending, Spool, SpoolError, SpoolPart};
+use crate::state::{SourceCounts, State};
+
+use super::error::ShipError;
+use super::kafka::{Round, Sender};
+use super::stats::ShipStats;
+
+/// The most bytes of spooled rounds sent in one go (at least one round).
+const SEND_BYTES: u64 = 16 << 20;
+/// The longest pause between two attempts to send the spool while Kafka is down.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// The spool of a running agent, and when to try sending it next.
+pub(super) struct Spooling {
+    spool: Spool,
+    /// How long a round may wait for its acknowledgements before it is spooled.
+    pub wait: Duration,
+    next_attempt: Instant,
+    backoff: Duration,
+    /// The rounds sent and not yet answered for, and when they were sent.
+    in_flight: Option<(Vec<Pending>, Instant)>,
+}
+
+/// Applies `f` to the counters of `source` in `state`, if it has an entry.
+pub(super) fn counts_of(state: &mut State, source: &str, f: impl FnOnce(&mut SourceCounts)) {
+    if let Some(i) = state.sources.iter().position(|e| e.source == source) {
+        f(&mut state.sources[i].counts);
+    }
+}
+
+impl Spooling {
+    /// Opens the spool at `dir` for `state`'s host and pending rounds, counts what the
+    /// state says is spooled but no intact file holds as lost, and stores the state.
+    pub fn open(
+        dir: &Path,
+        max_bytes: u64,
+        wait: Duration,
+        state: &mut State,
+        state_path: &Path,
+        stats: &mut ShipStats,
+    ) -> Result<Spooling, ShipError> {
+        let (spool, opened) = Spool::open(dir, &state.host, max_bytes, state.spool_head, state.spool_tail)
+            .map_err(|e| ShipError::Config(e.to_string()))?;
+        for d in &opened.damaged {
+            eprintln!("ringtrace-ship: {d}: its records are lost, and counted (spool_lost)");
+        }
+        if opened.removed > 0 {
+            eprintln!(
+                "ringtrace-ship: {}: removed {} round(s) delivered or never committed before a restart",
+                dir.display(),
+                opened.removed
+            );
+        }
+        // What intact files hold, by source; the rest of what the state counts is lost.
+        for i in 0..state.sources.len() {
+            let name = state.sources[i].source.clone();
+            let held: u64 =
+                spool.pending().iter().flat_map(|p| &p.counts).filter(|(s, _)| *s == name).map(|(_, n)| n).sum();
+            let c = &mut state.sources[i].counts;
+            let lost = c.spooled.saturating_sub(held);
+            c.spool_lost += lost;
+            c.spooled = held;
+            stats.spool_lost += lost;
+        }
+        state.spool_head = spool.head();
+        state.store(state_path).map_err(|e| ShipError::State(e.to_string()))?;
+        Ok(Spooling { spool, wait, next_attempt: Instant::now(), backoff: Duration::ZERO, in_flight: None })
+    }
+
+    /// Whether rounds wait in the spool: newer rounds then go to the spool too, so
+    /// that every source's records reach Kafka in order.
+    pub fn backlog(&self) -> bool {
+        !self.spool.pending().is_empty()
+    }
+
+    /// Keeps a round in the spool: `Ok(Some(serial))` once its file is on disk (the
+    /// caller stores the state with the tail past it, then releases the records),
+    /// `Ok(None)` if it does not fit or could not be written (said on stderr: its
+    /// records stay in their rings).
+    pub fn keep(&mut self, parts: Vec<SpoolPart>) -> Option<u64> {
+        match self.spool.write(parts) {
+            Ok(serial) => Some(serial),
+            Err(e @ SpoolError::Full { .. }) => {
+                eprintln!("ringtrace-ship: {e}: the round's records stay in their rings");
+                None
+            }
+            Err(e) => {
+                eprintln!("ringtrace-ship: keeping a round in the spool: {e}: its records stay in their rings");
+                None
+            }
+        }
+    }
+
+    /// Moves the spool on, without blocking: once Kafka answered for the rounds in
+    /// flight, either stores the state with the head past them and removes their
+    /// files (acknowledged), or schedules another try after a pause that doubles to
+    /// 5 s (failed, or not answered within `timeout`: the producer's messages in
+    /// flight are then abandoned). With none in flight and the pause over, sends the
+    /// oldest rounds (up to 16 MiB, at least one). A round found damaged is set aside
+    /// and its records counted lost. Meanwhile the agent goes on draining the rings
+    /// into the spool, and sends nothing else: the producer's messages in flight are
+    /// the spool's.
+    pub fn pump(
+        &mut self,
+        sender: &mut Sender,
+        timeout: Duration,
+        state: &mut State,
+        state_path: &Path,
+        stats: &mut ShipStats,
+    ) -> Result<(), ShipError> {
+        let store = |state: &State| state.store(state_path).map_err(|e| ShipError::State(e.to_string()));
+        if let Some((due, since)) = &self.in_flight {
+            let why = match sender.settle(Some(Duration::ZERO)) {
+                Round::Unsettled(_) if since.elapsed() < timeout => return Ok(()),
+                Round::Unsettled(why) => {
+                    sender.abandon()?;
+                    why
+                }
+                Round::Failed(why) => why,
+                Round::Acked => {
+                    for p in due {
+                        for (source, n) in &p.counts {
+                            counts_of(state, source, |c| {
+                                c.spooled = c.spooled.saturating_sub(*n);
+                                c.shipped += n;
+                            });
+                            stats.unspooled += n;
+                            stats.shipped += n;
+                        }
+                    }
+                    state.spool_head = due.last().map_or(state.spool_head, |p| p.serial + 1);
+                    store(state)?;
+                    for _ in 0..due.len() {
+                        self.spool.pop(false);
+                    }
+                    self.in_flight = None;
+                    if !self.backlog() {
+                        eprintln!("ringtrace-ship: the spool is delivered");
+                    }
+                    self.backoff = Duration::ZERO;
+                    return Ok(());
+                }
+            };
+            self.in_flight = None;
+            self.backoff = (self.backoff * 2).clamp(Duration::from_millis(100), RETRY_MAX);
+            self.next_attempt = Instant::now() + self.backoff;
+            eprintln!(
+                "ringtrace-ship: sending the spool ({} round(s), {} bytes): {why}; retry in {:?}",
+                self.spool.pending().len(),
+                self.spool.bytes(),
+                self.backoff
+            );
+            return Ok(());
+        }
+        if !self.backlog() || Instant::now() < self.next_attempt {
+            return Ok(());
+        }
+        let mut bytes = 0;
+        let mut due = Vec::new();
+        for p in self.spool.pending() {
+            if !due.is_empty() && bytes + p.bytes > SEND_BYTES {
+                break;
+            }
+            bytes += p.bytes;
+            due.push(p.clone());
+        }
+        let mut sent = Vec::with_capacity(due.len());
+        for p in due {
+            let round = match self.spool.read(p.serial) {
+                Ok(round) => round,
+                // Only a round at the front can be set aside and counted now; one
+                // behind the rounds sent waits its turn.
+                Err(_) if !sent.is_empty() => break,
+                Err(e) => {
+                    eprintln!("ringtrace-ship: {e}: its records are lost, and counted (spool_lost)");
+                    for (source, n) in &p.counts {
+                        counts_of(state, source, |c| {
+                            c.spooled = c.spooled.saturating_sub(*n);
+                            c.spool_lost += n;
+                        });
+                        stats.spool_lost += n;
+                    }
+                    state.spool_head = p.serial + 1;
+                    store(state)?;
+                    self.spool.pop(true);
+                    return Ok(());
+                }
+            };
+            for part in &round.parts {
+                sender.send(&format!("{}/{}", round.host, part.source), &part.messages)?;
+            }
+            sent.push(p);
+        }
+        self.in_flight = Some((sent, Instant::now()));
+        Ok(())
+    }
+}

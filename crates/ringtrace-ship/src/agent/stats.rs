@@ -1,0 +1,27 @@
+//! The agent's counters.
+
+/// The agent's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ShipStats {
+    /// Records acknowledged by Kafka.
+    pub shipped: u64,
+    /// Messages (batches) acknowledged.
+    pub batches: u64,
+    /// Rounds that failed (records kept in their rings and sent again).
+    pub failed_rounds: u64,
+    /// Records an earlier agent had shipped but not handed back, stepped over at start.
+    pub recovered: u64,
+    /// Records the rings refused while they were full (their producers' `lost`),
+    /// summed over the sources.
+    pub ring_lost: u64,
+    /// Records too large for a message ([`Config::max_message`](super::Config::max_message)): shipped as markers
+    /// that keep their place and length, their bytes dropped.
+    pub too_large: u64,
+    /// Records kept in the spool ([`Config::spool`](super::Config::spool)) because Kafka did not take their
+    /// round in time.
+    pub spooled: u64,
+    /// Records sent from the spool and acknowledged (counted in `shipped` too).
+    pub unspooled: u64,
+    /// Records the spool lost: their file damaged or missing (said on stderr).
+    pub spool_lost: u64,
+}
