@@ -64,3 +64,24 @@ fn a_mistake_in_the_file_is_named_before_anything_is_read() {
         assert!(err.contains(says), "{text:?}: {err}");
     }
 }
+
+/// A topic the cluster does not have (it creates none by itself) is named at once, not
+/// waited on for the acknowledgement timeout round after round.
+#[test]
+fn a_topic_the_cluster_does_not_have_is_named_at_once() {
+    let Some(brokers) = brokers() else { return };
+    let dir = TempDir::new("no-topic");
+    let ring = dir.path().join("r.ring");
+    let _p = ring_producer(&ring, 1 << 16);
+    let started = std::time::Instant::now();
+    let child = agent(&brokers, "ringtrace-test-no-such-topic", "h", &dir.path().join("s"), &[ring])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Fails (kills the agent) if it is still waiting after 20 s.
+    let out = wait_output(child, std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ringtrace-test-no-such-topic") && err.contains("does not exist"), "{err}");
+    eprintln!("named in {:?}: {err}", started.elapsed());
+}

@@ -238,6 +238,29 @@ impl Sender {
         }
     }
 
+    /// Asks the cluster about the topic (waiting up to `wait`): a topic it says it does
+    /// not have is an error that names it, since messages to it would wait out the
+    /// acknowledgement timeout round after round (clusters that create topics on
+    /// first use answer with the new topic). A cluster that does not answer is not an
+    /// error: the agent waits it out as any outage.
+    pub fn check_topic(&self, wait: Duration) -> Result<(), ShipError> {
+        let Ok(meta) = self.producer.client().fetch_metadata(Some(&self.topic), wait) else { return Ok(()) };
+        let missing = meta
+            .topics()
+            .iter()
+            .find(|t| t.name() == self.topic)
+            .and_then(|t| t.error())
+            .is_some_and(|e| RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition);
+        if missing {
+            let brokers = self.config.get("bootstrap.servers").unwrap_or_default();
+            return Err(ShipError::Kafka(format!(
+                "topic {} does not exist on {brokers} (create it first, e.g. kafka-topics.sh --create --topic {})",
+                self.topic, self.topic
+            )));
+        }
+        Ok(())
+    }
+
     /// Flushes what is queued (at exit).
     pub fn flush(&self) {
         let _ = self.producer.flush(self.timeout);
