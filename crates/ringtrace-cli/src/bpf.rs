@@ -1,5 +1,5 @@
-//! A kernel BPF ring buffer map's one reader: `tail` and `consume` of `bpf-pin:` and
-//! `bpf-id:` sources.
+//! A kernel BPF ring buffer map's one reader, the lock that `tail` and `consume` of
+//! `bpf-pin:` and `bpf-id:` sources take.
 //!
 //! The kernel keeps one consumer position per map and does not know who advances it:
 //! two readers would each print some records and hand back the other's. So a reader
@@ -26,22 +26,18 @@
 use std::io::ErrorKind;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ringtrace::inspect::Record;
 use ringtrace::kernel::bpf::BpfRingBuf;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
-use crate::cleanup;
 use crate::failure::Failure;
-use crate::records::{write_record, Format};
 
-/// A map with its reader's lock held.
-pub struct Reader {
-    pub map: BpfRingBuf,
-    /// Bound to the map's lock name and listening, never accepting: the lock, held
-    /// until the reader exits.
-    _lock: UnixListener,
+/// A map's reader lock, held until it is dropped (or the reader exits).
+#[derive(Debug)]
+pub struct Lock {
+    /// Bound to the map's lock name and listening, never accepting.
+    _socket: UnixListener,
 }
 
 /// The abstract socket name of a map's reader lock.
@@ -50,7 +46,7 @@ fn lock_name(map_id: u32) -> String {
 }
 
 /// Takes the map's reader lock, or says who holds it.
-pub fn take(map: BpfRingBuf) -> Result<Reader, Failure> {
+pub fn lock(map: &BpfRingBuf) -> Result<Lock, Failure> {
     let id = map.map_id();
     let name = lock_name(id);
     let addr = SocketAddr::from_abstract_name(&name)
@@ -59,7 +55,7 @@ pub fn take(map: BpfRingBuf) -> Result<Reader, Failure> {
     // is: then bind again.
     for _ in 0..3 {
         match UnixListener::bind_addr(&addr) {
-            Ok(lock) => return Ok(Reader { map, _lock: lock }),
+            Ok(socket) => return Ok(Lock { _socket: socket }),
             Err(e) if e.kind() == ErrorKind::AddrInUse => match holder(&name) {
                 Holder::Gone => std::thread::sleep(Duration::from_millis(10)),
                 Holder::Known(who) => return Err(refused(id, &format!(" ({who})"))),
@@ -123,44 +119,4 @@ fn holder(name: &str) -> Holder {
 /// (`PROC_PID_INIT_INO` of the kernel's `proc_ns.h`).
 fn in_initial_pid_namespace() -> bool {
     std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns.as_os_str() == "pid:[4026531836]")
-}
-
-/// Consumes and prints records until `limit` were printed, `idle` passed without one,
-/// or a signal asked to stop (then [`Failure::Interrupted`]). Each batch is flushed to
-/// stdout before the next is read. Returns how many were printed.
-pub fn drain(r: &mut Reader, limit: Option<u64>, idle: Option<Duration>, format: Format) -> Result<u64, Failure> {
-    cleanup::stop_gracefully();
-    // Line by line, straight to stdout: a consume call hands the space of what it read
-    // back to the kernel when it returns, so each record is written before the next is
-    // read (a write error loses only the record being written, and says so).
-    let mut out = std::io::stdout().lock();
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut last = Instant::now();
-    let mut printed = 0;
-    while left > 0 {
-        if let Some(signal) = cleanup::stop_requested() {
-            return Err(Failure::Interrupted(signal));
-        }
-        let max = usize::try_from(left).unwrap_or(usize::MAX);
-        let n = r
-            .map
-            .consume_at(max, |pos, payload| write_record(&mut out, format, &Record { pos, pid: 0, payload }))
-            .map_err(|e| match e {
-            ringtrace::ConsumeError::Callback(e) => crate::output::lost_one(e),
-            e => Failure::msg(format!("reading the map: {}", crate::failure::chain(&e))),
-        })? as u64;
-        (left, printed) = (left - n.min(left), printed + n);
-        if n > 0 {
-            last = Instant::now();
-            continue;
-        }
-        let waited = last.elapsed();
-        if idle.is_some_and(|t| waited >= t) {
-            break;
-        }
-        // Short naps: a signal that asks to stop is seen within 100 ms.
-        let nap = idle.map_or(Duration::from_millis(100), |t| (t - waited).min(Duration::from_millis(100)));
-        r.map.wait(Some(nap)).map_err(|e| Failure::msg(format!("waiting for records: {e}")))?;
-    }
-    Ok(printed)
 }

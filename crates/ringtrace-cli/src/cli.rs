@@ -9,7 +9,7 @@ use clap_complete::Shell;
 
 use crate::commands::create::{ModeArg, ProducersArg};
 use crate::output::ReportFormat;
-use crate::records::Format;
+use crate::pipeline::output::Format;
 use crate::units::{parse_capacity, parse_duration};
 
 /// Ring buffers for trace and event data: inspect, read, create and write them.

@@ -1,6 +1,6 @@
 //! `kafka://BROKERS/TOPIC`: the records a fleet's agents (`ringtrace-ship ship`)
 //! shipped into a Kafka topic, read back as one timeline by `decode`, `export`, `tail`
-//! and `stat`. Copies (an agent restarted after a crash sends its unacknowledged
+//! and `stat` (the pipeline's `kafka` source). Copies (an agent restarted after a crash sends its unacknowledged
 //! batches again) are dropped by (host, source, sequence) and counted; damaged
 //! messages and records too large to ship are counted and reported on stderr.
 //!
@@ -8,15 +8,10 @@
 //! ringtrace-cli --features kafka`), which links librdkafka; without it these sources
 //! are refused with a message saying so.
 
-#[cfg(feature = "kafka")]
-mod read;
-
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::failure::Failure;
-use crate::output::{ExportFormat, ReportFormat};
-use crate::records::Format;
+use crate::output::ReportFormat;
 
 /// The first bytes of an agent's state file (`ringtrace_ship::state::MAGIC`, which the
 /// command without the `kafka` feature cannot name).
@@ -76,35 +71,43 @@ impl Window {
     }
 }
 
-/// What a command does with a topic. (Without the `kafka` feature nothing reads it:
-/// every job is refused.)
-#[derive(Debug, Clone)]
-#[cfg_attr(not(feature = "kafka"), allow(dead_code))]
-pub enum Job {
-    /// Every record in the window, merged by time, one a line.
-    Decode { format: Format },
-    /// Every record in the window as one trace, a process per host.
-    Export { format: ExportFormat, output: Option<PathBuf> },
-    /// The newest `count` records in the window, or with `follow` every new one.
-    Tail { count: usize, follow: bool, format: Format, timeout: Option<Duration> },
-    /// The topic's hosts, sources and counters.
-    Stat { format: ReportFormat },
+/// A topic read to its end: its records in a time window (copies dropped).
+#[cfg(feature = "kafka")]
+pub struct Read {
+    pub topic: Topic,
+    pub window: Window,
+    pub fleet: ringtrace_ship::fleet::Fleet,
 }
 
-/// Runs `job` on `topic`.
-pub fn run(topic: &Topic, window: Window, job: Job) -> Result<(), Failure> {
-    #[cfg(feature = "kafka")]
-    {
-        read::run(topic, window, job)
+#[cfg(feature = "kafka")]
+impl Read {
+    /// Its records in the window, merged by time.
+    pub fn entries(&self) -> impl Iterator<Item = ringtrace_ship::fleet::Entry<'_>> {
+        self.fleet.timeline().filter(|e| self.window.holds(e.time_ns))
     }
-    #[cfg(not(feature = "kafka"))]
-    {
-        let _ = (window, job);
-        Err(Failure::msg(format!(
-            "kafka://{}/{}: this ringtrace was built without Kafka (cargo install ringtrace-cli --features kafka; \
-             or read the topic with ringtrace-ship read)",
-            topic.brokers, topic.topic
-        )))
+
+    /// Says on stderr what the reader dropped and skipped, if anything.
+    pub fn summary(&self) {
+        summary(&self.topic, self.fleet.stats());
+    }
+}
+
+#[cfg(feature = "kafka")]
+impl std::fmt::Debug for Read {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Read").field("topic", &self.topic).field("window", &self.window).finish_non_exhaustive()
+    }
+}
+
+/// Says on stderr what a reader of `topic` dropped and skipped, if anything.
+#[cfg(feature = "kafka")]
+pub fn summary(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
+    if s.duplicates + s.missing + s.damaged + s.too_large > 0 {
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} copies dropped, {} records missing, {} damaged messages skipped, {} records too large \
+             to ship",
+            topic.brokers, topic.topic, s.duplicates, s.missing, s.damaged, s.too_large
+        ));
     }
 }
 
@@ -114,7 +117,7 @@ pub fn run(topic: &Topic, window: Window, job: Job) -> Result<(), Failure> {
 pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
     #[cfg(feature = "kafka")]
     {
-        read::agent_state(path, format)
+        crate::report::fleet::agent_state(path, format)
     }
     #[cfg(not(feature = "kafka"))]
     {

@@ -3,24 +3,51 @@
 //! Exit status: 0 on success (and when the reader of stdout goes away, `| head`); 1 with
 //! one line `ringtrace: error: <message>` on stderr for any error; 2 for usage errors.
 //!
+//! The reading commands (stat, tail, consume, snapshot, decode, export, write's
+//! attach) are one pipeline:
+//!
+//! ```text
+//! SOURCE --open--> RecordSource --read/follow/consume--> Record --> output
+//!                  ring, channel, snapshot,               Raw       text, hex, json (lines)
+//!                  bpf, traced, kafka        --timeline-> Timeline  chrome, perfetto, ctf
+//! ```
+//!
+//! * A source ([`pipeline::source`], one module per kind, one registry in
+//!   `pipeline::source::open`) is what a SOURCE argument names, opened. It yields
+//!   [`pipeline::record::Record`]s with what it knows of each: a raw record's payload,
+//!   position, pid, and a channel's slot and timestamp; a trace's decoded event; a
+//!   fleet's time, host, source and sequence number. It holds them ([`Held`], read
+//!   without consuming), follows them (`tail -f`), consumes them into a sink (ring
+//!   files, BPF maps: each record's space handed back once the output took it), reads
+//!   them whole for the exporters ([`pipeline::record::Timeline`]), or reports on
+//!   itself (`stat`, through [`report`]). What a kind cannot do it answers `None` (or
+//!   an error saying why), and the command says what it reads.
+//! * An output ([`pipeline::output`], one module per output, chosen in one place:
+//!   `Format::lines`) writes records one a line; `export` writes a timeline.
+//! * [`pipeline::run`] joins them: all the records held (or newest first, or the newest
+//!   N), a follow, a consume.
+//!
+//! A new source is one module under `pipeline/source/` and a line in its `open`; a new
+//! line output one module under `pipeline/output/` and a line in `Format::lines`.
+//!
+//! [`Held`]: pipeline::source::Held
+//!
 //! Modules. Imports run one way, down this list; no module imports one above it or a
 //! sibling subcommand:
 //!
 //! * `cli`: the command line (clap): subcommands, arguments, help text.
-//! * `commands::*`: one module per subcommand (`stat` has one per kind of source).
+//! * `commands::*`: one module per subcommand.
+//! * `pipeline`: `run` above `source` (one module per kind of source) above `output`
+//!   (one module per output) above `record`.
+//! * `report`: what `stat` prints of each kind of source.
 //! * `fleet`: `kafka://BROKERS/TOPIC`, a fleet's records in Kafka (the `kafka` feature).
-//! * `source`: what a SOURCE argument names, opened (ring, channel, snapshot or trace
-//!   file, recorder directory, BPF map).
-//! * `merge`: a channel file's slots read and merged by timestamp.
-//! * `traced`: `ringtrace-tracing` traces (trace files, recorder directories) decoded.
-//! * `follow`: `tail --follow` of one ring.
-//! * `bpf`: a BPF map's one reader (its lock) and its consuming loop.
-//! * `records`: record lines (text, hex, JSON).
+//! * `bpf`: a BPF map's one reader (its lock).
 //! * `output`: stdout, stderr, output files, JSON reports.
 //! * `destination`: output files written beside their name and renamed into place,
 //!   never over a source.
 //! * `cleanup`: temporary files removed and children stopped on SIGINT/SIGTERM.
-//! * `units`, `liveness`: sizes, times and watermarks for people; whether a pid lives.
+//! * `escape`, `units`, `liveness`: bytes, sizes, times and watermarks for people;
+//!   whether a pid lives.
 //! * `failure`: the error every command returns.
 
 mod bpf;
@@ -28,15 +55,13 @@ mod cleanup;
 mod cli;
 mod commands;
 mod destination;
+mod escape;
 mod failure;
 mod fleet;
-mod follow;
 mod liveness;
-mod merge;
 mod output;
-mod records;
-mod source;
-mod traced;
+mod pipeline;
+mod report;
 mod units;
 
 use std::path::Path;
@@ -48,7 +73,8 @@ use cli::{Cli, Command, DemoProducer};
 use commands::{consume, create, decode, demo, docs, export, snapshot, stat, tail, write};
 use failure::Failure;
 use output::ReportFormat;
-use source::Source;
+use pipeline::output::Format;
+use pipeline::source::{self, RecordSource, Spec};
 
 fn main() -> ExitCode {
     cleanup::install();
@@ -70,52 +96,48 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs a command; every error of a command on a source names it.
+/// Runs a command; every error of a command on a source names it (a `kafka://`
+/// topic's errors name it themselves).
 fn run(command: Command) -> Result<(), Failure> {
-    let on = |path: &Path, f: &dyn Fn(Source) -> Result<(), Failure>| f(Source::open(path)?).map_err(|e| e.about(path));
+    type Run<'a> = &'a dyn Fn(&mut dyn RecordSource) -> Result<(), Failure>;
+    let on = |path: &Path, f: Run<'_>| f(&mut *source::open(path)?).map_err(|e| e.about(path));
+    let on_any = |path: &Path, window: fleet::Window, f: Run<'_>| match kafka(path, window)? {
+        Some(topic) => f(&mut *source::open_topic(topic, window)?),
+        None => on(path, f),
+    };
     match command {
         Command::Stat { source, format, json, window } => {
             let format = if json { ReportFormat::Json } else { format };
-            if let Some(topic) = kafka(&source, window.get())? {
-                return fleet::run(&topic, window.get(), fleet::Job::Stat { format });
-            }
-            if source.is_file() && source::first_bytes(&source).is_ok_and(|(head, _)| head == fleet::STATE_MAGIC) {
+            if kafka(&source, window.get())?.is_none()
+                && source.is_file()
+                && source::first_bytes(&source).is_ok_and(|(head, _)| head == fleet::STATE_MAGIC)
+            {
                 return fleet::stat_agent_state(&source, format).map_err(|e| e.about(&source));
             }
-            on(&source, &|s| stat::run(&source, s, format))
+            on_any(&source, window.get(), &|s| stat::run(&source, s, format))
         }
         Command::Tail { source, count, follow, format, json, timeout, since } => {
-            let format = if json { records::Format::Json } else { format };
+            let format = if json { Format::Json } else { format };
             let window = fleet::Window { since, until: None };
-            if let Some(topic) = kafka(&source, window)? {
-                return fleet::run(&topic, window, fleet::Job::Tail { count, follow, format, timeout });
-            }
-            on(&source, &|s| tail::run(s, count, follow, format, timeout))
+            on_any(&source, window, &|s| tail::run(&source, s, count, follow, format, timeout))
         }
         Command::Consume { source, count, follow, timeout, format, json, any_owner } => {
-            let format = if json { records::Format::Json } else { format };
-            let opts = consume::Options { count, follow, timeout, format, owners: owners(any_owner) };
-            on(&source, &|s| consume::run(&source, s, &opts))
+            let format = if json { Format::Json } else { format };
+            let opts = source::Consume { count, follow, timeout, owners: owners(any_owner) };
+            on(&source, &|s| consume::run(&source, s, &opts, format))
         }
         Command::Snapshot { source, reverse, format, json, output } => {
-            let format = if json { records::Format::Json } else { format };
+            let format = if json { Format::Json } else { format };
             refuse_source(output.as_deref(), &source)?;
             on(&source, &|s| snapshot::run(s, reverse, format, output.as_deref()))
         }
         Command::Decode { source, format, json, window } => {
-            let format =
-                if json || format == cli::EventFormat::Json { records::Format::Json } else { records::Format::Text };
-            if let Some(topic) = kafka(&source, window.get())? {
-                return fleet::run(&topic, window.get(), fleet::Job::Decode { format });
-            }
-            on(&source, &|s| decode::run(s, format))
+            let format = if json || format == cli::EventFormat::Json { Format::Json } else { Format::Text };
+            on_any(&source, window.get(), &|s| decode::run(s, format))
         }
         Command::Export { source, format, output, window } => {
             refuse_source(output.as_deref(), &source)?;
-            if let Some(topic) = kafka(&source, window.get())? {
-                return fleet::run(&topic, window.get(), fleet::Job::Export { format, output });
-            }
-            on(&source, &|s| export::run(&source, s, format, output.as_deref()))
+            on_any(&source, window.get(), &|s| export::run(s, format, output.as_deref()))
         }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
@@ -144,8 +166,8 @@ fn owners(any: bool) -> ringtrace::Owners {
 /// The topic `source` names if it is a `kafka://` source; a time window is refused
 /// on any other (its records' times are not on one clock the command could select by).
 fn kafka(source: &Path, window: fleet::Window) -> Result<Option<fleet::Topic>, Failure> {
-    match source::Spec::parse(source.as_os_str())? {
-        source::Spec::Kafka(topic) => Ok(Some(topic)),
+    match Spec::parse(source.as_os_str())? {
+        Spec::Kafka(topic) => Ok(Some(topic)),
         _ if !window.is_all() => {
             Err(Failure::msg("--since and --until select a kafka:// topic's records by time; this source is not one")
                 .about(source))
@@ -157,9 +179,9 @@ fn kafka(source: &Path, window: fleet::Window) -> Result<Option<fleet::Topic>, F
 /// Refuses an output that is the source (or inside it), before either is opened.
 fn refuse_source(output: Option<&Path>, source: &Path) -> Result<(), Failure> {
     let Some(output) = output else { return Ok(()) };
-    let source = match source::Spec::parse(source.as_os_str())? {
-        source::Spec::File(p) | source::Spec::BpfPin(p) => p,
-        source::Spec::BpfId(_) | source::Spec::Kafka(_) => return Ok(()),
+    let source = match Spec::parse(source.as_os_str())? {
+        Spec::File(p) | Spec::BpfPin(p) => p,
+        Spec::BpfId(_) | Spec::Kafka(_) => return Ok(()),
     };
     destination::refuse_source(output, &[&source])
 }

@@ -1,5 +1,15 @@
 //! Writing to stdout, stderr or an output file; a broken pipe on stdout ends a command
 //! quietly. JSON reports are printed from serde types.
+//!
+//! Every JSON output of the command (record lines, `stat --format json`) writes 64-bit
+//! integers as the protobuf JSON mapping does where a reader could round them: a JSON
+//! number above 2^53 - 1 is rounded by every reader that holds numbers as doubles
+//! (JavaScript; `jq` in arithmetic). Identifiers and absolute times (`ts`,
+//! `created_ns`, a TSC calibration), which routinely pass 2^53 (`CLOCK_REALTIME`
+//! nanoseconds always, `CLOCK_MONOTONIC` ones after 104 days of uptime), are decimal
+//! strings ([`decimal`]). Counts, lengths and byte positions (`pos`, `len`, `committed`,
+//! ...) stay numbers: they reach 2^53 only after 9 * 10^15 records or bytes have passed
+//! through a ring (104 days at 1 GB/s).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -20,6 +30,17 @@ pub fn eprint_line(args: std::fmt::Arguments<'_>) {
 pub fn warn(message: &str) {
     let message = message.replace(['\n', '\r'], " ");
     eprint_line(format_args!("ringtrace: warning: {message}"));
+}
+
+/// A corrupt record header is reported, not fatal: the records before it are good.
+/// `label` goes before the message (`slot 3: ` for a channel's ring).
+pub fn warn_corrupt(records: &ringtrace::inspect::Records, label: &str) {
+    if let Some(c) = records.corrupt() {
+        warn(&format!(
+            "{label}corrupt record header {:#018x} at position {}: the records after it are not shown",
+            c.header, c.pos
+        ));
+    }
 }
 
 /// Writes `text` to stdout and flushes it.
@@ -66,6 +87,17 @@ pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io:
             out.commit().map_err(err)
         }
     }
+}
+
+/// Serializes an identifier or an absolute time as a decimal string (see the module's
+/// docs).
+pub fn decimal<S: serde::Serializer>(x: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(x)
+}
+
+/// [`decimal`] of each.
+pub fn decimals<S: serde::Serializer>(xs: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(xs.iter().map(u64::to_string))
 }
 
 /// How a report (`stat`) is printed.

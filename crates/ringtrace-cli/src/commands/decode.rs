@@ -1,18 +1,17 @@
-//! `ringtrace decode`: a `ringtrace-tracing` trace (a dump, a stream, or a recorder
-//! directory, live or left by a process that died) as one event a line.
+//! `ringtrace decode`: a trace (a `ringtrace-tracing` trace file or recorder directory,
+//! live or left by a process that died; a fleet's records in Kafka) as one event a line.
 
 use crate::failure::Failure;
-use crate::records::Format;
-use crate::source::Source;
-use crate::traced::{self, line_format};
+use crate::pipeline::output::Format;
+use crate::pipeline::run::{self, Pick};
+use crate::pipeline::source::RecordSource;
 
-pub fn run(source: Source, format: Format) -> Result<(), Failure> {
-    let Source::Traced(t) = source else {
+pub fn run(source: &mut dyn RecordSource, format: Format) -> Result<(), Failure> {
+    if !source.is_trace() {
         return Err(Failure::msg(format!(
             "decode reads ringtrace-tracing traces (a trace file or a recorder directory), not {}: try tail or snapshot",
             source.kind()
         )));
-    };
-    let trace = t.read()?;
-    traced::print(&trace, line_format(format)?, None, false, None)
+    }
+    run::read(source, Pick::All, format, None)
 }

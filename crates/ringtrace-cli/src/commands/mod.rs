@@ -1,6 +1,7 @@
 //! One module per subcommand. Each takes what the command line gave it (a
-//! [`Source`](crate::source::Source) for the reading commands) and imports no other
-//! subcommand: what they share lives in the modules beside `commands`.
+//! [`RecordSource`](crate::pipeline::source::RecordSource) for the commands that read
+//! one) and imports no other subcommand: what they share lives in the modules beside
+//! `commands`. The reading commands are each a run of the [`crate::pipeline`].
 
 pub mod consume;
 pub mod create;

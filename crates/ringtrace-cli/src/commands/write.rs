@@ -15,7 +15,7 @@ use ringtrace::{Access, ReserveError, RingBuf, Wakeup};
 use crate::cli::Wait;
 use crate::failure::{chain, Failure};
 use crate::output::eprint_line;
-use crate::source::Source;
+use crate::pipeline::source::RecordSource;
 
 /// What `write` was asked to do.
 #[derive(Debug)]
@@ -47,14 +47,12 @@ struct Counts {
     no_consumer: u64,
 }
 
-pub fn run(path: &Path, source: Source, opts: &Options) -> Result<(), Failure> {
-    let Source::Ring(file) = source else {
+pub fn run(path: &Path, source: &mut dyn RecordSource, opts: &Options) -> Result<(), Failure> {
+    let Some(ring) = source.attach(path) else {
         return Err(Failure::msg(format!("{} is {}: write appends to ring files", path.display(), source.kind())));
     };
     // The file decides the ring's kind and mode, and so the type to open it with.
-    let (kind, mode) = (file.header().kind, file.header().mode);
-    let fd = crate::source::reopen(path, file.source())?;
-    drop(file);
+    let (kind, mode, fd) = ring?;
     let counts = match (kind, mode) {
         (RingKind::Mpsc, RingMode::Discard) => write_discard::<Mpsc>(fd, opts)?,
         (RingKind::Mpsc, RingMode::Overwrite) => write_overwrite::<Mpsc>(fd, opts)?,

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use super::trace::{EntryKind, Event, Field, SpanContext, Trace};
+use super::trace::{Entry, EntryKind, Event, Field, SpanContext, Trace};
 use crate::wire::Value;
 
 /// How lines are written.
@@ -202,31 +202,35 @@ pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
 pub fn write(trace: &Trace, format: Format, out: &mut impl Write) -> io::Result<u64> {
     let mut n = 0;
     for entry in trace.entries() {
-        match &entry.kind {
-            EntryKind::Event(e) => {
-                writeln!(out, "{}", event_line(trace, e, format))?;
-                n += 1;
-            }
-            EntryKind::Lost { count } => {
-                let wall = trace.process.as_ref().map_or(entry.ts_ns, |p| p.wall_ns(entry.ts_ns));
-                let thread = entry.thread.map_or_else(|| format!("lane-{}", entry.lane), |t| t.label());
-                match format {
-                    Format::Text => writeln!(
-                        out,
-                        "{}  WARN {thread}: ringtrace: {count} events lost here (ring full)",
-                        rfc3339(wall)
-                    )?,
-                    Format::Json => writeln!(
-                        out,
-                        "{}",
-                        json!({"time": rfc3339(wall), "ts_ns": json_id(entry.ts_ns), "thread": thread, "lost": count})
-                    )?,
-                }
-            }
-            _ => {}
+        if let Some(line) = entry_line(trace, &entry, format) {
+            writeln!(out, "{line}")?;
+            n += u64::from(matches!(entry.kind, EntryKind::Event(_)));
         }
     }
     Ok(n)
+}
+
+/// The line [`write`] prints for an entry, without its newline: an event's
+/// ([`event_line`]), or a line that says how many events were lost there; `None` for
+/// the entries it does not print (spans entered, exited, ...).
+pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<String> {
+    match &entry.kind {
+        EntryKind::Event(e) => Some(event_line(trace, e, format)),
+        EntryKind::Lost { count } => {
+            let wall = trace.process.as_ref().map_or(entry.ts_ns, |p| p.wall_ns(entry.ts_ns));
+            let thread = entry.thread.map_or_else(|| format!("lane-{}", entry.lane), |t| t.label());
+            Some(match format {
+                Format::Text => {
+                    format!("{}  WARN {thread}: ringtrace: {count} events lost here (ring full)", rfc3339(wall))
+                }
+                Format::Json => {
+                    json!({"time": rfc3339(wall), "ts_ns": json_id(entry.ts_ns), "thread": thread, "lost": count})
+                        .to_string()
+                }
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Damaged chunks [`summary`] names one by one; the rest it sums up.

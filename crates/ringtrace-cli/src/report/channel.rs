@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::failure::{chain, Failure};
 use crate::liveness::{alive, pid_text};
+use crate::output::{decimal, decimals};
 use crate::output::{print, print_json};
-use crate::records::{decimal, decimals};
 use crate::units::{bytes, utc};
 
 /// One slot's ring, with the library's counter names.

@@ -8,14 +8,13 @@
 //! fatal.
 
 use std::fs::File;
-use std::io::Write;
 
 use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
 use ringtrace::inspect::{At, Record, Records, RingFile};
 
 use crate::failure::chain;
-use crate::output::warn;
-use crate::records::{warn_corrupt, write_channel_record, Format, Origin};
+use crate::output::{warn, warn_corrupt};
+use crate::pipeline::record::{self, Origin, Raw};
 
 /// A channel's ring, read through the channel file.
 pub type SlotRing<'a> = RingFile<At<&'a File>>;
@@ -67,10 +66,11 @@ pub struct Entry<'a> {
     rec: Record<'a>,
 }
 
-impl Entry<'_> {
-    /// Writes the record in `format`, newline included, with its slot and timestamp.
-    pub fn write(&self, w: &mut impl Write, format: Format) -> std::io::Result<()> {
-        write_channel_record(w, format, &self.rec, Origin { slot: self.slot, ts: self.ts })
+impl<'a> Entry<'a> {
+    /// The record, with its slot and timestamp.
+    pub fn record(&self) -> record::Record<'a> {
+        let origin = Some(Origin { slot: self.slot, ts: self.ts });
+        record::Record::Raw(Raw { origin, ..Raw::of(&self.rec) })
     }
 }
 

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use ringtrace::inspect::{Records, RingFile, RingMode, Source as ByteSource};
 
 use crate::failure::Failure;
-use crate::output::eprint_line;
-use crate::records::warn_corrupt;
+use crate::output::{eprint_line, warn_corrupt};
 
 /// How often `--follow` reads the positions again.
 pub const POLL: Duration = Duration::from_millis(50);

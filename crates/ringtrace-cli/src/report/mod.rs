@@ -1,28 +1,14 @@
-//! `ringtrace stat`: what a source is and holds, as text or one JSON object. Each kind
-//! of source has its own module; none moves a consumer position.
+//! What `stat` prints of each kind of source: its header, positions, counters and
+//! processes, as text for people or one JSON object. Each source of the pipeline calls
+//! its kind's report.
 
-mod channel;
-mod kernel;
-mod ring;
-mod snapfile;
-
-use std::path::Path;
-
-use crate::failure::Failure;
-use crate::output::ReportFormat;
-use crate::source::Source;
-
-/// Shows `source`, opened from `path` (the argument as given, named in the output).
-pub fn run(path: &Path, source: Source, format: ReportFormat) -> Result<(), Failure> {
-    let json = format == ReportFormat::Json;
-    match source {
-        Source::Ring(ring) => ring::stat(path, &ring, json),
-        Source::Channel(ch) => channel::stat(path, &ch, json),
-        Source::Snapshot(snap) => snapfile::stat(path, &snap, json),
-        Source::Bpf(mut map) => kernel::stat(&mut map, json),
-        Source::Traced(t) => crate::traced::stat(path, &t.read()?, json),
-    }
-}
+pub mod channel;
+#[cfg(feature = "kafka")]
+pub mod fleet;
+pub mod kernel;
+pub mod ring;
+pub mod snapfile;
+pub mod trace;
 
 /// The fields of a struct's `{:?}` text, in order, with their values' text: the names
 /// of `inspect::State`'s fields, for the tests that the stat tables name each as it does.

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use crate::failure::Failure;
 use crate::liveness::{alive, pid_text};
+use crate::output::decimal;
 use crate::output::{print, print_json};
-use crate::records::decimal;
 use crate::units::{bytes, utc, wakeup_name, wakeups, watermark_bytes};
 
 pub fn stat(path: &Path, ring: &RingFile<File>, json: bool) -> Result<(), Failure> {

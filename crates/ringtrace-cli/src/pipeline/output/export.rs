@@ -1,0 +1,134 @@
+//! `--format chrome|perfetto|ctf`: a source read whole ([`Timeline`]) written as a
+//! trace other tools open, with the exporters of `ringtrace-tracing` (a trace) and
+//! `ringtrace-ship` (a fleet's records), to stdout or a file (CTF: a directory).
+
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ringtrace_tracing::export::{chrome, ctf, perfetto};
+
+use crate::failure::Failure;
+use crate::output::{eprint_line, write_output, ExportFormat};
+use crate::pipeline::record::Timeline;
+
+/// Writes `timeline` in `format` to `output` (stdout without one), and says on stderr
+/// what was written where.
+pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
+    match timeline {
+        Timeline::Trace(trace) => {
+            let x = to(
+                format,
+                output,
+                |dir| ctf::write_with_progress(trace, dir, &mut progress()),
+                |w| match format {
+                    ExportFormat::Chrome => chrome::write_with_progress(trace, w, &mut progress()),
+                    _ => perfetto::write_with_progress(trace, w, &mut progress()),
+                },
+            )?;
+            if let (Some(x), Some(path)) = (x, output) {
+                report(&x, path);
+            }
+        }
+        #[cfg(feature = "kafka")]
+        Timeline::Fleet(read) => {
+            use ringtrace_ship::fleet::export;
+            let x = to(
+                format,
+                output,
+                |dir| export::ctf(&read.fleet, read.entries(), dir),
+                |w| match format {
+                    ExportFormat::Chrome => export::chrome(&read.fleet, read.entries(), w),
+                    _ => export::perfetto(&read.fleet, read.entries(), w),
+                },
+            )?;
+            let Some(x) = x else { return Ok(()) };
+            if let Some(path) = output {
+                eprint_line(format_args!(
+                    "{} records of {} hosts ({} sources) written to {}",
+                    x.records,
+                    x.hosts,
+                    x.sources,
+                    path.display()
+                ));
+            }
+            read.summary();
+        }
+    }
+    Ok(())
+}
+
+/// Runs `ctf` on a directory taking the place of `output`, or `stream` on stdout or
+/// `output`; what it returns, `None` where stdout went away.
+fn to<X>(
+    format: ExportFormat,
+    output: Option<&Path>,
+    ctf: impl FnOnce(&Path) -> std::io::Result<X>,
+    stream: impl Fn(&mut BufWriter<&mut dyn Write>) -> std::io::Result<X>,
+) -> Result<Option<X>, Failure> {
+    if format == ExportFormat::Ctf {
+        let Some(dir) = output else {
+            return Err(Failure::msg("a CTF trace is a directory: name it with -o DIR"));
+        };
+        return crate::destination::write_dir(dir, ctf).map(Some);
+    }
+    let done = std::cell::Cell::new(None);
+    write_output(output, |w| {
+        let mut w = BufWriter::new(w);
+        let x = stream(&mut w)?;
+        w.flush()?;
+        done.set(Some(x));
+        Ok(())
+    })?;
+    Ok(done.take())
+}
+
+/// A progress display on stderr, for an export that takes long: shown in place on a
+/// terminal once the export has run for half a second, updated at most 10 times a
+/// second, cleared at the end. Nothing where stderr is not a terminal.
+fn progress() -> impl FnMut(u64, u64) {
+    let tty = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut shown: Option<Instant> = None;
+    move |done, total| {
+        let now = Instant::now();
+        if !tty || now - start < Duration::from_millis(500) {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        if done >= total {
+            if shown.is_some() {
+                let _ = write!(e, "\r\x1b[2K");
+            }
+            return;
+        }
+        if shown.is_none_or(|t| now - t >= Duration::from_millis(100)) {
+            shown = Some(now);
+            let pct = done as f64 * 100.0 / total.max(1) as f64;
+            let _ = write!(e, "\r\x1b[2Kexporting: {pct:.0}% ({done} of {total} records)");
+            let _ = e.flush();
+        }
+    }
+}
+
+/// Says on stderr what was written where.
+fn report(x: &ringtrace_tracing::export::Exported, path: &Path) {
+    eprint_line(format_args!(
+        "{} events, {} span slices and {} lost-event markers written to {}{}",
+        x.events,
+        x.slices,
+        x.lost_markers,
+        path.display(),
+        if x.unmatched_exits > 0 {
+            format!(" ({} span exits left out: their enters were no longer in the trace)", x.unmatched_exits)
+        } else {
+            String::new()
+        }
+    ));
+    if x.unread_chunks > 0 {
+        eprint_line(format_args!(
+            "warning: {} records chunks left out: the file changed on disk while it was exported",
+            x.unread_chunks
+        ));
+    }
+}

@@ -1,0 +1,190 @@
+//! The pipeline's sources: what a SOURCE argument names ([`Spec`]), opened as a
+//! [`RecordSource`]. One module per kind of source; [`open`] is the one place that
+//! tells them apart.
+//!
+//! * `bpf-pin:PATH` (a map pinned in a bpffs) or `bpf-id:N` (a map id, as `bpftool map`
+//!   lists them): a kernel BPF ring buffer map ([`bpf`]).
+//! * `kafka://BROKERS/TOPIC`: a fleet's records in Kafka ([`kafka`], the `kafka`
+//!   feature), read by `decode`, `export`, `tail` and `stat`.
+//! * A directory: a `ringtrace-tracing` recorder directory ([`traced`]).
+//! * Otherwise a path, told apart by its first bytes: a `ringtrace-tracing` trace file
+//!   ([`traced`]: a dump or a stream), a channel file ([`channel`]: a header page, then
+//!   one single-producer ring per slot), a snapshot file ([`snapshot`]:
+//!   `Snapshot::write_to`, its checksums checked on opening) or a ring file ([`ring`]:
+//!   its header checked); anything else is "not a ringtrace file", with its length and
+//!   first bytes.
+//!
+//! Every file is read with `pread`, never mapped: a damaged or truncated file is an
+//! error message, not a signal.
+
+mod bpf;
+mod channel;
+#[cfg(feature = "kafka")]
+mod kafka;
+mod ring;
+mod snapshot;
+mod spec;
+mod stop;
+mod traced;
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::time::Duration;
+
+use ringtrace::inspect::{RingKind, RingMode};
+
+use super::output::Sink;
+use super::record::{Record, Shape, Timeline};
+use crate::failure::Failure;
+use crate::fleet::{Topic, Window};
+use crate::output::ReportFormat;
+pub use spec::{first_bytes, Spec};
+
+/// A source, opened: what it holds read, followed, consumed, exported or reported on.
+/// Each command asks for what it does and says what it reads where a kind of source
+/// cannot do it (`None`).
+pub trait RecordSource {
+    /// What kind of source this is, for messages: `a ring file`, `a channel file`...
+    fn kind(&self) -> &'static str;
+
+    /// What its records are.
+    fn shape(&self) -> Shape {
+        Shape::Raw
+    }
+
+    /// Whether it is a trace, whose records `decode` prints (a trace file, a recorder
+    /// directory, a fleet's records).
+    fn is_trace(&self) -> bool {
+        false
+    }
+
+    /// Whether reading it takes its records away (a BPF map: `tail` consumes it).
+    fn reading_consumes(&self) -> bool {
+        false
+    }
+
+    /// What it holds now, without consuming any; what was damaged or skipped is said on
+    /// stderr.
+    fn read(&mut self) -> Result<Box<dyn Held + '_>, Failure>;
+
+    /// Follows it as it is written (`tail --follow`), or says why it cannot be.
+    fn follow(&mut self) -> Result<Box<dyn Follow + '_>, Failure>;
+
+    /// Consumes it into `out`, each record's space handed back once `out` took it; `None`
+    /// for a source that has no consumer.
+    fn consume(&mut self, _path: &Path, _opts: &Consume, _out: &mut dyn Sink) -> Option<Result<(), Failure>> {
+        None
+    }
+
+    /// Read whole for the trace exporters; `None` for a source they do not read.
+    fn timeline(&mut self) -> Option<Result<Timeline, Failure>> {
+        None
+    }
+
+    /// A copy of it written to `file` in its own format (`snapshot -o` of a recorder
+    /// directory: a trace file); `None` where a copy is its records written out.
+    fn copy_to(&mut self, _file: &Path, _reverse: bool) -> Option<Result<(), Failure>> {
+        None
+    }
+
+    /// The ring file to attach to as a producer or a consumer, reopened read-write from
+    /// `path` (the very file that was opened): its kind, mode and descriptor.
+    fn attach(&mut self, _path: &Path) -> Option<Result<(RingKind, RingMode, OwnedFd), Failure>> {
+        None
+    }
+
+    /// `stat`: what it is and holds (`path`: the argument as given).
+    fn stat(&mut self, path: &Path, format: ReportFormat) -> Result<(), Failure>;
+}
+
+/// What a source holds, read.
+pub trait Held {
+    /// Its records, oldest first.
+    fn records(&self) -> Box<dyn Iterator<Item = Record<'_>> + '_>;
+
+    /// Its records newest first, markers left out (see [`Record::is_marker`]).
+    fn records_rev(&self) -> Box<dyn Iterator<Item = Record<'_>> + '_> {
+        let all: Vec<_> = self.records().filter(|r| !r.is_marker()).collect();
+        Box::new(all.into_iter().rev())
+    }
+
+    /// Says on stderr what the reading skipped, once its records are written.
+    fn finish(&self) {}
+}
+
+/// A source being followed.
+pub trait Follow {
+    /// The records it held when the follow began, oldest first.
+    fn first(&self) -> Box<dyn Iterator<Item = Record<'_>> + '_>;
+
+    /// Waits a while, then writes what was committed since into `out`; how many.
+    fn poll(&mut self, out: &mut dyn Sink) -> Result<usize, Failure>;
+
+    /// Says on stderr what the follow skipped, once it ends.
+    fn finish(&self) {}
+}
+
+/// What a consumer was asked to do.
+#[derive(Debug)]
+pub struct Consume {
+    /// Stop after this many records.
+    pub count: Option<u64>,
+    /// Go on when every producer has gone.
+    pub follow: bool,
+    /// Stop after this long without a record.
+    pub timeout: Option<Duration>,
+    /// Whose ring files to attach to.
+    pub owners: ringtrace::Owners,
+}
+
+/// Parses and opens a SOURCE argument; every error names it. A `kafka://` topic is
+/// refused: [`open_topic`] opens one for the commands that read it.
+pub fn open(arg: &Path) -> Result<Box<dyn RecordSource>, Failure> {
+    open_spec(Spec::parse(arg.as_os_str())?).map_err(|e| e.about(arg))
+}
+
+/// The registry: a source of each kind, by what its argument names.
+fn open_spec(spec: Spec) -> Result<Box<dyn RecordSource>, Failure> {
+    Ok(match spec {
+        Spec::BpfPin(_) | Spec::BpfId(_) => Box::new(bpf::open(&spec)?),
+        Spec::Kafka(_) => return Err(Failure::msg("a kafka:// topic is read by decode, export, tail and stat")),
+        Spec::File(path) if path.is_dir() => Box::new(traced::open_dir(path)?),
+        Spec::File(path) => {
+            // `is_channel_file` refuses what is not a regular file (a FIFO would block
+            // the magic reads below).
+            if ringtrace::inspect::channel::is_channel_file(&path)? {
+                return Ok(Box::new(channel::open(path)?));
+            }
+            let (head, len) = first_bytes(&path)?;
+            if head == ringtrace_tracing::TRACE_MAGIC {
+                Box::new(traced::open_file(path))
+            } else if head == crate::fleet::STATE_MAGIC {
+                return Err(Failure::msg("a ringtrace-ship agent state file: stat reads it"));
+            } else if head.starts_with(b"RTSNAP") {
+                Box::new(snapshot::open(&path)?)
+            } else if head == ringtrace::format::control::MAGIC.to_le_bytes() || head.starts_with(b"RTCHAN") {
+                // A ring file, or a channel file of another format version (said so).
+                Box::new(ring::open(path)?)
+            } else {
+                return Err(spec::not_ours(&head, len));
+            }
+        }
+    })
+}
+
+/// A `kafka://` topic's records in `window`, as a source.
+pub fn open_topic(topic: Topic, window: Window) -> Result<Box<dyn RecordSource>, Failure> {
+    #[cfg(feature = "kafka")]
+    {
+        Ok(Box::new(kafka::Kafka::new(topic, window)))
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = window;
+        Err(Failure::msg(format!(
+            "kafka://{}/{}: this ringtrace was built without Kafka (cargo install ringtrace-cli --features kafka; \
+             or read the topic with ringtrace-ship read)",
+            topic.brokers, topic.topic
+        )))
+    }
+}

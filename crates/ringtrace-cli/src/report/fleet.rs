@@ -1,0 +1,164 @@
+//! `stat` of a fleet's records in Kafka (`kafka://BROKERS/TOPIC`), and of a
+//! `ringtrace-ship` agent's state file: what they hold, as text or one JSON object.
+
+use ringtrace_tracing::decode::text::rfc3339;
+use serde::Serialize;
+
+use crate::escape::escape_text;
+use crate::failure::Failure;
+use crate::fleet::Read;
+use crate::output::{decimal, print, print_json, ReportFormat};
+
+/// One source in `stat --format json`.
+#[derive(Serialize)]
+struct JsonSource<'a> {
+    host: &'a str,
+    source: &'a str,
+    records: u64,
+    first_seq: u64,
+    last_seq: u64,
+}
+
+/// `stat --format json` of a topic.
+#[derive(Serialize)]
+struct JsonStat<'a> {
+    brokers: &'a str,
+    topic: &'a str,
+    hosts: usize,
+    batches: u64,
+    records: u64,
+    duplicates: u64,
+    missing: u64,
+    damaged: u64,
+    too_large: u64,
+    #[serde(serialize_with = "decimal_opt")]
+    first_ns: Option<u64>,
+    #[serde(serialize_with = "decimal_opt")]
+    last_ns: Option<u64>,
+    sources: Vec<JsonSource<'a>>,
+}
+
+fn decimal_opt<S: serde::Serializer>(x: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => s.collect_str(x),
+        None => s.serialize_none(),
+    }
+}
+
+pub fn stat(read: &Read, format: ReportFormat) -> Result<(), Failure> {
+    let (topic, window, fleet) = (&read.topic, read.window, &read.fleet);
+    let mut sources = Vec::new();
+    let (mut first, mut last) = (None::<u64>, None::<u64>);
+    for (host, source) in fleet.sources() {
+        let mut s = JsonSource { host, source, records: 0, first_seq: 0, last_seq: 0 };
+        for e in fleet.source(host, source).filter(|e| window.holds(e.time_ns)) {
+            if s.records == 0 {
+                s.first_seq = e.seq;
+            }
+            s.records += 1;
+            s.last_seq = e.seq;
+            first = Some(first.map_or(e.time_ns, |f| f.min(e.time_ns)));
+            last = Some(last.map_or(e.time_ns, |l| l.max(e.time_ns)));
+        }
+        if s.records > 0 || window.is_all() {
+            sources.push(s);
+        }
+    }
+    let st = fleet.stats();
+    let mut hosts: Vec<&str> = sources.iter().map(|s| s.host).collect();
+    hosts.dedup();
+    let j = JsonStat {
+        brokers: &topic.brokers,
+        topic: &topic.topic,
+        hosts: hosts.len(),
+        batches: st.batches,
+        records: sources.iter().map(|s| s.records).sum(),
+        duplicates: st.duplicates,
+        missing: st.missing,
+        damaged: st.damaged,
+        too_large: st.too_large,
+        first_ns: first,
+        last_ns: last,
+        sources,
+    };
+    if format == ReportFormat::Json {
+        return print_json(&j);
+    }
+    let time = |t: Option<u64>| t.map_or_else(|| "-".to_string(), rfc3339);
+    let mut s = format!(
+        "kafka://{}/{}: a fleet's records in Kafka\n  hosts            {}\n  sources          {}\n  records          {}\n  \
+         batches          {}\n  copies dropped   {}\n  missing          {}\n  damaged          {}\n  too large        {}\n  \
+         first            {}\n  last             {}\n",
+        j.brokers,
+        j.topic,
+        j.hosts,
+        j.sources.len(),
+        j.records,
+        j.batches,
+        j.duplicates,
+        j.missing,
+        j.damaged,
+        j.too_large,
+        time(j.first_ns),
+        time(j.last_ns)
+    );
+    for src in &j.sources {
+        let mut name = String::new();
+        escape_text(&mut name, src.source.as_bytes());
+        s.push_str(&format!(
+            "  {} {name}: {} records, sequence {} to {}\n",
+            src.host, src.records, src.first_seq, src.last_seq
+        ));
+    }
+    print(&s)
+}
+
+/// One source of an agent's state, in `stat --format json`.
+#[derive(Serialize)]
+struct JsonAgentSource<'a> {
+    source: &'a str,
+    shipped: u64,
+    too_large: u64,
+    ring_lost: u64,
+    next_seq: u64,
+    position: u64,
+}
+
+/// An agent's state file in `stat --format json`.
+#[derive(Serialize)]
+struct JsonAgentState<'a> {
+    host: &'a str,
+    /// When it was last stored: wall-clock ns, a decimal string (0: never).
+    #[serde(serialize_with = "decimal")]
+    updated_ns: u64,
+    failed_rounds: u64,
+    sources: Vec<JsonAgentSource<'a>>,
+}
+
+/// `stat` of an agent's state file.
+pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
+    let state = match ringtrace_ship::state::State::load(path) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(Failure::msg(format!("{}: no such file", path.display()))),
+        Err(e) => return Err(Failure::msg(e.to_string())),
+    };
+    if format == ReportFormat::Text {
+        return print(&format!("{}: a ringtrace-ship agent's state\n{state}", path.display()));
+    }
+    let sources = (state.sources.iter())
+        .map(|s| JsonAgentSource {
+            source: &s.source,
+            shipped: s.counts.shipped,
+            too_large: s.counts.too_large,
+            ring_lost: s.counts.ring_lost,
+            next_seq: s.next_seq,
+            position: s.position,
+        })
+        .collect();
+    print_json(&JsonAgentState {
+        host: &state.host,
+        updated_ns: state.updated_ns,
+        failed_rounds: state.failed_rounds,
+        sources,
+    })
+}
