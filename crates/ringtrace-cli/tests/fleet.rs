@@ -260,6 +260,10 @@ fn stat_reads_an_agents_state_file() {
         (s["next_seq"].as_u64(), s["ring_lost"].as_u64(), s["too_large"].as_u64()),
         (Some(1000), Some(0), Some(0))
     );
+    assert_eq!(
+        (j["spool_rounds"].as_u64(), s["spooled"].as_u64(), s["spool_lost"].as_u64()),
+        (Some(0), Some(0), Some(0))
+    );
     let o = run(&["stat", state.to_str().unwrap()]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("1000 shipped, 0 too large to ship, 0 refused by the ring"), "{}", o.stdout);

@@ -120,6 +120,10 @@ struct JsonAgentSource<'a> {
     shipped: u64,
     too_large: u64,
     ring_lost: u64,
+    /// Records waiting in the agent's spool directory.
+    spooled: u64,
+    /// Records the spool lost (a file damaged or missing).
+    spool_lost: u64,
     next_seq: u64,
     position: u64,
 }
@@ -132,6 +136,8 @@ struct JsonAgentState<'a> {
     #[serde(serialize_with = "decimal")]
     updated_ns: u64,
     failed_rounds: u64,
+    /// Rounds waiting in the agent's spool directory.
+    spool_rounds: u64,
     sources: Vec<JsonAgentSource<'a>>,
 }
 
@@ -151,6 +157,8 @@ pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), F
             shipped: s.counts.shipped,
             too_large: s.counts.too_large,
             ring_lost: s.counts.ring_lost,
+            spooled: s.counts.spooled,
+            spool_lost: s.counts.spool_lost,
             next_seq: s.next_seq,
             position: s.position,
         })
@@ -159,6 +167,7 @@ pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), F
         host: &state.host,
         updated_ns: state.updated_ns,
         failed_rounds: state.failed_rounds,
+        spool_rounds: state.spool_tail - state.spool_head,
         sources,
     })
 }
