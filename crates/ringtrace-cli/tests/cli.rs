@@ -198,7 +198,13 @@ fn channel_stat_snapshot_and_tail() {
     let me = std::process::id().to_string();
     let o = run(&["stat", &path]);
     assert_eq!((o.code, o.stderr.as_str()), (0, ""));
-    for want in ["channel file  ", "mode          discard", "clock         mono", "slots         3 single-producer"] {
+    for want in [
+        "channel file  ",
+        "layout        channel version 2,",
+        "mode          discard",
+        "clock         mono",
+        "slots         3 single-producer",
+    ] {
         assert!(o.stdout.contains(want), "{want}: {}", o.stdout);
     }
     let slot_line = |i: &str| o.stdout.lines().find(|l| l.split_whitespace().next() == Some(i)).unwrap().to_owned();
@@ -213,6 +219,7 @@ fn channel_stat_snapshot_and_tail() {
     let j = &o.stdout;
     assert!(j.starts_with("{\"path\":") && j.ends_with("}\n") && j.lines().count() == 1, "{j}");
     for want in [
+        "\"kind\":\"channel\",\"version\":2,".to_owned(),
         "\"mode\":\"discard\",\"clock\":\"mono\"".to_owned(),
         "\"slot_count\":3,\"capacity\":4096".to_owned(),
         format!("{{\"slot\":0,\"producer_pid\":{me},\"producer_alive\":true,"),
@@ -251,6 +258,31 @@ fn channel_stat_snapshot_and_tail() {
     let (slot, ts, payload) = &lines[11];
     let hex: String = payload.bytes().map(|b| format!("{b:02x}")).collect();
     assert_eq!(h.stdout, format!("{slot} {ts} {hex}\n"));
+}
+
+/// A channel file of layout version 1 (made before the bell line) reads as version 2:
+/// the same records, its version printed.
+#[test]
+fn a_version_1_channel_file_still_reads() {
+    let (path, _ch, _producers) = discard_channel();
+    let v2 = run(&["snapshot", &path]);
+    let mut img = std::fs::read(&path).unwrap();
+    img[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    let old = write_image("v1.chan", &img);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let o = run(&["stat", &old]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, ""));
+    assert!(o.stdout.contains("layout        channel version 1,"), "{}", o.stdout);
+    assert!(run(&["stat", "--format", "json", &old]).stdout.contains("\"version\":1,"));
+    let v1 = run(&["snapshot", &old]);
+    assert_eq!((v1.code, v1.stderr.as_str()), (0, ""));
+    assert_eq!(v1.stdout, v2.stdout);
+    assert_eq!(v1.stdout.lines().count(), 12);
+    let t = run(&["tail", "-n", "3", &old]);
+    assert_eq!((t.code, t.stdout.lines().count()), (0, 3), "{}", t.stderr);
 }
 
 #[test]
@@ -320,6 +352,9 @@ fn bad_channel_files_fail_with_one_line() {
     let mut img = good.clone();
     img[7] ^= 3;
     fails(&write("magic.chan", &img), "channel file format 2 is not supported");
+    let mut img = good.clone();
+    img[8..12].copy_from_slice(&3u32.to_ne_bytes());
+    fails(&write("version.chan", &img), "invalid channel header: channel version is 3, expected 1 or 2");
     let mut img = good.clone();
     img[20..24].copy_from_slice(&0u32.to_ne_bytes());
     fails(&write("slots.chan", &img), "invalid channel header: slots is 0, expected 1 to 4096");

@@ -312,8 +312,9 @@ pub unsafe extern "C" fn ringtrace_channel_reader_free(r: *mut ringtrace_channel
 }
 
 /// Waits up to `timeout_ms` (-1: no limit) for records (sleeping on the channel's
-/// doorbell, which writers ring when they commit; a channel file's reader, whose writers
-/// are other processes, looks every millisecond), then delivers those due, merged in
+/// doorbell, which writers ring when they commit: a channel file's is a futex word in
+/// the file, which writers in any process wake; a version 1 channel file's reader, whose
+/// writers never ring, looks every millisecond), then delivers those due, merged in
 /// timestamp order.
 ///
 /// Returns the number delivered (0 on timeout), or -EINVAL, -ECANCELED.

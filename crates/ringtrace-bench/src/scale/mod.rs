@@ -11,7 +11,8 @@
 //!   `live_tracing.rs`).
 //! * `scale-wakeup` (see `wakeup.rs`): a writer writing a timestamped record every
 //!   ~100 µs, its reader asleep in `poll`: commit-to-reader latency percentiles of a
-//!   channel reader against a plain ring's consumer.
+//!   channel reader (a private channel's, and a channel file's) against a plain ring's
+//!   consumer.
 //! * `scale-directory` (see `directory.rs`): a flight recorder directory of T threads'
 //!   events, and the same events as a stream's trace file, decoded as `ringtrace decode
 //!   PATH > /dev/null` does, in a child process: the child's peak resident memory.

@@ -8,6 +8,10 @@
 //! * `ringtrace-channel`: a `Channel<Discard, BestClock>` (1 MiB ring), its writer
 //!   through its own `channel.producer()`, `Wakeup::Default`; the reader in
 //!   `ChannelReader::poll`; the timestamp is the channel's own stamp of the record.
+//! * `ringtrace-channel-file`: the same through a channel file (in `/dev/shm` where
+//!   there is one): the writer through a second handle of the file (`Channel::open`,
+//!   its own mapping, as another process would), the reader on the file's bell line
+//!   (a futex word, `fence(SeqCst)` on both sides).
 //! * `ringtrace`: a plain `MpscRing` of 1 MiB, as the `async` bench's blocking
 //!   consumer (`wakeups.rs`): the writer `output`s the clock's raw reading with
 //!   `Wakeup::Default`, the consumer waits in `Consumer::poll`.
@@ -36,15 +40,18 @@ const GAP: Duration = Duration::from_micros(100);
 /// The reader's `poll` timeout: it looks at the stop flag this often when idle.
 const TIMEOUT: Duration = Duration::from_millis(20);
 
-/// The two rows, in an order alternating from round to round.
+/// The three rows, in an order alternating from round to round.
 pub(super) fn rows(cfg: &RunCfg, quick: bool, round: usize, progress: &mut Progress) -> Vec<Row> {
     // At least 200 ms of samples (a thousand or more) for a p99.
     let window = cfg.duration.max(Duration::from_millis(if quick { 200 } else { 400 }));
     let mut out = Vec::new();
-    for channel in super::alternate(&[true, false], round) {
-        let imp = if channel { "ringtrace-channel" } else { "ringtrace" };
+    for imp in super::alternate(&["ringtrace-channel", "ringtrace-channel-file", "ringtrace"], round) {
         progress.step(&format!("{BENCH} {imp}"));
-        let (m, lat) = if channel { run_channel(cfg.warmup, window) } else { run_ring(cfg.warmup, window) };
+        let (m, lat) = match imp {
+            "ringtrace-channel" => run_channel(cfg.warmup, window),
+            "ringtrace-channel-file" => run_channel_file(cfg.warmup, window),
+            _ => run_ring(cfg.warmup, window),
+        };
         let mut row = Row::new(BENCH, imp, VARIANT, 1, &m);
         row.p50_ns = super::quantile(&lat, 0.50);
         row.p99_ns = super::quantile(&lat, 0.99);
@@ -121,6 +128,36 @@ fn run_channel(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
                 reader
                     .poll(Some(TIMEOUT), |r| w.sample(&mut local, r.timestamp, clock.now()))
                     .expect("a channel only this process writes");
+            }
+            w.samples.lock().unwrap_or_else(|e| e.into_inner()).append(&mut local);
+        },
+    )
+}
+
+fn run_channel_file(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
+    let clock = BestClock::new();
+    let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
+    let path = dir.join(format!("ringtrace-bench-wakeup-{}.chan", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let channel =
+        Channel::<Discard, BestClock>::builder(RING).max_producers(1).create(&path, clock).expect("channel file");
+    let writer = Channel::<Discard, BestClock>::open(&path).expect("the channel file, opened again");
+    let _ = std::fs::remove_file(&path);
+    let mut reader = channel.reader().expect("the channel's one reader");
+    let mut producer = writer.producer().expect("channel file producer");
+    let w = Window::default();
+    w.run(
+        warmup,
+        window,
+        move || {
+            let _ = producer.output(&[0u8; 8], Wakeup::Default);
+        },
+        move |w| {
+            let mut local = Vec::new();
+            while !w.stop.load(Relaxed) {
+                reader
+                    .poll(Some(TIMEOUT), |r| w.sample(&mut local, r.timestamp, clock.now()))
+                    .expect("a channel file only this process writes");
             }
             w.samples.lock().unwrap_or_else(|e| e.into_inner()).append(&mut local);
         },

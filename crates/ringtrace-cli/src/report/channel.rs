@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::path::Path;
 
-use ringtrace::format::channel::CHANNEL_VERSION;
 use ringtrace::inspect::channel::{ChannelFile, ChannelHeader};
 use ringtrace::inspect::{FormatError, RingMode};
 use serde::Serialize;
@@ -144,7 +143,7 @@ fn to_json(path: &Path, h: &ChannelHeader, slots: Vec<SlotLine>, totals: Totals)
     Json {
         path: path.display().to_string(),
         kind: "channel",
-        version: CHANNEL_VERSION,
+        version: h.version,
         mode: h.mode.name(),
         clock: h.clock_name(),
         clock_code: h.clock,
@@ -181,7 +180,7 @@ fn to_text(path: &Path, h: &ChannelHeader, slots: &[SlotLine], t: &Totals) -> St
     let mut o = String::new();
     let _ = writeln!(o, "channel file  {}", path.display());
     let created = utc(h.created_ns);
-    let _ = writeln!(o, "layout        channel version {CHANNEL_VERSION}, created {created} by pid {}", h.creator_pid);
+    let _ = writeln!(o, "layout        channel version {}, created {created} by pid {}", h.version, h.creator_pid);
     let _ = writeln!(o, "mode          {}", h.mode);
     let _ = writeln!(o, "clock         {}", clock_text(h));
     let _ = writeln!(
@@ -252,6 +251,7 @@ mod tests {
     #[test]
     fn created_ns_and_the_calibration_are_decimal_strings_and_sizes_numbers() {
         let h = ChannelHeader {
+            version: 2,
             mode: RingMode::Discard,
             clock: 2,
             slots: 1,

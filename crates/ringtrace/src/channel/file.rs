@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::bell::ChannelBell;
 use super::handle::{Builder, Channel};
 use super::inner::{realtime_ns, ring_builder, short, Inner};
 use super::lane::Lane;
@@ -69,6 +70,7 @@ impl<M: Mode, C: Clock> Builder<M, C> {
         let page = rustix::param::page_size() as u64;
         let image = image_len(self.capacity);
         let header = ChannelHeader {
+            version: crate::format::channel::CHANNEL_VERSION,
             mode: if M::OVERWRITE { RingMode::Overwrite } else { RingMode::Discard },
             clock: C::CODE,
             slots,
@@ -92,10 +94,11 @@ impl<M: Mode, C: Clock> Builder<M, C> {
         if n != bytes.len() {
             return Err(Error::File { what: "writing the channel header", path: path.into(), source: short() });
         }
+        let bell = ChannelBell::file(new.fd.as_fd()).map_err(bell_err(path))?;
         if let Some(p) = &new.link {
             file::link(new.fd.as_fd(), p)?;
         }
-        Ok(self.finish(clock, lanes))
+        Ok(self.finish(clock, lanes, Some(bell)))
     }
 }
 
@@ -151,8 +154,13 @@ impl<M: Mode, C: Clock> Channel<M, C> {
             }
             lanes.push(Arc::new(Lane::slot(i, r)));
         }
+        // Version 1: no bell line (its writers never ring): the reader polls.
+        let bell = match header.has_bell() {
+            true => Some(ChannelBell::file(file.as_fd()).map_err(bell_err(path))?),
+            false => None,
+        };
         let b = Channel::<M, C>::builder(header.capacity).max_producers(header.slots);
-        Ok(b.finish(clock, lanes))
+        Ok(b.finish(clock, lanes, bell))
     }
 
     /// Whether the channel lives in a file shared with other processes.
@@ -264,6 +272,10 @@ impl<M: Mode, C: Clock> Channel<M, C> {
             _ => (None, rec),
         }
     }
+}
+
+fn bell_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::File { what: "mapping the channel's bell line", path: path.into(), source }
 }
 
 /// A slot's ring producer role, and the slot.

@@ -204,11 +204,12 @@ impl<M: Mode, C: Clock> Builder<M, C> {
     /// Checks the configuration by making (and dropping) one ring.
     pub fn build(self, clock: C) -> Result<Channel<M, C>, Error> {
         ring_builder::<M>(self.capacity, self.retire_ahead).build()?;
-        Ok(self.finish(clock, Vec::new()))
+        Ok(self.finish(clock, Vec::new(), None))
     }
 
-    /// The channel over `lanes`: a shared channel's slots, or none yet.
-    pub(super) fn finish(self, clock: C, lanes: Vec<Arc<Lane<M>>>) -> Channel<M, C> {
+    /// The channel over `lanes`: a shared channel's slots and its file's bell (`None`:
+    /// a version 1 file, without one), or none yet.
+    pub(super) fn finish(self, clock: C, lanes: Vec<Arc<Lane<M>>>, file_bell: Option<ChannelBell>) -> Channel<M, C> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let shared = !lanes.is_empty();
         let next_id = lanes.len() as u32;
@@ -226,10 +227,10 @@ impl<M: Mode, C: Clock> Builder<M, C> {
             version: AtomicU64::new(0),
             reader_attached: AtomicBool::new(false),
             handed_over: Mutex::new(Vec::new()),
-            // A channel file's producers are in other processes: no doorbell reaches
-            // them. Without an eventfd (the process is out of descriptors), the reader
-            // polls, as a channel file's does.
-            bell: if shared { None } else { ChannelBell::new().ok().map(Arc::new) },
+            // A channel file's doorbell is its bell line (a version 1 file has none: its
+            // reader polls). Without an eventfd (the process is out of descriptors), a
+            // private channel's reader polls too.
+            bell: if shared { file_bell.map(Arc::new) } else { ChannelBell::new().ok().map(Arc::new) },
         };
         Channel { inner: Arc::new(inner) }
     }

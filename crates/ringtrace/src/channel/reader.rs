@@ -385,12 +385,18 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// Waits up to `timeout` (or forever with `None`) for records to deliver, and
     /// delivers them.
     ///
-    /// A channel made with [`Channel::builder`](crate::Channel::builder) has a doorbell
-    /// (an eventfd) that every producer rings when it commits while the reader sleeps,
-    /// on the rings' no-lost-wakeup protocol: an idle reader sleeps until a commit, or
-    /// for records held back by the slack (module docs), until they are due. A channel
-    /// file's producers are other processes, which cannot ring this process's doorbell:
-    /// its reader looks every millisecond, as LTTng's consumer daemon does on a timer.
+    /// A channel has a doorbell that every producer rings when it commits while the
+    /// reader sleeps, on the rings' no-lost-wakeup protocol: an idle reader sleeps until
+    /// a commit, or for records held back by the slack (module docs), until they are
+    /// due. A private channel's is an eventfd; a channel file's (version 2) a futex word
+    /// in the file's bell line, which producers in any process wake
+    /// ([`crate::format::channel`]). The reader of a version 1 channel file, whose
+    /// producers never ring, looks every millisecond, as LTTng's consumer daemon does on
+    /// a timer.
+    ///
+    /// Every sleep ends by the timeout's deadline (`CLOCK_MONOTONIC`), whatever another
+    /// process writes into a channel file's bell line: a value it writes there costs at
+    /// worst needless wakeups, or a sleep until the timeout.
     pub fn poll<F, R>(&mut self, timeout: Option<Duration>, mut f: F) -> Result<usize, ConsumeError<R::Error>>
     where
         F: FnMut(ChannelRecord<'_>) -> R,
@@ -437,7 +443,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
     /// The doorbell's descriptor (a private channel's), for an event loop.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn bell_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self.inner.bell.as_deref().map(|b| b.fd())
+        self.inner.bell.as_deref().and_then(|b| b.fd())
     }
 
     /// Records this reader delivered out of timestamp order since it was made (see the
@@ -474,7 +480,7 @@ impl<M: Mode, C: Clock> Poll for ChannelReader<M, C> {
         self.consume_with(f)
     }
     /// Sleeps on the channel's doorbell (at most until held-back records are due), or,
-    /// a channel file's reader, naps a millisecond.
+    /// a version 1 channel file's reader, naps a millisecond.
     fn wait_ready(&mut self, timeout: Option<Duration>) -> std::io::Result<bool> {
         let inner = Arc::clone(&self.inner);
         let Some(bell) = inner.bell.as_deref() else {
@@ -499,7 +505,8 @@ impl<M: Mode, C: Clock> Poll for ChannelReader<M, C> {
     }
 }
 
-/// How often a channel file's reader looks for records.
+/// How often the reader of a channel without a doorbell (a version 1 channel file's)
+/// looks for records.
 const POLL_NAP: Duration = Duration::from_millis(1);
 /// The shortest wait for held-back records (a channel with no slack still waits this
 /// long rather than spin).

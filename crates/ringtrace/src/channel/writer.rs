@@ -59,7 +59,8 @@ pub struct ChannelProducer<M: Mode, C: Clock> {
     producer: Producer<Spsc, M>,
     clock: C,
     lane: Arc<Lane<M>>,
-    /// A private channel's doorbell, rung after each commit instead of the ring's own.
+    /// The channel's doorbell (a private channel's, or a version 2 channel file's bell
+    /// line), rung after each commit.
     bell: Option<Arc<ChannelBell>>,
 }
 
@@ -186,9 +187,11 @@ impl<M: Mode, C: Clock> ChannelReservation<'_, M, C> {
     #[inline(always)]
     pub fn commit_with(self, wakeup: Wakeup) {
         match self.bell {
-            // The ring's own doorbell has no sleeper: the channel's is rung instead.
+            // A private channel's ring has no sleeper of its own: the channel's doorbell
+            // is rung instead. A channel file's slot ring may have one (a consumer of
+            // the slot alone, `Channel::slot_ring`): both are rung.
             Some(bell) => {
-                self.inner.commit_with(Wakeup::NoWakeup);
+                self.inner.commit_with(if bell.is_file() { wakeup } else { Wakeup::NoWakeup });
                 bell.ring(wakeup);
             }
             None => self.inner.commit_with(wakeup),

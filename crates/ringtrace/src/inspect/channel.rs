@@ -13,6 +13,9 @@ use crate::format::offsets::{u32_at, u64_at};
 /// A channel file's header, checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChannelHeader {
+    /// The layout version: [`CHANNEL_VERSION`] (2, with the bell line) or
+    /// [`CHANNEL_VERSION_1`] (without).
+    pub version: u32,
     /// Discard or overwrite.
     pub mode: RingMode,
     /// How records are stamped ([`clock_code`]); every clock but `NONE` puts an 8-byte
@@ -35,6 +38,12 @@ pub struct ChannelHeader {
 }
 
 impl ChannelHeader {
+    /// Whether the file has the bell line (version 2): its writers wake a sleeping
+    /// reader ([`crate::format::channel`]).
+    pub fn has_bell(&self) -> bool {
+        self.version >= CHANNEL_VERSION
+    }
+
     /// Whether records start with a timestamp.
     pub fn stamped(&self) -> bool {
         self.clock != clock_code::NONE
@@ -80,7 +89,7 @@ impl ChannelHeader {
         let mut b = [0u8; HEADER_LEN];
         let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
         put(MAGIC, &CHANNEL_MAGIC.to_ne_bytes());
-        put(VERSION, &CHANNEL_VERSION.to_ne_bytes());
+        put(VERSION, &self.version.to_ne_bytes());
         put(MODE, &self.mode.code().to_ne_bytes());
         put(CLOCK, &self.clock.to_ne_bytes());
         put(SLOTS, &self.slots.to_ne_bytes());
@@ -108,8 +117,8 @@ impl ChannelHeader {
             found => return Err(FormatError::BadMagic { found }),
         }
         let version = u32_at(b, VERSION);
-        if version != CHANNEL_VERSION {
-            return Err(bad("channel version", version.into(), "1"));
+        if version != CHANNEL_VERSION && version != CHANNEL_VERSION_1 {
+            return Err(bad("channel version", version.into(), "1 or 2"));
         }
         let mode = match u32_at(b, MODE) {
             1 => RingMode::Discard,
@@ -141,6 +150,7 @@ impl ChannelHeader {
         }
         let cal = [u64_at(b, CALIBRATION), u64_at(b, CALIBRATION + 8), u64_at(b, CALIBRATION + 16)];
         let h = ChannelHeader {
+            version,
             mode,
             clock,
             slots,

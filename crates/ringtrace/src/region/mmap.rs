@@ -30,6 +30,9 @@
 //! arms its wait and sleeps in `FUTEX_WAIT` only while the word still holds that value,
 //! so a wake between its check and its sleep is never lost.
 //!
+//! A channel file's bell line lives in its header page, which [`BellPage`] maps on its
+//! own (shared, read-write), for the two words of the line.
+//!
 //! This module and `producer`/`consumer` (which build slices from [`MmapView::data_ptr`])
 //! hold the crate's `unsafe`.
 
@@ -45,8 +48,8 @@ use rustix::mm::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 use super::Region;
 use crate::error::Error;
 use crate::format::control::{Control, CONTROL_SIZE};
-use crate::sync::AtomicU64;
 use crate::sync::Ordering::Relaxed;
+use crate::sync::{AtomicU32, AtomicU64};
 use crate::wait::doorbell::{self, Bell, BellToken};
 
 /// A ring file mapped into this process, and its doorbell: the owner of the mapping and
@@ -412,5 +415,64 @@ unsafe impl Region for MmapView {
                 let _ = entry.compare_exchange(id, 0, Relaxed, Relaxed);
             }
         }
+    }
+}
+
+/// The header page of a channel file (version 2), mapped shared and read-write for its
+/// bell line ([`crate::format::channel`]): the reader's wait flag and the futex word,
+/// which every process that maps the file reads and writes with atomics only.
+pub(crate) struct BellPage {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is shared memory every thread of the process sees, accessed only
+// through the `AtomicU32`s `words` hands out.
+unsafe impl Send for BellPage {}
+// SAFETY: as above.
+unsafe impl Sync for BellPage {}
+
+impl BellPage {
+    /// Maps the first page of `fd`, a channel file whose header was checked: it is at
+    /// least its first ring's offset long, a nonzero multiple of the page size, so the
+    /// page lies inside the file.
+    pub(crate) fn map(fd: BorrowedFd<'_>) -> io::Result<Self> {
+        use crate::format::channel::{BELL_FUTEX, BELL_LINE};
+        let len = rustix::param::page_size();
+        const _: () = assert!(BELL_FUTEX + 4 <= 4096);
+        debug_assert!(BELL_LINE + 128 <= len);
+        let file_len = u64::try_from(fstat(fd)?.st_size).unwrap_or(0);
+        if file_len < len as u64 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "the channel file is shorter than its header page"));
+        }
+        // SAFETY: a new shared mapping of the file's first page (offset 0: aligned) at an
+        // address the kernel picks: it overlaps nothing of ours.
+        let base = unsafe { mmap(ptr::null_mut(), len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, fd, 0) }?;
+        let base = NonNull::new(base.cast::<u8>()).expect("mmap never returns null on success");
+        Ok(BellPage { base, len })
+    }
+
+    /// The bell line's words: the wait flag and the futex word.
+    pub(crate) fn words(&self) -> (&AtomicU32, &AtomicU32) {
+        use crate::format::channel::{BELL_FLAG, BELL_FUTEX};
+        // SAFETY: both offsets are 4-aligned and inside the page (asserted in `map`), a
+        // page-aligned read-write mapping alive as long as `self`; a file's bytes are a
+        // valid `u32` whatever they hold, and every process accesses these words with
+        // atomics only (a writer of the file that does not may write any value, which
+        // the protocol tolerates: `wait::flag`).
+        unsafe {
+            (
+                &*self.base.as_ptr().add(BELL_FLAG).cast::<AtomicU32>(),
+                &*self.base.as_ptr().add(BELL_FUTEX).cast::<AtomicU32>(),
+            )
+        }
+    }
+}
+
+impl Drop for BellPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`; the words it lent borrow `self`, so none is
+        // left.
+        let _ = unsafe { munmap(self.base.as_ptr().cast(), self.len) };
     }
 }

@@ -1,6 +1,6 @@
 //! [`Source`] for a [`ChannelReader`]: a private channel's doorbell is an eventfd, which
-//! the runtime waits on; a channel file's reader looks again every millisecond (see
-//! [`ChannelReader::poll`]).
+//! the runtime waits on; a channel file's reader looks again every millisecond (its
+//! doorbell, a futex word in the file, cannot be waited on in an event loop).
 
 use std::convert::Infallible;
 use std::io;
@@ -18,10 +18,12 @@ use crate::ChannelReader;
 impl<M: Mode, C: Clock> Sealed for ChannelReader<M, C> {}
 
 /// A private channel: its doorbell's eventfd, and a recheck when records wait for the
-/// slack (they are due then, with no commit to ring). A channel file: no descriptor
-/// (its producers are other processes); its blocking [`poll`](ChannelReader::poll)
-/// naps 1 ms between looks, as LTTng's consumer daemon reads its channels on a timer,
-/// and its async form does the same with `tokio::time::sleep`.
+/// slack (they are due then, with no commit to ring). A channel file: no descriptor.
+/// Its producers (in any process) ring a futex word in the file's bell line, on which
+/// the blocking [`poll`](ChannelReader::poll) sleeps; a futex cannot go in an event
+/// loop, so the async form looks every millisecond with `tokio::time::sleep`, as LTTng's
+/// consumer daemon reads its channels on a timer (the socket doorbell with which a
+/// ring shared between processes wakes an event loop is not built for channel files).
 impl<M: Mode, C: Clock> Source for ChannelReader<M, C> {
     type Record<'a> = ChannelRecord<'a>;
     type Item = ChannelItem;

@@ -27,8 +27,9 @@ use crate::error::ConsumeError;
 /// ([`clear_ready`](::tokio::io::unix::AsyncFdReadyGuard::clear_ready)), so the reader
 /// clears it before arming the reader again: a wakeup that comes between arming and
 /// waiting is then kept, never lost (the loop tokio's `AsyncFd` docs give). A
-/// [`ChannelReader`](crate::ChannelReader), which has no doorbell, is looked at every
-/// millisecond with `tokio::time::sleep` instead, as its blocking `poll` naps.
+/// [`ChannelReader`](crate::ChannelReader) of a channel file, whose doorbell is a futex
+/// (which an event loop cannot wait on), is looked at every millisecond with
+/// `tokio::time::sleep` instead.
 ///
 /// Must be made, used and dropped within a tokio runtime with IO (and, for a channel,
 /// time) enabled. The reactor watches a duplicate of the reader's descriptor, which the

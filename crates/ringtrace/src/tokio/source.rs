@@ -37,8 +37,9 @@ pub trait Source: sealed::Sealed {
 
     /// The descriptor that becomes readable when the reader is woken: a ring's doorbell
     /// eventfd, a BPF map, a ring set's epoll instance, a perf event. `None` for a reader
-    /// with no doorbell (a [`ChannelReader`](crate::ChannelReader): its async form looks
-    /// every millisecond, as its blocking `poll` does).
+    /// with no doorbell an event loop can wait on (a channel file's
+    /// [`ChannelReader`](crate::ChannelReader), whose doorbell is a futex: its async form
+    /// looks every millisecond).
     fn wait_fd(&self) -> Option<BorrowedFd<'_>>;
 
     /// Prepares to sleep: publishes the read position, resets the doorbell, announces the

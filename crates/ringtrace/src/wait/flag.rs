@@ -11,6 +11,15 @@
 //! sees the record, or the writer's load sees the flag and rings. The writer that
 //! clears the flag with its CAS is the one that rings: one doorbell write per sleep.
 //!
+//! The flag is a word the caller owns ([`WaitFlag::new`] borrows it): a private
+//! channel's is on the heap, a channel file's in the file's bell line, shared with
+//! writers in other processes. There the writers cannot use the asymmetric barrier
+//! (membarrier(2)'s `MEMBARRIER_CMD_PRIVATE_EXPEDITED` reaches only the reader's own
+//! threads) and pass `asymmetric: false`: both sides `fence(SeqCst)`, the form loom
+//! checks. Another process may write anything into a shared flag: a value other than
+//! [`WAITING`] reads as "not asleep" (no ring: the reader sleeps until its timeout),
+//! `WAITING` makes writers ring needlessly; neither can make the protocol hang or panic.
+//!
 //! The loom model beside this file (`flag_loom`) checks it with two writers on two
 //! rings.
 
@@ -21,15 +30,20 @@ use crate::sync::Ordering::{Acquire, Relaxed, Release};
 /// The flag's value while the reader is asleep (or about to be).
 const WAITING: u32 = 1;
 
-/// See the module docs.
-#[derive(Debug, Default)]
-pub(crate) struct WaitFlag(AtomicU32);
+/// See the module docs: the protocol over a flag word the caller holds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaitFlag<'a>(&'a AtomicU32);
 
-impl WaitFlag {
+impl<'a> WaitFlag<'a> {
+    /// The protocol over `word` (0 while nobody sleeps).
+    pub(crate) fn new(word: &'a AtomicU32) -> Self {
+        WaitFlag(word)
+    }
+
     /// A writer, after storing a record's header with Release: whether it must ring
     /// the doorbell (it cleared the flag; nobody else will ring for this sleep).
     #[inline(always)]
-    pub(crate) fn should_ring(&self, asymmetric: bool) -> bool {
+    pub(crate) fn should_ring(self, asymmetric: bool) -> bool {
         // Pairs with `barrier::heavy` in the reader's `armed_look`: either its look sees
         // the header stored before this barrier, or the load below sees WAITING.
         barrier::light(asymmetric);
@@ -39,7 +53,7 @@ impl WaitFlag {
 
     #[cold]
     #[inline(never)]
-    fn take(&self) -> bool {
+    fn take(self) -> bool {
         // Acquire: pairs with the Release store in `arm`: the reader's reset of the
         // doorbell (done before it armed) happens-before our ring, so the ring is not
         // consumed by that reset.
@@ -50,7 +64,7 @@ impl WaitFlag {
     /// more with `look` (which loads the rings' headers with Acquire) after the heavy
     /// barrier. `Ok(true)`: armed, sleep until the doorbell rings. `Ok(false)`:
     /// something is ready (disarmed again): read instead.
-    pub(crate) fn armed_look(&self, look: impl FnOnce() -> bool) -> std::io::Result<bool> {
+    pub(crate) fn armed_look(self, look: impl FnOnce() -> bool) -> std::io::Result<bool> {
         // Release: pairs with the Acquire CAS in `take` (see there).
         self.0.store(WAITING, Release);
         if let Err(e) = barrier::heavy() {
@@ -65,7 +79,7 @@ impl WaitFlag {
     }
 
     /// Withdraws the announcement (after a sleep, or instead of one).
-    pub(crate) fn disarm(&self) {
+    pub(crate) fn disarm(self) {
         // Relaxed: a writer that still sees WAITING rings once more, needlessly.
         self.0.store(0, Relaxed);
     }

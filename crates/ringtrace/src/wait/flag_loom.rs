@@ -3,7 +3,7 @@
 //! look finds nothing new, until it has both records. A lost wakeup leaves the reader
 //! asleep for good: loom reports the deadlock.
 
-use loom::sync::atomic::AtomicU64;
+use loom::sync::atomic::{AtomicU32, AtomicU64};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
@@ -36,7 +36,9 @@ impl Bell {
 
 #[derive(Default)]
 struct Channel {
-    flag: WaitFlag,
+    /// The word [`WaitFlag`] runs over (a private channel's, or a channel file's bell
+    /// line: the same code).
+    flag: AtomicU32,
     bell: Bell,
     /// Each writer's ring, reduced to its one record's header (0: not committed).
     headers: [AtomicU64; 2],
@@ -46,7 +48,7 @@ fn write(ch: &Channel, i: usize) {
     // Release: pairs with the reader's Acquire load: the record's bytes come first.
     ch.headers[i].store(1, Release);
     // Under loom the barriers are both `fence(SeqCst)` (see `crate::barrier`).
-    if ch.flag.should_ring(false) {
+    if WaitFlag::new(&ch.flag).should_ring(false) {
         ch.bell.ring();
     }
 }
@@ -75,9 +77,9 @@ fn no_lost_wakeup_with_two_writers() {
                 }
                 new
             };
-            if ch.flag.armed_look(|| look(&mut seen)).unwrap() {
+            if WaitFlag::new(&ch.flag).armed_look(|| look(&mut seen)).unwrap() {
                 ch.bell.sleep(token);
-                ch.flag.disarm();
+                WaitFlag::new(&ch.flag).disarm();
                 look(&mut seen);
             }
         }
