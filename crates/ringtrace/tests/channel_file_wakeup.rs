@@ -352,3 +352,42 @@ fn a_hostile_bell_line_never_holds_a_poll_past_its_timeout() {
     assert!(written > 50, "{written}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A writer that took the flag and died before its `FUTEX_WAKE` (or a process that
+/// keeps clearing the flag) leaves writers seeing no sleeper: none rings. A record
+/// committed then is still read within a look of the reader's (it rechecks every
+/// 200 ms, as a shared ring's consumer does), not at the end of its 10 s poll.
+#[test]
+fn a_flag_cleared_behind_the_readers_back_delays_a_record_by_a_recheck_at_most() {
+    let (path, channel) = create("cleared");
+    let mut reader = channel.reader().unwrap();
+    let theirs = Channel::<Discard, Monotonic>::open(&path).unwrap();
+    let mut producer = theirs.producer().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let took = std::thread::scope(|s| {
+        let stop = &stop;
+        let path = &path;
+        s.spawn(move || {
+            let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.write_all_at(&0u32.to_ne_bytes(), BELL_FLAG as u64).unwrap();
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        });
+        let producer = &mut producer;
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            producer.output(b"unrung", Wakeup::Default).unwrap();
+        });
+        let began = Instant::now();
+        let mut got = Vec::new();
+        while got.is_empty() && began.elapsed() < Duration::from_secs(10) {
+            reader.poll(Some(Duration::from_secs(10)), |r| got.push(r.data.to_vec())).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(got, [b"unrung".to_vec()]);
+        began.elapsed()
+    });
+    assert!(took < Duration::from_secs(2), "the record waited {took:?} for a ring that never came");
+    std::fs::remove_file(&path).unwrap();
+}

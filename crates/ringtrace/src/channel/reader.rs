@@ -19,6 +19,7 @@ use crate::config::Mode;
 use crate::error::{ConsumeError, Error};
 use crate::wait::doorbell::BellToken;
 use crate::wait::poll::{poll, Poll};
+use crate::wait::DEAD_CHECK;
 
 /// One record of a channel, as readers deliver it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -495,6 +496,11 @@ impl<M: Mode, C: Clock> Poll for ChannelReader<M, C> {
             (Some(t), Some(h)) => Some(t.min(h)),
             (t, h) => t.or(h),
         };
+        // A channel file's writers are other processes: one killed between taking the
+        // flag and its `FUTEX_WAKE`, or one that writes the bell line at will, must not
+        // leave the reader asleep with records ready; it looks again every DEAD_CHECK,
+        // as a shared ring's consumer does.
+        let timeout = if bell.is_file() { Some(timeout.map_or(DEAD_CHECK, |t| t.min(DEAD_CHECK))) } else { timeout };
         if timeout.is_some_and(|t| t.is_zero()) {
             return Ok(false);
         }
