@@ -113,8 +113,33 @@ impl Window {
 fn run_channel(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
     let clock = BestClock::new();
     let channel = Channel::<Discard, BestClock>::builder(RING).build(clock).expect("valid channel");
+    let producer = channel.producer().expect("channel producer");
+    run_channel_on(&channel, producer, clock, warmup, window)
+}
+
+/// The same through a channel file, its writer another handle of the file (its own
+/// mapping of the bell line), as a writer in another process has.
+fn run_channel_file(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
+    let clock = BestClock::new();
+    let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
+    let path = dir.join(format!("ringtrace-bench-wakeup-{}.chan", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let channel =
+        Channel::<Discard, BestClock>::builder(RING).max_producers(1).create(&path, clock).expect("channel file");
+    let writer = Channel::<Discard, BestClock>::open(&path).expect("the channel file, opened again");
+    let _ = std::fs::remove_file(&path);
+    let producer = writer.producer().expect("channel file producer");
+    run_channel_on(&channel, producer, clock, warmup, window)
+}
+
+fn run_channel_on(
+    channel: &Channel<Discard, BestClock>,
+    mut producer: ringtrace::channel::ChannelProducer<Discard, BestClock>,
+    clock: BestClock,
+    warmup: Duration,
+    window: Duration,
+) -> (Measured, Vec<u64>) {
     let mut reader = channel.reader().expect("the channel's one reader");
-    let mut producer = channel.producer().expect("channel producer");
     let w = Window::default();
     w.run(
         warmup,
@@ -128,36 +153,6 @@ fn run_channel(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
                 reader
                     .poll(Some(TIMEOUT), |r| w.sample(&mut local, r.timestamp, clock.now()))
                     .expect("a channel only this process writes");
-            }
-            w.samples.lock().unwrap_or_else(|e| e.into_inner()).append(&mut local);
-        },
-    )
-}
-
-fn run_channel_file(warmup: Duration, window: Duration) -> (Measured, Vec<u64>) {
-    let clock = BestClock::new();
-    let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
-    let path = dir.join(format!("ringtrace-bench-wakeup-{}.chan", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let channel =
-        Channel::<Discard, BestClock>::builder(RING).max_producers(1).create(&path, clock).expect("channel file");
-    let writer = Channel::<Discard, BestClock>::open(&path).expect("the channel file, opened again");
-    let _ = std::fs::remove_file(&path);
-    let mut reader = channel.reader().expect("the channel's one reader");
-    let mut producer = writer.producer().expect("channel file producer");
-    let w = Window::default();
-    w.run(
-        warmup,
-        window,
-        move || {
-            let _ = producer.output(&[0u8; 8], Wakeup::Default);
-        },
-        move |w| {
-            let mut local = Vec::new();
-            while !w.stop.load(Relaxed) {
-                reader
-                    .poll(Some(TIMEOUT), |r| w.sample(&mut local, r.timestamp, clock.now()))
-                    .expect("a channel file only this process writes");
             }
             w.samples.lock().unwrap_or_else(|e| e.into_inner()).append(&mut local);
         },

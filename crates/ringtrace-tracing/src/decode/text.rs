@@ -210,7 +210,7 @@ pub fn write(trace: &Trace, format: Format, out: &mut impl Write) -> io::Result<
     Ok(n)
 }
 
-/// The line [`write`] prints for an entry, without its newline: an event's
+/// The line [`write()`] prints for an entry, without its newline: an event's
 /// ([`event_line`]), or a line that says how many events were lost there; `None` for
 /// the entries it does not print (spans entered, exited, ...).
 pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<String> {
