@@ -208,7 +208,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
     }
     let mut sender =
         Sender::new(&config.brokers, &config.topic, config.compression, config.ack_timeout, config.max_message)?;
-    sender.check_topic(Duration::from_secs(3))?;
+    sender.check_topic(Duration::from_secs(5))?;
     let limits = source::Limits {
         batch: config.batch_bytes.min(config.max_message),
         max: config.max_message,

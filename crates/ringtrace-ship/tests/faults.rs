@@ -127,7 +127,7 @@ fn with_a_spool_the_whole_cluster_down_refuses_nothing_across_an_agent_killed() 
     let topic = create_topic(&brokers, "spooled", 3);
     let tmp = TempDir::new("spooled");
     let ring = tmp.path().join("s0.ring");
-    // 8 MiB: 5.8 s of the writer, for the agent's restart (up to 3 s asking an absent
+    // 8 MiB: 5.8 s of the writer, for the agent's restart (up to 2 s asking an absent
     // cluster about the topic).
     let p = ring_producer(&ring, 8 << 20);
     let (state, spool) = (tmp.path().join("agent.state"), tmp.path().join("spool"));

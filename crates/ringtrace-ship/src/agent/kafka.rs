@@ -87,6 +87,9 @@ impl Compression {
     }
 }
 
+/// The longest the agent waits for the cluster's answer about its topic at start.
+const ASK: Duration = Duration::from_secs(2);
+
 /// Room in librdkafka's `message.max.bytes` beyond a batch: the longest key (host,
 /// `/`, source: 255 + 1 + 4096 bytes) and the record framing (well under 1 KiB).
 const KEY_ROOM: usize = 255 + 1 + 4096 + 1024;
@@ -238,27 +241,36 @@ impl Sender {
         }
     }
 
-    /// Asks the cluster about the topic (waiting up to `wait`): a topic it says it does
-    /// not have is an error that names it, since messages to it would wait out the
+    /// Asks the cluster about the topic: a topic it keeps saying it does not have for
+    /// `wait` is an error that names it, since messages to it would wait out the
     /// acknowledgement timeout round after round (clusters that create topics on
-    /// first use answer with the new topic). A cluster that does not answer is not an
-    /// error: the agent waits it out as any outage.
+    /// first use answer with the new topic). A topic just created may be unknown to
+    /// the broker asked for a moment, hence the repeated questions. A cluster that
+    /// does not answer is not an error: the agent waits it out as any outage.
     pub fn check_topic(&self, wait: Duration) -> Result<(), ShipError> {
-        let Ok(meta) = self.producer.client().fetch_metadata(Some(&self.topic), wait) else { return Ok(()) };
-        let missing = meta
-            .topics()
-            .iter()
-            .find(|t| t.name() == self.topic)
-            .and_then(|t| t.error())
-            .is_some_and(|e| RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition);
-        if missing {
-            let brokers = self.config.get("bootstrap.servers").unwrap_or_default();
-            return Err(ShipError::Kafka(format!(
-                "topic {} does not exist on {brokers} (create it first, e.g. kafka-topics.sh --create --topic {})",
-                self.topic, self.topic
-            )));
+        let deadline = Instant::now() + wait;
+        loop {
+            // A cluster that does not answer in 2 s is an outage: the agent goes on.
+            let left = deadline.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(100), ASK);
+            let Ok(meta) = self.producer.client().fetch_metadata(Some(&self.topic), left) else { return Ok(()) };
+            let missing = meta
+                .topics()
+                .iter()
+                .find(|t| t.name() == self.topic)
+                .and_then(|t| t.error())
+                .is_some_and(|e| RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition);
+            if !missing {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let brokers = self.config.get("bootstrap.servers").unwrap_or_default();
+                return Err(ShipError::Kafka(format!(
+                    "topic {} does not exist on {brokers} (create it first, e.g. kafka-topics.sh --create --topic {})",
+                    self.topic, self.topic
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
-        Ok(())
     }
 
     /// Flushes what is queued (at exit).
