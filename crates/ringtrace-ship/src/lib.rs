@@ -21,3 +21,4 @@ pub mod fleet;
 pub mod frame;
 pub mod spool;
 pub mod state;
+mod topic;

@@ -129,3 +129,25 @@ fn the_reader_skips_and_counts_foreign_and_damaged_messages() {
     let seqs: Vec<u64> = fleet.source("h", "src").map(|e| e.seq).collect();
     assert_eq!(seqs, (0..15).collect::<Vec<_>>());
 }
+
+/// A topic read the moment its creation returns is found (the broker asked may learn of
+/// it a moment after the controller), every time; a topic that was never created is
+/// called missing after the reader asked for a few seconds, not at the read's timeout.
+#[test]
+fn a_topic_just_created_is_found_and_one_never_created_is_called_missing() {
+    let Some(brokers) = brokers() else { return };
+    for i in 0..8 {
+        let topic = create_topic(&brokers, &format!("fresh{i}"), 3);
+        let fleet = ringtrace_ship::fleet::read_topic(&brokers, &topic, Duration::from_secs(60), |_| {})
+            .unwrap_or_else(|e| panic!("reading {topic} right after creating it: {e}"));
+        assert_eq!(fleet.stats().records, 0);
+    }
+    let start = std::time::Instant::now();
+    let err = ringtrace_ship::fleet::read_topic(&brokers, "ringtrace-never-created", Duration::from_secs(60), |_| {})
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no topic ringtrace-never-created"), "{err}");
+    let took = start.elapsed();
+    assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(20), "{took:?}");
+}

@@ -12,6 +12,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientContext;
 
 use super::error::ShipError;
+use crate::topic;
 
 /// What the delivery reports said.
 #[derive(Debug, Default)]
@@ -86,9 +87,6 @@ impl Compression {
         }
     }
 }
-
-/// The longest the agent waits for the cluster's answer about its topic at start.
-const ASK: Duration = Duration::from_secs(2);
 
 /// Room in librdkafka's `message.max.bytes` beyond a batch: the longest key (host,
 /// `/`, source: 255 + 1 + 4096 bytes) and the record framing (well under 1 KiB).
@@ -248,28 +246,16 @@ impl Sender {
     /// the broker asked for a moment, hence the repeated questions. A cluster that
     /// does not answer is not an error: the agent waits it out as any outage.
     pub fn check_topic(&self, wait: Duration) -> Result<(), ShipError> {
-        let deadline = Instant::now() + wait;
-        loop {
-            // A cluster that does not answer in 2 s is an outage: the agent goes on.
-            let left = deadline.saturating_duration_since(Instant::now()).clamp(Duration::from_millis(100), ASK);
-            let Ok(meta) = self.producer.client().fetch_metadata(Some(&self.topic), left) else { return Ok(()) };
-            let missing = meta
-                .topics()
-                .iter()
-                .find(|t| t.name() == self.topic)
-                .and_then(|t| t.error())
-                .is_some_and(|e| RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition);
-            if !missing {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
+        match topic::ask(self.producer.client(), &self.topic, wait) {
+            Ok(topic::Answer::Missing) => {
                 let brokers = self.config.get("bootstrap.servers").unwrap_or_default();
-                return Err(ShipError::Kafka(format!(
+                Err(ShipError::Kafka(format!(
                     "topic {} does not exist on {brokers} (create it first, e.g. kafka-topics.sh --create --topic {})",
                     self.topic, self.topic
-                )));
+                )))
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // Known, or no answer: an outage the agent waits out.
+            Ok(topic::Answer::Known(_)) | Err(_) => Ok(()),
         }
     }
 

@@ -11,6 +11,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::timeline::{Fleet, Timeline};
+use crate::topic;
 
 /// Why a topic could not be read.
 #[derive(Debug)]
@@ -120,15 +121,18 @@ pub(super) fn starts(
 ) -> Result<Vec<(i32, i64, i64)>, String> {
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let metadata = consumer.fetch_metadata(Some(topic), left()).map_err(|e| e.to_string())?;
+    // A topic created a moment ago may be unknown to the broker asked: ask again for
+    // up to 5 s before calling it missing.
+    let metadata = match topic::ask(consumer.client(), topic, left().min(Duration::from_secs(5))) {
+        Ok(topic::Answer::Known(m)) => m,
+        Ok(topic::Answer::Missing) => return Err(format!("no topic {topic}")),
+        Err(e) => return Err(e.to_string()),
+    };
     let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
         return Err(format!("no topic {topic}"));
     };
     if let Some(e) = meta.error() {
-        return Err(match RDKafkaErrorCode::from(e) {
-            RDKafkaErrorCode::UnknownTopicOrPartition => format!("no topic {topic}"),
-            code => format!("topic {topic}: {code}"),
-        });
+        return Err(format!("topic {topic}: {}", RDKafkaErrorCode::from(e)));
     }
     let mut out = Vec::new();
     for p in meta.partitions() {
