@@ -1,5 +1,5 @@
-//! The agent: drains a host's ring files into a Kafka topic, exactly once across
-//! crashes.
+//! The agent: drains a host's ring files (and channel files, and flight recorders)
+//! into a Kafka topic, exactly once across crashes.
 //!
 //! A round reads what each ring holds (up to [`Config::round_bytes`] a ring) into
 //! batches ([`crate::frame`]), sends them keyed by `host/source` (so each source's
@@ -17,7 +17,11 @@
 //! While Kafka is slow or down, rounds fail and are retried (after a pause that grows
 //! to a second); the agent reads nothing new meanwhile, so the rings do what they are
 //! configured to do: discard rings refuse records and count them
-//! ([`ringtrace::Stats::lost`], reported in [`ShipStats::ring_lost`]).
+//! ([`ringtrace::Stats::lost`], reported in [`ShipStats::ring_lost`]); flight recorders
+//! overwrite their oldest records, which the agent counts as it finds them gone
+//! ([`ShipStats::overwritten`]) and which leave gaps in their sequences (a flight
+//! recorder is followed as its `source::flight` module says: its consumer goes back to
+//! the last acknowledged mark instead of holding its records).
 //!
 //! With a spool directory ([`Config::spool`], [`crate::spool`]), a round not
 //! acknowledged within [`Config::spool_wait`] is kept on disk instead, and the rings
@@ -280,8 +284,10 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                 Ok(to) => {
                     for (s, filled) in sources.iter().zip(&round) {
                         if let Some(mut entry) = s.pending_state() {
+                            let overwritten = entry.counts.overwritten;
                             entry.counts = state.get(&entry.source).map(|e| e.counts).unwrap_or_default();
                             entry.counts.ring_lost = s.stats().lost;
+                            entry.counts.overwritten = overwritten;
                             match to {
                                 Delivered::Kafka => entry.counts.shipped += filled.records,
                                 Delivered::Spool => entry.counts.spooled += filled.records,
@@ -332,6 +338,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             }
         }
         stats.ring_lost = sources.iter().map(|s| s.stats().lost).sum();
+        stats.overwritten = state.sources.iter().map(|s| s.counts.overwritten).sum();
         if stop() || config.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }

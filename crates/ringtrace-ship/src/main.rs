@@ -83,8 +83,8 @@ enum Command {
         /// [default: 2].
         #[arg(long, value_name = "SECONDS")]
         spool_wait: Option<f64>,
-        /// The ring files and channel files, and directories of them (here or in
-        /// --config).
+        /// The ring files (discard rings and flight recorders) and channel files, and
+        /// directories of them (here or in --config).
         rings: Vec<PathBuf>,
     },
     /// Prints an agent's state file: each source's counters (records shipped, too large
@@ -181,13 +181,14 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let s = agent::run(&config, || false).map_err(|e| e.to_string())?;
             println!(
-                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} too_large={} spooled={} \
-                 unspooled={} spool_lost={}",
+                "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} overwritten={} too_large={} \
+                 spooled={} unspooled={} spool_lost={}",
                 s.shipped,
                 s.batches,
                 s.failed_rounds,
                 s.recovered,
                 s.ring_lost,
+                s.overwritten,
                 s.too_large,
                 s.spooled,
                 s.unspooled,

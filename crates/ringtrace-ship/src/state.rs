@@ -36,7 +36,7 @@
 //! | Offset | Size | Field |
 //! |---|---|---|
 //! | 0 | 8 | magic, `b"RTSHIPST"` |
-//! | 8 | 4 | version, u32, = 3 (version 2, without the spool's fields, is read too; version 1 had no counters and is refused) |
+//! | 8 | 4 | version, u32, = 4 (versions 2 and 3, without the fields added since, are read too; version 1 had no counters and is refused) |
 //! | 12 | 4 | `host_len`, u32, at most 255 |
 //! | 16 | 4 | `count`, u32: the number of entries |
 //! | 20 | 8 | `updated_ns`, u64: wall-clock ns since the Unix epoch of the store |
@@ -55,11 +55,16 @@
 //! | +52 | 8 | `ring_lost`, u64: records the ring refused (its `Stats::lost`) |
 //! | +60 | 8 | `spooled`, u64: records in the spool, not yet acknowledged |
 //! | +68 | 8 | `spool_lost`, u64: records the spool lost (a file damaged or removed behind the agent's back) |
-//! | +76 | `name_len` | source name, UTF-8 |
+//! | +76 | 8 | `overwritten`, u64: records a flight recorder's producers overwrote before the agent read them |
+//! | +84 | 8 | `consumed`, u64: a flight recorder's records read before `position` (its consumer's count there) |
+//! | +92 | 8 | `skipped`, u64: a flight recorder's discarded reservations before `position` |
+//! | +100 | `name_len` | source name, UTF-8 |
 //! | end − 4 | 4 | CRC32C (Castagnoli), u32, of all the bytes before it |
 //!
-//! Version 2 lacks `spool_head`, `spool_tail` (its header is 36 bytes) and each
-//! entry's `spooled` and `spool_lost` (its entries 60 bytes and a name): they read as 0.
+//! Version 3 lacks each entry's `overwritten`, `consumed` and `skipped` (its entries
+//! are 76 bytes and a name). Version 2 lacks besides `spool_head`, `spool_tail` (its
+//! header is 36 bytes) and each entry's `spooled` and `spool_lost` (its entries 60
+//! bytes and a name). What a version lacks reads as 0.
 //!
 //! Entries are sorted by name (byte order), and no two have the same name.
 
@@ -77,7 +82,7 @@ mod tests;
 
 /// The first 8 bytes of a state file.
 pub const MAGIC: [u8; 8] = *b"RTSHIPST";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// The longest host name, in bytes.
 const MAX_HOST: usize = 255;
 /// The longest source name, in bytes.
@@ -88,8 +93,9 @@ const MAX_FILE: u64 = 1 << 30;
 /// and `spool_tail`.
 const HEADER: usize = 52;
 /// An entry without its name.
-const ENTRY: usize = 76;
-/// The same in version 2.
+const ENTRY: usize = 100;
+/// The same in version 3, and in version 2.
+const ENTRY_V3: usize = 76;
 const HEADER_V2: usize = 36;
 const ENTRY_V2: usize = 60;
 const CRC: usize = 4;
@@ -107,6 +113,13 @@ pub struct SourceState {
     pub position: u64,
     /// The sequence number of the source's next record.
     pub next_seq: u64,
+    /// A flight recorder's: the records its consumer had read before `position` (0
+    /// for a discard ring). With `position`, `skipped` and
+    /// [`SourceCounts::overwritten`], the consumer's read mark there.
+    pub consumed: u64,
+    /// A flight recorder's: the discarded reservations its consumer stepped over
+    /// before `position` (0 for a discard ring).
+    pub skipped: u64,
     /// What was shipped and what could not be.
     pub counts: SourceCounts,
 }
@@ -126,6 +139,9 @@ pub struct SourceCounts {
     /// Records the spool lost: its file found damaged or missing when the agent
     /// started or sent it again.
     pub spool_lost: u64,
+    /// A flight recorder's records its producers overwrote before the agent read them
+    /// (before `position`): never shipped, and the gaps in the source's sequence.
+    pub overwritten: u64,
 }
 
 /// The agent's state: its host name and one entry per source.
@@ -242,7 +258,7 @@ impl State {
             out.extend_from_slice(&len_u32(s.source.len()).to_le_bytes());
             let c = s.counts;
             let fields = [s.dev, s.ino, s.position, s.next_seq, c.shipped, c.too_large, c.ring_lost, c.spooled];
-            for n in fields.into_iter().chain([c.spool_lost]) {
+            for n in fields.into_iter().chain([c.spool_lost, c.overwritten, s.consumed, s.skipped]) {
                 out.extend_from_slice(&n.to_le_bytes());
             }
             out.extend_from_slice(s.source.as_bytes());
@@ -274,14 +290,14 @@ impl State {
         }
         let version = r.u32("the version")?;
         if version == 1 {
-            return Err("version 1, written by an earlier ringtrace-ship (this one reads versions 2 and 3): move it \
+            return Err("version 1, written by an earlier ringtrace-ship (this one reads versions 2 to 4): move it \
                         aside to start the sources over from their rings' positions"
                 .into());
         }
-        if version != 2 && version != VERSION {
-            return Err(format!("unsupported version {version} (this agent reads versions 2 and {VERSION})"));
+        if !(2..=VERSION).contains(&version) {
+            return Err(format!("unsupported version {version} (this agent reads versions 2 to {VERSION})"));
         }
-        let v3 = version == VERSION;
+        let v3 = version >= 3;
         disk::checked(bytes)?;
 
         let host_len = r.u32("the host length")? as usize;
@@ -296,7 +312,11 @@ impl State {
             return Err(format!("host name of {host_len} bytes, more than {MAX_HOST}"));
         }
         let host = r.text(host_len, "the host name")?;
-        let entry = if v3 { ENTRY } else { ENTRY_V2 };
+        let entry = match version {
+            2 => ENTRY_V2,
+            3 => ENTRY_V3,
+            _ => ENTRY,
+        };
         if count > r.remaining() / entry {
             return Err(format!("{count} sources announced, but only {} bytes follow", r.remaining()));
         }
@@ -318,13 +338,19 @@ impl State {
                 counts.spooled = r.u64("a spooled count")?;
                 counts.spool_lost = r.u64("a spool-lost count")?;
             }
+            let (mut consumed, mut skipped) = (0, 0);
+            if version >= 4 {
+                counts.overwritten = r.u64("an overwritten count")?;
+                consumed = r.u64("a consumed count")?;
+                skipped = r.u64("a skipped count")?;
+            }
             let source = r.text(name_len, &format!("the name of source #{i}"))?;
             if let Some(prev) = sources.last() {
                 if prev.source >= source {
                     return Err(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source));
                 }
             }
-            sources.push(SourceState { source, dev, ino, position, next_seq, counts });
+            sources.push(SourceState { source, dev, ino, position, next_seq, consumed, skipped, counts });
         }
         if r.remaining() != 0 {
             return Err(format!("{} bytes after the last entry", r.remaining()));
@@ -385,6 +411,9 @@ impl fmt::Display for State {
                 "  {:?}: {} shipped, {} too large to ship, {} refused by the ring",
                 s.source, c.shipped, c.too_large, c.ring_lost
             )?;
+            if c.overwritten > 0 {
+                write!(f, ", {} overwritten before it was read", c.overwritten)?;
+            }
             if c.spooled > 0 || c.spool_lost > 0 {
                 write!(f, ", {} in the spool, {} lost from the spool", c.spooled, c.spool_lost)?;
             }

@@ -120,6 +120,8 @@ struct JsonAgentSource<'a> {
     shipped: u64,
     too_large: u64,
     ring_lost: u64,
+    /// A flight recorder's records overwritten before the agent read them.
+    overwritten: u64,
     /// Records waiting in the agent's spool directory.
     spooled: u64,
     /// Records the spool lost (a file damaged or missing).
@@ -157,6 +159,7 @@ pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), F
             shipped: s.counts.shipped,
             too_large: s.counts.too_large,
             ring_lost: s.counts.ring_lost,
+            overwritten: s.counts.overwritten,
             spooled: s.counts.spooled,
             spool_lost: s.counts.spool_lost,
             next_seq: s.next_seq,

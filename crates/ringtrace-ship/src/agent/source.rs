@@ -3,6 +3,8 @@
 //! is one such source per slot, `PATH#SLOT` ([`channel`]).
 
 mod channel;
+mod flight;
+mod round;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -12,48 +14,35 @@ use ringtrace::config::{Mpsc, ProducerKind, Spsc};
 use ringtrace::inspect::{RingFile, RingKind, RingMode};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
 
-use crate::frame::{BatchWriter, TimeSource, RECORD_HEADER_LEN};
+use flight::Flight;
+
+use crate::frame::TimeSource;
 use crate::state::{SourceCounts, SourceState};
 
 use super::error::ShipError;
+use round::Batcher;
+pub(super) use round::{Filled, Limits, Recovered};
 
 /// A discard-mode ring file's consumer, of either producer kind, or a channel file's
-/// slot's.
+/// slot's; or a flight recorder followed.
 enum Ring {
     Mpsc(MpscRing, Consumer<Mpsc>),
     Spsc(SpscRing, Consumer<Spsc>),
     Slot(channel::Slot),
+    Flight(Flight),
 }
 
-/// Applies `$body` to the consumer (`$c`) whichever the kind.
+/// Applies `$body` to the discard consumer (`$c`) whichever the kind, or `$flight` to
+/// the flight recorder (`$f`).
 macro_rules! with_consumer {
-    ($ring:expr, $c:ident => $body:expr) => {
+    ($ring:expr, $c:ident => $body:expr, $f:ident => $flight:expr) => {
         match $ring {
             Ring::Mpsc(_, $c) => $body,
             Ring::Spsc(_, $c) => $body,
             Ring::Slot(channel::Slot { consumer: $c, .. }) => $body,
+            Ring::Flight($f) => $flight,
         }
     };
-}
-
-/// How much a round reads and how large its messages grow.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
-    /// A batch is closed once the next record would take it past this.
-    pub batch: usize,
-    /// No message is larger: a record whose batch alone would be is a marker.
-    pub max: usize,
-    /// Bytes read from the ring in one round, at most (about).
-    pub round: usize,
-}
-
-/// What [`Source::fill`] read.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Filled {
-    /// Records read (markers included).
-    pub records: u64,
-    /// Of them, records too large for a message, shipped as markers.
-    pub too_large: u64,
 }
 
 /// A ring file the agent drains.
@@ -74,25 +63,15 @@ pub(super) struct Source {
     last_ns_before: u64,
 }
 
-/// What [`Source::recover`] found.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Recovered {
-    /// Records acknowledged by Kafka before a restart but not handed back to the ring:
-    /// stepped over, not sent again.
-    pub acknowledged: u64,
-    /// Whether the ring is another than the state file's (recreated): its records are
-    /// numbered on from the state's sequence.
-    pub new_ring: bool,
-}
-
 impl Source {
     /// Attaches to the ring file at `path` as its consumer.
     pub fn open(path: &Path) -> Result<Source, ShipError> {
         let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", path.display()));
         let file = RingFile::open(path).map_err(|e| err(&e))?;
         let header = file.header();
-        if header.mode != RingMode::Discard {
-            return Err(err(&"an overwrite-mode ring (flight recorder): ship reads discard-mode rings"));
+        if header.mode == RingMode::Overwrite {
+            let flight = Flight::open(path, header.kind).map_err(|e| err(&e))?;
+            return Source::new(path, path.display().to_string(), Ring::Flight(flight));
         }
         let ring = match header.kind {
             RingKind::Mpsc => {
@@ -127,8 +106,8 @@ impl Source {
     /// The sources of the files at `paths`, in order: a ring file's, or one for each
     /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached). A
     /// directory stands for the ring and channel files in it (not below it), by name;
-    /// its other files, and rings the agent does not read (flight recorders), are
-    /// skipped with a line on stderr each. Files added to it later are not read.
+    /// its other files are skipped with a line on stderr each. Files added to it later
+    /// are not read.
     pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, ShipError> {
         let mut sources = Vec::with_capacity(paths.len());
         for path in paths {
@@ -159,7 +138,8 @@ impl Source {
         Ok(())
     }
 
-    /// Takes up where the state file's entry for this source (if any) left off.
+    /// Takes up where the state file's entry for this source (if any) left off (a
+    /// flight recorder: see [`flight`]).
     ///
     /// The agent stores a round's end (position and next sequence) before it hands the
     /// round's records back to the ring, so after a crash the ring's consumer position
@@ -168,9 +148,15 @@ impl Source {
     /// records consumed by another reader; numbering goes on from the stored sequence,
     /// which never repeats a number.
     pub fn recover(&mut self, saved: Option<&SourceState>, deadline: Instant) -> Result<Recovered, ShipError> {
+        let same = saved.is_some_and(|s| s.dev == self.dev && s.ino == self.ino);
+        if let Ring::Flight(f) = &mut self.ring {
+            let found = f.recover(saved, same);
+            self.next_seq = f.next_seq();
+            return Ok(found);
+        }
         let Some(saved) = saved else { return Ok(Recovered::default()) };
         self.next_seq = saved.next_seq;
-        if saved.dev != self.dev || saved.ino != self.ino {
+        if !same {
             return Ok(Recovered { acknowledged: 0, new_ring: true });
         }
         let capacity = self.capacity();
@@ -197,7 +183,7 @@ impl Source {
                 }
             }
             c.release();
-        });
+        }, _f => {});
         Ok(Recovered { acknowledged: stepped, new_ring: false })
     }
 
@@ -206,6 +192,7 @@ impl Source {
             Ring::Mpsc(r, _) => r.capacity(),
             Ring::Spsc(r, _) => r.capacity(),
             Ring::Slot(s) => s.ring.capacity(),
+            Ring::Flight(_) => 0,
         }
     }
 
@@ -215,6 +202,7 @@ impl Source {
             Ring::Mpsc(r, _) => r.stats(),
             Ring::Spsc(r, _) => r.stats(),
             Ring::Slot(s) => s.ring.stats(),
+            Ring::Flight(f) => f.stats(),
         }
     }
 
@@ -224,13 +212,13 @@ impl Source {
     pub fn is_disconnected(&self) -> bool {
         match &self.ring {
             Ring::Slot(s) => s.slots.finished(s.slot, s.consumer.is_disconnected()),
-            ring => with_consumer!(ring, c => c.is_disconnected()),
+            ring => with_consumer!(ring, c => c.is_disconnected(), f => f.is_disconnected()),
         }
     }
 
     /// Whether a record is ready to read.
     pub fn ready(&self) -> bool {
-        with_consumer!(&self.ring, c => c.ready())
+        with_consumer!(&self.ring, c => c.ready(), f => f.ready())
     }
 
     /// Reads about `limits.round` bytes of records into batches (see [`Limits`]),
@@ -255,10 +243,15 @@ impl Source {
                 let c = &mut s.consumer;
                 (fill_from(c, host, name, &mut seq, Times::Channel(stamps), limits, out)?, c.position())
             }
+            Ring::Flight(f) => {
+                let (filled, next, position) = f.fill(host, name, time_ns, limits, out)?;
+                seq = next;
+                (filled, position)
+            }
             ring => with_consumer!(ring, c => {
                 let n = fill_from(c, host, name, &mut seq, Times::Drained(time_ns), limits, out)?;
                 (n, c.position())
-            }),
+            }, _f => unreachable!("matched above")),
         };
         if filled.records > 0 {
             self.pending = Some((seq, position));
@@ -267,14 +260,23 @@ impl Source {
     }
 
     /// The entry the state file gets once the round in flight is acknowledged.
+    /// A flight recorder's carries its consumer's counts at the position (the
+    /// records overwritten before it in `counts.overwritten`, the only count set).
     pub fn pending_state(&self) -> Option<SourceState> {
-        self.pending.map(|(next_seq, position)| SourceState {
+        let (next_seq, position) = self.pending?;
+        let (consumed, skipped, overwritten) = match &self.ring {
+            Ring::Flight(f) => f.pending_counts().unwrap_or_default(),
+            _ => (0, 0, 0),
+        };
+        Some(SourceState {
             source: self.name.clone(),
             dev: self.dev,
             ino: self.ino,
             position,
             next_seq,
-            counts: SourceCounts::default(),
+            consumed,
+            skipped,
+            counts: SourceCounts { overwritten, ..SourceCounts::default() },
         })
     }
 
@@ -282,7 +284,7 @@ impl Source {
     pub fn acknowledged(&mut self) {
         if let Some((seq, _)) = self.pending.take() {
             self.next_seq = seq;
-            with_consumer!(&mut self.ring, c => c.release());
+            with_consumer!(&mut self.ring, c => c.release(), f => f.acknowledged());
         }
     }
 
@@ -291,14 +293,14 @@ impl Source {
     pub fn failed(&mut self) {
         if self.pending.take().is_some() {
             self.last_ns = self.last_ns_before;
-            with_consumer!(&mut self.ring, c => c.unread());
+            with_consumer!(&mut self.ring, c => c.unread(), f => f.failed());
         }
     }
 
     /// Sleeps until a record is ready or `timeout` passes (nothing must be in flight).
     pub fn wait(&mut self, timeout: Duration) -> Result<(), ShipError> {
         debug_assert!(self.pending.is_none());
-        with_consumer!(&mut self.ring, c => c.wait(Some(timeout)))
+        with_consumer!(&mut self.ring, c => c.wait(Some(timeout)), f => f.wait(timeout))
             .map(drop)
             .map_err(|e| ShipError::Source(format!("{}: {e}", self.path.display())))
     }
@@ -331,7 +333,9 @@ impl Drop for Source {
     /// reader that passed them on should), and an agent stopping on an error mid-round
     /// would lose them.
     fn drop(&mut self) {
-        with_consumer!(&mut self.ring, c => c.unread());
+        // A flight recorder's consumer goes back to its last acknowledged mark as it
+        // drops (`flight::Followed`'s `Drop`).
+        with_consumer!(&mut self.ring, c => c.unread(), _f => {});
     }
 }
 
@@ -379,45 +383,19 @@ fn fill_from<K: ProducerKind>(
     limits: Limits,
     out: &mut Vec<Vec<u8>>,
 ) -> Result<Filled, ShipError> {
-    let frame = |e: crate::frame::FrameError| ShipError::Source(format!("{name}: {e}"));
-    let (source, offset) = times.batch();
-    let mut batch = BatchWriter::new(host, name, *seq, source, offset).map_err(frame)?;
-    let mut filled = Filled::default();
-    let mut bytes = 0usize;
+    let mut batches = Batcher::new(host, name, *seq, times.batch(), limits, out)?;
     for whole in c.iter() {
         let (stamp, rec) = times.split(whole);
-        let too_large = BatchWriter::alone(host, name, rec.len()) > limits.max;
-        let len = if too_large { 8 } else { rec.len() };
-        if !batch.is_empty() && batch.len() + RECORD_HEADER_LEN + len.next_multiple_of(8) > limits.batch {
-            let (source, offset) = times.batch();
-            let next = BatchWriter::new(host, name, batch.next_seq(), source, offset).map_err(frame)?;
-            out.push(std::mem::replace(&mut batch, next).finish());
+        if batches.full_for(rec.len()) {
+            batches.cut(batches.next_seq(), times.batch())?;
         }
         let time_ns = times.time(stamp);
-        if too_large {
-            eprintln!(
-                "ringtrace-ship: {name}: record {} is {} bytes: with its batch's header it passes the largest \
-                 message, {} bytes; a marker is shipped in its place",
-                batch.next_seq(),
-                rec.len(),
-                limits.max
-            );
-            batch.push_too_large(time_ns, rec.len() as u64).map_err(frame)?;
-            filled.too_large += 1;
-        } else {
-            batch.push(time_ns, rec).map_err(frame)?;
-        }
-        filled.records += 1;
-        bytes += whole.len() + 16;
-        if bytes >= limits.round {
+        if batches.push(time_ns, rec, whole.len())? {
             break;
         }
     }
-    *seq = batch.next_seq();
-    if !batch.is_empty() {
-        out.push(batch.finish());
-    }
-    Ok(filled)
+    *seq = batches.next_seq();
+    Ok(batches.finish())
 }
 
 #[cfg(test)]

@@ -14,6 +14,10 @@ pub struct ShipStats {
     /// Records the rings refused while they were full (their producers' `lost`),
     /// summed over the sources.
     pub ring_lost: u64,
+    /// Records flight recorders' producers overwrote before the agent read them (as
+    /// stored in the state file: of the sources' last rounds acknowledged), summed over
+    /// the sources. Never shipped: the gaps in their sequences.
+    pub overwritten: u64,
     /// Records too large for a message ([`Config::max_message`](super::Config::max_message)): shipped as markers
     /// that keep their place and length, their bytes dropped.
     pub too_large: u64,

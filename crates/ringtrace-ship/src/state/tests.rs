@@ -32,8 +32,19 @@ impl Drop for TempDir {
 }
 
 fn entry(source: &str, n: u64) -> SourceState {
-    let counts = SourceCounts { shipped: n + 4, too_large: n + 5, ring_lost: n + 6, spooled: 0, spool_lost: 0 };
-    SourceState { source: source.to_string(), dev: n, ino: n + 1, position: n + 2, next_seq: n + 3, counts }
+    let counts =
+        SourceCounts { shipped: n + 4, too_large: n + 5, ring_lost: n + 6, spooled: 0, spool_lost: 0, overwritten: n };
+    let (consumed, skipped) = (n + 7, n + 8);
+    SourceState {
+        source: source.to_string(),
+        dev: n,
+        ino: n + 1,
+        position: n + 2,
+        next_seq: n + 3,
+        consumed,
+        skipped,
+        counts,
+    }
 }
 
 fn state_of(host: &str, names: &[&str]) -> State {
@@ -60,11 +71,27 @@ fn damaged_message(result: Result<State, StateError>) -> String {
 fn arb_entry() -> impl Strategy<Value = SourceState> {
     // Short ASCII names collide, so `set` replaces some entries.
     let name = prop_oneof!["[a-c]{0,3}", "\\PC{0,40}"];
-    let counts = prop::array::uniform5(any::<u64>()).prop_map(|[shipped, too_large, ring_lost, spooled, spool_lost]| {
-        SourceCounts { shipped, too_large, ring_lost, spooled, spool_lost }
-    });
-    (name, any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>(), counts).prop_map(
-        |(source, dev, ino, position, next_seq, counts)| SourceState { source, dev, ino, position, next_seq, counts },
+    let counts = prop::array::uniform6(any::<u64>()).prop_map(
+        |[shipped, too_large, ring_lost, spooled, spool_lost, overwritten]| SourceCounts {
+            shipped,
+            too_large,
+            ring_lost,
+            spooled,
+            spool_lost,
+            overwritten,
+        },
+    );
+    (name, prop::array::uniform6(any::<u64>()), counts).prop_map(
+        |(source, [dev, ino, position, next_seq, consumed, skipped], counts)| SourceState {
+            source,
+            dev,
+            ino,
+            position,
+            next_seq,
+            consumed,
+            skipped,
+            counts,
+        },
     )
 }
 
@@ -155,7 +182,8 @@ proptest! {
 #[test]
 fn encoding_matches_documented_layout() {
     let mut ab = entry("ab", 0x0102);
-    (ab.counts.spooled, ab.counts.spool_lost) = (0x0109, 0x010a);
+    (ab.counts.spooled, ab.counts.spool_lost, ab.counts.overwritten) = (0x0109, 0x010a, 0x010b);
+    (ab.consumed, ab.skipped) = (0x010c, 0x010d);
     let state = State {
         host: "hé".to_string(),
         sources: vec![ab],
@@ -166,7 +194,7 @@ fn encoding_matches_documented_layout() {
     };
     let bytes = state.encode();
     let mut expected = b"RTSHIPST".to_vec();
-    for n in [3u32, 3, 1] {
+    for n in [4u32, 3, 1] {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     for n in [9u64, 10, 11, 12] {
@@ -174,7 +202,7 @@ fn encoding_matches_documented_layout() {
     }
     expected.extend_from_slice("hé".as_bytes());
     expected.extend_from_slice(&2u32.to_le_bytes());
-    for n in [0x0102u64, 0x0103, 0x0104, 0x0105, 0x0106, 0x0107, 0x0108, 0x0109, 0x010a] {
+    for n in 0x0102u64..=0x010d {
         expected.extend_from_slice(&n.to_le_bytes());
     }
     expected.extend_from_slice(b"ab");
@@ -274,8 +302,8 @@ fn decode_refuses_bad_structure_behind_a_valid_checksum() {
     let long_name = rechecksummed(bytes.clone(), |b| b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&long_name)).contains("more than 4096"));
     let mut version = bytes.clone();
-    version[8] = 4;
-    assert!(damaged_message(State::decode(&version)).contains("unsupported version 4"));
+    version[8] = 5;
+    assert!(damaged_message(State::decode(&version)).contains("unsupported version 5"));
     let inverted = rechecksummed(bytes.clone(), |b| b[36..44].copy_from_slice(&u64::MAX.to_le_bytes()));
     assert!(damaged_message(State::decode(&inverted)).contains("past its tail"));
     let mut magic = bytes.clone();
@@ -368,6 +396,39 @@ fn version_2_reads_without_the_spools_fields() {
     // Cut anywhere, refused.
     for n in 0..v2.len() {
         assert!(State::decode(&v2[..n]).is_err(), "{n}");
+    }
+}
+
+/// A version 3 file (an agent before flight recorders) reads, the new fields 0.
+#[test]
+fn version_3_reads_without_the_flight_recorders_fields() {
+    let state = state_of("h", &["a", "b"]);
+    let v4 = state.encode();
+    // Version 3: the same header, entries without their last 24 bytes.
+    let mut v3 = v4[..HEADER + 1].to_vec();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let mut at = HEADER + 1;
+    for s in &state.sources {
+        v3.extend_from_slice(&v4[at..at + ENTRY_V3]);
+        v3.extend_from_slice(s.source.as_bytes());
+        at += ENTRY + s.source.len();
+    }
+    let crc = crc32c::crc32c(&v3);
+    v3.extend_from_slice(&crc.to_le_bytes());
+    let read = State::decode(&v3).unwrap();
+    let want: Vec<SourceState> = state
+        .sources
+        .iter()
+        .map(|s| SourceState {
+            consumed: 0,
+            skipped: 0,
+            counts: SourceCounts { overwritten: 0, ..s.counts },
+            ..s.clone()
+        })
+        .collect();
+    assert_eq!(read.sources, want);
+    for n in 0..v3.len() {
+        assert!(State::decode(&v3[..n]).is_err(), "{n}");
     }
 }
 

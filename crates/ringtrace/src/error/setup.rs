@@ -122,6 +122,13 @@ pub enum Error {
         /// Rings in the file.
         max: u32,
     },
+    /// A [`ReadMark`](crate::recorder::ReadMark) the consumer cannot return to
+    /// ([`OverwriteConsumer::rewind`](crate::recorder::OverwriteConsumer::rewind)).
+    #[error("cannot rewind to this read mark: {reason}")]
+    InvalidMark {
+        /// What is wrong with it, in words.
+        reason: String,
+    },
     /// A system call failed.
     #[error("{what}")]
     Io {

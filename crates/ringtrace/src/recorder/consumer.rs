@@ -1,5 +1,9 @@
 //! [`OverwriteConsumer`]: follows an overwrite ring, copying records out and checking
 //! them (see the crate's `protocol::read`), and counts what producers overwrote before it could read.
+//! A [`ReadMark`](crate::recorder::ReadMark) ([`OverwriteConsumer::mark`]) lets it
+//! read again from where it was.
+
+mod rewind;
 
 use std::convert::Infallible;
 use std::fmt;
@@ -126,7 +130,34 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
-        self.consume_up_to(max, &mut move |rec| f(rec).into_result())
+        self.consume_up_to(max, &mut move |_, rec| f(rec).into_result())
+    }
+
+    /// Like [`consume_n`](Self::consume_n), giving each record with its number: the
+    /// committed records before it in the ring's life (read, or overwritten before they
+    /// could be). Numbers rise by one from record to record, and jump over the records
+    /// producers overwrote first, so a gap says how many were lost, and where. A
+    /// record read again after a [`rewind`](Self::rewind) has the number it had.
+    ///
+    /// ```
+    /// use ringtrace::{FlightRecorder, Wakeup};
+    ///
+    /// let ring = FlightRecorder::builder(4096).retire_ahead(0).build()?;
+    /// let mut c = ring.consumer()?;
+    /// let mut p = ring.producer()?;
+    /// for i in 0..1000u64 {
+    ///     p.output(&i.to_le_bytes(), Wakeup::Default)?;
+    /// }
+    /// // Each record's number is its index among the records written.
+    /// c.consume_numbered(usize::MAX, |n, rec| assert_eq!(n.to_le_bytes(), rec))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn consume_numbered<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
+    where
+        F: FnMut(u64, &[u8]) -> R,
+        R: Outcome,
+    {
+        self.consume_up_to(max, &mut move |n, rec| f(n, rec).into_result())
     }
 
     /// Every record available now, for [`Poll`](crate::wait::poll::Poll).
@@ -134,12 +165,12 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
     where
         F: FnMut(&[u8]) -> Result<(), E>,
     {
-        self.consume_up_to(usize::MAX, f)
+        self.consume_up_to(usize::MAX, &mut |_, rec| f(rec))
     }
 
     fn consume_up_to<F, E>(&mut self, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
         self.disarm();
         let mut cap = std::mem::take(&mut self.cap);
@@ -175,7 +206,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
 
     fn consume_with<F, E>(&mut self, cap: &mut Capture, max: usize, f: &mut F) -> Result<usize, ConsumeError<E>>
     where
-        F: FnMut(&[u8]) -> Result<(), E>,
+        F: FnMut(u64, &[u8]) -> Result<(), E>,
     {
         let mut n = 0;
         // Bounded: each round either delivers or skips at least one record (and stops
@@ -203,7 +234,7 @@ impl<K: ProducerKind> OverwriteConsumer<K> {
                 n += 1;
                 self.consumed += 1;
                 self.passed += 1;
-                f(cap.payload(rec)).map_err(ConsumeError::Callback)?;
+                f(self.passed - 1, cap.payload(rec)).map_err(ConsumeError::Callback)?;
             }
             self.pos = self.pos.max(cap.end);
             match cap.stop {

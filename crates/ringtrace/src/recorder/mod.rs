@@ -9,9 +9,11 @@
 #![cfg(not(loom))]
 
 pub(crate) mod consumer;
+pub(crate) mod mark;
 pub(crate) mod paused;
 mod ring;
 pub(crate) mod snapshot;
 
 pub use consumer::OverwriteConsumer;
+pub use mark::ReadMark;
 pub use paused::Paused;

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use ringtrace::{MpscRing, Wakeup};
 
 use super::*;
-use crate::frame::Batch;
+use crate::frame::{Batch, BatchWriter};
 
 /// A ring file of its own in the temporary directory, removed when dropped.
 struct TempRing(PathBuf);
@@ -125,8 +125,8 @@ proptest! {
     }
 }
 
-/// A directory stands for its ring and channel files, by name; other files, flight
-/// recorders and subdirectories are skipped.
+/// A directory stands for its ring and channel files and flight recorders, by name;
+/// other files and subdirectories are skipped.
 #[test]
 fn a_directory_expands_to_its_ring_and_channel_files() {
     use ringtrace::clock::Monotonic;
@@ -146,7 +146,8 @@ fn a_directory_expands_to_its_ring_and_channel_files() {
     let sources = Source::expand(std::slice::from_ref(&dir)).unwrap();
     let names: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
     let at = |f: &str| dir.join(f).display().to_string();
-    assert_eq!(names, [at("a.ring"), at("b.ring"), format!("{}#0", at("c.chan")), format!("{}#1", at("c.chan"))]);
+    let chan = |slot: u32| format!("{}#{slot}", at("c.chan"));
+    assert_eq!(names, [at("a.ring"), at("b.ring"), chan(0), chan(1), at("d.ring")]);
     drop(sources);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,0 +1,233 @@
+//! Flight recorders (overwrite-mode ring files) as sources.
+//!
+//! A flight recorder's producers never wait for a reader: when the ring is full they
+//! overwrite its oldest records. The agent follows it with an
+//! [`OverwriteConsumer`], which copies each record out and checks it, so a record
+//! overwritten while it was read is never shipped, and counts the records overwritten
+//! before it reached them.
+//!
+//! Sequence numbers are the ring's own record numbers
+//! ([`OverwriteConsumer::consume_numbered`]: the committed records before each one)
+//! plus a per-source base, so that the records producers overwrote before the agent
+//! read them leave gaps, which the fleet reader counts as missing, and a record read
+//! twice gets the same number both times. The base is chosen when the agent first
+//! reads the ring: 0, or for a ring that replaced another under the same name, the
+//! state's next sequence number less the ring's first number, so numbers never repeat.
+//!
+//! Exactly once: the state file stores the consumer's [`ReadMark`] after each round
+//! Kafka acknowledged (position, and counts there). A round that failed, and an agent
+//! restarted after a crash, rewind to that mark and read again what producers have not
+//! overwritten since, with the same numbers; the reader drops the copies. What was
+//! overwritten meanwhile is counted ([`SourceCounts::overwritten`]).
+//!
+//! [`SourceCounts::overwritten`]: crate::state::SourceCounts::overwritten
+
+use std::path::Path;
+use std::time::Duration;
+
+use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
+use ringtrace::inspect::RingKind;
+use ringtrace::recorder::{OverwriteConsumer, ReadMark};
+use ringtrace::{Access, ConsumeError, RingBuf, Stats};
+
+use super::super::error::ShipError;
+use super::round::{Batcher, Filled, Limits, Recovered};
+use crate::frame::TimeSource;
+use crate::state::SourceState;
+
+/// A flight recorder of either producer kind, followed.
+pub(super) enum Flight {
+    Mpsc(Followed<Mpsc>),
+    Spsc(Followed<Spsc>),
+}
+
+/// Applies `$body` to the [`Followed`] (`$f`) whichever the kind.
+macro_rules! with_followed {
+    ($flight:expr, $f:ident => $body:expr) => {
+        match $flight {
+            Flight::Mpsc($f) => $body,
+            Flight::Spsc($f) => $body,
+        }
+    };
+}
+
+/// One flight recorder, its consumer and where the agent is in it.
+pub(super) struct Followed<K: ProducerKind> {
+    ring: RingBuf<K, Overwrite>,
+    consumer: OverwriteConsumer<K>,
+    /// A record's sequence number is `base + its number` (wrapping).
+    base: u64,
+    /// The consumer's mark after the last round acknowledged (or spooled).
+    acked: ReadMark,
+    /// Its mark after the round in flight.
+    pending: Option<ReadMark>,
+}
+
+/// Why a round's read stopped early.
+enum Stop {
+    /// It read its bytes.
+    Full,
+    Failed(ShipError),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Full => f.write_str("the round read its bytes"),
+            Stop::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl Flight {
+    /// Attaches to the flight recorder at `path` as its consumer.
+    pub fn open(path: &Path, kind: RingKind) -> Result<Flight, String> {
+        Ok(match kind {
+            RingKind::Mpsc => Flight::Mpsc(Followed::open(path)?),
+            RingKind::Spsc => Flight::Spsc(Followed::open(path)?),
+        })
+    }
+
+    /// Takes up at the state's mark (see the [module documentation](self)); `same`:
+    /// whether the state's entry is of this very file.
+    pub fn recover(&mut self, saved: Option<&SourceState>, same: bool) -> Recovered {
+        with_followed!(self, f => f.recover(saved, same))
+    }
+
+    /// Reads about `limits.round` bytes of records into batches, each record stamped
+    /// `time_ns`; the next sequence number and the position after them.
+    pub fn fill(
+        &mut self,
+        host: &str,
+        name: &str,
+        time_ns: u64,
+        limits: Limits,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<(Filled, u64, u64), ShipError> {
+        with_followed!(self, f => f.fill(host, name, time_ns, limits, out))
+    }
+
+    /// The mark after the round in flight: `(consumed, skipped, overwritten)` there.
+    pub fn pending_counts(&self) -> Option<(u64, u64, u64)> {
+        with_followed!(self, f => f.pending.map(|m| (m.consumed, m.skipped, m.overwritten_unread)))
+    }
+
+    /// The next sequence number, as of the last round acknowledged.
+    pub fn next_seq(&self) -> u64 {
+        with_followed!(self, f => f.base.wrapping_add(f.acked.next_number()))
+    }
+
+    /// The round in flight was acknowledged (or spooled) and stored.
+    pub fn acknowledged(&mut self) {
+        with_followed!(self, f => if let Some(m) = f.pending.take() { f.acked = m })
+    }
+
+    /// The round in flight failed: read again from the last acknowledged mark.
+    pub fn failed(&mut self) {
+        with_followed!(self, f => if f.pending.take().is_some() { f.rewind() })
+    }
+
+    pub fn stats(&self) -> Stats {
+        with_followed!(self, f => f.ring.stats())
+    }
+
+    pub fn ready(&self) -> bool {
+        with_followed!(self, f => f.consumer.ready())
+    }
+
+    pub fn is_disconnected(&self) -> bool {
+        with_followed!(self, f => f.consumer.is_disconnected())
+    }
+
+    pub fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
+        with_followed!(self, f => f.consumer.wait(Some(timeout)))
+    }
+}
+
+impl<K: ProducerKind> Followed<K> {
+    fn open(path: &Path) -> Result<Self, String> {
+        let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Consumer).map_err(|e| e.to_string())?;
+        let consumer = ring.consumer().map_err(|e| e.to_string())?;
+        let acked = consumer.mark();
+        Ok(Followed { ring, consumer, base: 0, acked, pending: None })
+    }
+
+    fn recover(&mut self, saved: Option<&SourceState>, same: bool) -> Recovered {
+        let now = self.consumer.mark();
+        let Some(saved) = saved else { return Recovered::default() };
+        if same {
+            let mark = ReadMark {
+                position: saved.position,
+                consumed: saved.consumed,
+                skipped: saved.skipped,
+                overwritten_unread: saved.counts.overwritten,
+            };
+            // Refused if the ring is not where the state says it was read to (its
+            // consumer's counts behind the mark's): then it is taken for a new ring.
+            if self.consumer.rewind(mark).is_ok() {
+                self.base = saved.next_seq.wrapping_sub(mark.next_number());
+                self.acked = mark;
+                return Recovered::default();
+            }
+        }
+        self.base = saved.next_seq.wrapping_sub(now.next_number());
+        Recovered { acknowledged: 0, new_ring: true }
+    }
+
+    fn fill(
+        &mut self,
+        host: &str,
+        name: &str,
+        time_ns: u64,
+        limits: Limits,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<(Filled, u64, u64), ShipError> {
+        debug_assert!(self.pending.is_none(), "a round is in flight");
+        let times = (TimeSource::Drained, 0);
+        let base = self.base;
+        let first = base.wrapping_add(self.consumer.mark().next_number());
+        let mut batches = Batcher::new(host, name, first, times, limits, out)?;
+        let read = self.consumer.consume_numbered(usize::MAX, |n, rec| {
+            let seq = base.wrapping_add(n);
+            // A gap (records overwritten before they were read) starts a new batch.
+            if seq != batches.next_seq() || batches.full_for(rec.len()) {
+                batches.cut(seq, times).map_err(Stop::Failed)?;
+            }
+            match batches.push(time_ns, rec, rec.len()) {
+                Ok(false) => Ok(()),
+                Ok(true) => Err(Stop::Full),
+                Err(e) => Err(Stop::Failed(e)),
+            }
+        });
+        let next_seq = batches.next_seq();
+        let filled = batches.finish();
+        match read {
+            // Producers overwrote the records faster than they could be copied: the
+            // next round tries again.
+            Ok(_) | Err(ConsumeError::Callback(Stop::Full)) | Err(ConsumeError::Busy) => {}
+            Err(ConsumeError::Callback(Stop::Failed(e))) => return Err(e),
+            Err(e) => return Err(ShipError::Source(format!("{name}: {e}"))),
+        }
+        let mark = self.consumer.mark();
+        if filled.records > 0 {
+            self.pending = Some(mark);
+        }
+        Ok((filled, next_seq, mark.position))
+    }
+
+    fn rewind(&mut self) {
+        // Cannot fail: the acknowledged mark was this consumer's, at or before it.
+        let _ = self.consumer.rewind(self.acked);
+    }
+}
+
+impl<K: ProducerKind> Drop for Followed<K> {
+    /// Records read and not acknowledged are read again by the next agent: the
+    /// consumer's position, which the next consumer starts from, goes back to the mark.
+    fn drop(&mut self) {
+        self.rewind();
+    }
+}
+
+#[cfg(test)]
+mod tests;

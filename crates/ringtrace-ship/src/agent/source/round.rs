@@ -1,0 +1,129 @@
+//! A round of one source: how much it reads ([`Limits`]), what it read ([`Filled`]),
+//! what a restart found ([`Recovered`]), and its records into batches ([`Batcher`]):
+//! messages each closed before it passes the batch size, a record too large for any
+//! message shipped as a marker.
+
+use crate::frame::{BatchWriter, FrameError, TimeSource, RECORD_HEADER_LEN};
+
+use super::super::error::ShipError;
+
+/// How much a round reads and how large its messages grow.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::agent) struct Limits {
+    /// A batch is closed once the next record would take it past this.
+    pub batch: usize,
+    /// No message is larger: a record whose batch alone would be is a marker.
+    pub max: usize,
+    /// Bytes read from the ring in one round, at most (about).
+    pub round: usize,
+}
+
+/// What `Source::fill` read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct Filled {
+    /// Records read (markers included).
+    pub records: u64,
+    /// Of them, records too large for a message, shipped as markers.
+    pub too_large: u64,
+}
+
+/// What `Source::recover` found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) struct Recovered {
+    /// Records acknowledged by Kafka before a restart but not handed back to the ring:
+    /// stepped over, not sent again.
+    pub acknowledged: u64,
+    /// Whether the ring is another than the state file's (recreated): its records are
+    /// numbered on from the state's sequence.
+    pub new_ring: bool,
+}
+
+/// A round's batches of one source, as records are added.
+pub(super) struct Batcher<'a> {
+    host: &'a str,
+    name: &'a str,
+    limits: Limits,
+    out: &'a mut Vec<Vec<u8>>,
+    batch: BatchWriter,
+    filled: Filled,
+    /// Ring bytes read this round (records and their headers).
+    bytes: usize,
+}
+
+impl<'a> Batcher<'a> {
+    /// A round whose first record gets `seq`, its first batch's times from `times`
+    /// (time source, offset).
+    pub fn new(
+        host: &'a str,
+        name: &'a str,
+        seq: u64,
+        times: (TimeSource, i64),
+        limits: Limits,
+        out: &'a mut Vec<Vec<u8>>,
+    ) -> Result<Self, ShipError> {
+        let batch = BatchWriter::new(host, name, seq, times.0, times.1).map_err(|e| frame(name, e))?;
+        Ok(Batcher { host, name, limits, out, batch, filled: Filled::default(), bytes: 0 })
+    }
+
+    /// The sequence number the next record gets.
+    pub fn next_seq(&self) -> u64 {
+        self.batch.next_seq()
+    }
+
+    /// Closes the open batch (if it holds a record) and opens one whose first record
+    /// gets `seq`, with `times`.
+    pub fn cut(&mut self, seq: u64, times: (TimeSource, i64)) -> Result<(), ShipError> {
+        let next = BatchWriter::new(self.host, self.name, seq, times.0, times.1).map_err(|e| frame(self.name, e))?;
+        let done = std::mem::replace(&mut self.batch, next);
+        if !done.is_empty() {
+            self.out.push(done.finish());
+        }
+        Ok(())
+    }
+
+    /// Whether a record of `len` bytes would take the open batch past the batch size:
+    /// [`cut`](Self::cut) first.
+    pub fn full_for(&self, len: usize) -> bool {
+        let len = if self.too_large(len) { 8 } else { len };
+        !self.batch.is_empty() && self.batch.len() + RECORD_HEADER_LEN + len.next_multiple_of(8) > self.limits.batch
+    }
+
+    fn too_large(&self, len: usize) -> bool {
+        BatchWriter::alone(self.host, self.name, len) > self.limits.max
+    }
+
+    /// Adds `rec` at `time_ns` (`whole` ring bytes read for it) to the open batch. True
+    /// once the round has read its bytes.
+    pub fn push(&mut self, time_ns: u64, rec: &[u8], whole: usize) -> Result<bool, ShipError> {
+        let too_large = self.too_large(rec.len());
+        if too_large {
+            eprintln!(
+                "ringtrace-ship: {}: record {} is {} bytes: with its batch's header it passes the largest message, \
+                 {} bytes; a marker is shipped in its place",
+                self.name,
+                self.batch.next_seq(),
+                rec.len(),
+                self.limits.max
+            );
+            self.batch.push_too_large(time_ns, rec.len() as u64).map_err(|e| frame(self.name, e))?;
+            self.filled.too_large += 1;
+        } else {
+            self.batch.push(time_ns, rec).map_err(|e| frame(self.name, e))?;
+        }
+        self.filled.records += 1;
+        self.bytes += whole + 16;
+        Ok(self.bytes >= self.limits.round)
+    }
+
+    /// Closes the last batch; what the round read.
+    pub fn finish(self) -> Filled {
+        if !self.batch.is_empty() {
+            self.out.push(self.batch.finish());
+        }
+        self.filled
+    }
+}
+
+fn frame(name: &str, e: FrameError) -> ShipError {
+    ShipError::Source(format!("{name}: {e}"))
+}
