@@ -1,5 +1,5 @@
-//! The agent: drains a host's ring files (and channel files, and flight recorders)
-//! into a Kafka topic, exactly once across crashes.
+//! The agent: drains a host's ring files (and channel files, flight recorders and BPF
+//! ring buffer maps) into a Kafka topic, exactly once across crashes.
 //!
 //! A round reads what each ring holds (up to [`Config::round_bytes`] a ring) into
 //! batches ([`crate::frame`]), sends them keyed by `host/source` (so each source's

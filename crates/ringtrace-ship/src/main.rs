@@ -84,7 +84,8 @@ enum Command {
         #[arg(long, value_name = "SECONDS")]
         spool_wait: Option<f64>,
         /// The ring files (discard rings and flight recorders) and channel files, and
-        /// directories of them (here or in --config).
+        /// directories of them, and BPF ring buffer maps (bpf-pin:PATH, bpf-id:N)
+        /// (here or in --config).
         rings: Vec<PathBuf>,
     },
     /// Prints an agent's state file: each source's counters (records shipped, too large

@@ -76,7 +76,8 @@ pub struct FileConfig {
     pub host: Option<String>,
     /// `state`, relative paths taken from the file's directory.
     pub state: Option<PathBuf>,
-    /// `sources`, relative paths taken from the file's directory.
+    /// `sources`, relative paths taken from the file's directory (`bpf-pin:PATH` and
+    /// `bpf-id:N` name BPF maps: a pin's path is taken as written).
     pub sources: Vec<PathBuf>,
     /// `compression`.
     pub compression: Option<Compression>,
@@ -123,7 +124,10 @@ impl FileConfig {
             topic: f.topic,
             host: f.host,
             state: f.state.map(|p| base.join(p)),
-            sources: f.sources.into_iter().map(|p| base.join(p)).collect(),
+            // A BPF map (`bpf-pin:PATH`, `bpf-id:N`) is not a path of the file's.
+            sources: (f.sources.into_iter())
+                .map(|p| if p.to_string_lossy().starts_with("bpf-") { p } else { base.join(p) })
+                .collect(),
             compression: f.compression.map(|c| match c {
                 Codec::None => Compression::None,
                 Codec::Lz4 => Compression::Lz4,

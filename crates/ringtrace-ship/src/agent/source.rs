@@ -2,6 +2,7 @@
 //! recovery of an earlier agent's acknowledged but unreleased records. A channel file
 //! is one such source per slot, `PATH#SLOT` ([`channel`]).
 
+mod bpf;
 mod channel;
 mod flight;
 mod round;
@@ -15,6 +16,7 @@ use ringtrace::inspect::{RingFile, RingKind, RingMode};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
 
 use flight::Flight;
+use round::Reader;
 
 use crate::frame::TimeSource;
 use crate::state::{SourceCounts, SourceState};
@@ -24,23 +26,23 @@ use round::Batcher;
 pub(super) use round::{Filled, Limits, Recovered};
 
 /// A discard-mode ring file's consumer, of either producer kind, or a channel file's
-/// slot's; or a flight recorder followed.
+/// slot's; or a source that keeps its own place (a flight recorder, a BPF map).
 enum Ring {
     Mpsc(MpscRing, Consumer<Mpsc>),
     Spsc(SpscRing, Consumer<Spsc>),
     Slot(channel::Slot),
-    Flight(Flight),
+    Own(Box<dyn Reader>),
 }
 
-/// Applies `$body` to the discard consumer (`$c`) whichever the kind, or `$flight` to
-/// the flight recorder (`$f`).
+/// Applies `$body` to the discard consumer (`$c`) whichever the kind, or `$own` to
+/// the source that keeps its own place (`$r`).
 macro_rules! with_consumer {
-    ($ring:expr, $c:ident => $body:expr, $f:ident => $flight:expr) => {
+    ($ring:expr, $c:ident => $body:expr, $r:ident => $own:expr) => {
         match $ring {
             Ring::Mpsc(_, $c) => $body,
             Ring::Spsc(_, $c) => $body,
             Ring::Slot(channel::Slot { consumer: $c, .. }) => $body,
-            Ring::Flight($f) => $flight,
+            Ring::Own($r) => $own,
         }
     };
 }
@@ -71,7 +73,7 @@ impl Source {
         let header = file.header();
         if header.mode == RingMode::Overwrite {
             let flight = Flight::open(path, header.kind).map_err(|e| err(&e))?;
-            return Source::new(path, path.display().to_string(), Ring::Flight(flight));
+            return Source::new(path, path.display().to_string(), Ring::Own(Box::new(flight)));
         }
         let ring = match header.kind {
             RingKind::Mpsc => {
@@ -90,21 +92,26 @@ impl Source {
 
     fn new(path: &Path, name: String, ring: Ring) -> Result<Source, ShipError> {
         let meta = std::fs::metadata(path).map_err(|e| ShipError::Source(format!("{}: {e}", path.display())))?;
-        Ok(Source {
+        Ok(Self::with_identity(path, name, ring, (meta.dev(), meta.ino())))
+    }
+
+    fn with_identity(path: &Path, name: String, ring: Ring, (dev, ino): (u64, u64)) -> Source {
+        Source {
             name,
             path: path.to_path_buf(),
             ring,
-            dev: meta.dev(),
-            ino: meta.ino(),
+            dev,
+            ino,
             next_seq: 0,
             pending: None,
             last_ns: 0,
             last_ns_before: 0,
-        })
+        }
     }
 
     /// The sources of the files at `paths`, in order: a ring file's, or one for each
-    /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached). A
+    /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached), or a
+    /// BPF map's (`bpf-pin:PATH`, `bpf-id:N`: see [`bpf`]). A
     /// directory stands for the ring and channel files in it (not below it), by name;
     /// its other files are skipped with a line on stderr each. Files added to it later
     /// are not read.
@@ -127,6 +134,12 @@ impl Source {
     }
 
     fn expand_file(path: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
+        let spec = path.to_string_lossy();
+        if let Some(opened) = bpf::open(&spec) {
+            let (map, dev, ino) = opened.map_err(|e| ShipError::Source(format!("{spec}: {e}")))?;
+            sources.push(Source::with_identity(path, spec.into_owned(), Ring::Own(Box::new(map)), (dev, ino)));
+            return Ok(());
+        }
         if !channel::is_channel(path) {
             sources.push(Source::open(path)?);
             return Ok(());
@@ -149,9 +162,9 @@ impl Source {
     /// which never repeats a number.
     pub fn recover(&mut self, saved: Option<&SourceState>, deadline: Instant) -> Result<Recovered, ShipError> {
         let same = saved.is_some_and(|s| s.dev == self.dev && s.ino == self.ino);
-        if let Ring::Flight(f) = &mut self.ring {
-            let found = f.recover(saved, same);
-            self.next_seq = f.next_seq();
+        if let Ring::Own(r) = &mut self.ring {
+            let found = r.recover(saved, same, deadline)?;
+            self.next_seq = r.next_seq();
             return Ok(found);
         }
         let Some(saved) = saved else { return Ok(Recovered::default()) };
@@ -192,7 +205,7 @@ impl Source {
             Ring::Mpsc(r, _) => r.capacity(),
             Ring::Spsc(r, _) => r.capacity(),
             Ring::Slot(s) => s.ring.capacity(),
-            Ring::Flight(_) => 0,
+            Ring::Own(_) => 0,
         }
     }
 
@@ -202,7 +215,7 @@ impl Source {
             Ring::Mpsc(r, _) => r.stats(),
             Ring::Spsc(r, _) => r.stats(),
             Ring::Slot(s) => s.ring.stats(),
-            Ring::Flight(f) => f.stats(),
+            Ring::Own(r) => r.stats(),
         }
     }
 
@@ -243,8 +256,8 @@ impl Source {
                 let c = &mut s.consumer;
                 (fill_from(c, host, name, &mut seq, Times::Channel(stamps), limits, out)?, c.position())
             }
-            Ring::Flight(f) => {
-                let (filled, next, position) = f.fill(host, name, time_ns, limits, out)?;
+            Ring::Own(r) => {
+                let (filled, next, position) = r.fill(host, name, time_ns, limits, out)?;
                 seq = next;
                 (filled, position)
             }
@@ -265,7 +278,7 @@ impl Source {
     pub fn pending_state(&self) -> Option<SourceState> {
         let (next_seq, position) = self.pending?;
         let (consumed, skipped, overwritten) = match &self.ring {
-            Ring::Flight(f) => f.pending_counts().unwrap_or_default(),
+            Ring::Own(r) => r.pending_counts(),
             _ => (0, 0, 0),
         };
         Some(SourceState {

@@ -23,7 +23,7 @@
 //! [`SourceCounts::overwritten`]: crate::state::SourceCounts::overwritten
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
 use ringtrace::inspect::RingKind;
@@ -31,7 +31,7 @@ use ringtrace::recorder::{OverwriteConsumer, ReadMark};
 use ringtrace::{Access, ConsumeError, RingBuf, Stats};
 
 use super::super::error::ShipError;
-use super::round::{Batcher, Filled, Limits, Recovered};
+use super::round::{Batcher, Filled, Limits, Reader, Recovered};
 use crate::frame::TimeSource;
 use crate::state::SourceState;
 
@@ -87,16 +87,19 @@ impl Flight {
             RingKind::Spsc => Flight::Spsc(Followed::open(path)?),
         })
     }
+}
 
-    /// Takes up at the state's mark (see the [module documentation](self)); `same`:
-    /// whether the state's entry is of this very file.
-    pub fn recover(&mut self, saved: Option<&SourceState>, same: bool) -> Recovered {
-        with_followed!(self, f => f.recover(saved, same))
+impl Reader for Flight {
+    /// Takes up at the state's mark (see the [module documentation](self)).
+    fn recover(&mut self, saved: Option<&SourceState>, same: bool, _: Instant) -> Result<Recovered, ShipError> {
+        Ok(with_followed!(self, f => f.recover(saved, same)))
     }
 
-    /// Reads about `limits.round` bytes of records into batches, each record stamped
-    /// `time_ns`; the next sequence number and the position after them.
-    pub fn fill(
+    fn next_seq(&self) -> u64 {
+        with_followed!(self, f => f.base.wrapping_add(f.acked.next_number()))
+    }
+
+    fn fill(
         &mut self,
         host: &str,
         name: &str,
@@ -107,39 +110,33 @@ impl Flight {
         with_followed!(self, f => f.fill(host, name, time_ns, limits, out))
     }
 
-    /// The mark after the round in flight: `(consumed, skipped, overwritten)` there.
-    pub fn pending_counts(&self) -> Option<(u64, u64, u64)> {
-        with_followed!(self, f => f.pending.map(|m| (m.consumed, m.skipped, m.overwritten_unread)))
+    /// The consumer's mark after the round in flight.
+    fn pending_counts(&self) -> (u64, u64, u64) {
+        with_followed!(self, f => f.pending.map_or((0, 0, 0), |m| (m.consumed, m.skipped, m.overwritten_unread)))
     }
 
-    /// The next sequence number, as of the last round acknowledged.
-    pub fn next_seq(&self) -> u64 {
-        with_followed!(self, f => f.base.wrapping_add(f.acked.next_number()))
-    }
-
-    /// The round in flight was acknowledged (or spooled) and stored.
-    pub fn acknowledged(&mut self) {
+    fn acknowledged(&mut self) {
         with_followed!(self, f => if let Some(m) = f.pending.take() { f.acked = m })
     }
 
-    /// The round in flight failed: read again from the last acknowledged mark.
-    pub fn failed(&mut self) {
+    /// Reads again from the last acknowledged mark.
+    fn failed(&mut self) {
         with_followed!(self, f => if f.pending.take().is_some() { f.rewind() })
     }
 
-    pub fn stats(&self) -> Stats {
+    fn stats(&self) -> Stats {
         with_followed!(self, f => f.ring.stats())
     }
 
-    pub fn ready(&self) -> bool {
+    fn ready(&self) -> bool {
         with_followed!(self, f => f.consumer.ready())
     }
 
-    pub fn is_disconnected(&self) -> bool {
+    fn is_disconnected(&self) -> bool {
         with_followed!(self, f => f.consumer.is_disconnected())
     }
 
-    pub fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
+    fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
         with_followed!(self, f => f.consumer.wait(Some(timeout)))
     }
 }

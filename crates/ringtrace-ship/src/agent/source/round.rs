@@ -5,7 +5,12 @@
 
 use crate::frame::{BatchWriter, FrameError, TimeSource, RECORD_HEADER_LEN};
 
+use std::time::{Duration, Instant};
+
+use ringtrace::Stats;
+
 use super::super::error::ShipError;
+use crate::state::SourceState;
 
 /// How much a round reads and how large its messages grow.
 #[derive(Debug, Clone, Copy)]
@@ -126,4 +131,34 @@ impl<'a> Batcher<'a> {
 
 fn frame(name: &str, e: FrameError) -> ShipError {
     ShipError::Source(format!("{name}: {e}"))
+}
+
+/// A source that keeps its own place (a flight recorder, a BPF map), where a ring
+/// file's consumer would be released or unread.
+pub(super) trait Reader {
+    /// Takes up where the state's entry (`saved`) left off; `same`: whether the entry
+    /// is of this very ring.
+    fn recover(&mut self, saved: Option<&SourceState>, same: bool, deadline: Instant) -> Result<Recovered, ShipError>;
+    /// The sequence number of the next record, as of the last round acknowledged.
+    fn next_seq(&self) -> u64;
+    /// Reads about `limits.round` bytes of records into batches, each stamped
+    /// `time_ns`; the next sequence number and the position after them.
+    fn fill(
+        &mut self,
+        host: &str,
+        name: &str,
+        time_ns: u64,
+        limits: Limits,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<(Filled, u64, u64), ShipError>;
+    /// The state's `(consumed, skipped, overwritten)` after the round in flight.
+    fn pending_counts(&self) -> (u64, u64, u64);
+    /// The round in flight was acknowledged (or spooled) and stored.
+    fn acknowledged(&mut self);
+    /// The round in flight failed: its records are read again.
+    fn failed(&mut self);
+    fn stats(&self) -> Stats;
+    fn ready(&self) -> bool;
+    fn is_disconnected(&self) -> bool;
+    fn wait(&mut self, timeout: Duration) -> std::io::Result<bool>;
 }

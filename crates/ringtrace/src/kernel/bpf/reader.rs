@@ -91,6 +91,9 @@ pub(crate) struct Reader<M: RingMem> {
     /// Publish once this many bytes were read.
     pub(crate) batch: u64,
     pub(crate) overwrite: bool,
+    /// Hand space back only on [`release`](Self::release): reads are not stored to
+    /// `consumer_pos` (see `BpfRingBuf::hold`).
+    pub(crate) hold: bool,
     pub(crate) stats: BpfStats,
     /// Overwrite mode: the copy records are delivered from (reused).
     cap: Capture,
@@ -116,6 +119,7 @@ impl<M: RingMem> Reader<M> {
             last: cons,
             batch,
             overwrite,
+            hold: false,
             stats: BpfStats::default(),
             cap: Capture::default(),
         })
@@ -127,11 +131,25 @@ impl<M: RingMem> Reader<M> {
         self.publish_to(self.pos);
     }
 
+    /// Hands back the space of every record read, holding or not.
+    pub(crate) fn release(&mut self) {
+        let hold = std::mem::replace(&mut self.hold, false);
+        self.publish();
+        self.hold = hold;
+    }
+
+    /// Reads again from the published position: the records read since are delivered
+    /// again (their space was not handed back, so the kernel has not rewritten it).
+    pub(crate) fn unread(&mut self) {
+        self.pos = self.published;
+        self.last = self.published;
+    }
+
     /// Stores `to` (a record boundary, `<= pos`) to `consumer_pos` if it is past what
-    /// was stored.
+    /// was stored (not while holding).
     #[inline]
     fn publish_to(&mut self, to: u64) {
-        if to > self.published {
+        if to > self.published && !self.hold {
             // Release: pairs with the kernel's smp_load_acquire(&rb->consumer_pos) in
             // reserve: the kernel rewrites the space only after this reader's loads of
             // the records in it.

@@ -254,7 +254,41 @@ impl BpfRingBuf {
     /// [`poll`](Self::poll) and drop hand it back). A reader that busy-polls
     /// `consume` and never waits may call this to hand it back too.
     pub fn release(&mut self) {
-        self.reader.publish();
+        self.reader.release();
+    }
+
+    /// Holds the space of every record read until [`release`](Self::release): consume
+    /// calls, [`arm`](Self::arm), [`wait`](Self::wait) and drop no longer hand it back
+    /// to the kernel, and [`unread`](Self::unread) reads the held records again. For a
+    /// reader that passes records on and may have to send them again (an agent that
+    /// ships them over a network releases what the far end acknowledged). While records
+    /// are held the kernel cannot reuse their space, and it wakes a waiter only for a
+    /// record committed at the released position: release or unread before waiting.
+    ///
+    /// ```no_run
+    /// use ringtrace::kernel::bpf::BpfRingBuf;
+    ///
+    /// let mut rb = BpfRingBuf::open_pinned("/sys/fs/bpf/events")?;
+    /// rb.hold(true);
+    /// let mut batch = Vec::new();
+    /// rb.consume(|rec| batch.push(rec.to_vec()))?;
+    /// # let sent = true;
+    /// if sent {
+    ///     rb.release(); // the kernel may reuse their space
+    /// } else {
+    ///     rb.unread(); // the next consume delivers them again
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hold(&mut self, hold: bool) {
+        self.reader.hold = hold;
+    }
+
+    /// Goes back to the released position: the records read since are delivered again
+    /// by the next consume call (see [`hold`](Self::hold); without holding, at most the
+    /// last small record a consume call kept).
+    pub fn unread(&mut self) {
+        self.reader.unread();
     }
 
     /// Whether a record (or a discarded one to step over) is ready to read.
