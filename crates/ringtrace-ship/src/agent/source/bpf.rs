@@ -16,10 +16,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ringtrace::kernel::bpf::BpfRingBuf;
-use ringtrace::{ConsumeError, Stats};
+use ringtrace::Stats;
 
 use super::super::error::ShipError;
-use super::round::{Batcher, Filled, Limits, Reader, Recovered};
+use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered};
 use crate::frame::TimeSource;
 use crate::state::SourceState;
 
@@ -99,27 +99,12 @@ impl Reader for Bpf {
         limits: Limits,
         out: &mut Vec<Vec<u8>>,
     ) -> Result<(Filled, u64, u64), ShipError> {
-        let times = (TimeSource::Drained, 0);
-        let mut batches = Batcher::new(host, name, self.next_seq, times, limits, out)?;
-        let read = self.rb.consume(|rec| {
-            if batches.full_for(rec.len()) {
-                batches.cut(batches.next_seq(), times).map_err(|e| Stop(Some(e)))?;
-            }
-            match batches.push(time_ns, rec, rec.len()) {
-                Ok(false) => Ok(()),
-                // The round read its bytes: stop here (this record counts as read).
-                Ok(true) => Err(None),
-                Err(e) => Err(Some(e)),
-            }
-            .map_err(Stop)
-        });
+        let mut batches = Batcher::new(host, name, self.next_seq, (TimeSource::Drained, 0), limits, out)?;
+        // A round that read its bytes stops at a record, which counts as read.
+        let read = self.rb.consume(|rec| batches.take(batches.next_seq(), time_ns, rec));
         let next = batches.next_seq();
         let filled = batches.finish();
-        match read {
-            Ok(_) | Err(ConsumeError::Callback(Stop(None))) => {}
-            Err(ConsumeError::Callback(Stop(Some(e)))) => return Err(e),
-            Err(e) => return Err(ShipError::Source(format!("{name}: {e}"))),
-        }
+        read_outcome(read, name, false)?;
         if filled.records > 0 {
             self.pending = Some(next);
         }
@@ -158,17 +143,5 @@ impl Reader for Bpf {
 
     fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
         self.rb.wait(Some(timeout))
-    }
-}
-
-/// Why a round's read stopped early: it read its bytes (`None`), or a batch failed.
-struct Stop(Option<ShipError>);
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            None => f.write_str("the round read its bytes"),
-            Some(e) => e.fmt(f),
-        }
     }
 }

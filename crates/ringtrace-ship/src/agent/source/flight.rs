@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
 use ringtrace::inspect::RingKind;
 use ringtrace::recorder::{OverwriteConsumer, ReadMark};
-use ringtrace::{Access, ConsumeError, RingBuf, Stats};
+use ringtrace::{Access, RingBuf, Stats};
 
 use super::super::error::ShipError;
-use super::round::{Batcher, Filled, Limits, Reader, Recovered};
+use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered};
 use crate::frame::TimeSource;
 use crate::state::SourceState;
 
@@ -61,22 +61,6 @@ pub(super) struct Followed<K: ProducerKind> {
     acked: ReadMark,
     /// Its mark after the round in flight.
     pending: Option<ReadMark>,
-}
-
-/// Why a round's read stopped early.
-enum Stop {
-    /// It read its bytes.
-    Full,
-    Failed(ShipError),
-}
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Stop::Full => f.write_str("the round read its bytes"),
-            Stop::Failed(e) => e.fmt(f),
-        }
-    }
 }
 
 impl Flight {
@@ -180,31 +164,17 @@ impl<K: ProducerKind> Followed<K> {
         out: &mut Vec<Vec<u8>>,
     ) -> Result<(Filled, u64, u64), ShipError> {
         debug_assert!(self.pending.is_none(), "a round is in flight");
-        let times = (TimeSource::Drained, 0);
         let base = self.base;
         let first = base.wrapping_add(self.consumer.mark().next_number());
-        let mut batches = Batcher::new(host, name, first, times, limits, out)?;
-        let read = self.consumer.consume_numbered(usize::MAX, |n, rec| {
-            let seq = base.wrapping_add(n);
-            // A gap (records overwritten before they were read) starts a new batch.
-            if seq != batches.next_seq() || batches.full_for(rec.len()) {
-                batches.cut(seq, times).map_err(Stop::Failed)?;
-            }
-            match batches.push(time_ns, rec, rec.len()) {
-                Ok(false) => Ok(()),
-                Ok(true) => Err(Stop::Full),
-                Err(e) => Err(Stop::Failed(e)),
-            }
-        });
+        let mut batches = Batcher::new(host, name, first, (TimeSource::Drained, 0), limits, out)?;
+        // A gap (records overwritten before they were read) starts a new batch.
+        let read =
+            self.consumer.consume_numbered(usize::MAX, |n, rec| batches.take(base.wrapping_add(n), time_ns, rec));
         let next_seq = batches.next_seq();
         let filled = batches.finish();
-        match read {
-            // Producers overwrote the records faster than they could be copied: the
-            // next round tries again.
-            Ok(_) | Err(ConsumeError::Callback(Stop::Full)) | Err(ConsumeError::Busy) => {}
-            Err(ConsumeError::Callback(Stop::Failed(e))) => return Err(e),
-            Err(e) => return Err(ShipError::Source(format!("{name}: {e}"))),
-        }
+        // Producers that overwrite the records faster than they are copied: the next
+        // round tries again.
+        read_outcome(read, name, true)?;
         let mark = self.consumer.mark();
         if filled.records > 0 {
             self.pending = Some(mark);

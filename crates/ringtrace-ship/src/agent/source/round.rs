@@ -7,7 +7,7 @@ use crate::frame::{BatchWriter, FrameError, TimeSource, RECORD_HEADER_LEN};
 
 use std::time::{Duration, Instant};
 
-use ringtrace::Stats;
+use ringtrace::{ConsumeError, Stats};
 
 use super::super::error::ShipError;
 use crate::state::SourceState;
@@ -120,12 +120,56 @@ impl<'a> Batcher<'a> {
         Ok(self.bytes >= self.limits.round)
     }
 
+    /// For a read callback: adds `rec`, the record `seq`, at `time_ns`, in a new batch
+    /// if it does not follow the open one's last record (a gap) or would take it past
+    /// the batch size. [`Stop::Full`] once the round has read its bytes (the record is
+    /// in).
+    pub fn take(&mut self, seq: u64, time_ns: u64, rec: &[u8]) -> Result<(), Stop> {
+        if seq != self.next_seq() || self.full_for(rec.len()) {
+            self.cut(seq, (TimeSource::Drained, 0)).map_err(Stop::Failed)?;
+        }
+        match self.push(time_ns, rec, rec.len()) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(Stop::Full),
+            Err(e) => Err(Stop::Failed(e)),
+        }
+    }
+
     /// Closes the last batch; what the round read.
     pub fn finish(self) -> Filled {
         if !self.batch.is_empty() {
             self.out.push(self.batch.finish());
         }
         self.filled
+    }
+}
+
+/// Why a read callback ([`Batcher::take`]) stopped the read.
+pub(super) enum Stop {
+    /// The round read its bytes.
+    Full,
+    /// A batch could not be written.
+    Failed(ShipError),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Full => f.write_str("the round read its bytes"),
+            Stop::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The outcome of a read whose callback was [`Batcher::take`]: a round that read its
+/// bytes and, with `busy_ok`, an overwrite ring overwritten faster than it was copied
+/// (the next round tries again) are not errors.
+pub(super) fn read_outcome<T>(read: Result<T, ConsumeError<Stop>>, name: &str, busy_ok: bool) -> Result<(), ShipError> {
+    match read {
+        Ok(_) | Err(ConsumeError::Callback(Stop::Full)) => Ok(()),
+        Err(ConsumeError::Busy) if busy_ok => Ok(()),
+        Err(ConsumeError::Callback(Stop::Failed(e))) => Err(e),
+        Err(e) => Err(ShipError::Source(format!("{name}: {e}"))),
     }
 }
 
