@@ -10,7 +10,7 @@ use clap_complete::Shell;
 use crate::commands::create::{ModeArg, ProducersArg};
 use crate::output::ReportFormat;
 use crate::pipeline::output::Format;
-use crate::units::{parse_capacity, parse_duration};
+use crate::units::{parse_capacity, parse_duration, parse_duration_or_zero};
 
 /// Ring buffers for trace and event data: inspect, read, create and write them.
 ///
@@ -86,6 +86,12 @@ pub enum Command {
         /// --follow, start there rather than at the topic's end.
         #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
         since: Option<u64>,
+        /// kafka:// sources with --follow: hold each record this long after it arrived,
+        /// so that the records of every host go out in time order (agents send a round
+        /// at a time); 0: print them as their batches arrive. Records that arrive later
+        /// than this, older than one printed, are printed then and counted late.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration_or_zero, default_value = "1s")]
+        reorder: Duration,
     },
     /// Consume records: print each and hand its space back, so that producers never
     /// stop for want of room.
@@ -333,7 +339,7 @@ pub struct TimeWindow {
 impl TimeWindow {
     /// The window selected.
     pub fn get(self) -> crate::fleet::Window {
-        crate::fleet::Window { since: self.since, until: self.until }
+        crate::fleet::Window { since: self.since, until: self.until, ..Default::default() }
     }
 }
 

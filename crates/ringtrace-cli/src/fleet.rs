@@ -51,11 +51,13 @@ impl Topic {
 }
 
 /// Which records, by time: wall-clock ns since the Unix epoch, `since` included,
-/// `until` not.
+/// `until` not; and for a topic followed, how long each record is held to go out in
+/// time order (`tail -f --reorder`; zero: as batches arrive).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Window {
     pub since: Option<u64>,
     pub until: Option<u64>,
+    pub reorder: std::time::Duration,
 }
 
 impl Window {
@@ -107,6 +109,12 @@ pub fn summary(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
             "kafka://{}/{}: {} copies dropped, {} records missing, {} damaged messages skipped, {} records too large \
              to ship",
             topic.brokers, topic.topic, s.duplicates, s.missing, s.damaged, s.too_large
+        ));
+    }
+    if s.late > 0 {
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} records arrived later than --reorder and were printed out of time order",
+            topic.brokers, topic.topic, s.late
         ));
     }
 }
@@ -180,7 +188,7 @@ mod tests {
 
     #[test]
     fn windows_hold_since_and_not_until() {
-        let w = Window { since: Some(10), until: Some(20) };
+        let w = Window { since: Some(10), until: Some(20), ..Window::default() };
         assert!(!w.holds(9) && w.holds(10) && w.holds(19) && !w.holds(20));
         assert!(Window::default().holds(0) && Window::default().is_all());
     }

@@ -116,9 +116,9 @@ fn run(command: Command) -> Result<(), Failure> {
             }
             on_any(&source, window.get(), &|s| stat::run(&source, s, format))
         }
-        Command::Tail { source, count, follow, format, json, timeout, since } => {
+        Command::Tail { source, count, follow, format, json, timeout, since, reorder } => {
             let format = if json { Format::Json } else { format };
-            let window = fleet::Window { since, until: None };
+            let window = fleet::Window { since, until: None, reorder };
             on_any(&source, window, &|s| tail::run(&source, s, count, follow, format, timeout))
         }
         Command::Consume { source, count, follow, timeout, format, json, any_owner } => {

@@ -98,6 +98,15 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// [`parse_duration`], or zero written `0` (`0s`, `0ms`): for an option whose zero
+/// turns something off (`tail --reorder 0`).
+pub fn parse_duration_or_zero(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim() {
+        "0" | "0s" | "0ms" => Ok(std::time::Duration::ZERO),
+        _ => parse_duration(s),
+    }
+}
+
 /// The watermark of `WakeupPolicy::CaughtUp` in a ring header (the others are the
 /// library's `NEVER_WAKE` and `HALF_RING`).
 const CAUGHT_UP: u64 = 0;
@@ -202,6 +211,11 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        for zero in ["0", "0s", "0ms"] {
+            assert_eq!(parse_duration_or_zero(zero), Ok(Duration::ZERO));
+        }
+        assert_eq!(parse_duration_or_zero("2s"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration_or_zero("0.0001s").is_err());
     }
 
     #[test]

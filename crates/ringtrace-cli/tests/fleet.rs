@@ -209,6 +209,49 @@ fn tail_follows_a_topic_and_drops_copies() {
     assert!(stderr.contains("100 copies dropped"), "{stderr}");
 }
 
+/// `tail -f` of two hosts whose batches arrive out of time order (the newer host's
+/// first, the older's 300 ms later): held `--reorder` (1 s by default), every record
+/// comes out in time order; with `--reorder 0`, as the batches arrived.
+#[test]
+fn tail_follows_hosts_in_time_order_within_the_reorder_window() {
+    let Some(brokers) = brokers() else { return };
+    for (reorder, sorted) in [(None, true), (Some("0"), false)] {
+        let topic = create_topic(&brokers, "reorder", 2);
+        let src = format!("kafka://{brokers}/{topic}");
+        let since = now_ns().to_string();
+        let mut args = vec!["tail", "-f", "--json", "--since", &since, "--timeout", "3s"];
+        if let Some(r) = reorder {
+            args.extend(["--reorder", r]);
+        }
+        args.push(&src);
+        let (mut child, out, err) = spawn(&args);
+        let t0 = now_ns();
+        let batch = |host: &str, offset: u64| {
+            let mut w = BatchWriter::new(host, "r", 0, TimeSource::Drained, 0).unwrap();
+            for seq in 0..50u64 {
+                w.push(t0 + offset + seq * 1_000, format!("{host} {seq}").as_bytes()).unwrap();
+            }
+            (format!("{host}/r"), w.finish())
+        };
+        // host b's records are the newer (offset 500 ns, interleaved with a's by time).
+        produce(&brokers, &topic, &[batch("b", 500)]);
+        std::thread::sleep(Duration::from_millis(300));
+        produce(&brokers, &topic, &[batch("a", 0)]);
+        let status = child.wait(Duration::from_secs(60), "tail -f");
+        assert_eq!(code(status, "tail -f"), 0, "{}", std::fs::read_to_string(&err).unwrap());
+        let recs = parsed(&std::fs::read_to_string(out).unwrap());
+        assert_eq!(recs.len(), 100, "{reorder:?}");
+        let times: Vec<u64> = recs.iter().map(|r| r.0).collect();
+        assert_eq!(times.windows(2).all(|w| w[0] <= w[1]), sorted, "--reorder {reorder:?}: {times:?}");
+        if sorted {
+            // Interleaved: a, b, a, b, ...
+            assert!(recs.iter().zip(recs.iter().skip(1)).all(|(x, y)| x.1 != y.1), "{recs:?}");
+        } else {
+            assert!(recs[..50].iter().all(|r| r.1 == "b"), "arrival order: b's batch first");
+        }
+    }
+}
+
 /// Sources and windows that cannot work are refused with a message, before any read.
 #[test]
 fn kafka_sources_and_windows_are_checked() {

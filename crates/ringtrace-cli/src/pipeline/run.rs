@@ -79,6 +79,8 @@ pub fn follow(
             break;
         }
     }
+    f.drain(&mut out)?;
+    out.flush().map_err(stdout_err)?;
     f.finish();
     Ok(())
 }

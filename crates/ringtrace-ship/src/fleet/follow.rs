@@ -1,4 +1,7 @@
-//! Following a topic live: each batch's records as it arrives, copies dropped.
+//! Following a topic live: each batch's records as it arrives, copies dropped, or in
+//! time order after a window ([`reorder`]).
+
+mod reorder;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -10,13 +13,16 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::kafka::{consumer, starts, FleetError};
 use super::timeline::{Entry, FleetStats};
 use crate::frame::Batch;
+use reorder::Reorder;
 
 /// A topic followed from its end (or from a time): [`Follow::poll`] hands out each
-/// record once, in the order its batches arrive.
+/// record once, in the order its batches arrive, or in time order after a window
+/// ([`Follow::reorder`]).
 ///
 /// A source's records come in sequence order (its batches share a partition); records
 /// of different sources come as their batches arrive, which is time order only
-/// roughly (each agent sends a round at a time). A copy (a sequence number at or
+/// roughly (each agent sends a round at a time): [`Follow::reorder`] holds each record
+/// a while to hand them out in time order. A copy (a sequence number at or
 /// below one handed out, which an agent restarted after a crash sends again) is
 /// dropped and counted; a jump counts the numbers skipped as missing. Partitions added
 /// to the topic after the start are not read.
@@ -26,6 +32,8 @@ pub struct Follow {
     /// Each source's next sequence number.
     next: HashMap<(String, String), u64>,
     stats: FleetStats,
+    /// Records held to go out in time order.
+    held: Option<Reorder>,
 }
 
 impl std::fmt::Debug for Follow {
@@ -48,11 +56,39 @@ impl Follow {
             assignment.add_partition_offset(topic, p, Offset::Offset(at)).map_err(|e| fail("assigning", &e))?;
         }
         consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
-        Ok(Follow { consumer, topic: topic.to_string(), next: HashMap::new(), stats: FleetStats::default() })
+        Ok(Follow {
+            consumer,
+            topic: topic.to_string(),
+            next: HashMap::new(),
+            stats: FleetStats::default(),
+            held: None,
+        })
+    }
+
+    /// Hands records out in time order: each is held `window` after it arrived (zero:
+    /// none is, they go out as their batches arrive), then goes out if no record held
+    /// is older; one that arrives older than a record already handed out (more than
+    /// `window` late) goes out when its window passes, counted in
+    /// [`FleetStats::late`]. A window longer than the agents' rounds (about 40 ms; a
+    /// second is safe) puts the records of every host in order, at that much latency.
+    /// At most 256 MiB of records are held: past it the oldest goes out early. Call
+    /// [`drain`](Self::drain) at the end for the records still held.
+    pub fn reorder(&mut self, window: Duration) {
+        self.held = (!window.is_zero()).then(|| Reorder::new(window));
+    }
+
+    /// Hands out the records still held ([`reorder`](Self::reorder)), oldest first;
+    /// how many.
+    pub fn drain<E>(&mut self, mut each: impl FnMut(Entry<'_>) -> Result<(), E>) -> Result<u64, E> {
+        match &mut self.held {
+            Some(held) => held.release(Instant::now(), true, &mut each),
+            None => Ok(0),
+        }
     }
 
     /// Hands each new record to `each` for up to `wait` (returning sooner once a batch
-    /// arrived), and returns how many it handed out. Damaged messages and records too
+    /// arrived, or held records are due: see [`reorder`](Self::reorder)), and returns
+    /// how many it handed out. Damaged messages and records too
     /// large to ship are counted and told to `warn`. Stops at the first error of `each`.
     pub fn poll<E>(
         &mut self,
@@ -63,8 +99,22 @@ impl Follow {
         let deadline = Instant::now() + wait;
         let mut handed = 0;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Some(m) = self.consumer.poll(left) else { return Ok(handed) };
+            if let Some(held) = &mut self.held {
+                let n = held.release(Instant::now(), false, &mut each).map_err(FollowError::Output)?;
+                self.stats.late = held.late;
+                handed += n;
+                if handed > 0 {
+                    return Ok(handed);
+                }
+            }
+            let due = self.held.as_ref().and_then(Reorder::next_due).map_or(deadline, |d| d.min(deadline));
+            let left = due.saturating_duration_since(Instant::now());
+            let Some(m) = self.consumer.poll(left) else {
+                if Instant::now() >= deadline {
+                    return Ok(handed);
+                }
+                continue;
+            };
             let m = m.map_err(|e| FollowError::Kafka(FleetError(format!("reading {}: {e}", self.topic))))?;
             let batch = match Batch::decode(m.payload().unwrap_or_default()) {
                 Ok(b) => b,
@@ -93,7 +143,6 @@ impl Follow {
                     continue;
                 }
                 self.stats.records += 1;
-                handed += 1;
                 let entry = Entry {
                     host: batch.host,
                     source: batch.source,
@@ -101,7 +150,13 @@ impl Follow {
                     time_ns: r.time_ns,
                     payload: r.payload,
                 };
-                each(entry).map_err(FollowError::Output)?;
+                match &mut self.held {
+                    Some(held) => held.push(&entry, Instant::now()),
+                    None => {
+                        handed += 1;
+                        each(entry).map_err(FollowError::Output)?;
+                    }
+                }
             }
             if handed > 0 || Instant::now() >= deadline {
                 return Ok(handed);

@@ -24,6 +24,9 @@ pub struct FleetStats {
     /// place ([`crate::frame::TOO_LARGE`]), each once; not in [`records`](Self::records)
     /// nor among the entries, listed by [`Fleet::too_large`].
     pub too_large: u64,
+    /// A followed topic put in time order ([`Follow::reorder`](super::Follow::reorder)):
+    /// records handed out after a newer one, having arrived later than the window.
+    pub late: u64,
 }
 
 /// `Lane::recs` length of a marker: payloads are at most

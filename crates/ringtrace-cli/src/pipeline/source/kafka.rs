@@ -60,8 +60,9 @@ impl RecordSource for Kafka {
     /// Every new record as its batch arrives, from the topic's end (or `--since`).
     fn follow(&mut self) -> Result<Box<dyn Follow + '_>, Failure> {
         let (t, since) = (&self.topic, self.window.since);
-        let f =
+        let mut f =
             fleet::Follow::start(&t.brokers, &t.topic, since, READ_TIMEOUT).map_err(|e| Failure::msg(e.to_string()))?;
+        f.reorder(self.window.reorder);
         Ok(Box::new(Followed { f, source: self }))
     }
 
@@ -102,6 +103,15 @@ impl Follow for Followed<'_> {
             FollowError::Kafka(e) => Failure::msg(e.to_string()),
             FollowError::Output(e) => stdout_err(e),
         })?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn drain(&mut self, out: &mut dyn Sink) -> Result<usize, Failure> {
+        let window = self.source.window;
+        let n = self
+            .f
+            .drain(|e: fleet::Entry<'_>| if window.holds(e.time_ns) { out.write(&Record::Fleet(e)) } else { Ok(()) })
+            .map_err(stdout_err)?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 

@@ -120,6 +120,12 @@ pub trait Follow {
     /// Waits a while, then writes what was committed since into `out`; how many.
     fn poll(&mut self, out: &mut dyn Sink) -> Result<usize, Failure>;
 
+    /// Writes into `out` what the follow still holds as it ends (a topic put in time
+    /// order); how many.
+    fn drain(&mut self, _out: &mut dyn Sink) -> Result<usize, Failure> {
+        Ok(0)
+    }
+
     /// Says on stderr what the follow skipped, once it ends.
     fn finish(&self) {}
 }
