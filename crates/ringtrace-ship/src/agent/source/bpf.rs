@@ -107,6 +107,10 @@ impl Reader for Bpf {
         read_outcome(read, name, false)?;
         if filled.records > 0 {
             self.pending = Some(next);
+        } else {
+            // Only discarded reservations, if anything: nothing to ship, so their space
+            // goes back now (the kernel wakes a waiter only at the released position).
+            self.rb.release();
         }
         Ok((filled, next, self.rb.position()))
     }

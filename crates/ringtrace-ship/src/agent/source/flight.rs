@@ -170,7 +170,6 @@ impl<K: ProducerKind> Followed<K> {
         // A gap (records overwritten before they were read) starts a new batch.
         let read =
             self.consumer.consume_numbered(usize::MAX, |n, rec| batches.take(base.wrapping_add(n), time_ns, rec));
-        let next_seq = batches.next_seq();
         let filled = batches.finish();
         // Producers that overwrite the records faster than they are copied: the next
         // round tries again.
@@ -179,7 +178,9 @@ impl<K: ProducerKind> Followed<K> {
         if filled.records > 0 {
             self.pending = Some(mark);
         }
-        Ok((filled, next_seq, mark.position))
+        // The mark's, not the last record's + 1: the round's last look may have found
+        // records overwritten after it, which the mark counts and the numbers skip.
+        Ok((filled, base.wrapping_add(mark.next_number()), mark.position))
     }
 
     fn rewind(&mut self) {

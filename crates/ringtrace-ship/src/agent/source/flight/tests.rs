@@ -132,3 +132,65 @@ fn rand_id() -> u64 {
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Relaxed)
 }
+
+/// A writer thread overwriting a small flight recorder while rounds are filled and
+/// acknowledged: the state each round stores is one mark, its next sequence number that
+/// of the mark (the records overwritten after the round's last record, found by the
+/// round's last look, included), so that an agent restarted from it numbers on without
+/// reusing a number; every record shipped carries its own number. Runs 2 s.
+#[test]
+fn a_round_overtaken_after_its_last_record_stores_the_marks_next_number() {
+    let path =
+        std::env::temp_dir().join(format!("ringtrace-ship-flight-race-{}-{}.ring", std::process::id(), rand_id()));
+    let _ = std::fs::remove_file(&path);
+    let ring = FlightRecorder::builder(4096).retire_ahead(0).create(&path).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (mut p, stop) = (ring.producer().unwrap(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Lengths from 8 to 1,000 bytes: a long one retires many at once.
+                let mut rec = vec![0x5a; 8 + (i as usize * 7919) % 993];
+                rec[..8].copy_from_slice(&i.to_le_bytes());
+                p.output(&rec, Wakeup::Default).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let mut s = Source::open(&path).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let (mut rounds, mut overtaken) = (0u64, 0u64);
+    // A failed check stops the writer before it is reported.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        while Instant::now() < deadline {
+            let limits = Limits { batch: 512, max: 1 << 20, round: 1 << 20 };
+            let mut out = Vec::new();
+            s.fill("h", 1, limits, &mut out).unwrap();
+            for (seq, index) in records(&out) {
+                assert_eq!(seq, index, "a record shipped under another's number");
+            }
+            if let Some(state) = s.pending_state() {
+                assert_eq!(
+                    state.next_seq,
+                    state.consumed + state.counts.overwritten,
+                    "round {rounds}: the stored next sequence is not the stored mark's"
+                );
+                if records(&out).last().is_some_and(|&(last, _)| state.next_seq > last + 1) {
+                    overtaken += 1;
+                }
+                s.acknowledged();
+                rounds += 1;
+            }
+        }
+    }));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    drop(s);
+    let _ = std::fs::remove_file(&path);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    eprintln!("{rounds} rounds, {overtaken} overtaken after their last record");
+    assert!(rounds > 0);
+}
