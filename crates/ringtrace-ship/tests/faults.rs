@@ -180,10 +180,20 @@ fn with_a_spool_the_whole_cluster_down_refuses_nothing_across_an_agent_killed() 
     assert_eq!(saved.spool_head, saved.spool_tail, "{saved}");
     assert_eq!((stats.damaged, stats.missing), (0, 0));
     let name = ring.display().to_string();
-    assert_eq!(fleet.source("host7", &name).count(), taken.len(), "every record the ring took, once");
-    for (e, &i) in fleet.source("host7", &name).zip(&taken) {
-        assert_eq!(e.payload, record(7, 0, i), "seq {}", e.seq);
-    }
+    let read: Vec<(u64, &[u8])> = fleet.source("host7", &name).map(|e| (e.seq, e.payload)).collect();
+    // Where the records read back and those the ring took part, if they do.
+    let first_diff = read.iter().zip(&taken).position(|(&(_, p), &i)| p != record(7, 0, i));
+    let at = |k: Option<usize>| k.map(|k| (k, read.get(k).map(|r| r.0), taken.get(k).copied()));
+    assert_eq!(
+        read.len(),
+        taken.len(),
+        "every record the ring took, once: first difference (index, seq read, record taken) {:?}, first seqs read \
+         {:?}, last {:?}",
+        at(first_diff.or(Some(read.len().min(taken.len())))),
+        read.first().map(|r| r.0),
+        read.last().map(|r| r.0)
+    );
+    assert_eq!(first_diff, None, "the record read at {:?} is not the one the ring took", at(first_diff));
 }
 
 /// The whole cluster down for 10 seconds under writers that never wait: the agent's
