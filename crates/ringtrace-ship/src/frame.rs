@@ -1,7 +1,7 @@
 //! The batch framing: one Kafka message value holds one batch, many records of one
 //! source of one host, each with its sequence number and a wall-clock time.
 //!
-//! # Format, version 1
+//! # Format, versions 1 and 2
 //!
 //! All integers are little-endian. A batch is a 48-byte header, the host and source
 //! names, then the records:
@@ -9,11 +9,11 @@
 //! | offset | size | field | value |
 //! |-------:|-----:|-------|-------|
 //! | 0  | 4 | magic       | `b"RTSB"` ([`MAGIC`]) |
-//! | 4  | 2 | version     | `u16`, 1 ([`VERSION`]) |
-//! | 6  | 2 | header_len  | `u16`, 48 ([`HEADER_LEN`]); version 1 readers refuse any other value |
-//! | 8  | 2 | flags       | `u16`, 0: version 1 defines no flag, and any set bit is refused |
+//! | 4  | 2 | version     | `u16`, 1 or 2 ([`VERSION`]) |
+//! | 6  | 2 | header_len  | `u16`, 48 ([`HEADER_LEN`]); any other value is refused |
+//! | 8  | 2 | flags       | `u16`, 0: no version defines a flag, and any set bit is refused |
 //! | 10 | 1 | time_source | `u8`: 0 drained, 1 monotonic, 2 TSC ([`TimeSource`]); other values are refused |
-//! | 11 | 1 | reserved    | 0 |
+//! | 11 | 1 | content     | `u8`: what the records are ([`Content`]); version 1: 0 (reserved) |
 //! | 12 | 2 | host_len    | `u16`, at most 255 ([`MAX_HOST_LEN`]) |
 //! | 14 | 2 | source_len  | `u16`, at most 4096 ([`MAX_SOURCE_LEN`]) |
 //! | 16 | 8 | first_seq   | `u64`, the sequence number of the first record |
@@ -32,6 +32,14 @@
 //! | 4  | 4   | flags: `u32`, 0, or [`TOO_LARGE`] (bit 0); other bits are refused |
 //! | 8  | 8   | time_ns: `u64`, wall-clock ns since the Unix epoch |
 //! | 16 | len | payload, then zero bytes to a multiple of 8 |
+//!
+//! Version 2 differs from version 1 only in the content byte: version 1 reserves it
+//! (0, plain records), version 2 names what the payloads are ([`Content`]): plain
+//! records (0, refused there: they are written as version 1) or events, the records of
+//! a `ringtrace-tracing` recorder decoded on the host, each a JSON object (1); other
+//! values are refused. A writer writes version 1 for
+//! plain records, so that a version 1 reader reads every batch it can understand, and
+//! refuses the others by their version.
 //!
 //! A record with [`TOO_LARGE`] set stands for one its agent could not ship: alone in a
 //! batch it would have passed the largest message the agent sends (Kafka refuses
@@ -70,8 +78,9 @@ use std::fmt;
 
 /// A batch's first four bytes.
 pub const MAGIC: [u8; 4] = *b"RTSB";
-/// The format version this module writes and reads.
-pub const VERSION: u16 = 1;
+/// The newest format version, which this module writes for [`Content`] other than
+/// plain records (version 1 for those) and reads with version 1.
+pub const VERSION: u16 = 2;
 /// Bytes of the version 1 header, before the names.
 pub const HEADER_LEN: usize = 48;
 /// The longest host name, in bytes.
@@ -111,6 +120,33 @@ pub enum TimeSource {
     Tsc = 2,
 }
 
+/// What a batch's payloads are (the header's content byte, version 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Content {
+    /// Records, as their producers wrote them (version 1's only content).
+    #[default]
+    Records = 0,
+    /// The records of one ring of a `ringtrace-tracing` recorder directory, decoded on
+    /// the host with the directory's catalog: each one JSON object (UTF-8, one line),
+    /// the object `ringtrace decode --format json` prints for an event, or for a span
+    /// record its `span` (`new`, `record`, `enter`, `exit`, `close`, `follows`) and
+    /// `id` (see `ringtrace_tracing::decode::text::entry_json`). The source is named
+    /// `DIR#SLOT`, SLOT the ring's slot in the directory's channel file. So a fleet's
+    /// events need nothing of their host to be read: any Kafka consumer reads them.
+    Events = 1,
+}
+
+impl Content {
+    fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(Self::Records),
+            1 => Some(Self::Events),
+            _ => None,
+        }
+    }
+}
+
 impl TimeSource {
     fn from_u8(b: u8) -> Option<Self> {
         match b {
@@ -132,10 +168,13 @@ pub enum FrameError {
     },
     /// The first four bytes (given) are not [`MAGIC`].
     Magic([u8; 4]),
-    /// A version (given) other than [`VERSION`].
+    /// A version (given) other than 1 and [`VERSION`].
     Version(u16),
-    /// Header flags set (given); version 1 defines none.
+    /// Header flags set (given); no version defines any.
     Flags(u16),
+    /// An unknown content byte (given) in a version 2 batch, or 0 there (plain records
+    /// are written as version 1, so that a batch has one encoding).
+    Content(u8),
     /// A reserved header byte is not zero.
     Reserved,
     /// A header length (given) other than [`HEADER_LEN`].
@@ -192,10 +231,12 @@ impl fmt::Display for FrameError {
             Self::Magic(m) => {
                 write!(f, "not a ringtrace batch (magic {:02x} {:02x} {:02x} {:02x})", m[0], m[1], m[2], m[3])
             }
-            Self::Version(v) => write!(f, "batch version {v}, this reader knows {VERSION}"),
-            Self::Flags(x) => write!(f, "batch flags {x:#06x} set, version {VERSION} defines none"),
+            Self::Version(v) => write!(f, "batch version {v}, this reader knows 1 to {VERSION}"),
+            Self::Flags(x) => write!(f, "batch flags {x:#06x} set, no version defines any"),
+            Self::Content(0) => f.write_str("plain records in a version 2 batch (they are written as version 1)"),
+            Self::Content(c) => write!(f, "unknown batch content {c}"),
             Self::Reserved => write!(f, "reserved batch header bytes are not zero"),
-            Self::HeaderLen(n) => write!(f, "batch header of {n} bytes, version {VERSION} has {HEADER_LEN}"),
+            Self::HeaderLen(n) => write!(f, "batch header of {n} bytes, versions 1 and 2 have {HEADER_LEN}"),
             Self::TimeSource(b) => write!(f, "unknown time source {b}"),
             Self::Offset(o) => write!(f, "clock offset {o} ns with drained times (must be 0)"),
             Self::TooLong { what, len, max } => write!(f, "{what} of {len} bytes, at most {max} allowed"),
@@ -259,7 +300,7 @@ impl BatchWriter {
         let records_at = HEADER_LEN + pad8(host.len() + source.len());
         let mut buf = Vec::with_capacity(records_at + 4096);
         buf.extend_from_slice(&MAGIC);
-        buf.extend_from_slice(&VERSION.to_le_bytes());
+        buf.extend_from_slice(&1u16.to_le_bytes());
         buf.extend_from_slice(&(HEADER_LEN as u16).to_le_bytes());
         buf.extend_from_slice(&0u16.to_le_bytes());
         buf.extend_from_slice(&[time_source as u8, 0]);
@@ -273,6 +314,15 @@ impl BatchWriter {
         buf.extend_from_slice(source.as_bytes());
         buf.resize(records_at, 0);
         Ok(Self { buf, records_at, first_seq, count: 0 })
+    }
+
+    /// Says what the batch's payloads are ([`Content`]): a batch of other content than
+    /// plain records is written as version 2.
+    pub fn with_content(mut self, content: Content) -> Self {
+        let version = if content == Content::Records { 1 } else { VERSION };
+        self.buf[4..6].copy_from_slice(&version.to_le_bytes());
+        self.buf[11] = content as u8;
+        self
     }
 
     /// Appends a record: `time_ns` is wall-clock ns since the Unix epoch.
@@ -376,6 +426,8 @@ pub struct Batch<'a> {
     pub count: u32,
     /// Where the records' times come from.
     pub time_source: TimeSource,
+    /// What the payloads are ([`Content::Records`] in a version 1 batch).
+    pub content: Content,
     /// Wall clock − source clock in ns, with which the host converted the records'
     /// stamps; 0 for [`TimeSource::Drained`].
     pub offset_ns: i64,
@@ -404,10 +456,10 @@ impl<'a> Batch<'a> {
         if h[..4] != MAGIC {
             return Err(FrameError::Magic([h[0], h[1], h[2], h[3]]));
         }
-        match u16_at(h, 4) {
-            VERSION => {}
+        let version = match u16_at(h, 4) {
+            v @ (1 | VERSION) => v,
             v => return Err(FrameError::Version(v)),
-        }
+        };
         match u16_at(h, 6) {
             n if usize::from(n) == HEADER_LEN => {}
             n => return Err(FrameError::HeaderLen(n)),
@@ -427,9 +479,15 @@ impl<'a> Batch<'a> {
             0 => {}
             x => return Err(FrameError::Flags(x)),
         }
-        if h[11] != 0 || u32_at(h, 44) != 0 {
+        if (version == 1 && h[11] != 0) || u32_at(h, 44) != 0 {
             return Err(FrameError::Reserved);
         }
+        let content = match Content::from_u8(h[11]) {
+            // One encoding per batch: plain records are version 1.
+            Some(Content::Records) if version != 1 => return Err(FrameError::Content(0)),
+            Some(c) => c,
+            None => return Err(FrameError::Content(h[11])),
+        };
         let time_source = TimeSource::from_u8(h[10]).ok_or(FrameError::TimeSource(h[10]))?;
         let offset_ns = u64_at(h, 24) as i64;
         if time_source == TimeSource::Drained && offset_ns != 0 {
@@ -456,7 +514,7 @@ impl<'a> Batch<'a> {
             return Err(FrameError::Padding("host and source names"));
         }
         check_records(records, count)?;
-        Ok(Batch { host, source, first_seq, count, time_source, offset_ns, records })
+        Ok(Batch { host, source, first_seq, count, time_source, content, offset_ns, records })
     }
 
     /// The records in order, with sequence numbers `first_seq`, `first_seq + 1`, ….
@@ -481,7 +539,7 @@ fn check_records(mut records: &[u8], count: u32) -> Result<(), FrameError> {
             0 => {}
             TOO_LARGE if len == 8 => {}
             TOO_LARGE => return Err(FrameError::Records { reason: "a too-large marker's length is not 8" }),
-            _ => return Err(FrameError::Records { reason: "a record's flags have a bit version 1 does not define" }),
+            _ => return Err(FrameError::Records { reason: "a record's flags have a bit no version defines" }),
         }
         let Some((payload, rest)) = rest.split_at_checked(pad8(len)) else {
             return Err(FrameError::Records { reason: "a record's payload runs past the records length" });

@@ -6,6 +6,7 @@ mod bpf;
 mod channel;
 mod flight;
 mod round;
+mod traced;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -14,11 +15,11 @@ use std::time::{Duration, Instant};
 use ringtrace::config::{Mpsc, ProducerKind, Spsc};
 use ringtrace::inspect::{RingFile, RingKind, RingMode};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
+use ringtrace_tracing::{CATALOG_FILE, RINGS_FILE};
 
 use flight::Flight;
-use round::Reader;
+use round::{Reader, Times};
 
-use crate::frame::TimeSource;
 use crate::state::{SourceCounts, SourceState};
 
 use super::error::ShipError;
@@ -111,13 +112,19 @@ impl Source {
 
     /// The sources of the files at `paths`, in order: a ring file's, or one for each
     /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached), or a
-    /// BPF map's (`bpf-pin:PATH`, `bpf-id:N`: see [`bpf`]). A
+    /// BPF map's (`bpf-pin:PATH`, `bpf-id:N`: see [`bpf`]). A `ringtrace-tracing`
+    /// recorder directory (one holding its rings and catalog files) stands for its
+    /// rings, `DIR#SLOT`, their records decoded on the host (see [`traced`]). Another
     /// directory stands for the ring and channel files in it (not below it), by name;
     /// its other files are skipped with a line on stderr each. Files added to it later
     /// are not read.
     pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, ShipError> {
         let mut sources = Vec::with_capacity(paths.len());
         for path in paths {
+            if is_recorder_directory(path) {
+                Self::expand_recorder(path, &mut sources)?;
+                continue;
+            }
             if !path.is_dir() {
                 Self::expand_file(path, &mut sources)?;
                 continue;
@@ -144,9 +151,44 @@ impl Source {
             sources.push(Source::open(path)?);
             return Ok(());
         }
+        if channel::mode(path)? == RingMode::Overwrite {
+            return Self::expand_overwrite_channel(path, sources);
+        }
         for slot in channel::open(path)? {
             let name = format!("{}#{}", path.display(), slot.slot);
             sources.push(Source::new(path, name, Ring::Slot(slot))?);
+        }
+        Ok(())
+    }
+
+    /// The slots of the overwrite-mode channel file at `path`, each followed as a
+    /// flight recorder and named `PATH#SLOT`.
+    fn expand_overwrite_channel(path: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
+        let slots = channel::open_overwrite(path)?;
+        for slot in 0..slots.rings().len() as u32 {
+            let flight = Flight::slot(&slots, slot, None)
+                .map_err(|e| ShipError::Source(format!("{}: slot {slot}: {e}", path.display())))?;
+            sources.push(Source::new(path, format!("{}#{slot}", path.display()), Ring::Own(Box::new(flight)))?);
+        }
+        Ok(())
+    }
+
+    /// A recorder directory's sources: its rings, their records decoded with its
+    /// catalog (see [`traced`]).
+    fn expand_recorder(dir: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
+        let rings = dir.join(RINGS_FILE);
+        if channel::mode(&rings)? != RingMode::Overwrite {
+            return Err(ShipError::Source(format!(
+                "{}: not a recorder's rings (a discard-mode channel)",
+                rings.display()
+            )));
+        }
+        let slots = channel::open_overwrite(&rings)?;
+        for slot in 0..slots.rings().len() as u32 {
+            let decoder = traced::Decoder::new(&dir.join(CATALOG_FILE), slot);
+            let flight = Flight::slot(&slots, slot, Some(decoder))
+                .map_err(|e| ShipError::Source(format!("{}: slot {slot}: {e}", rings.display())))?;
+            sources.push(Source::new(&rings, format!("{}#{slot}", dir.display()), Ring::Own(Box::new(flight)))?);
         }
         Ok(())
     }
@@ -252,7 +294,7 @@ impl Source {
         let (filled, position) = match &mut self.ring {
             Ring::Slot(s) => {
                 let stamps =
-                    channel::Stamps { slots: &s.slots, drained_ns: time_ns, last_ns: &mut self.last_ns, offset: 0 };
+                    channel::Stamps { slots: &*s.slots, drained_ns: time_ns, last_ns: &mut self.last_ns, offset: 0 };
                 let c = &mut s.consumer;
                 (fill_from(c, host, name, &mut seq, Times::Channel(stamps), limits, out)?, c.position())
             }
@@ -319,6 +361,12 @@ impl Source {
     }
 }
 
+/// Whether `path` is a `ringtrace-tracing` recorder directory: a directory holding its
+/// rings and catalog files.
+fn is_recorder_directory(path: &Path) -> bool {
+    path.is_dir() && path.join(RINGS_FILE).is_file() && path.join(CATALOG_FILE).is_file()
+}
+
 /// The most files a source directory may hold: a directory is read whole at start.
 const MAX_DIR_FILES: usize = 4096;
 
@@ -352,40 +400,6 @@ impl Drop for Source {
     }
 }
 
-/// Where a source's record times come from.
-enum Times<'a> {
-    /// The agent's wall clock when it drained them (ring files, unstamped channels).
-    Drained(u64),
-    /// A channel's slot: its records' stamps, or the drain time ([`channel::Stamps`]).
-    Channel(channel::Stamps<'a>),
-}
-
-impl Times<'_> {
-    /// A new batch's time source and offset.
-    fn batch(&mut self) -> (TimeSource, i64) {
-        match self {
-            Times::Drained(_) => (TimeSource::Drained, 0),
-            Times::Channel(s) => s.batch(),
-        }
-    }
-
-    /// A record's stamp (monotonic ns), if it has one, and what is shipped of it.
-    fn split<'r>(&self, rec: &'r [u8]) -> (Option<u64>, &'r [u8]) {
-        match self {
-            Times::Drained(_) => (None, rec),
-            Times::Channel(s) => s.slots.split(rec),
-        }
-    }
-
-    /// The wall-clock time of a record with `stamp`, in the open batch.
-    fn time(&mut self, stamp: Option<u64>) -> u64 {
-        match self {
-            Times::Drained(t) => *t,
-            Times::Channel(s) => s.time(stamp),
-        }
-    }
-}
-
 /// The loop of [`Source::fill`] for one producer kind.
 fn fill_from<K: ProducerKind>(
     c: &mut Consumer<K>,
@@ -398,13 +412,10 @@ fn fill_from<K: ProducerKind>(
 ) -> Result<Filled, ShipError> {
     let mut batches = Batcher::new(host, name, *seq, times.batch(), limits, out)?;
     for whole in c.iter() {
-        let (stamp, rec) = times.split(whole);
-        if batches.full_for(rec.len()) {
-            batches.cut(batches.next_seq(), times.batch())?;
-        }
-        let time_ns = times.time(stamp);
-        if batches.push(time_ns, rec, whole.len())? {
-            break;
+        match batches.take(batches.next_seq(), whole, &mut times) {
+            Ok(()) => {}
+            Err(round::Stop::Full) => break,
+            Err(round::Stop::Failed(e)) => return Err(e),
         }
     }
     *seq = batches.next_seq();

@@ -38,7 +38,8 @@ fn records_at(b: &[u8]) -> usize {
 
 /// The bytes the writer makes of a decoded batch (the format has one encoding per batch).
 fn reencode(b: &Batch<'_>) -> Vec<u8> {
-    let mut w = BatchWriter::new(b.host, b.source, b.first_seq, b.time_source, b.offset_ns).unwrap();
+    let w = BatchWriter::new(b.host, b.source, b.first_seq, b.time_source, b.offset_ns).unwrap();
+    let mut w = w.with_content(b.content);
     for r in b.records() {
         match r.too_large {
             Some(len) => w.push_too_large(r.time_ns, len).unwrap(),
@@ -200,22 +201,23 @@ proptest! {
     #[test]
     fn checksummed_junk_decodes_canonically_or_not_at_all(
         host in prop::collection::vec(prop_oneof![19 => Just(b'a'), 1 => Just(0xff)], 0..6),
-        head in (rare(), rare(), rare(), 0u8..3, rare(), prop_oneof![Just(u64::MAX - 3), any::<u64>()]),
+        head in (rare(), rare(), 0u8..3, rare(), prop_oneof![Just(u64::MAX - 3), any::<u64>()]),
+        (version, content) in (prop_oneof![9 => 1u16..=2, 1 => Just(3u16)], prop_oneof![2 => Just(0u8), 2 => Just(1u8), 1 => 2u8..=255]),
         recs in prop::collection::vec(
             (0u32..24, prop_oneof![18 => Just(0u32), 1 => Just(TOO_LARGE), 1 => Just(2)], any::<u64>(), prop::option::weighted(0.1, 0usize..24), rare()),
             0..6,
         ),
         miscount in prop::option::weighted(0.1, 0u32..8),
     ) {
-        let (bad_reserved, bad_flags, bad_ts, ts, bad_offset, seq) = head;
+        let (bad_flags, bad_ts, ts, bad_offset, seq) = head;
         let counted = miscount.unwrap_or(recs.len() as u32);
         let mut b = vec![0u8; HEADER_LEN];
         b[..4].copy_from_slice(&MAGIC);
-        b[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        b[4..6].copy_from_slice(&version.to_le_bytes());
         b[6..8].copy_from_slice(&(HEADER_LEN as u16).to_le_bytes());
         b[8] = u8::from(bad_flags);
         b[10] = if bad_ts { 3 } else { ts };
-        b[11] = u8::from(bad_reserved);
+        b[11] = content;
         b[12..14].copy_from_slice(&(host.len() as u16).to_le_bytes());
         b[16..24].copy_from_slice(&seq.to_le_bytes());
         b[24] = u8::from(bad_offset);
@@ -291,7 +293,7 @@ fn magic_version_header_len_and_flags_are_checked() {
     let mut b = sample();
     edit(&mut b, 4, &7u16.to_le_bytes());
     assert_eq!(decode_err(&b), FrameError::Version(7));
-    assert_eq!(decode_err(&b).to_string(), "batch version 7, this reader knows 1");
+    assert_eq!(decode_err(&b).to_string(), "batch version 7, this reader knows 1 to 2");
     let mut b = sample();
     edit(&mut b, 6, &64u16.to_le_bytes());
     assert_eq!(decode_err(&b), FrameError::HeaderLen(64));
@@ -308,6 +310,13 @@ fn reserved_bytes_time_source_and_offset_are_checked() {
         edit(&mut b, at, &[1]);
         assert_eq!(decode_err(&b), FrameError::Reserved, "byte {at}");
     }
+    // Version 2: byte 11 is the content.
+    let mut b = sample();
+    edit(&mut b, 4, &2u16.to_le_bytes());
+    edit(&mut b, 11, &[2]);
+    assert_eq!(decode_err(&b), FrameError::Content(2));
+    edit(&mut b, 11, &[0]);
+    assert_eq!(decode_err(&b), FrameError::Content(0));
     let mut b = sample();
     edit(&mut b, 10, &[3]);
     assert_eq!(decode_err(&b), FrameError::TimeSource(3));
@@ -433,4 +442,24 @@ fn too_large_markers_round_trip() {
     assert_eq!(got, [(7, 1, &b"before"[..], None), (8, 2, &b""[..], Some(3 << 20)), (9, 3, &b"after"[..], None)]);
     assert_eq!(reencode(&b), bytes);
     assert_eq!(BatchWriter::alone("h", "s", 6), HEADER_LEN + 8 + RECORD_HEADER_LEN + 8);
+}
+
+#[test]
+fn content_other_than_records_is_version_2_and_plain_records_stay_version_1() {
+    for content in [Content::Records, Content::Events] {
+        let mut w = BatchWriter::new("h", "dir#0", 5, TimeSource::Monotonic, 9).unwrap().with_content(content);
+        w.push(1, b"event").unwrap();
+        let bytes = w.finish();
+        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+        assert_eq!(version, if content == Content::Records { 1 } else { 2 }, "{content:?}");
+        let b = Batch::decode(&bytes).unwrap();
+        assert_eq!(b.content, content);
+        assert_eq!(reencode(&b), bytes);
+    }
+    // A version 1 batch with a content byte is refused (the byte is reserved there).
+    let mut w = BatchWriter::new("h", "s", 0, TimeSource::Drained, 0).unwrap();
+    w.push(1, b"x").unwrap();
+    let mut bytes = w.finish();
+    edit(&mut bytes, 11, &[Content::Events as u8]);
+    assert_eq!(decode_err(&bytes), FrameError::Reserved);
 }

@@ -233,6 +233,53 @@ pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<St
     }
 }
 
+/// Any entry as one JSON object (no newline): an event's or a lost count's as
+/// [`entry_line`] writes them; a span record's with the time, `ts_ns` and thread an
+/// event's has, then `span` (`new`, `record`, `enter`, `exit`, `close` or `follows`)
+/// and `id`, and what the record says: a new span's `name`, `target`, `parent` (absent
+/// at the root) and `fields`, a record's `fields`, a follows' `follows`. What an agent
+/// ships of a recorder's records, one each, so that none is left out.
+pub fn entry_json(trace: &Trace, entry: &Entry<'_>) -> String {
+    if let Some(line) = entry_line(trace, entry, Format::Json) {
+        return line;
+    }
+    let wall = trace.process.as_ref().map_or(entry.ts_ns, |p| p.wall_ns(entry.ts_ns));
+    let thread = entry.thread.map_or_else(|| format!("lane-{}", entry.lane), |t| t.label());
+    let mut o = Map::new();
+    o.insert("time".into(), json!(rfc3339(wall)));
+    o.insert("ts_ns".into(), json_id(entry.ts_ns));
+    o.insert("thread".into(), json!(thread));
+    let (kind, span) = match &entry.kind {
+        EntryKind::NewSpan { span, parent, callsite, fields } => {
+            if let Some(c) = callsite {
+                o.insert("name".into(), json!(c.name));
+                o.insert("target".into(), json!(c.target));
+            }
+            if *parent != 0 {
+                o.insert("parent".into(), json_id(*parent));
+            }
+            o.insert("fields".into(), Json::Object(json_line_fields(fields)));
+            ("new", *span)
+        }
+        EntryKind::Record { span, fields } => {
+            o.insert("fields".into(), Json::Object(json_line_fields(fields)));
+            ("record", *span)
+        }
+        EntryKind::Enter { span } => ("enter", *span),
+        EntryKind::Exit { span } => ("exit", *span),
+        EntryKind::Close { span } => ("close", *span),
+        EntryKind::FollowsFrom { span, follows } => {
+            o.insert("follows".into(), json_id(*follows));
+            ("follows", *span)
+        }
+        // Written by `entry_line` above.
+        EntryKind::Event(_) | EntryKind::Lost { .. } => ("?", 0),
+    };
+    o.insert("span".into(), json!(kind));
+    o.insert("id".into(), json_id(span));
+    Json::Object(o).to_string()
+}
+
 /// Damaged chunks [`summary`] names one by one; the rest it sums up.
 const DAMAGED_SHOWN: usize = 3;
 

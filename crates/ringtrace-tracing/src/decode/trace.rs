@@ -13,7 +13,7 @@ use super::raw;
 use super::records::{Reading, Records, Unread};
 use crate::catalog::{self, Callsite, ThreadInfo};
 use crate::error::Error;
-use crate::file::Process;
+use crate::file::{self, Process};
 use crate::wire::{RawRecord, RawValue, Value};
 
 /// A trace, read and checked.
@@ -58,6 +58,35 @@ impl Trace {
     /// Reads a trace file's bytes, holding its records; `path` names it in errors.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Trace, Error> {
         let (parts, problems) = load::file(bytes, path)?;
+        Ok(Trace::assemble(parts, problems))
+    }
+
+    /// A trace of a recorder directory's parts found elsewhere (read back from where
+    /// an agent shipped them): `catalog`, its catalog file's chunks, whole and in order
+    /// (the file past its header), and its ring records, each `(lane, CLOCK_MONOTONIC ns, record bytes
+    /// without the stamp)`. `name` names it in errors. What cannot be read is counted in
+    /// [`problems`](Trace::problems), as a file's is; a trace assembled so has no end
+    /// chunk, which is not counted as a loss.
+    pub fn from_parts<'r>(
+        catalog: &[u8],
+        records: impl IntoIterator<Item = (u32, u64, &'r [u8])>,
+        name: &Path,
+    ) -> Result<Trace, Error> {
+        let mut bytes = file::header().to_vec();
+        bytes.extend_from_slice(catalog);
+        let mut payload = Vec::new();
+        for (lane, ts, rec) in records {
+            if payload.len() + rec.len() + 16 > file::MAX_CHUNK as usize && !payload.is_empty() {
+                bytes.extend_from_slice(&file::encode_chunk(file::chunk::RECORDS, &payload));
+                payload.clear();
+            }
+            file::put_record(&mut payload, lane, ts, rec);
+        }
+        if !payload.is_empty() {
+            bytes.extend_from_slice(&file::encode_chunk(file::chunk::RECORDS, &payload));
+        }
+        let (parts, mut problems) = load::file(&bytes, name)?;
+        problems.incomplete = false;
         Ok(Trace::assemble(parts, problems))
     }
 

@@ -19,7 +19,7 @@ use ringtrace::kernel::bpf::BpfRingBuf;
 use ringtrace::Stats;
 
 use super::super::error::ShipError;
-use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered};
+use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered, Times};
 use crate::frame::TimeSource;
 use crate::state::SourceState;
 
@@ -101,7 +101,8 @@ impl Reader for Bpf {
     ) -> Result<(Filled, u64, u64), ShipError> {
         let mut batches = Batcher::new(host, name, self.next_seq, (TimeSource::Drained, 0), limits, out)?;
         // A round that read its bytes stops at a record, which counts as read.
-        let read = self.rb.consume(|rec| batches.take(batches.next_seq(), time_ns, rec));
+        let mut times = Times::Drained(time_ns);
+        let read = self.rb.consume(|rec| batches.take(batches.next_seq(), rec, &mut times));
         let next = batches.next_seq();
         let filled = batches.finish();
         read_outcome(read, name, false)?;

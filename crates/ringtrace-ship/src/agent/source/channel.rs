@@ -28,10 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ringtrace::clock::{BestClock, Clock, Monotonic, NoClock, Tsc};
-use ringtrace::config::{Discard, Spsc};
+use ringtrace::config::{Discard, Mode, Overwrite, Spsc};
 use ringtrace::inspect::channel::ChannelFile;
 use ringtrace::inspect::RingMode;
-use ringtrace::{Channel, Consumer, SpscRing};
+use ringtrace::{Channel, Consumer, RingBuf, SpscRing};
 use rustix::time::{clock_gettime, ClockId};
 
 use super::super::error::ShipError;
@@ -44,17 +44,17 @@ pub(super) const JITTER: u64 = 1_000_000;
 /// How long the slots' producer liveness ([`Slots::finished`]) is trusted.
 const LIVENESS_TTL: Duration = Duration::from_millis(5);
 
-/// A discard-mode channel of any clock.
-trait AnyChannel: Send + Sync {
+/// A channel of mode `M` and any clock.
+trait AnyChannel<M: Mode>: Send + Sync {
     fn split<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]);
     fn stamped(&self) -> bool;
     fn slots(&self) -> u32;
-    fn slot_ring(&self, slot: u32) -> Result<SpscRing, ringtrace::Error>;
+    fn slot_ring(&self, slot: u32) -> Result<RingBuf<Spsc, M>, ringtrace::Error>;
     /// Of each slot: whether no live process holds its producer role.
     fn exited(&self) -> Vec<bool>;
 }
 
-impl<C: Clock> AnyChannel for Channel<Discard, C> {
+impl<M: Mode, C: Clock> AnyChannel<M> for Channel<M, C> {
     fn split<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]) {
         self.split_stamp(rec)
     }
@@ -64,7 +64,7 @@ impl<C: Clock> AnyChannel for Channel<Discard, C> {
     fn slots(&self) -> u32 {
         Channel::slots(self)
     }
-    fn slot_ring(&self, slot: u32) -> Result<SpscRing, ringtrace::Error> {
+    fn slot_ring(&self, slot: u32) -> Result<RingBuf<Spsc, M>, ringtrace::Error> {
         Channel::slot_ring(self, slot)
     }
     fn exited(&self) -> Vec<bool> {
@@ -73,11 +73,19 @@ impl<C: Clock> AnyChannel for Channel<Discard, C> {
     }
 }
 
-/// What the sub-sources of one channel file share.
-pub(super) struct Slots {
-    channel: Box<dyn AnyChannel>,
+/// How a channel's records carry their times: what [`Stamps`] needs of [`Slots`].
+pub(super) trait Stamping: Send + Sync {
+    /// Whether records carry a stamp.
+    fn stamped(&self) -> bool;
+    /// A record's stamp in `CLOCK_MONOTONIC` ns (if it has one) and its payload.
+    fn split<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]);
+}
+
+/// What the sub-sources of one channel file of mode `M` share.
+pub(super) struct Slots<M: Mode = Discard> {
+    channel: Box<dyn AnyChannel<M>>,
     /// Every slot's ring (handles, for their positions).
-    rings: Vec<SpscRing>,
+    rings: Vec<RingBuf<Spsc, M>>,
     /// Each slot's producer liveness, and when it was read.
     liveness: Mutex<Option<(Instant, Vec<bool>)>>,
 }
@@ -95,39 +103,59 @@ pub(super) fn is_channel(path: &Path) -> bool {
     ringtrace::inspect::channel::is_channel_file(path).unwrap_or(false)
 }
 
-/// Attaches to every slot of the channel file at `path` as its consumer.
-pub(super) fn open(path: &Path) -> Result<Vec<Slot>, ShipError> {
+/// The mode of the channel file at `path`.
+pub(super) fn mode(path: &Path) -> Result<RingMode, ShipError> {
+    let header = *ChannelFile::open(path).map_err(|e| ShipError::Source(format!("{}: {e}", path.display())))?.header();
+    Ok(header.mode)
+}
+
+/// Opens the channel file at `path`, of mode `M`, and every slot's ring.
+fn open_mode<M: Mode>(path: &Path) -> Result<Arc<Slots<M>>, ShipError> {
     let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", path.display()));
     let header = *ChannelFile::open(path).map_err(|e| err(&e))?.header();
-    if header.mode != RingMode::Discard {
-        return Err(err(&"an overwrite-mode channel (flight recorder): ship reads discard-mode channels"));
-    }
-    let channel: Box<dyn AnyChannel> = match header.clock_name() {
-        "none" => Box::new(Channel::<Discard, NoClock>::open(path).map_err(|e| err(&e))?),
-        "mono" => Box::new(Channel::<Discard, Monotonic>::open(path).map_err(|e| err(&e))?),
-        "tsc" => Box::new(Channel::<Discard, Tsc>::open(path).map_err(|e| err(&e))?),
-        _ => Box::new(Channel::<Discard, BestClock>::open(path).map_err(|e| err(&e))?),
+    let channel: Box<dyn AnyChannel<M>> = match header.clock_name() {
+        "none" => Box::new(Channel::<M, NoClock>::open(path).map_err(|e| err(&e))?),
+        "mono" => Box::new(Channel::<M, Monotonic>::open(path).map_err(|e| err(&e))?),
+        "tsc" => Box::new(Channel::<M, Tsc>::open(path).map_err(|e| err(&e))?),
+        _ => Box::new(Channel::<M, BestClock>::open(path).map_err(|e| err(&e))?),
     };
     let rings = (0..channel.slots()).map(|i| channel.slot_ring(i)).collect::<Result<Vec<_>, _>>();
     let rings = rings.map_err(|e| err(&e))?;
-    let mut consumers = Vec::with_capacity(rings.len());
-    for (i, r) in rings.iter().enumerate() {
-        consumers.push(r.consumer().map_err(|e| err(&format_args!("slot {i}: {e}")))?);
-    }
-    let slots = Arc::new(Slots { channel, rings: rings.clone(), liveness: Mutex::new(None) });
-    let all = rings.into_iter().zip(consumers).enumerate();
-    Ok(all.map(|(i, (ring, consumer))| Slot { slots: slots.clone(), slot: i as u32, ring, consumer }).collect())
+    Ok(Arc::new(Slots { channel, rings, liveness: Mutex::new(None) }))
 }
 
-impl Slots {
-    /// Whether records carry a stamp.
-    pub fn stamped(&self) -> bool {
+/// Attaches to every slot of the discard-mode channel file at `path` as its consumer.
+pub(super) fn open(path: &Path) -> Result<Vec<Slot>, ShipError> {
+    let slots = open_mode::<Discard>(path)?;
+    let mut all = Vec::with_capacity(slots.rings.len());
+    for (i, ring) in slots.rings.iter().enumerate() {
+        let consumer = ring.consumer().map_err(|e| ShipError::Source(format!("{}: slot {i}: {e}", path.display())))?;
+        all.push(Slot { slots: slots.clone(), slot: i as u32, ring: ring.clone(), consumer });
+    }
+    Ok(all)
+}
+
+/// The slots of the overwrite-mode channel file at `path` (a flight recorder's, such
+/// as a recorder directory's): their rings, each followed as a flight recorder is
+/// (`flight`), its consumer attached there.
+pub(super) fn open_overwrite(path: &Path) -> Result<Arc<Slots<Overwrite>>, ShipError> {
+    open_mode::<Overwrite>(path)
+}
+
+impl<M: Mode> Stamping for Slots<M> {
+    fn stamped(&self) -> bool {
         self.channel.stamped()
     }
 
-    /// A record's stamp in `CLOCK_MONOTONIC` ns (if it has one) and its payload.
-    pub fn split<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]) {
+    fn split<'a>(&self, rec: &'a [u8]) -> (Option<u64>, &'a [u8]) {
         self.channel.split(rec)
+    }
+}
+
+impl<M: Mode> Slots<M> {
+    /// Every slot's ring.
+    pub fn rings(&self) -> &[RingBuf<Spsc, M>] {
+        &self.rings
     }
 
     /// `--until-disconnected` for slot `slot`, whose consumer says `disconnected`
@@ -188,7 +216,7 @@ pub(super) fn realtime_offset() -> i64 {
 
 /// How the records of a slot get their times.
 pub(super) struct Stamps<'a> {
-    pub slots: &'a Slots,
+    pub slots: &'a dyn Stamping,
     /// The agent's wall clock at the round: for records without a stamp.
     pub drained_ns: u64,
     /// The slot's latest time shipped (its times do not step back within [`JITTER`]).

@@ -20,9 +20,15 @@
 //! overwritten since, with the same numbers; the reader drops the copies. What was
 //! overwritten meanwhile is counted ([`SourceCounts::overwritten`]).
 //!
+//! The slots of an overwrite-mode channel file (a recorder directory's among them)
+//! are followed the same way, each its own source ([`Flight::slot`]); their records'
+//! stamps give their times as a discard channel's do ([`channel::Stamps`]). A
+//! recorder directory's records are shipped decoded ([`traced`](super::traced)).
+//!
 //! [`SourceCounts::overwritten`]: crate::state::SourceCounts::overwritten
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ringtrace::config::{Mpsc, Overwrite, ProducerKind, Spsc};
@@ -31,8 +37,10 @@ use ringtrace::recorder::{OverwriteConsumer, ReadMark};
 use ringtrace::{Access, RingBuf, Stats};
 
 use super::super::error::ShipError;
-use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered};
-use crate::frame::TimeSource;
+use super::channel::{self, Slots};
+use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered, Stop, Times};
+use super::traced::Decoder;
+use crate::frame::Content;
 use crate::state::SourceState;
 
 /// A flight recorder of either producer kind, followed.
@@ -61,6 +69,20 @@ pub(super) struct Followed<K: ProducerKind> {
     acked: ReadMark,
     /// Its mark after the round in flight.
     pending: Option<ReadMark>,
+    /// A channel's slot: where the times come from.
+    slot: Option<ChannelSlot>,
+}
+
+/// The slot of an overwrite-mode channel a [`Followed`] reads.
+struct ChannelSlot {
+    slots: Arc<Slots<Overwrite>>,
+    slot: u32,
+    /// The slot's latest time shipped, and its value before the round in flight
+    /// (restored if the round fails).
+    last_ns: u64,
+    last_ns_before: u64,
+    /// A recorder directory's: its records are shipped decoded.
+    decoder: Option<Decoder>,
 }
 
 impl Flight {
@@ -70,6 +92,15 @@ impl Flight {
             RingKind::Mpsc => Flight::Mpsc(Followed::open(path)?),
             RingKind::Spsc => Flight::Spsc(Followed::open(path)?),
         })
+    }
+
+    /// Attaches to slot `slot` of an overwrite-mode channel as its consumer; with a
+    /// decoder, its records are shipped decoded.
+    pub fn slot(slots: &Arc<Slots<Overwrite>>, slot: u32, decoder: Option<Decoder>) -> Result<Flight, String> {
+        let ring = slots.rings().get(slot as usize).ok_or_else(|| format!("no slot {slot}"))?.clone();
+        let mut f = Followed::of(ring)?;
+        f.slot = Some(ChannelSlot { slots: slots.clone(), slot, last_ns: 0, last_ns_before: 0, decoder });
+        Ok(Flight::Spsc(f))
     }
 }
 
@@ -105,7 +136,12 @@ impl Reader for Flight {
 
     /// Reads again from the last acknowledged mark.
     fn failed(&mut self) {
-        with_followed!(self, f => if f.pending.take().is_some() { f.rewind() })
+        with_followed!(self, f => if f.pending.take().is_some() {
+            if let Some(s) = &mut f.slot {
+                s.last_ns = s.last_ns_before;
+            }
+            f.rewind()
+        })
     }
 
     fn stats(&self) -> Stats {
@@ -117,7 +153,10 @@ impl Reader for Flight {
     }
 
     fn is_disconnected(&self) -> bool {
-        with_followed!(self, f => f.consumer.is_disconnected())
+        with_followed!(self, f => match &f.slot {
+            Some(s) => s.slots.finished(s.slot, f.consumer.is_disconnected()),
+            None => f.consumer.is_disconnected(),
+        })
     }
 
     fn wait(&mut self, timeout: Duration) -> std::io::Result<bool> {
@@ -127,10 +166,13 @@ impl Reader for Flight {
 
 impl<K: ProducerKind> Followed<K> {
     fn open(path: &Path) -> Result<Self, String> {
-        let ring = RingBuf::<K, Overwrite>::open_with(path, Access::Consumer).map_err(|e| e.to_string())?;
+        Self::of(RingBuf::<K, Overwrite>::open_with(path, Access::Consumer).map_err(|e| e.to_string())?)
+    }
+
+    fn of(ring: RingBuf<K, Overwrite>) -> Result<Self, String> {
         let consumer = ring.consumer().map_err(|e| e.to_string())?;
         let acked = consumer.mark();
-        Ok(Followed { ring, consumer, base: 0, acked, pending: None })
+        Ok(Followed { ring, consumer, base: 0, acked, pending: None, slot: None })
     }
 
     fn recover(&mut self, saved: Option<&SourceState>, same: bool) -> Recovered {
@@ -166,14 +208,55 @@ impl<K: ProducerKind> Followed<K> {
         debug_assert!(self.pending.is_none(), "a round is in flight");
         let base = self.base;
         let first = base.wrapping_add(self.consumer.mark().next_number());
-        let mut batches = Batcher::new(host, name, first, (TimeSource::Drained, 0), limits, out)?;
-        // A gap (records overwritten before they were read) starts a new batch.
-        let read =
-            self.consumer.consume_numbered(usize::MAX, |n, rec| batches.take(base.wrapping_add(n), time_ns, rec));
-        let filled = batches.finish();
-        // Producers that overwrite the records faster than they are copied: the next
-        // round tries again.
-        read_outcome(read, name, true)?;
+        let (mut decoder, mut times) = match &mut self.slot {
+            Some(s) => {
+                s.last_ns_before = s.last_ns;
+                let slots: &dyn channel::Stamping = &*s.slots;
+                let stamps = channel::Stamps { slots, drained_ns: time_ns, last_ns: &mut s.last_ns, offset: 0 };
+                (s.decoder.as_mut(), Times::Channel(stamps))
+            }
+            None => (None, Times::Drained(time_ns)),
+        };
+        let content = if decoder.is_some() { Content::Events } else { Content::Records };
+        let mut batches = Batcher::new(host, name, first, times.batch(), limits, out)?.content(content);
+        let filled = match decoder.as_mut() {
+            Some(decoder) => {
+                // The round's records copied out, then decoded together, then batched.
+                let (mut read, mut bytes) = (Vec::new(), 0);
+                let got = self.consumer.consume_numbered(usize::MAX, |n, rec| {
+                    read.push((n, rec.to_vec()));
+                    bytes += rec.len() + 16;
+                    if bytes >= limits.round {
+                        Err(Stop::Full)
+                    } else {
+                        Ok(())
+                    }
+                });
+                read_outcome(got, name, true)?;
+                let split: Vec<(Option<u64>, &[u8])> = read.iter().map(|(_, rec)| times.split(rec)).collect();
+                let lines = decoder.decode(&split);
+                for (((n, whole), (stamp, _)), line) in read.iter().zip(&split).zip(&lines) {
+                    let seq = base.wrapping_add(*n);
+                    match batches.take_split(seq, *stamp, line.as_bytes(), whole.len(), &mut times) {
+                        // Every record read is shipped: the round's bytes were counted above.
+                        Ok(()) | Err(Stop::Full) => {}
+                        Err(Stop::Failed(e)) => return Err(e),
+                    }
+                }
+                batches.finish()
+            }
+            None => {
+                // A gap (records overwritten before they were read) starts a new batch.
+                let read = self
+                    .consumer
+                    .consume_numbered(usize::MAX, |n, rec| batches.take(base.wrapping_add(n), rec, &mut times));
+                let filled = batches.finish();
+                // Producers that overwrite the records faster than they are copied: the
+                // next round tries again.
+                read_outcome(read, name, true)?;
+                filled
+            }
+        };
         let mark = self.consumer.mark();
         if filled.records > 0 {
             self.pending = Some(mark);

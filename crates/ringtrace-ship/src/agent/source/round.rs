@@ -3,13 +3,14 @@
 //! messages each closed before it passes the batch size, a record too large for any
 //! message shipped as a marker.
 
-use crate::frame::{BatchWriter, FrameError, TimeSource, RECORD_HEADER_LEN};
+use crate::frame::{BatchWriter, Content, FrameError, TimeSource, RECORD_HEADER_LEN};
 
 use std::time::{Duration, Instant};
 
 use ringtrace::{ConsumeError, Stats};
 
 use super::super::error::ShipError;
+use super::channel;
 use crate::state::SourceState;
 
 /// How much a round reads and how large its messages grow.
@@ -50,6 +51,8 @@ pub(super) struct Batcher<'a> {
     limits: Limits,
     out: &'a mut Vec<Vec<u8>>,
     batch: BatchWriter,
+    /// What its batches hold.
+    content: Content,
     filled: Filled,
     /// Ring bytes read this round (records and their headers).
     bytes: usize,
@@ -67,7 +70,14 @@ impl<'a> Batcher<'a> {
         out: &'a mut Vec<Vec<u8>>,
     ) -> Result<Self, ShipError> {
         let batch = BatchWriter::new(host, name, seq, times.0, times.1).map_err(|e| frame(name, e))?;
-        Ok(Batcher { host, name, limits, out, batch, filled: Filled::default(), bytes: 0 })
+        Ok(Batcher { host, name, limits, out, batch, content: Content::Records, filled: Filled::default(), bytes: 0 })
+    }
+
+    /// Says what the batches hold (plain records if not said).
+    pub fn content(mut self, content: Content) -> Self {
+        self.content = content;
+        self.batch = self.batch.with_content(content);
+        self
     }
 
     /// The sequence number the next record gets.
@@ -79,6 +89,7 @@ impl<'a> Batcher<'a> {
     /// gets `seq`, with `times`.
     pub fn cut(&mut self, seq: u64, times: (TimeSource, i64)) -> Result<(), ShipError> {
         let next = BatchWriter::new(self.host, self.name, seq, times.0, times.1).map_err(|e| frame(self.name, e))?;
+        let next = next.with_content(self.content);
         let done = std::mem::replace(&mut self.batch, next);
         if !done.is_empty() {
             self.out.push(done.finish());
@@ -120,15 +131,30 @@ impl<'a> Batcher<'a> {
         Ok(self.bytes >= self.limits.round)
     }
 
-    /// For a read callback: adds `rec`, the record `seq`, at `time_ns`, in a new batch
-    /// if it does not follow the open one's last record (a gap) or would take it past
-    /// the batch size. [`Stop::Full`] once the round has read its bytes (the record is
-    /// in).
-    pub fn take(&mut self, seq: u64, time_ns: u64, rec: &[u8]) -> Result<(), Stop> {
+    /// For a read callback: adds `whole`, the record `seq` (as the ring holds it: its
+    /// stamp, if `times` finds one, is taken off and gives its time), in a new batch if
+    /// it does not follow the open one's last record (a gap) or would take it past the
+    /// batch size. [`Stop::Full`] once the round has read its bytes (the record is in).
+    pub fn take(&mut self, seq: u64, whole: &[u8], times: &mut Times<'_>) -> Result<(), Stop> {
+        let (stamp, rec) = times.split(whole);
+        self.take_split(seq, stamp, rec, whole.len(), times)
+    }
+
+    /// [`take`](Self::take) of a record split already: its stamp, what is shipped of it,
+    /// and the ring bytes it took (`whole`).
+    pub fn take_split(
+        &mut self,
+        seq: u64,
+        stamp: Option<u64>,
+        rec: &[u8],
+        whole: usize,
+        times: &mut Times<'_>,
+    ) -> Result<(), Stop> {
         if seq != self.next_seq() || self.full_for(rec.len()) {
-            self.cut(seq, (TimeSource::Drained, 0)).map_err(Stop::Failed)?;
+            self.cut(seq, times.batch()).map_err(Stop::Failed)?;
         }
-        match self.push(time_ns, rec, rec.len()) {
+        let time_ns = times.time(stamp);
+        match self.push(time_ns, rec, whole) {
             Ok(false) => Ok(()),
             Ok(true) => Err(Stop::Full),
             Err(e) => Err(Stop::Failed(e)),
@@ -205,4 +231,38 @@ pub(super) trait Reader {
     fn ready(&self) -> bool;
     fn is_disconnected(&self) -> bool;
     fn wait(&mut self, timeout: Duration) -> std::io::Result<bool>;
+}
+
+/// Where a source's record times come from.
+pub(super) enum Times<'a> {
+    /// The agent's wall clock when it drained them (ring files, unstamped channels).
+    Drained(u64),
+    /// A channel's slot: its records' stamps, or the drain time ([`channel::Stamps`]).
+    Channel(channel::Stamps<'a>),
+}
+
+impl Times<'_> {
+    /// A new batch's time source and offset.
+    pub fn batch(&mut self) -> (TimeSource, i64) {
+        match self {
+            Times::Drained(_) => (TimeSource::Drained, 0),
+            Times::Channel(s) => s.batch(),
+        }
+    }
+
+    /// A record's stamp (monotonic ns), if it has one, and what is shipped of it.
+    pub fn split<'r>(&self, rec: &'r [u8]) -> (Option<u64>, &'r [u8]) {
+        match self {
+            Times::Drained(_) => (None, rec),
+            Times::Channel(s) => s.slots.split(rec),
+        }
+    }
+
+    /// The wall-clock time of a record with `stamp`, in the open batch.
+    pub fn time(&mut self, stamp: Option<u64>) -> u64 {
+        match self {
+            Times::Drained(t) => *t,
+            Times::Channel(s) => s.time(stamp),
+        }
+    }
 }

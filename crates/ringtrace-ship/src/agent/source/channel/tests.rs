@@ -1,6 +1,6 @@
 //! A channel file's slots as sources: each read, failed, acknowledged and recovered on
 //! its own; stamps turned into wall-clock times; the channel's end for
-//! `--until-disconnected`; overwrite channels refused.
+//! `--until-disconnected`; overwrite channels followed as flight recorders.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -192,7 +192,7 @@ fn times_do_not_step_back_by_the_offsets_noise() {
     let s = sources(&at.0);
     let Ring::Slot(slot) = &s[0].ring else { panic!("a slot") };
     let mut last = 0;
-    let mut stamps = Stamps { slots: &slot.slots, drained_ns: 5, last_ns: &mut last, offset: 1_000 };
+    let mut stamps = Stamps { slots: &*slot.slots, drained_ns: 5, last_ns: &mut last, offset: 1_000 };
     assert_eq!(stamps.time(Some(10_000)), 11_000);
     stamps.offset = 900; // measured 100 ns lower
     assert_eq!(stamps.time(Some(10_050)), 11_000, "held at the previous time");
@@ -231,10 +231,51 @@ fn a_channel_is_finished_when_every_slot_that_had_a_producer_left_and_one_did() 
     assert_eq!(done(&s), [true; 3]);
 }
 
+/// An overwrite channel's slots are followed as flight recorders: each a source of its
+/// own, its records under the ring's numbers (the overwritten ones leaving a gap),
+/// their stamps turned into wall-clock times, a failed round read again the same.
 #[test]
-fn an_overwrite_channel_is_refused_with_a_reason() {
+fn an_overwrite_channels_slots_are_followed_as_flight_recorders() {
     let at = TempChan::new("overwrite");
-    let _channel = Channel::<Overwrite, Monotonic>::builder(1 << 16).max_producers(1).create(&at.0, Monotonic).unwrap();
-    let Err(e) = Source::expand(std::slice::from_ref(&at.0)) else { panic!("an overwrite channel is refused") };
-    assert!(e.to_string().contains("overwrite-mode channel"), "{e}");
+    let channel = Channel::<Overwrite, Monotonic>::builder(4096).max_producers(2).create(&at.0, Monotonic).unwrap();
+    let mut sources = Source::expand(std::slice::from_ref(&at.0)).unwrap();
+    assert_eq!(sources.len(), 2);
+    let (mut p0, mut p1) = (channel.producer().unwrap(), channel.producer().unwrap());
+    let before = now_ns();
+    for i in 0u64..3 {
+        p0.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    // Far more than the slot's ring holds: its oldest records are overwritten.
+    for i in 0u64..2000 {
+        p1.output(&i.to_le_bytes(), Wakeup::Default).unwrap();
+    }
+    let after = now_ns();
+    let limits = Limits { batch: 1 << 16, max: 1 << 20, round: 1 << 20 };
+    let read = |s: &mut Source| {
+        let mut out = Vec::new();
+        s.fill("h", 1, limits, &mut out).unwrap();
+        let mut got = Vec::new();
+        for m in &out {
+            let b = Batch::decode(m).unwrap();
+            for r in b.records() {
+                assert!((before..=after).contains(&r.time_ns), "{} not within the writes", r.time_ns);
+                got.push((r.seq, u64::from_le_bytes(r.payload.try_into().unwrap())));
+            }
+        }
+        got
+    };
+    let first = read(&mut sources[0]);
+    assert_eq!(first, [(0, 0), (1, 1), (2, 2)]);
+    sources[0].failed();
+    assert_eq!(read(&mut sources[0]), first, "a failed round is read again, the same");
+    sources[0].acknowledged();
+    let big = read(&mut sources[1]);
+    assert!(big.len() < 2000 && !big.is_empty());
+    assert!(big.iter().all(|&(seq, i)| seq == i), "each record under its own number");
+    assert_eq!(big.last().unwrap().0, 1999);
+    assert_eq!(sources[0].name, format!("{}#0", at.0.display()));
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
 }

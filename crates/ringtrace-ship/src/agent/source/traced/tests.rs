@@ -1,0 +1,112 @@
+//! A recorder directory written by the tracing layer in this process, shipped by the
+//! agent's sources: every record once, decoded, under the ring's own numbers.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use tracing_subscriber::layer::SubscriberExt;
+
+use super::super::{Limits, Source};
+use crate::frame::{Batch, Content};
+
+/// A fresh directory, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `(source, seq, object)` of each record of the messages.
+fn objects(messages: &[Vec<u8>]) -> Vec<(String, u64, Value)> {
+    let mut out = Vec::new();
+    for m in messages {
+        let b = Batch::decode(m).unwrap();
+        assert_eq!(b.content, Content::Events);
+        for r in b.records() {
+            let v: Value = serde_json::from_slice(r.payload).unwrap_or_else(|e| panic!("{e}: {:?}", r.payload));
+            out.push((b.source.to_string(), r.seq, v));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_recorder_directory_ships_each_record_decoded_under_its_ring_number() {
+    let dir = TempDir(std::env::temp_dir().join(format!("ringtrace-ship-traced-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let rec = dir.0.join("rec");
+    let (layer, _recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(16 << 10).directory(&rec).build().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    // Two threads; the second writes far more than its ring holds, so that the
+    // producers overwrite records before the agent reads them.
+    let write = |n: u64, thread: &'static str| {
+        let d = dispatch.clone();
+        std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&d, || {
+                let span = tracing::info_span!("job", thread);
+                let _e = span.enter();
+                for i in 0..n {
+                    tracing::warn!(i, thread, "step");
+                }
+            })
+        })
+    };
+    write(20, "small").join().unwrap();
+    write(5000, "big").join().unwrap();
+    let mut sources = Source::expand(std::slice::from_ref(&rec)).unwrap();
+    let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.iter().all(|n| n.starts_with(&format!("{}#", rec.display()))), "{names:?}");
+    let mut got = Vec::new();
+    for s in &mut sources {
+        for _ in 0..1000 {
+            let mut out = Vec::new();
+            let filled = s.fill("h", 1, Limits { batch: 4096, max: 1 << 20, round: 8192 }, &mut out).unwrap();
+            s.acknowledged();
+            if filled.records == 0 {
+                break;
+            }
+            got.extend(objects(&out));
+        }
+    }
+    // Per source: numbers rise; events carry their fields, names and thread.
+    let mut by_source: BTreeMap<String, Vec<(u64, Value)>> = BTreeMap::new();
+    for (src, seq, v) in got {
+        by_source.entry(src).or_default().push((seq, v));
+    }
+    let events = |thread: &str| -> Vec<u64> {
+        by_source
+            .values()
+            .flatten()
+            .filter(|(_, v)| v["fields"]["thread"] == thread && v["fields"]["message"] == "step")
+            .map(|(_, v)| v["fields"]["i"].as_u64().unwrap())
+            .collect()
+    };
+    for (src, recs) in &by_source {
+        assert!(recs.windows(2).all(|w| w[0].0 < w[1].0), "{src}: numbers out of order");
+        for (seq, v) in recs {
+            assert!(v.get("undecodable").is_none(), "{src} {seq}: {v}");
+        }
+    }
+    // The small thread: every event, in order, with its level, target and span.
+    let small = events("small");
+    assert_eq!(small, (0..20).collect::<Vec<_>>());
+    let first = by_source
+        .values()
+        .flatten()
+        .find(|(_, v)| v["fields"]["thread"] == "small" && v["fields"]["message"] == "step")
+        .unwrap();
+    assert_eq!(first.1["level"], "WARN");
+    assert!(first.1["target"].as_str().unwrap().contains("traced"), "{}", first.1);
+    assert_eq!(first.1["spans"][0]["name"], "job");
+    // Span records are shipped too (one object each), so numbers have no gaps but the
+    // overwritten ones.
+    assert!(by_source.values().flatten().any(|(_, v)| v["span"] == "enter"));
+    // The big thread: its newest events, in order, ending at its last; the rest overwritten.
+    let big = events("big");
+    assert!(!big.is_empty() && big.len() < 5000, "{}", big.len());
+    assert!(big.windows(2).all(|w| w[0] + 1 == w[1]), "a gap inside what was read");
+    assert_eq!(*big.last().unwrap(), 4999);
+}

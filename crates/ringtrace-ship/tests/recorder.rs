@@ -1,0 +1,99 @@
+//! A `ringtrace-tracing` recorder directory shipped into a real Kafka cluster: a
+//! process records events from two threads and exits; the agent ships every record of
+//! its rings decoded, one JSON object each, and the fleet reader reads each event once,
+//! with its level, target, message, fields, thread and span.
+//!
+//! The cluster is the test command's (see `fleet.rs`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Events each of the child's two threads records.
+const EVENTS: u64 = 3000;
+
+/// The child's part: records `EVENTS` events from each of two threads into the
+/// recorder directory `RECORDER_DIR`, then exits.
+#[test]
+fn child() {
+    let Ok(dir) = std::env::var("RECORDER_DIR") else { return };
+    let (layer, _recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(4 << 20).directory(dir).build().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let threads: Vec<_> = ["alpha", "beta"]
+        .into_iter()
+        .map(|name| {
+            let d = dispatch.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    tracing::dispatcher::with_default(&d, || {
+                        let span = tracing::info_span!("request", host = name);
+                        let _e = span.enter();
+                        for i in 0..EVENTS {
+                            tracing::info!(i, "served");
+                        }
+                    })
+                })
+                .unwrap()
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn a_recorder_directory_arrives_decoded_every_event_once() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "recorder", 3);
+    let dir = TempDir::new("recorder");
+    let rec = dir.path().join("rec");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env("RECORDER_DIR", &rec)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the recording child failed: {status}");
+    let state = dir.path().join("agent.state");
+    let out = wait_output(
+        agent(&brokers, &topic, "host-r", &state, std::slice::from_ref(&rec)).spawn().unwrap(),
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "the agent exited with {}", out.status);
+    let fleet = read_all(&brokers, &topic);
+    let stats = fleet.stats();
+    assert_eq!((stats.duplicates, stats.missing, stats.damaged), (0, 0, 0), "{stats:?}");
+    let mut served: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut spans = 0;
+    for e in fleet.timeline() {
+        assert_eq!(e.host, "host-r");
+        assert!(e.source.starts_with(&format!("{}#", rec.display())), "{}", e.source);
+        let v: serde_json::Value = serde_json::from_slice(e.payload).expect("each record one JSON object");
+        assert!(v.get("undecodable").is_none(), "{v}");
+        if v.get("span").is_some() {
+            spans += 1;
+            continue;
+        }
+        assert_eq!((v["level"].as_str(), v["fields"]["message"].as_str()), (Some("INFO"), Some("served")), "{v}");
+        assert_eq!(v["spans"][0]["name"], "request", "{v}");
+        let thread = v["thread"].as_str().unwrap().to_string();
+        served.entry(thread).or_default().push(v["fields"]["i"].as_u64().unwrap());
+    }
+    eprintln!(
+        "{served_n} events and {spans} span records read back",
+        served_n = served.values().map(Vec::len).sum::<usize>()
+    );
+    assert_eq!(served.len(), 2, "{:?}", served.keys().collect::<Vec<_>>());
+    for (thread, is) in &served {
+        assert!(thread.contains("alpha") || thread.contains("beta"), "{thread}");
+        assert_eq!(*is, (0..EVENTS).collect::<Vec<_>>(), "{thread}: every event once, in order");
+    }
+    assert!(spans > 0, "span records are shipped too");
+}
