@@ -276,6 +276,26 @@ pub enum Command {
         #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = parse_capacity)]
         capacity: u64,
     },
+    /// Ship a host's rings into Apache Kafka, exactly once across restarts.
+    ///
+    /// The agent (the same as `ringtrace-ship ship`): one process per host drains ring
+    /// files, flight recorders, channel files (a source per slot, PATH#SLOT),
+    /// ringtrace-tracing recorder directories (a source per ring, each record decoded
+    /// on the host and shipped as one JSON object) and BPF ring buffer maps into a
+    /// topic. A ring gets a record's space back only after Kafka acknowledged it; a
+    /// restarted agent sends again only what was not, under the same numbers, which
+    /// readers (`decode kafka://...`) drop as copies. The first SIGINT or SIGTERM ends
+    /// the round in flight and stops; a second kills it (safe too). Needs the command
+    /// built with its kafka feature.
+    #[cfg(feature = "kafka")]
+    Ship(ringtrace_ship::command::ShipArgs),
+    /// Ship a host's rings into Apache Kafka (needs the command built with its kafka
+    /// feature; `ringtrace-ship ship` is the same agent).
+    #[cfg(not(feature = "kafka"))]
+    Ship {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print a shell completion script: `ringtrace completions bash > ringtrace.bash`.
     Completions {
         /// The shell.

@@ -138,6 +138,18 @@ pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<
     }
 }
 
+/// `ringtrace ship`: the agent ([`ringtrace_ship::command::ShipArgs::run`]) until it
+/// ends, or a first SIGINT/SIGTERM/SIGHUP asks it to stop after its round in flight.
+#[cfg(feature = "kafka")]
+pub fn ship(args: ringtrace_ship::command::ShipArgs) -> Result<(), Failure> {
+    crate::cleanup::stop_gracefully();
+    args.run(|| crate::cleanup::stop_requested().is_some()).map_err(Failure::msg)?;
+    match crate::cleanup::stop_requested() {
+        Some(signal) => Err(Failure::Interrupted(signal)),
+        None => Ok(()),
+    }
+}
+
 /// Parses a `--since`/`--until` time: RFC 3339 in UTC (`2026-11-27T10:00:00Z`, a
 /// fraction of a second allowed), a duration before now with its unit (`90s`, `15m`,
 /// `2h`), or nanoseconds since the Unix epoch (digits only).

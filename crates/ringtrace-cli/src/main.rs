@@ -149,6 +149,13 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Demo { path, file, seconds, processes, capacity } => {
             demo::run(path.or(file), seconds, processes, capacity)
         }
+        #[cfg(feature = "kafka")]
+        Command::Ship(args) => fleet::ship(args),
+        #[cfg(not(feature = "kafka"))]
+        Command::Ship { .. } => Err(Failure::msg(
+            "ship needs the command built with its kafka feature (cargo install ringtrace-cli --features kafka), \
+             which links librdkafka; or run ringtrace-ship ship",
+        )),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
     }

@@ -297,10 +297,18 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                         }
                     }
                     state.updated_ns = now_ns();
-                    state.store(&config.state).map_err(|e| ShipError::State(e.to_string()))?;
-                    for s in sources.iter_mut() {
-                        s.acknowledged();
+                    let stored = state.store(&config.state);
+                    // A store that failed after its rename (syncing the directory) left
+                    // this state in the file all the same, and the next agent takes up
+                    // from it: the sources must say the same, or a flight recorder's
+                    // consumer, going back to its older mark as it drops, would be
+                    // behind the file's (and read as a new ring, renumbered).
+                    if stored.is_ok() || State::load(&config.state).ok().flatten().as_ref() == Some(&state) {
+                        for s in sources.iter_mut() {
+                            s.acknowledged();
+                        }
                     }
+                    stored.map_err(|e| ShipError::State(e.to_string()))?;
                     match to {
                         Delivered::Kafka => {
                             stats.shipped += read;

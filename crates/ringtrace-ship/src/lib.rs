@@ -10,12 +10,15 @@
 //!   instruction resends at most what Kafka had not acknowledged.
 //! * [`agent`]: drains ring files into a topic, advancing each ring's consumer
 //!   position only after Kafka acknowledged the batches that hold its records.
+//! * [`command`]: the agent's command line, `ship`, shared by `ringtrace-ship` and the
+//!   `ringtrace` command.
 //! * [`spool`]: an optional bounded directory where rounds Kafka did not take in
 //!   time wait on disk, so that an outage longer than the rings hold loses nothing.
 //! * [`fleet`]: reads a topic back, drops duplicates by (host, source, sequence),
 //!   counts gaps and damaged messages, and merges every host's records by time.
 
 pub mod agent;
+pub mod command;
 mod disk;
 pub mod fleet;
 pub mod frame;

@@ -1,0 +1,131 @@
+//! `ringtrace ship` (the `kafka` feature) against the test command's Kafka cluster: the
+//! agent in the command drains a ring into a topic, `decode kafka://` reads every
+//! record back once; a first SIGTERM ends it after its round, its state stored.
+//! Without a cluster these skip with a message, unless `RINGTRACE_REQUIRE` names
+//! `kafka` (the test command's does), where they fail.
+#![cfg(feature = "kafka")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use ringtrace_fixtures::{skip, Feature};
+
+fn brokers() -> Option<String> {
+    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
+        Ok(b) if !b.is_empty() => Some(b),
+        _ => {
+            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
+            None
+        }
+    }
+}
+
+/// A topic of its own, replicated 3 times.
+fn create_topic(brokers: &str, what: &str) -> String {
+    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let name = format!("ringtrace-cli-ship-{what}-{}-{nonce}", std::process::id());
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+    let topic = NewTopic::new(&name, 2, TopicReplication::Fixed(3));
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for r in futures_executor::block_on(admin.create_topics([&topic], &opts)).expect("create_topics") {
+        r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
+    }
+    name
+}
+
+/// A ring file holding records `0..n` (each its index, 8 bytes), its producer gone.
+fn ring_with(n: u64) -> std::path::PathBuf {
+    let ring = temp("ship.ring");
+    let r = ringtrace::MpscRing::builder(1 << 20).create(&ring).unwrap();
+    let mut p = r.producer().unwrap();
+    for i in 0..n {
+        p.output(&i.to_le_bytes(), ringtrace::Wakeup::Default).unwrap();
+    }
+    ring
+}
+
+#[test]
+fn ship_drains_a_ring_and_decode_reads_every_record_back_once() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "drain");
+    let (ring, state) = (ring_with(5000), temp("ship.state"));
+    let o = run(&[
+        "ship",
+        "--brokers",
+        &brokers,
+        "--topic",
+        &topic,
+        "--host",
+        "web-2",
+        "--state",
+        state.to_str().unwrap(),
+        "--until-disconnected",
+        ring.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("shipped=5000 "), "{}", o.stdout);
+    let o = run(&["decode", "--json", &format!("kafka://{brokers}/{topic}")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let seqs: Vec<u64> = o
+        .stdout
+        .lines()
+        .map(|l| {
+            let j: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!((j["host"].as_str(), j["source"].as_str()), (Some("web-2"), ring.to_str()));
+            let seq = j["seq"].as_u64().unwrap();
+            let bytes = match (j["data"].as_str(), j["hex"].as_str()) {
+                (Some(text), _) => text.as_bytes().to_vec(),
+                (None, Some(hex)) => {
+                    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+                }
+                _ => panic!("no payload: {l}"),
+            };
+            assert_eq!(bytes, seq.to_le_bytes(), "{l}");
+            seq
+        })
+        .collect();
+    assert_eq!(seqs, (0..5000).collect::<Vec<_>>());
+}
+
+/// A first SIGTERM asks: the agent ends its round and stops, its report printed and
+/// its state stored, and the command dies of the signal's code (143).
+#[test]
+fn a_first_sigterm_stops_ship_after_its_round() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "term");
+    let (ring, state) = (ring_with(1000), temp("ship.state"));
+    let (mut child, out, err) = spawn(&[
+        "ship",
+        "--brokers",
+        &brokers,
+        "--topic",
+        &topic,
+        "--host",
+        "web-3",
+        "--state",
+        state.to_str().unwrap(),
+        ring.to_str().unwrap(),
+    ]);
+    // Its first round stored: the records are shipped.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !state.exists() {
+        assert!(Instant::now() < deadline, "no round stored: {}", std::fs::read_to_string(&err).unwrap());
+        assert!(child.0.try_wait().unwrap().is_none(), "ship ended: {}", std::fs::read_to_string(&err).unwrap());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.0.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait(Duration::from_secs(60), "ship");
+    assert_eq!(code(status, "ship"), 143, "{}", std::fs::read_to_string(&err).unwrap());
+    let stdout = std::fs::read_to_string(out).unwrap();
+    assert!(stdout.starts_with("shipped=1000 "), "{stdout}");
+    let o = run(&["stat", "--format", "json", state.to_str().unwrap()]);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["sources"][0]["next_seq"].as_u64(), Some(1000), "{}", o.stdout);
+}
