@@ -3,7 +3,9 @@
 #   PREFIX/lib/libringtrace.so, PREFIX/lib/libringtrace.a,
 #   PREFIX/include/ringtrace.h, PREFIX/lib/pkgconfig/ringtrace.pc
 # then:  PKG_CONFIG_PATH=PREFIX/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs ringtrace)
-# (static: pkg-config --static --libs ringtrace, with -l:libringtrace.a in place of -lringtrace).
+# (static: cc -static prog.c $(pkg-config --static --cflags --libs ringtrace); or, in a
+# program linked dynamically, $(pkg-config --variable=staticlib ringtrace) named instead of
+# -lringtrace).
 set -euo pipefail
 if [ $# -ne 1 ]; then
   echo "usage: $0 PREFIX" >&2

@@ -58,10 +58,19 @@ if command -v pkg-config >/dev/null; then
   "$cc" -std=c11 -Wall -Wextra -Werror $(pc --cflags --libs ringtrace) -o "$out/minimal-pc" \
     crates/ringtrace-ffi/c/examples/minimal.c
   (unset LD_LIBRARY_PATH; "$out/minimal-pc") || failed+=("minimal.c via pkg-config (shared)")
+  # The static library in a dynamically linked program: named by the staticlib variable.
   # shellcheck disable=SC2046
   "$cc" -std=c11 -Wall -Wextra -Werror -o "$out/minimal-static" crates/ringtrace-ffi/c/examples/minimal.c \
-    $(pc --cflags ringtrace) "$out/prefix/lib/libringtrace.a" $(pc --static --libs-only-l ringtrace | sed 's/-lringtrace//')
-  "$out/minimal-static" || failed+=("minimal.c via pkg-config (static)")
+    $(pc --cflags ringtrace) "$(pc --variable=staticlib ringtrace)" $(pc --static --libs-only-l ringtrace | sed 's/-lringtrace//')
+  (unset LD_LIBRARY_PATH; "$out/minimal-static") || failed+=("minimal.c via pkg-config (static library)")
+  # A static program, from pkg-config's flags alone (no libgcc_s, which -static cannot link).
+  # shellcheck disable=SC2046
+  "$cc" -static -std=c11 -Wall -Wextra -Werror -o "$out/minimal-all-static" crates/ringtrace-ffi/c/examples/minimal.c \
+    $(pc --static --cflags --libs ringtrace) 2>"$out/static-link.log" || { cat "$out/static-link.log"; failed+=("minimal.c linked -static"); }
+  if [ -x "$out/minimal-all-static" ]; then
+    ! readelf -d "$out/minimal-all-static" | grep -q NEEDED || failed+=("minimal.c -static needs shared libraries")
+    (unset LD_LIBRARY_PATH; "$out/minimal-all-static") || failed+=("minimal.c linked -static")
+  fi
 else
   echo "pkg-config not found: the installed library's check is skipped" >&2
 fi

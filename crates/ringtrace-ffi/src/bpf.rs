@@ -6,6 +6,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use ringtrace::kernel::bpf::BpfRingBuf;
 
 use crate::consumer::{count, deliver, ringtrace_record_fn};
+use crate::error::Fail;
 use crate::guard::{self, call, call_or, handle};
 use crate::ring::{dup_fd, path_arg};
 
@@ -64,8 +65,9 @@ pub unsafe extern "C" fn ringtrace_bpf_ringbuf_open_pinned(
         guard::out_ptr(out)?;
         // SAFETY: the caller's promise about `path`.
         let path = unsafe { path_arg(path) }?;
+        let rb = BpfRingBuf::open_pinned(path).map_err(|e| Fail::from(e).about(path))?;
         // SAFETY: `out` is valid for a write (caller).
-        unsafe { put(out, BpfRingBuf::open_pinned(path)?) }
+        unsafe { put(out, rb) }
     })
 }
 

@@ -26,6 +26,16 @@ impl Fail {
     pub(crate) fn inval(message: impl Into<String>) -> Fail {
         Fail::new(libc::EINVAL, message)
     }
+
+    /// The same failure, its message naming `path` first (unless it names it already):
+    /// "No such file or directory" alone does not say which file.
+    pub(crate) fn about(mut self, path: &std::path::Path) -> Fail {
+        let p = path.display().to_string();
+        if !self.message.contains(&p) {
+            self.message = format!("{p}: {}", self.message);
+        }
+        self
+    }
 }
 
 /// The errno of the first `io::Error` in an error's source chain, if it carries one.

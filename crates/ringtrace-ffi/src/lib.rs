@@ -34,6 +34,38 @@ pub use bpf::*;
 #[allow(unused_imports)]
 pub use channel::*;
 
+/// The major version of this header (`ringtrace_version()` gives the library's). Kept
+/// equal to the crate's version by a test (cbindgen writes literals only).
+pub const RINGTRACE_VERSION_MAJOR: c_int = 0;
+/// The minor version of this header.
+pub const RINGTRACE_VERSION_MINOR: c_int = 1;
+/// The patch version of this header.
+pub const RINGTRACE_VERSION_PATCH: c_int = 0;
+
+/// The version of the library loaded, `MAJOR * 10000 + MINOR * 100 + PATCH` (each part
+/// below 100), with its parts written through `major`, `minor` and `patch` where not
+/// NULL. A program checks the library it loaded against the header it was built with
+/// (`RINGTRACE_VERSION_MAJOR` and the others): within one major version (from 1.0 on;
+/// within one minor before it) the ABI only grows.
+///
+/// Threads: any thread.
+///
+/// # Safety
+///
+/// Each of `major`, `minor` and `patch` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> c_int {
+    for (out, v) in
+        [(major, RINGTRACE_VERSION_MAJOR), (minor, RINGTRACE_VERSION_MINOR), (patch, RINGTRACE_VERSION_PATCH)]
+    {
+        if !out.is_null() {
+            // SAFETY: not null, and the caller promises it is valid for a write.
+            unsafe { out.write(v) };
+        }
+    }
+    RINGTRACE_VERSION_MAJOR * 10_000 + RINGTRACE_VERSION_MINOR * 100 + RINGTRACE_VERSION_PATCH
+}
+
 /// A static description of an error code (negative, as returned, or positive).
 ///
 /// Threads: any thread; the string is static.
@@ -49,4 +81,24 @@ pub extern "C" fn ringtrace_strerror(err: c_int) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn ringtrace_last_error() -> *const c_char {
     guard::call_or(c"".as_ptr(), error::last_error_ptr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_version_is_the_crates() {
+        let parts = [RINGTRACE_VERSION_MAJOR, RINGTRACE_VERSION_MINOR, RINGTRACE_VERSION_PATCH].map(|v| v.to_string());
+        assert_eq!(
+            parts,
+            [env!("CARGO_PKG_VERSION_MAJOR"), env!("CARGO_PKG_VERSION_MINOR"), env!("CARGO_PKG_VERSION_PATCH")],
+            "update RINGTRACE_VERSION_* with the crate's version"
+        );
+        let (mut a, mut b, mut c) = (-1, -1, -1);
+        // SAFETY: three valid places to write.
+        let v = unsafe { ringtrace_version(&mut a, &mut b, &mut c) };
+        assert_eq!((a, b, c), (RINGTRACE_VERSION_MAJOR, RINGTRACE_VERSION_MINOR, RINGTRACE_VERSION_PATCH));
+        assert_eq!(v, a * 10_000 + b * 100 + c);
+    }
 }

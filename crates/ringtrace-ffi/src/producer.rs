@@ -157,6 +157,11 @@ pub unsafe extern "C" fn ringtrace_producer_free(p: *mut ringtrace_producer) {
 /// is written with `ringtrace_reservation_write` (its bytes may be read while they are
 /// written). One open reservation per producer.
 ///
+/// `*data` is aligned to 8 bytes: a record is an 8-byte header and its payload, padded
+/// to 8 bytes (the Linux BPF ring buffer's layout), in a page-aligned data area. A
+/// record of 0 bytes is a record: it takes the 8 bytes of its header and reaches the
+/// consumer with length 0 (`*data` then points at no byte the caller may write).
+///
 /// Returns 0, or -EINVAL (null argument, or a reservation already open), -ENOSPC (ring
 /// full or, overwrite mode, paused or blocked by a record being written: counted as
 /// lost), -EMSGSIZE (larger than `ringtrace_ring_max_record_len`: counted as too_large).

@@ -164,7 +164,21 @@ unsafe fn read_opts(opts: *const ringtrace_ring_opts) -> Result<ringtrace_ring_o
     if sz < std::mem::size_of::<usize>() {
         return Err(Fail::inval("ringtrace_ring_opts.sz must be sizeof(struct ringtrace_ring_opts)"));
     }
-    let n = sz.min(std::mem::size_of::<ringtrace_ring_opts>());
+    let known = std::mem::size_of::<ringtrace_ring_opts>();
+    if sz > known {
+        // A caller built against a newer header may have set fields this library does
+        // not know: refused unless they are all zero (libbpf's OPTS_VALID does the same).
+        // SAFETY: the caller promises `sz` readable bytes at `opts`.
+        let extra = unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), sz - known) };
+        if let Some(at) = extra.iter().position(|&b| b != 0) {
+            return Err(Fail::inval(format!(
+                "ringtrace_ring_opts: byte {} is set, past the {known} bytes of the fields this library knows \
+                 (sz is {sz}: built against a newer ringtrace.h?)",
+                known + at
+            )));
+        }
+    }
+    let n = sz.min(known);
     // SAFETY: `n` <= `sz` bytes are readable at `opts` (caller) and writable at `o`;
     // every bit pattern is valid for this struct of integers.
     unsafe { std::ptr::copy_nonoverlapping(opts.cast::<u8>(), (&raw mut o).cast::<u8>(), n) };
@@ -296,7 +310,7 @@ pub unsafe extern "C" fn ringtrace_ring_create(
         let out = guard::out_ptr(out)?;
         // SAFETY: the caller's promises about `path` and `opts`.
         let (path, o) = unsafe { (path_arg(path)?, read_opts(opts)?) };
-        let ring = build(&o, &|b| Ok(with_builder!(b, x => x.create(path))))?;
+        let ring = build(&o, &|b| Ok(with_builder!(b, x => x.create(path)))).map_err(|e| e.about(path))?;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_ring::new(ring)) }
     })
@@ -328,8 +342,9 @@ pub unsafe extern "C" fn ringtrace_ring_open(
         // Read-write whatever the access (the consumer writes its position), and
         // non-blocking so that a FIFO does not hang the open (it is refused later), as
         // the library's own `RingBuf::open` does.
-        let fd: OwnedFd = File::options().read(true).write(true).custom_flags(libc::O_NONBLOCK).open(path)?.into();
-        let ring = attach(fd, access)?;
+        let opened = File::options().read(true).write(true).custom_flags(libc::O_NONBLOCK).open(path);
+        let fd: OwnedFd = opened.map_err(|e| Fail::from(e).about(path))?.into();
+        let ring = attach(fd, access).map_err(|e| e.about(path))?;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_ring::new(ring)) }
     })

@@ -132,7 +132,7 @@ pub unsafe extern "C" fn ringtrace_snapshot_write(s: *const ringtrace_snapshot, 
     call(|| {
         // SAFETY: the caller's promises about `s` and `path`.
         let (h, path) = unsafe { (guard::get(s)?, path_arg(path)?) };
-        let (tmp, file) = create_beside(path)?;
+        let (tmp, file) = create_beside(path).map_err(|e| Fail::from(e).about(path))?;
         let written = (|| {
             let mut w = BufWriter::new(&file);
             h.snap.write_to(&mut w)?;
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn ringtrace_snapshot_write(s: *const ringtrace_snapshot, 
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        written?;
+        written.map_err(|e| Fail::from(e).about(path))?;
         Ok(0)
     })
 }
