@@ -710,7 +710,12 @@ void ringtrace_producer_free(struct ringtrace_producer *p);
  * the record's bytes, to write directly (valid until `ringtrace_commit` or
  * `ringtrace_discard`); in an overwrite ring `*data` is set to NULL and the payload
  * is written with `ringtrace_reservation_write` (its bytes may be read while they are
- * written). One open reservation per producer.
+ * written). One open reservation per producer handle: to hold several at once, as
+ * `bpf_ringbuf_reserve` allows (reserve, reserve, then commit or discard in any order),
+ * take a producer handle for each (`ringtrace_producer_new` on a multi-producer ring:
+ * an allocation and an atomic count, no system call). Records reach the consumer in
+ * reservation order whatever the commit order, as the BPF ring buffer's do: the
+ * consumer waits at the oldest record still open.
  *
  * `*data` is aligned to 8 bytes: a record is an 8-byte header and its payload, padded
  * to 8 bytes (the Linux BPF ring buffer's layout), in a page-aligned data area. A
@@ -729,6 +734,24 @@ void ringtrace_producer_free(struct ringtrace_producer *p);
  * `p` is NULL or a producer handle; `data` is valid for a write.
  */
 int ringtrace_reserve(struct ringtrace_producer *p, size_t len, void **data);
+
+/**
+ * `ringtrace_reserve`, waiting up to `timeout_ms` (-1: no limit) for room in a discard
+ * ring (an overwrite ring never waits: it makes room): the zero-copy form of
+ * `ringtrace_output_wait`. The wait sleeps on the ring's doorbell, woken as the
+ * consumer hands space back.
+ *
+ * Returns 0, or -ETIMEDOUT (no room in time: counted as lost), -EPIPE (the ring is
+ * full and its consumer is gone), and the errors of `ringtrace_reserve`.
+ *
+ * Threads: one thread at a time per producer handle; different producer handles
+ * of one ring: any threads.
+ *
+ * # Safety
+ *
+ * `p` is NULL or a producer handle; `data` is valid for a write.
+ */
+int ringtrace_reserve_wait(struct ringtrace_producer *p, size_t len, int timeout_ms, void **data);
 
 /**
  * Copies `len` bytes from `src` to byte `offset` of the open reservation's payload
@@ -965,6 +988,23 @@ int ringtrace_ring_max_record_len(const struct ringtrace_ring *ring, size_t *out
  * `ring` is NULL or a ring handle; `out` is valid for a write.
  */
 int ringtrace_snapshot_take(struct ringtrace_ring *ring, struct ringtrace_snapshot **out);
+
+/**
+ * Reads a snapshot file (written by `ringtrace_snapshot_write`, `Snapshot::write_to`
+ * or `ringtrace snapshot -o`) back into a new snapshot; free it with
+ * `ringtrace_snapshot_free`. The file is untrusted input: its checksums are checked,
+ * and a damaged or cut file is refused with a message naming the part and its bytes.
+ *
+ * Returns 0, or -EINVAL (null argument), -EBADMSG (not a snapshot file, or damaged),
+ * or the -errno of opening or reading it; the message names the file.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_snapshot_read(const char *path, struct ringtrace_snapshot **out);
 
 /**
  * The number of records in the snapshot (0 for a NULL or invalid handle).

@@ -155,7 +155,12 @@ pub unsafe extern "C" fn ringtrace_producer_free(p: *mut ringtrace_producer) {
 /// the record's bytes, to write directly (valid until `ringtrace_commit` or
 /// `ringtrace_discard`); in an overwrite ring `*data` is set to NULL and the payload
 /// is written with `ringtrace_reservation_write` (its bytes may be read while they are
-/// written). One open reservation per producer.
+/// written). One open reservation per producer handle: to hold several at once, as
+/// `bpf_ringbuf_reserve` allows (reserve, reserve, then commit or discard in any order),
+/// take a producer handle for each (`ringtrace_producer_new` on a multi-producer ring:
+/// an allocation and an atomic count, no system call). Records reach the consumer in
+/// reservation order whatever the commit order, as the BPF ring buffer's do: the
+/// consumer waits at the oldest record still open.
 ///
 /// `*data` is aligned to 8 bytes: a record is an 8-byte header and its payload, padded
 /// to 8 bytes (the Linux BPF ring buffer's layout), in a page-aligned data area. A
@@ -174,6 +179,34 @@ pub unsafe extern "C" fn ringtrace_producer_free(p: *mut ringtrace_producer) {
 /// `p` is NULL or a producer handle; `data` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn ringtrace_reserve(p: *mut ringtrace_producer, len: usize, data: *mut *mut c_void) -> c_int {
+    reserve(p, len, data, None)
+}
+
+/// `ringtrace_reserve`, waiting up to `timeout_ms` (-1: no limit) for room in a discard
+/// ring (an overwrite ring never waits: it makes room): the zero-copy form of
+/// `ringtrace_output_wait`. The wait sleeps on the ring's doorbell, woken as the
+/// consumer hands space back.
+///
+/// Returns 0, or -ETIMEDOUT (no room in time: counted as lost), -EPIPE (the ring is
+/// full and its consumer is gone), and the errors of `ringtrace_reserve`.
+///
+/// Threads: one thread at a time per producer handle; different producer handles
+/// of one ring: any threads.
+///
+/// # Safety
+///
+/// `p` is NULL or a producer handle; `data` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_reserve_wait(
+    p: *mut ringtrace_producer,
+    len: usize,
+    timeout_ms: c_int,
+    data: *mut *mut c_void,
+) -> c_int {
+    reserve(p, len, data, Some(timeout_ms))
+}
+
+fn reserve(p: *mut ringtrace_producer, len: usize, data: *mut *mut c_void, wait: Option<c_int>) -> c_int {
     call(|| {
         // SAFETY: the caller's promise about `p`.
         let h = unsafe { guard::get_mut(p) }?;
@@ -185,12 +218,18 @@ pub unsafe extern "C" fn ringtrace_reserve(p: *mut ringtrace_producer, len: usiz
         let producer: &'static mut AnyProducer = unsafe { &mut *(producer as *mut AnyProducer) };
         let (res, ptr) = match producer {
             AnyProducer::MpscDiscard(x) => {
-                let mut r = x.reserve(len)?;
+                let mut r = match wait {
+                    Some(ms) => x.reserve_wait(len, guard::timeout(ms))?,
+                    None => x.reserve(len)?,
+                };
                 let ptr = r.as_mut_ptr();
                 (AnyReservation::MpscDiscard(r), ptr)
             }
             AnyProducer::SpscDiscard(x) => {
-                let mut r = x.reserve(len)?;
+                let mut r = match wait {
+                    Some(ms) => x.reserve_wait(len, guard::timeout(ms))?,
+                    None => x.reserve(len)?,
+                };
                 let ptr = r.as_mut_ptr();
                 (AnyReservation::SpscDiscard(r), ptr)
             }

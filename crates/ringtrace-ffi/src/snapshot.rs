@@ -58,6 +58,32 @@ pub unsafe extern "C" fn ringtrace_snapshot_take(
     })
 }
 
+/// Reads a snapshot file (written by `ringtrace_snapshot_write`, `Snapshot::write_to`
+/// or `ringtrace snapshot -o`) back into a new snapshot; free it with
+/// `ringtrace_snapshot_free`. The file is untrusted input: its checksums are checked,
+/// and a damaged or cut file is refused with a message naming the part and its bytes.
+///
+/// Returns 0, or -EINVAL (null argument), -EBADMSG (not a snapshot file, or damaged),
+/// or the -errno of opening or reading it; the message names the file.
+///
+/// Threads: any thread.
+///
+/// # Safety
+///
+/// `path` is a NUL-terminated string; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_snapshot_read(path: *const c_char, out: *mut *mut ringtrace_snapshot) -> c_int {
+    call(|| {
+        let out = guard::out_ptr(out)?;
+        // SAFETY: the caller's promise about `path`.
+        let path = unsafe { path_arg(path) }?;
+        let file = File::open(path).map_err(|e| Fail::from(e).about(path))?;
+        let snap = Snapshot::read_from(io::BufReader::new(file)).map_err(|e| Fail::from(e).about(path))?;
+        // SAFETY: `out` is valid for a write (caller).
+        unsafe { guard::put(out, ringtrace_snapshot { snap }) }
+    })
+}
+
 /// The number of records in the snapshot (0 for a NULL or invalid handle).
 ///
 /// Threads: any thread (a snapshot is immutable).
