@@ -126,6 +126,11 @@
 typedef struct ringtrace_bpf_ringbuf ringtrace_bpf_ringbuf;
 
 /**
+ * A set of BPF ring buffer readers handle.
+ */
+typedef struct ringtrace_bpf_ringset ringtrace_bpf_ringset;
+
+/**
  * A channel handle.
  */
 typedef struct ringtrace_channel ringtrace_channel;
@@ -168,6 +173,12 @@ typedef struct ringtrace_snapshot ringtrace_snapshot;
  * consumed).
  */
 typedef int (*ringtrace_record_fn)(void *ctx, const void *data, size_t len);
+
+/**
+ * Called for each record of a set: `index` is its map's, as `ringtrace_bpf_ringset_add`
+ * returned it. Return 0 to go on, nonzero to stop (that record counts as consumed).
+ */
+typedef int (*ringtrace_set_record_fn)(void *ctx, size_t index, const void *data, size_t len);
 
 /**
  * A channel record callback: `producer` is the producer's number in the channel,
@@ -399,6 +410,96 @@ int ringtrace_bpf_ringbuf_poll(struct ringtrace_bpf_ringbuf *rb,
  * `rb` is NULL or a BPF ring buffer handle.
  */
 int ringtrace_bpf_ringbuf_fd(const struct ringtrace_bpf_ringbuf *rb);
+
+/**
+ * An empty set (an epoll instance); free it with `ringtrace_bpf_ringset_free`.
+ *
+ * Returns 0, or -EINVAL, or the -errno of `epoll_create1`.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+int ringtrace_bpf_ringset_new(struct ringtrace_bpf_ringset **out);
+
+/**
+ * Adds the BPF ring buffer map `map_fd` (duplicated: the caller keeps `map_fd`) to the
+ * set, registered edge-triggered; records written before are read on the next poll.
+ *
+ * Returns the map's index in the set (0, 1, ... in the order added), or -EINVAL (not
+ * a ring buffer map), -EBADF, -EPERM, or another -errno.
+ *
+ * Threads: one thread at a time per set.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle.
+ */
+int ringtrace_bpf_ringset_add(struct ringtrace_bpf_ringset *set, int map_fd);
+
+/**
+ * Consumes every map that may hold records, each fully, calling `fn(ctx, index, data,
+ * len)` for each record, and arms the maps it found empty (the set's descriptor then
+ * wakes on their next record). libbpf's `ring_buffer__consume`.
+ *
+ * Returns the records seen, or -EINVAL, -ECANCELED (`fn` returned nonzero), -EBADMSG.
+ *
+ * Threads: one thread at a time per set.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle; `fn` is NULL or a function callable with `ctx`.
+ */
+int ringtrace_bpf_ringset_consume(struct ringtrace_bpf_ringset *set,
+                                  ringtrace_set_record_fn fn,
+                                  void *ctx);
+
+/**
+ * Waits up to `timeout_ms` (-1: no limit; 0: no wait) for records in any map of the
+ * set, then consumes what is there, as `ringtrace_bpf_ringset_consume` does. libbpf's
+ * `ring_buffer__poll`.
+ *
+ * Returns the records seen (0 when the timeout passed), or the errors of
+ * `ringtrace_bpf_ringset_consume`, or the -errno of `epoll_wait`.
+ *
+ * Threads: one thread at a time per set.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle; `fn` is NULL or a function callable with `ctx`.
+ */
+int ringtrace_bpf_ringset_poll(struct ringtrace_bpf_ringset *set,
+                               int timeout_ms,
+                               ringtrace_set_record_fn fn,
+                               void *ctx);
+
+/**
+ * The set's epoll descriptor, readable while a map of the set may hold records (nest it
+ * in an event loop), owned by the handle.
+ *
+ * Returns the descriptor (>= 0) or -EINVAL.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle.
+ */
+int ringtrace_bpf_ringset_fd(const struct ringtrace_bpf_ringset *set);
+
+/**
+ * Frees a set and its readers (NULL is ignored); the maps' descriptors the caller
+ * passed stay the caller's.
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle not used after this call.
+ */
+void ringtrace_bpf_ringset_free(struct ringtrace_bpf_ringset *set);
 
 /**
  * Creates a channel private to this process: each thread that writes gets its own

@@ -18,6 +18,7 @@
 #![allow(non_camel_case_types)]
 
 mod bpf;
+mod bpf_set;
 mod channel;
 pub mod consumer;
 mod error;
@@ -31,6 +32,8 @@ use std::ffi::{c_char, c_int};
 
 #[allow(unused_imports)]
 pub use bpf::*;
+#[allow(unused_imports)]
+pub use bpf_set::*;
 #[allow(unused_imports)]
 pub use channel::*;
 

@@ -2,7 +2,9 @@
  * with bpf(2) (BPF_MAP_TYPE_RINGBUF), pins it in a private bpffs mount (in a mount
  * namespace of its own) when it can, loads a hand-assembled socket filter that writes
  * one 8-byte record with bpf_ringbuf_output, runs it with BPF_PROG_TEST_RUN, and
- * reads the records by pinned path (or by descriptor when it could not pin).
+ * reads the records by pinned path (or by descriptor when it could not pin); then two
+ * maps behind one descriptor (ringtrace_bpf_ringset_*, libbpf's ring_buffer__add),
+ * each record told by its map's index.
  * Skipped (exit 0, with the reason) when not root or when the kernel refuses BPF. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -78,6 +80,62 @@ static int on_record(void *ctx, const void *data, size_t len) {
     return 0;
 }
 
+struct set_seen {
+    int per_map[2];
+    int stop_after;
+};
+
+static int on_set_record(void *ctx, size_t index, const void *data, size_t len) {
+    struct set_seen *s = ctx;
+    uint64_t v;
+    CHECK_EQ(len, sizeof v);
+    memcpy(&v, data, sizeof v);
+    CHECK_EQ(v, VALUE);
+    CHECK(index < 2);
+    s->per_map[index]++;
+    return s->stop_after > 0 && s->per_map[0] + s->per_map[1] >= s->stop_after;
+}
+
+/* Two maps in one set: 30 records into the first, 50 into the second, each counted
+ * under its index; a callback that stops is reported as -ECANCELED. */
+static void ringset(int map_fd, int prog_fd) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_type = BPF_MAP_TYPE_RINGBUF;
+    attr.max_entries = 1 << 16;
+    int map2 = (int)sys_bpf(BPF_MAP_CREATE, &attr);
+    CHECK(map2 >= 0);
+    int prog2 = load_prog(map2);
+    CHECK(prog2 >= 0);
+    ringtrace_bpf_ringset *set = NULL;
+    CHECK_EQ(ringtrace_bpf_ringset_new(&set), 0);
+    CHECK_EQ(ringtrace_bpf_ringset_add(set, map_fd), 0);
+    CHECK_EQ(ringtrace_bpf_ringset_add(set, map2), 1);
+    CHECK_EQ(ringtrace_bpf_ringset_add(set, prog_fd), -EINVAL);
+    CHECK(ringtrace_bpf_ringset_fd(set) >= 0);
+    struct set_seen s = {{0, 0}, 0};
+    CHECK_EQ(ringtrace_bpf_ringset_poll(set, 0, on_set_record, &s), 0);
+    CHECK_EQ(run_prog(prog_fd, 30), 0);
+    CHECK_EQ(run_prog(prog2, 50), 0);
+    long long deadline = now_ms() + 10000;
+    while (s.per_map[0] + s.per_map[1] < 80) {
+        CHECK(now_ms() < deadline);
+        CHECK(ringtrace_bpf_ringset_poll(set, 100, on_set_record, &s) >= 0);
+    }
+    CHECK_EQ(s.per_map[0], 30);
+    CHECK_EQ(s.per_map[1], 50);
+    CHECK_EQ(run_prog(prog2, 5), 0);
+    s.stop_after = 82;
+    CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), -ECANCELED);
+    s.stop_after = 0;
+    CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), 3);
+    CHECK_EQ(s.per_map[1], 55);
+    CHECK_EQ(ringtrace_bpf_ringset_consume(NULL, NULL, NULL), -EINVAL);
+    ringtrace_bpf_ringset_free(set);
+    close(prog2);
+    close(map2);
+}
+
 int main(void) {
     if (geteuid() != 0) return skip("not root");
     union bpf_attr attr;
@@ -138,6 +196,7 @@ int main(void) {
     CHECK_EQ(ringtrace_bpf_ringbuf_fd(NULL), -EINVAL);
 
     ringtrace_bpf_ringbuf_free(rb);
+    ringset(map_fd, prog_fd);
     close(prog_fd);
     close(map_fd);
     if (mounted) {
