@@ -181,8 +181,20 @@ fn man_pages_one_per_subcommand_render_cleanly() {
     let mut pages: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     pages.sort();
-    let subcommands =
-        ["completions", "consume", "create", "decode", "demo", "export", "man", "snapshot", "stat", "tail", "write"];
+    let subcommands = [
+        "completions",
+        "consume",
+        "create",
+        "decode",
+        "demo",
+        "export",
+        "man",
+        "ship",
+        "snapshot",
+        "stat",
+        "tail",
+        "write",
+    ];
     let mut want: Vec<String> = subcommands.iter().map(|s| format!("ringtrace-{s}.1")).collect();
     want.push("ringtrace.1".into());
     want.sort();
@@ -193,8 +205,15 @@ fn man_pages_one_per_subcommand_render_cleanly() {
         for section in ["NAME", "SYNOPSIS", "OPTIONS", "\"EXIT STATUS\"", "EXAMPLES", "\"SEE ALSO\""] {
             assert!(roff.contains(&format!(".SH {section}")), "{page}: no {section} section");
         }
-        if !["ringtrace-completions", "ringtrace-create", "ringtrace-write", "ringtrace-demo", "ringtrace-man"]
-            .contains(&stem)
+        if ![
+            "ringtrace-completions",
+            "ringtrace-create",
+            "ringtrace-write",
+            "ringtrace-demo",
+            "ringtrace-man",
+            "ringtrace-ship",
+        ]
+        .contains(&stem)
         {
             assert!(roff.contains(".SH SOURCE"), "{page}: no SOURCE section");
         }

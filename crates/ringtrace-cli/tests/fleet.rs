@@ -9,42 +9,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use common::kafka::{brokers, create_topic, now_ns};
 use common::*;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
-use ringtrace_fixtures::{skip, Feature};
 use ringtrace_ship::frame::{BatchWriter, TimeSource};
-
-fn brokers() -> Option<String> {
-    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
-        Ok(b) if !b.is_empty() => Some(b),
-        _ => {
-            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
-            None
-        }
-    }
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
-}
-
-/// A topic of its own, `partitions` wide, replicated 3 times.
-fn create_topic(brokers: &str, what: &str, partitions: i32) -> String {
-    let name = format!("ringtrace-cli-{what}-{}-{}", std::process::id(), now_ns());
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
-    let topic = NewTopic::new(&name, partitions, TopicReplication::Fixed(3));
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in futures_executor::block_on(admin.create_topics([&topic], &opts)).expect("create_topics") {
-        r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
-    }
-    name
-}
 
 /// Produces `(key, message)` pairs in order, acknowledged.
 fn produce(brokers: &str, topic: &str, messages: &[(String, Vec<u8>)]) {

@@ -9,35 +9,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::kafka::{brokers, create_topic};
 use common::*;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-use ringtrace_fixtures::{skip, Feature};
-
-fn brokers() -> Option<String> {
-    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
-        Ok(b) if !b.is_empty() => Some(b),
-        _ => {
-            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
-            None
-        }
-    }
-}
-
-/// A topic of its own, replicated 3 times.
-fn create_topic(brokers: &str, what: &str) -> String {
-    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let name = format!("ringtrace-cli-ship-{what}-{}-{nonce}", std::process::id());
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
-    let topic = NewTopic::new(&name, 2, TopicReplication::Fixed(3));
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for r in futures_executor::block_on(admin.create_topics([&topic], &opts)).expect("create_topics") {
-        r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
-    }
-    name
-}
 
 /// A ring file holding records `0..n` (each its index, 8 bytes), its producer gone.
 fn ring_with(n: u64) -> std::path::PathBuf {
@@ -53,7 +26,7 @@ fn ring_with(n: u64) -> std::path::PathBuf {
 #[test]
 fn ship_drains_a_ring_and_decode_reads_every_record_back_once() {
     let Some(brokers) = brokers() else { return };
-    let topic = create_topic(&brokers, "drain");
+    let topic = create_topic(&brokers, "ship-drain", 2);
     let (ring, state) = (ring_with(5000), temp("ship.state"));
     let o = run(&[
         "ship",
@@ -98,7 +71,7 @@ fn ship_drains_a_ring_and_decode_reads_every_record_back_once() {
 #[test]
 fn a_first_sigterm_stops_ship_after_its_round() {
     let Some(brokers) = brokers() else { return };
-    let topic = create_topic(&brokers, "term");
+    let topic = create_topic(&brokers, "ship-term", 2);
     let (ring, state) = (ring_with(1000), temp("ship.state"));
     let (mut child, out, err) = spawn(&[
         "ship",

@@ -302,7 +302,10 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     // this state in the file all the same, and the next agent takes up
                     // from it: the sources must say the same, or a flight recorder's
                     // consumer, going back to its older mark as it drops, would be
-                    // behind the file's (and read as a new ring, renumbered).
+                    // behind the file's (and read as a new ring, renumbered). A power
+                    // loss before the directory reaches the disk could still bring the
+                    // older file back: the agent stops here, on the error, rather than
+                    // go on over a directory that cannot be synced.
                     if stored.is_ok() || State::load(&config.state).ok().flatten().as_ref() == Some(&state) {
                         for s in sources.iter_mut() {
                             s.acknowledged();

@@ -158,6 +158,12 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     ("write", "One record per line, waiting for room", "seq 1 1000000 | ringtrace write /dev/shm/app.ring --wait"),
     ("write", "A file as one record", "ringtrace write /dev/shm/app.ring --whole config.json"),
     ("demo", "Four producer processes for 10 seconds", "ringtrace demo --processes 4 --seconds 10"),
+    (
+        "ship",
+        "A host's ring and recorder directory into a Kafka topic, until their writers are done",
+        "ringtrace ship --brokers k1:9092,k2:9092 --topic traces --host web-1 --state /var/lib/ringtrace/web-1.state --until-disconnected /dev/shm/app.ring /var/run/app-recorder",
+    ),
+    ("ship", "The same from a configuration file", "ringtrace ship --config /etc/ringtrace/ship.toml"),
     ("completions", "Bash completion", "ringtrace completions bash > /etc/bash_completion.d/ringtrace"),
     ("man", "This page", "ringtrace man man | man -l -"),
 ];

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+#[cfg(feature = "kafka")]
+pub mod kafka;
+
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -184,8 +184,11 @@ impl Source {
             )));
         }
         let slots = channel::open_overwrite(&rings)?;
+        let catalog_path = dir.join(CATALOG_FILE);
+        let catalog = traced::Catalog::open(&catalog_path)
+            .map_err(|e| ShipError::Source(format!("{}: {e}", catalog_path.display())))?;
         for slot in 0..slots.rings().len() as u32 {
-            let decoder = traced::Decoder::new(&dir.join(CATALOG_FILE), slot);
+            let decoder = traced::Decoder::new(&catalog, slot);
             let flight = Flight::slot(&slots, slot, Some(decoder))
                 .map_err(|e| ShipError::Source(format!("{}: slot {slot}: {e}", rings.display())))?;
             sources.push(Source::new(&rings, format!("{}#{slot}", dir.display()), Ring::Own(Box::new(flight)))?);

@@ -61,33 +61,45 @@ impl Trace {
         Ok(Trace::assemble(parts, problems))
     }
 
-    /// A trace of a recorder directory's parts found elsewhere (read back from where
-    /// an agent shipped them): `catalog`, its catalog file's chunks, whole and in order
-    /// (the file past its header), and its ring records, each `(lane, CLOCK_MONOTONIC ns, record bytes
-    /// without the stamp)`. `name` names it in errors. What cannot be read is counted in
-    /// [`problems`](Trace::problems), as a file's is; a trace assembled so has no end
-    /// chunk, which is not counted as a loss.
-    pub fn from_parts<'r>(
-        catalog: &[u8],
-        records: impl IntoIterator<Item = (u32, u64, &'r [u8])>,
-        name: &Path,
-    ) -> Result<Trace, Error> {
+    /// A trace of a recorder directory's catalog alone, to decode its records with
+    /// ([`decode_json`](Trace::decode_json)) where they are read one round at a time:
+    /// `catalog` is the catalog file past its header. A catalog being appended may end
+    /// inside a chunk: that is not counted as a loss. `name` names it in errors.
+    pub fn from_catalog(catalog: &[u8], name: &Path) -> Result<Trace, Error> {
         let mut bytes = file::header().to_vec();
         bytes.extend_from_slice(catalog);
-        let mut payload = Vec::new();
-        for (lane, ts, rec) in records {
-            if payload.len() + rec.len() + 16 > file::MAX_CHUNK as usize && !payload.is_empty() {
-                bytes.extend_from_slice(&file::encode_chunk(file::chunk::RECORDS, &payload));
-                payload.clear();
-            }
-            file::put_record(&mut payload, lane, ts, rec);
-        }
-        if !payload.is_empty() {
-            bytes.extend_from_slice(&file::encode_chunk(file::chunk::RECORDS, &payload));
-        }
         let (parts, mut problems) = load::file(&bytes, name)?;
+        problems.cut = None;
         problems.incomplete = false;
         Ok(Trace::assemble(parts, problems))
+    }
+
+    /// Decodes `records`, each `(lane, CLOCK_MONOTONIC ns, record bytes without the
+    /// stamp)`, in the order given (a span's `new span` record before the events in it),
+    /// with this trace's callsites, threads and process: for each, the JSON object
+    /// [`text::entry_json`](super::text::entry_json) writes, or why its bytes do not
+    /// decode. The trace's own records are left as they were.
+    pub fn decode_json(&mut self, records: &[(u32, u64, &[u8])]) -> Vec<Result<String, String>> {
+        let mut out: Vec<Result<String, String>> = vec![Err(String::new()); records.len()];
+        let (mut held, mut at) = (Vec::with_capacity(records.len()), Vec::with_capacity(records.len()));
+        for (i, &(lane, ts, bytes)) in records.iter().enumerate() {
+            match crate::wire::decode(bytes) {
+                Ok(raw) => {
+                    held.push(super::records::Rec { ts, lane, raw });
+                    at.push(i);
+                }
+                Err(e) => out[i] = Err(e.to_string()),
+            }
+        }
+        let own = std::mem::replace(&mut self.records, Records::Held(held));
+        // One entry for each held record, in their order.
+        for (k, entry) in self.entries().enumerate() {
+            if let Some(&i) = at.get(k) {
+                out[i] = Ok(super::text::entry_json(self, &entry));
+            }
+        }
+        self.records = own;
+        out
     }
 
     /// Reads a recorder directory: its catalog, and every ring of its channel file as
@@ -446,5 +458,35 @@ impl Trace {
         }
         chain.reverse();
         chain
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{kind, simple};
+
+    /// Each record's object lands on that record, whatever shares its time: an
+    /// undecodable record between two of the same stamp moves nothing. A catalog cut
+    /// inside a chunk (a write in progress) decodes what it holds.
+    #[test]
+    fn decode_json_maps_each_result_to_its_record() {
+        let mut catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
+        catalog.extend_from_slice(&file::encode_chunk(file::chunk::PROCESS, b"cut short")[..14]);
+        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
+        assert!(t.process.is_some());
+        let (mut enter, mut exit) = (Vec::new(), Vec::new());
+        simple(&mut enter, kind::ENTER, 5, None);
+        simple(&mut exit, kind::EXIT, 6, None);
+        let out = t.decode_json(&[(0, 7, &enter), (0, 7, &[0xee, 1]), (0, 7, &exit), (0, 3, &enter)]);
+        let span = |r: &Result<String, String>| {
+            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
+            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
+        };
+        assert_eq!(span(&out[0]), ("enter".into(), "5".into()));
+        assert!(out[1].is_err(), "{:?}", out[1]);
+        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
+        assert_eq!(span(&out[3]), ("enter".into(), "5".into()));
+        assert!(t.is_empty(), "the trace's own records are left as they were");
     }
 }

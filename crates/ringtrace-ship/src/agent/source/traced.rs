@@ -13,17 +13,23 @@
 //! whose `new span` records the round holds, and only the span's id and name
 //! otherwise. Every record is shipped, span records included (one object each), so
 //! the sequence numbers stay the ring's. A record that does not decode (damaged, or
-//! too short for its stamp) is shipped as `{"undecodable": WHY, "len": N}`.
+//! too short for its stamp) is shipped as `{"undecodable": WHY, "len": N}`. An event's
+//! object carries its span context's fields: one whose object alone passes the largest
+//! message is shipped as a too-large marker, counted, as any record too large is.
 //!
-//! The catalog file is read again when its length changes; it is untrusted input like
-//! the rings: a file over [`MAX_CATALOG`] bytes or with a bad header is not used (its
-//! records' names then show as unknown), and the decoder checks every chunk.
+//! The catalog is opened once, with the rings, and read through that descriptor as it
+//! grows: a recorder started again in the same directory (new files) leaves the agent
+//! decoding the old rings with the old catalog, as it must. One catalog serves every
+//! ring of the directory, read again only when its length changed, and parsed only
+//! then. It is untrusted input like the rings: past [`MAX_CATALOG`] bytes it is not
+//! read further (the names it had are kept; said once on stderr), a chunk cut at its
+//! end (a write in progress) is not an error, and the decoder checks every chunk.
 
-use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use ringtrace_tracing::decode::text::entry_json;
 use ringtrace_tracing::decode::Trace;
 use ringtrace_tracing::TRACE_MAGIC;
 
@@ -31,99 +37,101 @@ use ringtrace_tracing::TRACE_MAGIC;
 pub const MAX_CATALOG: u64 = 256 << 20;
 
 /// Bytes of the trace file header before the catalog's chunks.
-const HEADER: usize = 16;
+const HEADER: u64 = 16;
 
-/// Decodes one ring of a recorder directory.
-pub(in crate::agent) struct Decoder {
-    catalog_path: PathBuf,
-    /// The catalog's chunks (the file past its header) as last read.
-    catalog: Vec<u8>,
-    /// The file's length when it was read.
-    read_len: Option<u64>,
-    /// The ring's slot: its records' lane.
-    slot: u32,
-    /// Why the catalog is not used, said once.
+/// A recorder directory's catalog, shared by the decoders of its rings.
+pub(in crate::agent) struct Catalog {
+    file: File,
+    path: PathBuf,
+    /// The file's bytes past its header, as far as read.
+    bytes: Vec<u8>,
+    /// The callsites, threads and process those bytes name.
+    trace: Trace,
+    /// Said on stderr already: the catalog is over the bound, or unreadable.
     warned: bool,
 }
 
-impl Decoder {
-    /// A decoder for slot `slot`'s records with the catalog at `catalog_path`.
-    pub fn new(catalog_path: &Path, slot: u32) -> Decoder {
-        Decoder { catalog_path: catalog_path.to_path_buf(), catalog: Vec::new(), read_len: None, slot, warned: false }
-    }
-
-    /// Reads the catalog again if its length changed.
-    fn refresh(&mut self) {
-        let len = std::fs::symlink_metadata(&self.catalog_path).map(|m| m.len()).ok();
-        if len.is_some() && len == self.read_len {
-            return;
-        }
-        match self.read() {
-            Ok(bytes) => {
-                self.catalog = bytes;
-                self.read_len = len;
-            }
-            Err(why) if !self.warned => {
-                self.warned = true;
-                eprintln!(
-                    "ringtrace-ship: {}: {why}: events are shipped without their names",
-                    self.catalog_path.display()
-                );
-            }
-            Err(_) => {}
-        }
-    }
-
-    fn read(&self) -> Result<Vec<u8>, String> {
-        let f = std::fs::OpenOptions::new()
+impl Catalog {
+    /// Opens the catalog at `path` (not through a symlink) and checks its header.
+    pub fn open(path: &Path) -> Result<Arc<Mutex<Catalog>>, String> {
+        let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&self.catalog_path)
+            .open(path)
             .map_err(|e| e.to_string())?;
-        let len = f.metadata().map_err(|e| e.to_string())?.len();
-        if len > MAX_CATALOG {
-            return Err(format!("{len} bytes, over the {MAX_CATALOG} read"));
-        }
-        let mut bytes = Vec::with_capacity(len as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_CATALOG), &mut bytes).map_err(|e| e.to_string())?;
-        if bytes.get(..8) != Some(&TRACE_MAGIC[..]) || bytes.len() < HEADER {
+        let mut head = [0u8; HEADER as usize];
+        file.read_exact_at(&mut head, 0).map_err(|e| format!("reading its header: {e}"))?;
+        if head[..8] != TRACE_MAGIC {
             return Err("not a catalog (no trace file header)".into());
         }
-        bytes.drain(..HEADER);
-        Ok(bytes)
+        let trace = Trace::from_catalog(&[], path).map_err(|e| e.to_string())?;
+        let c = Catalog { file, path: path.to_path_buf(), bytes: Vec::new(), trace, warned: false };
+        Ok(Arc::new(Mutex::new(c)))
+    }
+
+    /// Reads what was appended since the last look, and parses the catalog again if
+    /// anything was.
+    fn refresh(&mut self) {
+        let read = HEADER + self.bytes.len() as u64;
+        let len = self.file.metadata().map_or(read, |m| m.len());
+        if len <= read {
+            return;
+        }
+        if len > MAX_CATALOG {
+            self.warn(format_args!("{len} bytes, over the {MAX_CATALOG} read"));
+            return;
+        }
+        let mut more = vec![0u8; (len - read) as usize];
+        if let Err(e) = self.file.read_exact_at(&mut more, read) {
+            self.warn(format_args!("reading at byte {read}: {e}"));
+            return;
+        }
+        self.bytes.extend_from_slice(&more);
+        match Trace::from_catalog(&self.bytes, &self.path) {
+            Ok(t) => self.trace = t,
+            Err(e) => self.warn(format_args!("{e}")),
+        }
+    }
+
+    fn warn(&mut self, why: std::fmt::Arguments<'_>) {
+        if !self.warned {
+            self.warned = true;
+            eprintln!("ringtrace-ship: {}: {why}: later names are not read", self.path.display());
+        }
+    }
+}
+
+/// Decodes one ring of a recorder directory.
+pub(in crate::agent) struct Decoder {
+    catalog: Arc<Mutex<Catalog>>,
+    /// The ring's slot: its records' lane.
+    slot: u32,
+}
+
+impl Decoder {
+    /// A decoder for slot `slot`'s records with the directory's catalog.
+    pub fn new(catalog: &Arc<Mutex<Catalog>>, slot: u32) -> Decoder {
+        Decoder { catalog: catalog.clone(), slot }
     }
 
     /// One JSON object for each of `records` (`CLOCK_MONOTONIC` stamp, if the record
     /// had one, and its bytes past the stamp), in their order.
     pub fn decode(&mut self, records: &[(Option<u64>, &[u8])]) -> Vec<String> {
-        self.refresh();
-        let mut out: Vec<Option<String>> = vec![None; records.len()];
-        // Where each (stamp) goes back to: records of one ring, nearly always in stamp
-        // order already; the decoder's sort by time is stable.
-        let mut at: HashMap<u64, VecDeque<usize>> = HashMap::new();
-        let stamped = records.iter().enumerate().filter_map(|(i, (ts, rec))| ts.map(|ts| (i, ts, *rec)));
-        for (i, ts, _) in stamped.clone() {
-            at.entry(ts).or_default().push_back(i);
+        if records.is_empty() {
+            return Vec::new();
         }
-        let mut order: Vec<(usize, u64, &[u8])> = stamped.collect();
-        order.sort_by_key(|r| (r.1, r.0));
-        let lane = self.slot;
-        match Trace::from_parts(&self.catalog, order.iter().map(|&(_, ts, rec)| (lane, ts, rec)), &self.catalog_path) {
-            Ok(trace) => {
-                for entry in trace.entries() {
-                    if let Some(i) = at.get_mut(&entry.ts_ns).and_then(VecDeque::pop_front) {
-                        out[i] = Some(entry_json(&trace, &entry));
-                    }
-                }
-            }
-            Err(e) => eprintln!("ringtrace-ship: {}: decoding: {e}", self.catalog_path.display()),
-        }
+        let mut catalog = self.catalog.lock().unwrap_or_else(|e| e.into_inner());
+        catalog.refresh();
+        let stamped: Vec<(u32, u64, &[u8])> =
+            records.iter().filter_map(|&(ts, rec)| ts.map(|ts| (self.slot, ts, rec))).collect();
+        let mut decoded = catalog.trace.decode_json(&stamped).into_iter();
         let undecodable = |why: &str, len: usize| serde_json::json!({"undecodable": why, "len": len}).to_string();
-        (out.into_iter().zip(records))
-            .map(|(line, (ts, rec))| match (line, ts) {
-                (Some(l), _) => l,
-                (None, None) => undecodable("shorter than its stamp", rec.len()),
-                (None, Some(_)) => undecodable("damaged record", rec.len()),
+        records
+            .iter()
+            .map(|&(ts, rec)| match ts.map(|_| decoded.next()) {
+                Some(Some(Ok(line))) => line,
+                Some(Some(Err(why))) => undecodable(&why, rec.len()),
+                Some(None) | None => undecodable("shorter than its stamp", rec.len()),
             })
             .collect()
     }

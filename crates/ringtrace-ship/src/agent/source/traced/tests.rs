@@ -56,6 +56,16 @@ fn a_recorder_directory_ships_each_record_decoded_under_its_ring_number() {
     };
     write(20, "small").join().unwrap();
     write(5000, "big").join().unwrap();
+    // A chunk being appended to the catalog, cut short (a writer mid-append): the
+    // records decode with the chunks before it.
+    let mut cut = vec![2u8, 0, 0, 0];
+    cut.extend_from_slice(&100u32.to_le_bytes());
+    cut.extend_from_slice(&[0xab; 10]);
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new().append(true).open(rec.join(ringtrace_tracing::CATALOG_FILE)).unwrap(),
+        &cut,
+    )
+    .unwrap();
     let mut sources = Source::expand(std::slice::from_ref(&rec)).unwrap();
     let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
     assert!(names.iter().all(|n| n.starts_with(&format!("{}#", rec.display()))), "{names:?}");
