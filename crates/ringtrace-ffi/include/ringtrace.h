@@ -192,6 +192,50 @@ typedef int (*ringtrace_channel_record_fn)(void *ctx,
                                            size_t len);
 
 /**
+ * A channel's counters: mirrors `ringtrace::channel::ChannelStats` (the same fields,
+ * by the same names, in the same order).
+ */
+typedef struct ringtrace_channel_stats {
+  /**
+   * Producers ever attached (a channel file: its slots that had one).
+   */
+  uint64_t producers;
+  /**
+   * Of them, those gone (a channel file: the slots no live process produces into).
+   */
+  uint64_t exited;
+  /**
+   * Records committed.
+   */
+  uint64_t written;
+  /**
+   * Reserves refused: records that never entered a ring.
+   */
+  uint64_t lost;
+  /**
+   * Overwrite mode: committed records given up to make room.
+   */
+  uint64_t overwritten;
+  /**
+   * Overwrite mode: of `overwritten`, the records the live reader never got.
+   */
+  uint64_t overwritten_unread;
+  /**
+   * Records the live reader delivered.
+   */
+  uint64_t read;
+  /**
+   * Of `read`, records delivered out of timestamp order (committed later than the
+   * reader's slack).
+   */
+  uint64_t late;
+  /**
+   * Records of exited producers' rings freed unread to bound what is kept.
+   */
+  uint64_t freed_unread;
+} ringtrace_channel_stats;
+
+/**
  * Options of a new ring. libbpf-style: set `sz` to `sizeof(struct ringtrace_ring_opts)`
  * (lets the struct grow without breaking old callers); zeroed fields take defaults.
  */
@@ -677,6 +721,66 @@ int ringtrace_channel_snapshot_foreach(struct ringtrace_channel *ch,
                                        int newest_first,
                                        ringtrace_channel_record_fn fn,
                                        void *ctx);
+
+/**
+ * Creates a channel file at `path` (which must not exist; mode 0600): up to
+ * `max_producers` writers, in this process or others that open it with
+ * `ringtrace_channel_open`, each get a single-producer ring of
+ * `capacity_per_producer` bytes (a power of two from 4096), in `mode`
+ * (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), their records stamped with `clock`
+ * (`RINGTRACE_CLOCK_*`). `ringtrace stat`, `tail` and `snapshot` read it from outside.
+ *
+ * Returns 0, or -EINVAL (bad capacity, count, mode or clock), -EEXIST, -ENOTSUP
+ * (`RINGTRACE_CLOCK_TSC` without an invariant TSC), or another -errno; the message
+ * names the file.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_channel_create(const char *path,
+                             uint64_t capacity_per_producer,
+                             uint32_t max_producers,
+                             int mode,
+                             int clock,
+                             struct ringtrace_channel **out);
+
+/**
+ * Attaches to the channel file at `path` (made by `ringtrace_channel_create` or
+ * `ringtrace::Channel::create`, in this or another process); its mode and clock are
+ * read from the file. Writers take a free slot each (`ringtrace_channel_output`,
+ * `ringtrace_channel_producer_new`); one reader in all processes
+ * (`ringtrace_channel_reader_new`) reads every slot merged by time. Only files of
+ * this process's user are opened.
+ *
+ * Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a channel file, or damaged), -EPERM
+ * (another user's file), or another -errno; the message names the file.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_channel_open(const char *path, struct ringtrace_channel **out);
+
+/**
+ * The channel's counters into `*out` (in a channel file, of every process's writers;
+ * `read` and `late` of this process's reader).
+ *
+ * Returns 0, or -EINVAL.
+ *
+ * Threads: any thread, concurrently with writers and the reader (each counter is a
+ * value it had during the call).
+ *
+ * # Safety
+ *
+ * `ch` is NULL or a channel handle; `out` is valid for a write.
+ */
+int ringtrace_channel_get_stats(const struct ringtrace_channel *ch,
+                                struct ringtrace_channel_stats *out);
 
 /**
  * Attaches the ring's consumer (one per ring at a time, in any process). Free it with

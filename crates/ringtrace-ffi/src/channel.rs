@@ -44,7 +44,7 @@ fn deliver(f: ringtrace_channel_record_fn, ctx: *mut c_void, rec: ChannelRecord<
 macro_rules! any_channel {
     ($name:ident, $ty:ident, $with:ident) => {
         #[derive(Debug)]
-        enum $name {
+        pub(crate) enum $name {
             DiscardNone($ty<Discard, NoClock>),
             DiscardTsc($ty<Discard, Tsc>),
             DiscardMonotonic($ty<Discard, Monotonic>),
@@ -94,7 +94,7 @@ macro_rules! map_channel {
 /// A channel handle.
 #[derive(Debug)]
 pub struct ringtrace_channel {
-    channel: AnyChannel,
+    pub(crate) channel: AnyChannel,
 }
 handle!(ringtrace_channel, 0x5254_4348_414e_0005, "channel");
 

@@ -88,7 +88,10 @@ fn errno_of_setup(e: &Error) -> c_int {
         | Error::InvalidWatermark { .. }
         | Error::InvalidRetireAhead { .. }
         | Error::InvalidBatch { .. } => libc::EINVAL,
-        Error::ConsumerAttached { .. } | Error::ProducerAttached { .. } | Error::PauseBusy { .. } => libc::EBUSY,
+        Error::ConsumerAttached { .. }
+        | Error::ReaderAttached { .. }
+        | Error::ProducerAttached { .. }
+        | Error::PauseBusy { .. } => libc::EBUSY,
         Error::InvalidRing { .. } => libc::EBADMSG,
         Error::ReadOnly { .. } => libc::EPERM,
         Error::Reserve(r) => errno_of_reserve(r),

@@ -20,6 +20,7 @@
 mod bpf;
 mod bpf_set;
 mod channel;
+mod channel_file;
 pub mod consumer;
 mod error;
 mod guard;
@@ -36,6 +37,8 @@ pub use bpf::*;
 pub use bpf_set::*;
 #[allow(unused_imports)]
 pub use channel::*;
+#[allow(unused_imports)]
+pub use channel_file::*;
 
 /// The major version of this header (`ringtrace_version()` gives the library's). Kept
 /// equal to the crate's version by a test (cbindgen writes literals only).

@@ -52,7 +52,7 @@ fn threads_write_through_their_own_rings_and_the_reader_merges_them_in_time_orde
 fn one_reader_at_a_time() {
     let channel = Channel::<Discard, NoClock>::builder(4096).build(NoClock).unwrap();
     let r = channel.reader().unwrap();
-    assert!(matches!(channel.reader(), Err(ringtrace::Error::ConsumerAttached { .. })));
+    assert!(matches!(channel.reader(), Err(ringtrace::Error::ReaderAttached { .. })));
     drop(r);
     channel.reader().unwrap();
 }

@@ -134,8 +134,8 @@ fn a_slot_consumer_and_the_live_reader_exclude_each_other() {
         let c = channel.slot_ring(slot).unwrap().consumer().unwrap();
         for handle in [&channel, &other] {
             match handle.reader() {
-                Err(Error::ConsumerAttached { pid }) => assert_eq!(pid, me),
-                other => panic!("slot {slot}'s consumer is held: expected ConsumerAttached, got {other:?}"),
+                Err(Error::ReaderAttached { pid }) => assert_eq!(pid, me),
+                other => panic!("slot {slot}'s consumer is held: expected ReaderAttached, got {other:?}"),
             }
         }
         drop(c);
@@ -148,7 +148,7 @@ fn a_slot_consumer_and_the_live_reader_exclude_each_other() {
             assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached { pid }) if pid == me), "slot {slot}");
         }
     }
-    assert!(matches!(channel.reader(), Err(Error::ConsumerAttached { .. })));
+    assert!(matches!(channel.reader(), Err(Error::ReaderAttached { .. })));
     drop(reader);
     let held: Vec<_> = (0..4).map(|s| channel.slot_ring(s).unwrap().consumer().unwrap()).collect();
     drop(held);
@@ -169,7 +169,7 @@ fn a_killed_slot_consumers_role_is_taken_over_and_its_unreleased_records_read_ag
     let pid = kid.0.id();
     let ring = channel.slot_ring(0).unwrap();
     assert!(matches!(ring.consumer(), Err(Error::ConsumerAttached { pid: p }) if p == pid));
-    assert!(matches!(channel.reader(), Err(Error::ConsumerAttached { pid: p }) if p == pid));
+    assert!(matches!(channel.reader(), Err(Error::ReaderAttached { pid: p }) if p == pid));
     kid.0.kill().unwrap(); // SIGKILL
     kid.0.wait().unwrap();
     let mut c = ring.consumer().expect("the killed process's role is taken over");

@@ -190,7 +190,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     /// The ring's consumer role is the one [`reader`](Self::reader) takes for the slot:
     /// a channel file's live reader attaches every slot's consumer when it is made. So
     /// while a slot's consumer is held (in any process), `reader()` fails with
-    /// [`Error::ConsumerAttached`] naming its holder, and while a live reader exists,
+    /// [`Error::ReaderAttached`] naming its holder, and while a live reader exists,
     /// every slot's `consumer()` does. As for ring files, a role held by a process that
     /// died is taken over by the next to ask; a consumer of a slot starts at the last
     /// position its previous consumer handed back. A live reader hands a ring's space
@@ -235,7 +235,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     /// consumer.release(); // passed on: their space goes back to the producer
     ///
     /// // The slot's consumer role is the live reader's too.
-    /// assert!(matches!(channel.reader(), Err(ringtrace::Error::ConsumerAttached { .. })));
+    /// assert!(matches!(channel.reader(), Err(ringtrace::Error::ReaderAttached { .. })));
     /// drop(consumer);
     /// assert!(channel.reader().is_ok());
     /// std::fs::remove_file(&path)?;

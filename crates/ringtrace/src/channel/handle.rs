@@ -108,7 +108,7 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     }
 
     /// A live reader of the whole channel, merging by timestamp. One at a time:
-    /// [`Error::ConsumerAttached`] while another exists.
+    /// [`Error::ReaderAttached`] while another exists.
     pub fn reader(&self) -> Result<ChannelReader<M, C>, Error> {
         ChannelReader::new(self.inner.clone())
     }

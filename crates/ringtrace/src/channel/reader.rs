@@ -77,7 +77,7 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         // Acquire: pairs with the Release store in `drop`: the last reader's updates of
         // the lanes' counters happen-before ours.
         if inner.reader_attached.swap(true, Ordering::Acquire) {
-            return Err(Error::ConsumerAttached { pid: crate::owner::my_pid() });
+            return Err(Error::ReaderAttached { pid: crate::owner::my_pid() });
         }
         let mut reader = ChannelReader {
             inner,
@@ -95,7 +95,12 @@ impl<M: Mode, C: Clock> ChannelReader<M, C> {
         };
         if let Err(e) = reader.refresh() {
             drop(reader);
-            return Err(e);
+            // A slot's consumer role held elsewhere: another reader of the channel file,
+            // or a slot's own consumer (`Channel::slot_ring`).
+            return Err(match e {
+                Error::ConsumerAttached { pid } => Error::ReaderAttached { pid },
+                e => e,
+            });
         }
         Ok(reader)
     }

@@ -55,6 +55,16 @@ pub enum Error {
         /// The process that holds the consumer.
         pid: u32,
     },
+    /// A channel has one live reader at a time, in all processes (a channel file's
+    /// reader holds every slot's consumer role).
+    #[error(
+        "the channel already has a reader (in process {pid}): a channel has one reader at a time, in all \
+         processes (drop the other one first)"
+    )]
+    ReaderAttached {
+        /// The process that holds the reader (or one of the slots' consumer roles).
+        pid: u32,
+    },
     /// A single-producer ring has one producer at a time.
     #[error(
         "the single-producer ring already has a producer (in process {pid}): use an Mpsc ring for \

@@ -90,7 +90,7 @@ fn each_slot_is_a_source_filled_failed_acknowledged_and_dropped_on_its_own() {
     let path = at.0.display();
     assert_eq!(names, [format!("{path}#0"), format!("{path}#1"), format!("{path}#2")]);
     // The agent holds every slot: no other reader of the channel meanwhile.
-    assert!(matches!(channel.reader(), Err(ringtrace::Error::ConsumerAttached { .. })));
+    assert!(matches!(channel.reader(), Err(ringtrace::Error::ReaderAttached { .. })));
 
     let (r0, _) = fill(&mut s[0], 1);
     assert_eq!(payloads(&r0), (0..5).map(|i| body(0, i)).collect::<Vec<_>>(), "slot 0: its records, stamps off");
