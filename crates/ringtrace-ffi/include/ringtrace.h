@@ -176,7 +176,9 @@ typedef int (*ringtrace_record_fn)(void *ctx, const void *data, size_t len);
 
 /**
  * Called for each record of a set: `index` is its map's, as `ringtrace_bpf_ringset_add`
- * returned it. Return 0 to go on, nonzero to stop (that record counts as consumed).
+ * returned it. Return 0 to go on, nonzero to stop (that record counts as consumed, and
+ * the call returns -ECANCELED; libbpf's callbacks stop on a negative value only, and
+ * its call returns that value).
  */
 typedef int (*ringtrace_set_record_fn)(void *ctx, size_t index, const void *data, size_t len);
 
@@ -193,15 +195,16 @@ typedef int (*ringtrace_channel_record_fn)(void *ctx,
 
 /**
  * A channel's counters: mirrors `ringtrace::channel::ChannelStats` (the same fields,
- * by the same names, in the same order).
+ * by the same names, in the same order). Fields are only ever added at its end.
  */
 typedef struct ringtrace_channel_stats {
   /**
-   * Producers ever attached (a channel file: its slots that had one).
+   * Producers ever attached (a channel file: its slots, `max_producers`).
    */
   uint64_t producers;
   /**
-   * Of them, those gone (a channel file: the slots no live process produces into).
+   * Of them, those gone (a channel file: the slots no live process produces into,
+   * those never used included).
    */
   uint64_t exited;
   /**
@@ -484,9 +487,11 @@ int ringtrace_bpf_ringset_new(struct ringtrace_bpf_ringset **out);
 int ringtrace_bpf_ringset_add(struct ringtrace_bpf_ringset *set, int map_fd);
 
 /**
- * Consumes every map that may hold records, each fully, calling `fn(ctx, index, data,
- * len)` for each record, and arms the maps it found empty (the set's descriptor then
- * wakes on their next record). libbpf's `ring_buffer__consume`.
+ * Consumes every map that may hold records (those added since the last call, those
+ * the set's descriptor reports, those not yet drained), each fully, calling `fn(ctx,
+ * index, data, len)` for each record, and arms the maps it found empty (the set's
+ * descriptor then wakes on their next record). libbpf's `ring_buffer__consume`: call
+ * it when the descriptor is readable.
  *
  * Returns the records seen, or -EINVAL, -ECANCELED (`fn` returned nonzero), -EBADMSG.
  *
@@ -520,8 +525,11 @@ int ringtrace_bpf_ringset_poll(struct ringtrace_bpf_ringset *set,
                                void *ctx);
 
 /**
- * The set's epoll descriptor, readable while a map of the set may hold records (nest it
- * in an event loop), owned by the handle.
+ * The set's epoll descriptor (nest it in an event loop), owned by the handle: it
+ * becomes readable when a map that was armed receives a record. Maps just added, and
+ * maps `ringtrace_bpf_ringset_poll` read (it leaves them unarmed while it reads), are
+ * not armed: before waiting on the descriptor, call `ringtrace_bpf_ringset_arm`, and
+ * consume first if it returns 0.
  *
  * Returns the descriptor (>= 0) or -EINVAL.
  *
@@ -532,6 +540,21 @@ int ringtrace_bpf_ringset_poll(struct ringtrace_bpf_ringset *set,
  * `set` is NULL or a set handle.
  */
 int ringtrace_bpf_ringset_fd(const struct ringtrace_bpf_ringset *set);
+
+/**
+ * Arms every map of the set that may hold records: 1 if all were found empty (waiting
+ * on `ringtrace_bpf_ringset_fd` is then safe: a record wakes it), 0 if one holds
+ * records (consume first).
+ *
+ * Returns 1, 0, or -EINVAL, or the -errno of `epoll_wait`.
+ *
+ * Threads: one thread at a time per set.
+ *
+ * # Safety
+ *
+ * `set` is NULL or a set handle.
+ */
+int ringtrace_bpf_ringset_arm(struct ringtrace_bpf_ringset *set);
 
 /**
  * Frees a set and its readers (NULL is ignored); the maps' descriptors the caller
@@ -730,7 +753,8 @@ int ringtrace_channel_snapshot_foreach(struct ringtrace_channel *ch,
  * (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), their records stamped with `clock`
  * (`RINGTRACE_CLOCK_*`). `ringtrace stat`, `tail` and `snapshot` read it from outside.
  *
- * Returns 0, or -EINVAL (bad capacity, count, mode or clock), -EEXIST, -ENOTSUP
+ * Returns 0, or -EINVAL (bad capacity, mode or clock, or `max_producers` not from 1
+ * to 4096), -EEXIST, -ENOTSUP
  * (`RINGTRACE_CLOCK_TSC` without an invariant TSC), or another -errno; the message
  * names the file.
  *
@@ -753,10 +777,11 @@ int ringtrace_channel_create(const char *path,
  * read from the file. Writers take a free slot each (`ringtrace_channel_output`,
  * `ringtrace_channel_producer_new`); one reader in all processes
  * (`ringtrace_channel_reader_new`) reads every slot merged by time. Only files of
- * this process's user are opened.
+ * this process's user, writable by no other, are opened.
  *
- * Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a channel file, or damaged), -EPERM
- * (another user's file), or another -errno; the message names the file.
+ * Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a channel file, damaged, or another
+ * user's or a group- or world-writable file: the message says which), or another
+ * -errno; the message names the file.
  *
  * Threads: any thread.
  *
@@ -918,7 +943,7 @@ void ringtrace_producer_free(struct ringtrace_producer *p);
  * written). One open reservation per producer handle: to hold several at once, as
  * `bpf_ringbuf_reserve` allows (reserve, reserve, then commit or discard in any order),
  * take a producer handle for each (`ringtrace_producer_new` on a multi-producer ring:
- * an allocation and an atomic count, no system call). Records reach the consumer in
+ * an allocation and a slot claimed in the ring's memory). Records reach the consumer in
  * reservation order whatever the commit order, as the BPF ring buffer's do: the
  * consumer waits at the oldest record still open.
  *
@@ -944,7 +969,10 @@ int ringtrace_reserve(struct ringtrace_producer *p, size_t len, void **data);
  * `ringtrace_reserve`, waiting up to `timeout_ms` (-1: no limit) for room in a discard
  * ring (an overwrite ring never waits: it makes room): the zero-copy form of
  * `ringtrace_output_wait`. The wait sleeps on the ring's doorbell, woken as the
- * consumer hands space back.
+ * consumer hands space back. While a reservation is open on the ring (on this thread's
+ * other producer handles too), wait with a finite timeout: the consumer stops at the
+ * oldest open record, so the room it waits for may come only once that one is
+ * committed.
  *
  * Returns 0, or -ETIMEDOUT (no room in time: counted as lost), -EPIPE (the ring is
  * full and its consumer is gone), and the errors of `ringtrace_reserve`.

@@ -3,6 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::os::fd::{AsFd, AsRawFd};
+use std::time::Duration;
 
 use ringtrace::kernel::bpf::{BpfRingBuf, RingSet};
 
@@ -19,7 +20,9 @@ pub struct ringtrace_bpf_ringset {
 handle!(ringtrace_bpf_ringset, 0x5254_4253_4554_0009, "BPF ring buffer set");
 
 /// Called for each record of a set: `index` is its map's, as `ringtrace_bpf_ringset_add`
-/// returned it. Return 0 to go on, nonzero to stop (that record counts as consumed).
+/// returned it. Return 0 to go on, nonzero to stop (that record counts as consumed, and
+/// the call returns -ECANCELED; libbpf's callbacks stop on a negative value only, and
+/// its call returns that value).
 pub type ringtrace_set_record_fn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, index: usize, data: *const c_void, len: usize) -> c_int>;
 
@@ -73,9 +76,11 @@ pub unsafe extern "C" fn ringtrace_bpf_ringset_add(set: *mut ringtrace_bpf_rings
     })
 }
 
-/// Consumes every map that may hold records, each fully, calling `fn(ctx, index, data,
-/// len)` for each record, and arms the maps it found empty (the set's descriptor then
-/// wakes on their next record). libbpf's `ring_buffer__consume`.
+/// Consumes every map that may hold records (those added since the last call, those
+/// the set's descriptor reports, those not yet drained), each fully, calling `fn(ctx,
+/// index, data, len)` for each record, and arms the maps it found empty (the set's
+/// descriptor then wakes on their next record). libbpf's `ring_buffer__consume`: call
+/// it when the descriptor is readable.
 ///
 /// Returns the records seen, or -EINVAL, -ECANCELED (`fn` returned nonzero), -EBADMSG.
 ///
@@ -93,6 +98,8 @@ pub unsafe extern "C" fn ringtrace_bpf_ringset_consume(
     call(|| {
         // SAFETY: the caller's promise about `set`.
         let h = unsafe { guard::get_mut(set) }?;
+        // The maps the descriptor reports, onto the ready list (no wait).
+        h.set.wait(Some(Duration::ZERO))?;
         Ok(count(h.set.consume(|i, rec| deliver(r#fn, ctx, i, rec))?))
     })
 }
@@ -123,8 +130,11 @@ pub unsafe extern "C" fn ringtrace_bpf_ringset_poll(
     })
 }
 
-/// The set's epoll descriptor, readable while a map of the set may hold records (nest it
-/// in an event loop), owned by the handle.
+/// The set's epoll descriptor (nest it in an event loop), owned by the handle: it
+/// becomes readable when a map that was armed receives a record. Maps just added, and
+/// maps `ringtrace_bpf_ringset_poll` read (it leaves them unarmed while it reads), are
+/// not armed: before waiting on the descriptor, call `ringtrace_bpf_ringset_arm`, and
+/// consume first if it returns 0.
 ///
 /// Returns the descriptor (>= 0) or -EINVAL.
 ///
@@ -139,6 +149,26 @@ pub unsafe extern "C" fn ringtrace_bpf_ringset_fd(set: *const ringtrace_bpf_ring
         // SAFETY: the caller's promise about `set`.
         let h = unsafe { guard::get(set) }?;
         Ok(h.set.as_fd().as_raw_fd())
+    })
+}
+
+/// Arms every map of the set that may hold records: 1 if all were found empty (waiting
+/// on `ringtrace_bpf_ringset_fd` is then safe: a record wakes it), 0 if one holds
+/// records (consume first).
+///
+/// Returns 1, 0, or -EINVAL, or the -errno of `epoll_wait`.
+///
+/// Threads: one thread at a time per set.
+///
+/// # Safety
+///
+/// `set` is NULL or a set handle.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_bpf_ringset_arm(set: *mut ringtrace_bpf_ringset) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise about `set`.
+        let h = unsafe { guard::get_mut(set) }?;
+        Ok(c_int::from(h.set.arm()?))
     })
 }
 

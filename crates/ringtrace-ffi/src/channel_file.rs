@@ -20,13 +20,14 @@ use crate::guard::{self, call};
 use crate::ring::{path_arg, RINGTRACE_DISCARD, RINGTRACE_OVERWRITE};
 
 /// A channel's counters: mirrors `ringtrace::channel::ChannelStats` (the same fields,
-/// by the same names, in the same order).
+/// by the same names, in the same order). Fields are only ever added at its end.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ringtrace_channel_stats {
-    /// Producers ever attached (a channel file: its slots that had one).
+    /// Producers ever attached (a channel file: its slots, `max_producers`).
     pub producers: u64,
-    /// Of them, those gone (a channel file: the slots no live process produces into).
+    /// Of them, those gone (a channel file: the slots no live process produces into,
+    /// those never used included).
     pub exited: u64,
     /// Records committed.
     pub written: u64,
@@ -52,7 +53,8 @@ pub struct ringtrace_channel_stats {
 /// (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), their records stamped with `clock`
 /// (`RINGTRACE_CLOCK_*`). `ringtrace stat`, `tail` and `snapshot` read it from outside.
 ///
-/// Returns 0, or -EINVAL (bad capacity, count, mode or clock), -EEXIST, -ENOTSUP
+/// Returns 0, or -EINVAL (bad capacity, mode or clock, or `max_producers` not from 1
+/// to 4096), -EEXIST, -ENOTSUP
 /// (`RINGTRACE_CLOCK_TSC` without an invariant TSC), or another -errno; the message
 /// names the file.
 ///
@@ -81,6 +83,9 @@ pub unsafe extern "C" fn ringtrace_channel_create(
 }
 
 fn create(path: &Path, cap: u64, max: u32, mode: c_int, clock: c_int) -> Result<AnyChannel, Fail> {
+    if !(1..=4096).contains(&max) {
+        return Err(Fail::inval(format!("max_producers {max}: a channel file holds 1 to 4096")));
+    }
     macro_rules! make {
         ($m:ty, $clock:expr) => {
             Channel::<$m, _>::builder(cap).max_producers(max).create(path, $clock)?
@@ -104,10 +109,11 @@ fn create(path: &Path, cap: u64, max: u32, mode: c_int, clock: c_int) -> Result<
 /// read from the file. Writers take a free slot each (`ringtrace_channel_output`,
 /// `ringtrace_channel_producer_new`); one reader in all processes
 /// (`ringtrace_channel_reader_new`) reads every slot merged by time. Only files of
-/// this process's user are opened.
+/// this process's user, writable by no other, are opened.
 ///
-/// Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a channel file, or damaged), -EPERM
-/// (another user's file), or another -errno; the message names the file.
+/// Returns 0, or -EINVAL, -ENOENT, -EBADMSG (not a channel file, damaged, or another
+/// user's or a group- or world-writable file: the message says which), or another
+/// -errno; the message names the file.
 ///
 /// Threads: any thread.
 ///

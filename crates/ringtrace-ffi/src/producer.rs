@@ -158,7 +158,7 @@ pub unsafe extern "C" fn ringtrace_producer_free(p: *mut ringtrace_producer) {
 /// written). One open reservation per producer handle: to hold several at once, as
 /// `bpf_ringbuf_reserve` allows (reserve, reserve, then commit or discard in any order),
 /// take a producer handle for each (`ringtrace_producer_new` on a multi-producer ring:
-/// an allocation and an atomic count, no system call). Records reach the consumer in
+/// an allocation and a slot claimed in the ring's memory). Records reach the consumer in
 /// reservation order whatever the commit order, as the BPF ring buffer's do: the
 /// consumer waits at the oldest record still open.
 ///
@@ -179,13 +179,17 @@ pub unsafe extern "C" fn ringtrace_producer_free(p: *mut ringtrace_producer) {
 /// `p` is NULL or a producer handle; `data` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn ringtrace_reserve(p: *mut ringtrace_producer, len: usize, data: *mut *mut c_void) -> c_int {
-    reserve(p, len, data, None)
+    // SAFETY: the caller's promises, forwarded.
+    unsafe { reserve(p, len, data, None) }
 }
 
 /// `ringtrace_reserve`, waiting up to `timeout_ms` (-1: no limit) for room in a discard
 /// ring (an overwrite ring never waits: it makes room): the zero-copy form of
 /// `ringtrace_output_wait`. The wait sleeps on the ring's doorbell, woken as the
-/// consumer hands space back.
+/// consumer hands space back. While a reservation is open on the ring (on this thread's
+/// other producer handles too), wait with a finite timeout: the consumer stops at the
+/// oldest open record, so the room it waits for may come only once that one is
+/// committed.
 ///
 /// Returns 0, or -ETIMEDOUT (no room in time: counted as lost), -EPIPE (the ring is
 /// full and its consumer is gone), and the errors of `ringtrace_reserve`.
@@ -203,10 +207,16 @@ pub unsafe extern "C" fn ringtrace_reserve_wait(
     timeout_ms: c_int,
     data: *mut *mut c_void,
 ) -> c_int {
-    reserve(p, len, data, Some(timeout_ms))
+    // SAFETY: the caller's promises, forwarded.
+    unsafe { reserve(p, len, data, Some(timeout_ms)) }
 }
 
-fn reserve(p: *mut ringtrace_producer, len: usize, data: *mut *mut c_void, wait: Option<c_int>) -> c_int {
+/// `ringtrace_reserve` and `ringtrace_reserve_wait`.
+///
+/// # Safety
+///
+/// As theirs: `p` is NULL or a producer handle; `data` is valid for a write.
+unsafe fn reserve(p: *mut ringtrace_producer, len: usize, data: *mut *mut c_void, wait: Option<c_int>) -> c_int {
     call(|| {
         // SAFETY: the caller's promise about `p`.
         let h = unsafe { guard::get_mut(p) }?;

@@ -165,6 +165,11 @@ unsafe fn read_opts(opts: *const ringtrace_ring_opts) -> Result<ringtrace_ring_o
         return Err(Fail::inval("ringtrace_ring_opts.sz must be sizeof(struct ringtrace_ring_opts)"));
     }
     let known = std::mem::size_of::<ringtrace_ring_opts>();
+    if sz > 4096 {
+        return Err(Fail::inval(format!(
+            "ringtrace_ring_opts.sz is {sz}: set it to sizeof(struct ringtrace_ring_opts)"
+        )));
+    }
     if sz > known {
         // A caller built against a newer header may have set fields this library does
         // not know: refused unless they are all zero (libbpf's OPTS_VALID does the same).

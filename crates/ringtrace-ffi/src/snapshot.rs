@@ -77,7 +77,15 @@ pub unsafe extern "C" fn ringtrace_snapshot_read(path: *const c_char, out: *mut 
         let out = guard::out_ptr(out)?;
         // SAFETY: the caller's promise about `path`.
         let path = unsafe { path_arg(path) }?;
-        let file = File::open(path).map_err(|e| Fail::from(e).about(path))?;
+        // Non-blocking, so that a FIFO does not hang the open; only a regular file is read.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Fail::from(e).about(path))?;
+        if !file.metadata().map_err(|e| Fail::from(e).about(path))?.is_file() {
+            return Err(Fail::inval("not a regular file").about(path));
+        }
         let snap = Snapshot::read_from(io::BufReader::new(file)).map_err(|e| Fail::from(e).about(path))?;
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_snapshot { snap }) }

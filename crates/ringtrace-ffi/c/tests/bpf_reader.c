@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/bpf.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -131,6 +132,22 @@ static void ringset(int map_fd, int prog_fd) {
     CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), 3);
     CHECK_EQ(s.per_map[1], 55);
     CHECK_EQ(ringtrace_bpf_ringset_consume(NULL, NULL, NULL), -EINVAL);
+
+    /* An event loop as libbpf's users write it: arm, wait on the set's descriptor,
+     * consume when it is readable. */
+    CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), 0);
+    CHECK_EQ(ringtrace_bpf_ringset_arm(set), 1);
+    struct pollfd pfd = {.fd = ringtrace_bpf_ringset_fd(set), .events = POLLIN};
+    CHECK_EQ(poll(&pfd, 1, 0), 0);
+    CHECK_EQ(run_prog(prog_fd, 4), 0);
+    CHECK_EQ(poll(&pfd, 1, 5000), 1);
+    CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), 4);
+    CHECK_EQ(s.per_map[0], 34);
+    /* Records written while not armed: arm says to consume first. */
+    CHECK_EQ(run_prog(prog2, 2), 0);
+    CHECK_EQ(ringtrace_bpf_ringset_arm(set), 0);
+    CHECK_EQ(ringtrace_bpf_ringset_consume(set, on_set_record, &s), 2);
+    CHECK_EQ(ringtrace_bpf_ringset_arm(set), 1);
     ringtrace_bpf_ringset_free(set);
     close(prog2);
     close(map2);

@@ -17,6 +17,8 @@ struct seen {
     uint64_t next[2];
     uint64_t total;
     uint64_t last_ts;
+    /* Delivered with a timestamp below the one before: the reader's `late`. */
+    uint64_t out_of_order;
 };
 
 static int on_record(void *ctx, uint32_t producer, uint64_t ts, const void *data, size_t len) {
@@ -28,8 +30,11 @@ static int on_record(void *ctx, uint32_t producer, uint64_t ts, const void *data
     CHECK(v[0] < 2);
     CHECK_EQ(v[1], s->next[v[0]]);
     CHECK_EQ(v[2], v[0] * 0x9E3779B97F4A7C15ull ^ v[1]);
-    CHECK(ts >= s->last_ts || s->last_ts - ts < 1000000000ull);
-    s->last_ts = ts;
+    if (ts < s->last_ts) {
+        s->out_of_order++;
+    } else {
+        s->last_ts = ts;
+    }
     s->next[v[0]]++;
     s->total++;
     return 0;
@@ -40,14 +45,8 @@ static void writer(const char *path, uint64_t who) {
     CHECK_EQ(ringtrace_channel_open(path, &ch), 0);
     for (uint64_t i = 0; i < PER_CHILD; i++) {
         uint64_t v[3] = {who, i, who * 0x9E3779B97F4A7C15ull ^ i};
-        long long deadline = now_ms() + 30000;
-        int rc;
-        /* A discard channel refuses a record while the reader catches up: try again. */
-        while ((rc = ringtrace_channel_output(ch, v, sizeof v, RINGTRACE_WAKEUP_DEFAULT)) == -ENOSPC) {
-            CHECK(now_ms() < deadline);
-            usleep(100);
-        }
-        CHECK_EQ(rc, 0);
+        /* The ring holds every record: none is refused. */
+        CHECK_EQ(ringtrace_channel_output(ch, v, sizeof v, RINGTRACE_WAKEUP_DEFAULT), 0);
     }
     ringtrace_channel_free(ch);
 }
@@ -60,6 +59,7 @@ int main(void) {
      * is refused, whenever the reader gets to them. */
     CHECK_EQ(ringtrace_channel_create(path, 1 << 20, 4, RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC, &ch), 0);
     ringtrace_channel *again = NULL;
+    CHECK_EQ(ringtrace_channel_create("zero.chan", 1 << 20, 0, RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC, &again), -EINVAL);
     CHECK_EQ(ringtrace_channel_create(path, 1 << 20, 4, RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC, &again), -EEXIST);
     CHECK(strstr(ringtrace_last_error(), path) != NULL);
     ringtrace_channel_reader *r = NULL;
@@ -109,8 +109,9 @@ int main(void) {
     CHECK_EQ(st.written, 2 * PER_CHILD);
     CHECK_EQ(st.lost, 0);
     CHECK_EQ(st.read, 2 * PER_CHILD);
-    CHECK(st.producers >= 2);
-    CHECK_EQ(st.exited, st.producers);
+    CHECK_EQ(st.producers, 4); /* a channel file's slots, used or not */
+    CHECK_EQ(st.exited, 4);
+    CHECK_EQ(st.late, s.out_of_order);
     CHECK_EQ(ringtrace_channel_get_stats(NULL, &st), -EINVAL);
     ringtrace_channel_reader_free(r);
     ringtrace_channel_free(ch);

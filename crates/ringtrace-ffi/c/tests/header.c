@@ -5,6 +5,7 @@
  * zero-length record is a record, and a failed file operation's message names the
  * file. */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -50,9 +51,12 @@ int main(void) {
     CHECK_EQ(ringtrace_ring_new(&bigger.opts, &ring), -EINVAL);
     CHECK(ring == NULL);
     CHECK(strstr(ringtrace_last_error(), "newer ringtrace.h") != NULL);
+    /* An absurd size (an uninitialized field) is refused before anything is read. */
+    bigger.opts.sz = (size_t)1 << 40;
+    CHECK_EQ(ringtrace_ring_new(&bigger.opts, &ring), -EINVAL);
     /* A smaller struct (an older header) is fine: the rest take defaults. */
     struct ringtrace_ring_opts small = {0};
-    small.sz = sizeof(size_t) + sizeof(uint64_t);
+    small.sz = offsetof(struct ringtrace_ring_opts, capacity) + sizeof small.capacity;
     small.capacity = 1 << 16;
     CHECK_EQ(ringtrace_ring_new(&small, &ring), 0);
 

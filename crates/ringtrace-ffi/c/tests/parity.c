@@ -6,6 +6,7 @@
  * reservation order. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -186,6 +187,11 @@ int main(void) {
     CHECK(strstr(ringtrace_last_error(), "fr.snap") != NULL);
     CHECK_EQ(ringtrace_snapshot_read("no-such.snap", &back), -ENOENT);
     CHECK(strstr(ringtrace_last_error(), "no-such.snap") != NULL);
+    /* A FIFO is refused at once, not waited on. */
+    CHECK_EQ(mkfifo("a.fifo", 0600), 0);
+    CHECK_EQ(ringtrace_snapshot_read("a.fifo", &back), -EINVAL);
+    CHECK(strstr(ringtrace_last_error(), "a.fifo") != NULL);
+    remove("a.fifo");
     remove("fr.snap");
     ringtrace_snapshot_free(snap);
     ringtrace_producer_free(p);
