@@ -217,7 +217,7 @@ impl Source {
         if !same {
             return Ok(Recovered { acknowledged: 0, new_ring: true });
         }
-        let capacity = self.capacity();
+        let Some(capacity) = self.capacity() else { return Ok(Recovered::default()) };
         let mut stepped = 0;
         with_consumer!(&mut self.ring, c => {
             let gap = saved.position.saturating_sub(c.position());
@@ -245,12 +245,14 @@ impl Source {
         Ok(Recovered { acknowledged: stepped, new_ring: false })
     }
 
-    fn capacity(&self) -> u64 {
+    /// A discard consumer's ring's capacity (`None` for a source that keeps its own
+    /// place).
+    fn capacity(&self) -> Option<u64> {
         match &self.ring {
-            Ring::Mpsc(r, _) => r.capacity(),
-            Ring::Spsc(r, _) => r.capacity(),
-            Ring::Slot(s) => s.ring.capacity(),
-            Ring::Own(_) => 0,
+            Ring::Mpsc(r, _) => Some(r.capacity()),
+            Ring::Spsc(r, _) => Some(r.capacity()),
+            Ring::Slot(s) => Some(s.ring.capacity()),
+            Ring::Own(_) => None,
         }
     }
 
@@ -306,10 +308,12 @@ impl Source {
                 seq = next;
                 (filled, position)
             }
-            ring => with_consumer!(ring, c => {
-                let n = fill_from(c, host, name, &mut seq, Times::Drained(time_ns), limits, out)?;
-                (n, c.position())
-            }, _f => unreachable!("matched above")),
+            Ring::Mpsc(_, c) => {
+                (fill_from(c, host, name, &mut seq, Times::Drained(time_ns), limits, out)?, c.position())
+            }
+            Ring::Spsc(_, c) => {
+                (fill_from(c, host, name, &mut seq, Times::Drained(time_ns), limits, out)?, c.position())
+            }
         };
         if filled.records > 0 {
             self.pending = Some((seq, position));
