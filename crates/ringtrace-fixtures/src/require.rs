@@ -75,6 +75,20 @@ pub fn skip(feature: Feature, why: impl Display) {
     eprintln!("skipped {test}: {why}");
 }
 
+/// The test command's Kafka cluster: its bootstrap list (`RINGTRACE_KAFKA_BROKERS`,
+/// which `scripts/kafka.sh start` prints), or `None` after [`skip`] (which fails the
+/// test instead where [`REQUIRE_VAR`] lists `kafka`, as the test command's does).
+#[track_caller]
+pub fn kafka_brokers() -> Option<String> {
+    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
+        Ok(b) if !b.is_empty() => Some(b),
+        _ => {
+            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
+            None
+        }
+    }
+}
+
 /// Whether BPF ring buffer maps can be created here ([`bpf_skip_reason`](crate::bpf_skip_reason)
 /// is `None`). If not, skips or fails the calling test as [`skip`] does, and returns false:
 /// `if !have_bpf() { return; }`. Reads [`REQUIRE_VAR`] either way, so that a misspelt

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ringtrace::{ReserveError, Wakeup};
+use ringtrace_fixtures::{skip, Feature};
 
 /// One fault at a time: the cluster is shared.
 static CLUSTER: Mutex<()> = Mutex::new(());

@@ -6,19 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use ringtrace_fixtures::{skip, Feature};
 
-/// The cluster's brokers, or `None` (the test skips, or fails where `RINGTRACE_REQUIRE`
-/// names `kafka`).
-pub fn brokers() -> Option<String> {
-    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
-        Ok(b) if !b.is_empty() => Some(b),
-        _ => {
-            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
-            None
-        }
-    }
-}
+#[allow(unused_imports)] // each test binary uses its own part
+pub use ringtrace_fixtures::kafka_brokers as brokers;
 
 /// Wall-clock ns since the Unix epoch.
 pub fn now_ns() -> u64 {

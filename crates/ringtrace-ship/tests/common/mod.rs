@@ -13,21 +13,12 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
 use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
-pub use ringtrace_fixtures::{skip, Feature};
+
 use ringtrace_ship::fleet::Fleet;
 use ringtrace_ship::frame::{BatchWriter, TimeSource};
 
-/// The cluster's bootstrap list, or `None` after [`skip`] (which fails the test
-/// instead where `RINGTRACE_REQUIRE` lists `kafka`, as the test command's does).
-pub fn brokers() -> Option<String> {
-    match std::env::var("RINGTRACE_KAFKA_BROKERS") {
-        Ok(b) if !b.is_empty() => Some(b),
-        _ => {
-            skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
-            None
-        }
-    }
-}
+#[allow(unused_imports)] // each test binary uses its own part
+pub use ringtrace_fixtures::kafka_brokers as brokers;
 
 /// A topic of its own for a test, `partitions` wide, replicated 3 times.
 pub fn create_topic(brokers: &str, what: &str, partitions: i32) -> String {
