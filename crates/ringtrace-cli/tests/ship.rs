@@ -23,24 +23,21 @@ fn ring_with(n: u64) -> std::path::PathBuf {
     ring
 }
 
+/// `ship`'s arguments for host `host` on `topic`, its state at `state` (the sources to
+/// follow).
+fn ship_args<'a>(brokers: &'a str, topic: &'a str, host: &'a str, state: &'a std::path::Path) -> Vec<&'a str> {
+    let state = state.to_str().unwrap();
+    vec!["ship", "--brokers", brokers, "--topic", topic, "--host", host, "--state", state]
+}
+
 #[test]
 fn ship_drains_a_ring_and_decode_reads_every_record_back_once() {
     let Some(brokers) = brokers() else { return };
     let topic = create_topic(&brokers, "ship-drain", 2);
     let (ring, state) = (ring_with(5000), temp("ship.state"));
-    let o = run(&[
-        "ship",
-        "--brokers",
-        &brokers,
-        "--topic",
-        &topic,
-        "--host",
-        "web-2",
-        "--state",
-        state.to_str().unwrap(),
-        "--until-disconnected",
-        ring.to_str().unwrap(),
-    ]);
+    let mut args = ship_args(&brokers, &topic, "web-2", &state);
+    args.extend(["--until-disconnected", ring.to_str().unwrap()]);
+    let o = run(&args);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.starts_with("shipped=5000 "), "{}", o.stdout);
     let o = run(&["decode", "--json", &format!("kafka://{brokers}/{topic}")]);
@@ -73,18 +70,9 @@ fn a_first_sigterm_stops_ship_after_its_round() {
     let Some(brokers) = brokers() else { return };
     let topic = create_topic(&brokers, "ship-term", 2);
     let (ring, state) = (ring_with(1000), temp("ship.state"));
-    let (mut child, out, err) = spawn(&[
-        "ship",
-        "--brokers",
-        &brokers,
-        "--topic",
-        &topic,
-        "--host",
-        "web-3",
-        "--state",
-        state.to_str().unwrap(),
-        ring.to_str().unwrap(),
-    ]);
+    let mut args = ship_args(&brokers, &topic, "web-3", &state);
+    args.push(ring.to_str().unwrap());
+    let (mut child, out, err) = spawn(&args);
     // Its first round stored: the records are shipped.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !state.exists() {

@@ -91,6 +91,51 @@ macro_rules! map_channel {
     };
 }
 
+/// The channel of `$mode` (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`) and `$clock`
+/// (`RINGTRACE_CLOCK_*`) as an [`AnyChannel`]: `$make` runs with `$b` bound to that
+/// channel type's `builder` and `$c` to its clock (an invalid pair is `-EINVAL`). The
+/// one place for the eight combinations, for private channels and channel files alike.
+macro_rules! make_channel {
+    ($mode:expr, $clock:expr, $b:ident, $c:ident => $make:expr) => {
+        match ($mode, $clock) {
+            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_NONE) => {
+                let ($b, $c) = (Channel::<Discard, NoClock>::builder, NoClock);
+                AnyChannel::DiscardNone($make)
+            }
+            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_TSC) => {
+                let ($b, $c) = (Channel::<Discard, Tsc>::builder, Tsc::shared()?);
+                AnyChannel::DiscardTsc($make)
+            }
+            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC) => {
+                let ($b, $c) = (Channel::<Discard, Monotonic>::builder, Monotonic);
+                AnyChannel::DiscardMonotonic($make)
+            }
+            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_BEST) => {
+                let ($b, $c) = (Channel::<Discard, BestClock>::builder, BestClock::new());
+                AnyChannel::DiscardBest($make)
+            }
+            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_NONE) => {
+                let ($b, $c) = (Channel::<Overwrite, NoClock>::builder, NoClock);
+                AnyChannel::OverwriteNone($make)
+            }
+            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_TSC) => {
+                let ($b, $c) = (Channel::<Overwrite, Tsc>::builder, Tsc::shared()?);
+                AnyChannel::OverwriteTsc($make)
+            }
+            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_MONOTONIC) => {
+                let ($b, $c) = (Channel::<Overwrite, Monotonic>::builder, Monotonic);
+                AnyChannel::OverwriteMonotonic($make)
+            }
+            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_BEST) => {
+                let ($b, $c) = (Channel::<Overwrite, BestClock>::builder, BestClock::new());
+                AnyChannel::OverwriteBest($make)
+            }
+            (m, c) => return Err(Fail::inval(format!("invalid channel mode {m} or clock {c}"))),
+        }
+    };
+}
+pub(crate) use make_channel;
+
 /// A channel handle.
 #[derive(Debug)]
 pub struct ringtrace_channel {
@@ -128,31 +173,7 @@ pub unsafe extern "C" fn ringtrace_channel_new(
     call(|| {
         let out = guard::out_ptr(out)?;
         let cap = capacity_per_producer;
-        let channel = match (mode, clock) {
-            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_NONE) => AnyChannel::DiscardNone(Channel::builder(cap).build(NoClock)?),
-            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_TSC) => {
-                AnyChannel::DiscardTsc(Channel::builder(cap).build(Tsc::shared()?)?)
-            }
-            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC) => {
-                AnyChannel::DiscardMonotonic(Channel::builder(cap).build(Monotonic)?)
-            }
-            (RINGTRACE_DISCARD, RINGTRACE_CLOCK_BEST) => {
-                AnyChannel::DiscardBest(Channel::builder(cap).build(BestClock::new())?)
-            }
-            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_NONE) => {
-                AnyChannel::OverwriteNone(Channel::builder(cap).build(NoClock)?)
-            }
-            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_TSC) => {
-                AnyChannel::OverwriteTsc(Channel::builder(cap).build(Tsc::shared()?)?)
-            }
-            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_MONOTONIC) => {
-                AnyChannel::OverwriteMonotonic(Channel::builder(cap).build(Monotonic)?)
-            }
-            (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_BEST) => {
-                AnyChannel::OverwriteBest(Channel::builder(cap).build(BestClock::new())?)
-            }
-            (m, c) => return Err(Fail::inval(format!("invalid channel mode {m} or clock {c}"))),
-        };
+        let channel = make_channel!(mode, clock, builder, clock => builder(cap).build(clock)?);
         // SAFETY: `out` is valid for a write (caller).
         unsafe { guard::put(out, ringtrace_channel { channel }) }
     })

@@ -12,7 +12,7 @@ use ringtrace::inspect::RingMode;
 use ringtrace::Channel;
 
 use crate::channel::{
-    ringtrace_channel, AnyChannel, RINGTRACE_CLOCK_BEST, RINGTRACE_CLOCK_MONOTONIC, RINGTRACE_CLOCK_NONE,
+    make_channel, ringtrace_channel, AnyChannel, RINGTRACE_CLOCK_BEST, RINGTRACE_CLOCK_MONOTONIC, RINGTRACE_CLOCK_NONE,
     RINGTRACE_CLOCK_TSC,
 };
 use crate::error::Fail;
@@ -86,22 +86,7 @@ fn create(path: &Path, cap: u64, max: u32, mode: c_int, clock: c_int) -> Result<
     if !(1..=4096).contains(&max) {
         return Err(Fail::inval(format!("max_producers {max}: a channel file holds 1 to 4096")));
     }
-    macro_rules! make {
-        ($m:ty, $clock:expr) => {
-            Channel::<$m, _>::builder(cap).max_producers(max).create(path, $clock)?
-        };
-    }
-    Ok(match (mode, clock) {
-        (RINGTRACE_DISCARD, RINGTRACE_CLOCK_NONE) => AnyChannel::DiscardNone(make!(Discard, NoClock)),
-        (RINGTRACE_DISCARD, RINGTRACE_CLOCK_TSC) => AnyChannel::DiscardTsc(make!(Discard, Tsc::shared()?)),
-        (RINGTRACE_DISCARD, RINGTRACE_CLOCK_MONOTONIC) => AnyChannel::DiscardMonotonic(make!(Discard, Monotonic)),
-        (RINGTRACE_DISCARD, RINGTRACE_CLOCK_BEST) => AnyChannel::DiscardBest(make!(Discard, BestClock::new())),
-        (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_NONE) => AnyChannel::OverwriteNone(make!(Overwrite, NoClock)),
-        (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_TSC) => AnyChannel::OverwriteTsc(make!(Overwrite, Tsc::shared()?)),
-        (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_MONOTONIC) => AnyChannel::OverwriteMonotonic(make!(Overwrite, Monotonic)),
-        (RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_BEST) => AnyChannel::OverwriteBest(make!(Overwrite, BestClock::new())),
-        (m, c) => return Err(Fail::inval(format!("invalid channel mode {m} or clock {c}"))),
-    })
+    Ok(make_channel!(mode, clock, builder, clock => builder(cap).max_producers(max).create(path, clock)?))
 }
 
 /// Attaches to the channel file at `path` (made by `ringtrace_channel_create` or
