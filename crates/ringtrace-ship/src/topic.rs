@@ -54,3 +54,30 @@ pub(crate) fn ask<C: ClientContext>(client: &Client<C>, topic: &str, wait: Durat
         std::thread::sleep(AGAIN);
     }
 }
+
+/// Runs `request` (about a topic [`ask`] found) again while a broker answers that it
+/// does not know the topic's partition or its leader yet, `AGAIN` apart, for up to
+/// `wait`: the metadata that names a partition's leader can reach a client before the
+/// leader itself serves the partition, so a request to it just after the topic was
+/// created may still hear `UNKNOWN_TOPIC_OR_PARTITION`.
+pub(crate) fn settled<T>(wait: Duration, mut request: impl FnMut() -> Result<T, KafkaError>) -> Result<T, KafkaError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match request() {
+            Err(e) if not_yet(&e) && Instant::now() + AGAIN < deadline => std::thread::sleep(AGAIN),
+            answer => return answer,
+        }
+    }
+}
+
+/// Whether an error is a broker not serving a partition of a new topic yet.
+fn not_yet(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::UnknownTopicOrPartition
+                | RDKafkaErrorCode::LeaderNotAvailable
+                | RDKafkaErrorCode::NotLeaderForPartition
+        )
+    )
+}

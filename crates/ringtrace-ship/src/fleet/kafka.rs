@@ -134,9 +134,12 @@ pub(super) fn starts(
     if let Some(e) = meta.error() {
         return Err(format!("topic {topic}: {}", RDKafkaErrorCode::from(e)));
     }
+    // The partitions' leaders may not serve a topic just created yet either.
+    let settle = || left().min(Duration::from_secs(5));
     let mut out = Vec::new();
     for p in meta.partitions() {
-        let (low, high) = consumer.fetch_watermarks(topic, p.id(), left()).map_err(|e| e.to_string())?;
+        let (low, high) =
+            topic::settled(settle(), || consumer.fetch_watermarks(topic, p.id(), left())).map_err(|e| e.to_string())?;
         out.push((p.id(), low, high));
     }
     if let Some(since) = since_ns {
@@ -146,7 +149,8 @@ pub(super) fn starts(
         for &(p, _, _) in &out {
             query.add_partition_offset(topic, p, Offset::Offset(ms)).map_err(|e| e.to_string())?;
         }
-        let found = consumer.offsets_for_times(query, left()).map_err(|e| e.to_string())?;
+        let found = topic::settled(settle(), || consumer.offsets_for_times(query.clone(), left()))
+            .map_err(|e| e.to_string())?;
         for (p, low, high) in out.iter_mut() {
             *low = match found.find_partition(topic, *p).map(|e| e.offset()) {
                 Some(Offset::Offset(o)) => o.clamp(*low, *high),
