@@ -3,13 +3,17 @@
 # under crates/ringtrace-ffi/c/{tests,examples} with warnings as errors and
 # AddressSanitizer + UndefinedBehaviorSanitizer against the shared library and the
 # header, and runs each (it checks its own results and exits nonzero on a mismatch);
-# then runs four of them under valgrind's memcheck.
+# then runs four of them under valgrind's memcheck. The C++ examples (*.cpp) are built
+# as C++17 the same way. Tests that read a recorder back run the `ringtrace` command
+# (RINGTRACE_CLI); the typed_events example's dump is kept as target/c-typed-events.rtt
+# for the Perfetto and CTF checks of scripts/test.sh.
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 cc=${CC:-cc}
-cargo build --release -p ringtrace-ffi
+cargo build --release -p ringtrace-ffi -p ringtrace-cli
 target=${CARGO_TARGET_DIR:-target}/release
+export RINGTRACE_CLI="$PWD/$target/ringtrace"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cflags=(-std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer -g
@@ -28,6 +32,24 @@ for src in crates/ringtrace-ffi/c/tests/*.c crates/ringtrace-ffi/c/examples/*.c;
     failed+=("$src")
   fi
 done
+# C++17: the same macros, with RAII spans (RINGTRACE_SPAN_SCOPE).
+cxx=${CXX:-c++}
+for src in crates/ringtrace-ffi/c/examples/*.cpp; do
+  name=$(basename "$src" .cpp)
+  exe="$out/$name-cpp"
+  echo "-- $src"
+  "$cxx" -std=c++17 -pedantic "${cflags[@]:1}" -o "$exe" "$src" -L "$target" -lringtrace -lpthread
+  if ! (cd "$out" && timeout 300 "$exe" "$name-cpp.rtt" && "$RINGTRACE_CLI" decode "$name-cpp.rtt" >"$name-cpp.txt" &&
+    grep -q 'request{id=99 path="/item/99"}: cpp_example: slow request ms=12.5' "$name-cpp.txt"); then
+    failed+=("$src")
+  fi
+done
+# The header's macros in ISO C99 and C++11, warnings as errors.
+"$cc" -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -I crates/ringtrace-ffi/include \
+  crates/ringtrace-ffi/c/tests/events.c || failed+=("events.c as C99")
+"$cxx" -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I crates/ringtrace-ffi/include \
+  crates/ringtrace-ffi/c/examples/typed_events.cpp || failed+=("typed_events.cpp as C++11")
+cp "$out/typed-events.rtt" "$target/../c-typed-events.rtt" 2>/dev/null || failed+=("typed_events.c wrote no dump")
 # Valgrind's memcheck, as C users debug: the library must run under it (rustix reads the
 # auxiliary vector through libc, see crates/ringtrace/Cargo.toml), and these programs
 # must run clean. Built without the sanitizers, which valgrind cannot run beside.

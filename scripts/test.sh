@@ -201,14 +201,21 @@ bash scripts/test-c.sh
 echo "== the Perfetto export read by Perfetto's own message classes (PyPI perfetto), event by event against decode"
 python3 -m pip install -q --disable-pip-version-check perfetto protobuf 2>&1 | grep -v "Running pip as the 'root' user" || true
 dump=${TMPDIR:-/tmp}/ringtrace-example/dump.rtt   # written by the flight_recorder example above
-./target/release/ringtrace export --format perfetto "$dump" -o target/example.pftrace 2>/dev/null
-./target/release/ringtrace decode --format json "$dump" > target/example.jsonl 2>/dev/null
-python3 scripts/check-perfetto.py target/example.pftrace target/example.jsonl
+# and the C example's (typed events from C through the header's macros, test-c.sh).
+for d in "$dump" target/c-typed-events.rtt; do
+  rm -f target/example.pftrace
+  ./target/release/ringtrace export --format perfetto "$d" -o target/example.pftrace 2>/dev/null
+  ./target/release/ringtrace decode --format json "$d" > target/example.jsonl 2>/dev/null
+  python3 scripts/check-perfetto.py target/example.pftrace target/example.jsonl
+done
 
 echo "== the CTF export read by babeltrace2, event by event against decode"
-rm -rf target/example.ctf
-./target/release/ringtrace export --format ctf "$dump" -o target/example.ctf 2>/dev/null
-python3 scripts/check-ctf.py target/example.ctf target/example.jsonl
+for d in "$dump" target/c-typed-events.rtt; do
+  rm -rf target/example.ctf
+  ./target/release/ringtrace export --format ctf "$d" -o target/example.ctf 2>/dev/null
+  ./target/release/ringtrace decode --format json "$d" > target/example.jsonl 2>/dev/null
+  python3 scripts/check-ctf.py target/example.ctf target/example.jsonl
+done
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
 cargo run --release -q -p ringtrace-cli --features kafka -- demo --seconds 1 >/dev/null

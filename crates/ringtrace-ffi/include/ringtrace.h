@@ -71,6 +71,69 @@
 #define RINGTRACE_CLOCK_BEST 3
 
 /**
+ * `ringtrace_field.type`: an unsigned integer in `value.u`.
+ */
+#define RINGTRACE_FIELD_U64 1
+
+/**
+ * A signed integer in `value.i`.
+ */
+#define RINGTRACE_FIELD_I64 2
+
+/**
+ * A double in `value.f`.
+ */
+#define RINGTRACE_FIELD_F64 3
+
+/**
+ * A bool: `value.u` nonzero is true.
+ */
+#define RINGTRACE_FIELD_BOOL 4
+
+/**
+ * A NUL-terminated string at `value.p` (NULL records "(null)").
+ */
+#define RINGTRACE_FIELD_STR 5
+
+/**
+ * A string of `len` bytes at `value.p` (no NUL needed).
+ */
+#define RINGTRACE_FIELD_STRN 6
+
+/**
+ * `len` bytes at `value.p`, shown in hexadecimal.
+ */
+#define RINGTRACE_FIELD_BYTES 7
+
+/**
+ * `ringtrace_callsite.kind`: an event.
+ */
+#define RINGTRACE_CALLSITE_EVENT 0
+
+/**
+ * A span.
+ */
+#define RINGTRACE_CALLSITE_SPAN 1
+
+/**
+ * Levels, as `tracing`'s: `ringtrace decode` shows them by name.
+ */
+#define RINGTRACE_LEVEL_TRACE 0
+
+#define RINGTRACE_LEVEL_DEBUG 1
+
+#define RINGTRACE_LEVEL_INFO 2
+
+#define RINGTRACE_LEVEL_WARN 3
+
+#define RINGTRACE_LEVEL_ERROR 4
+
+/**
+ * The most fields a callsite has (a value names its field by a byte).
+ */
+#define RINGTRACE_MAX_FIELDS 255
+
+/**
  * Commit or discard with the ring's wakeup policy.
  */
 #define RINGTRACE_WAKEUP_DEFAULT 0
@@ -157,6 +220,11 @@ typedef struct ringtrace_consumer ringtrace_consumer;
 typedef struct ringtrace_producer ringtrace_producer;
 
 /**
+ * A recorder handle: events, spans, dumps and stats from any thread.
+ */
+typedef struct ringtrace_recorder ringtrace_recorder;
+
+/**
  * A ring handle. Producers, consumers and snapshots made from it hold their own
  * references to the ring, so it may be freed before them.
  */
@@ -237,6 +305,156 @@ typedef struct ringtrace_channel_stats {
    */
   uint64_t freed_unread;
 } ringtrace_channel_stats;
+
+/**
+ * A callsite: one per use of the event and span macros, static, made by them. Its
+ * strings live as long as the program (literals). `interned` is the library's (the
+ * callsite's number in the last recorder it was recorded into), zero at first.
+ */
+typedef struct ringtrace_callsite {
+  /**
+   * A span's name; for an event, NULL (it is named `event FILE:LINE`, as `tracing`
+   * names events).
+   */
+  const char *name;
+  /**
+   * What `ringtrace decode` shows before the message: a component's name
+   * (`RINGTRACE_TARGET`, "c" unless defined before including the header).
+   */
+  const char *target;
+  const char *file;
+  uint32_t line;
+  /**
+   * `RINGTRACE_LEVEL_*`.
+   */
+  uint8_t level;
+  /**
+   * `RINGTRACE_CALLSITE_EVENT` or `_SPAN`.
+   */
+  uint8_t kind;
+  uint16_t reserved;
+  /**
+   * The library's cache: (recorder id << 32) | callsite number. Never written by C.
+   */
+  uint64_t interned;
+} ringtrace_callsite;
+
+/**
+ * A field's value (which member, `ringtrace_field.type` says).
+ */
+typedef union ringtrace_field_value {
+  uint64_t u;
+  int64_t i;
+  double f;
+  const void *p;
+} ringtrace_field_value;
+
+/**
+ * One field of an event or span: its name, its type (`RINGTRACE_FIELD_*`) and value.
+ * Made by the header's `RINGTRACE_U64`, `RINGTRACE_STR`, ... (its inline
+ * `ringtrace_field_*` functions), in C and C++ alike.
+ */
+typedef struct ringtrace_field {
+  /**
+   * The field's name: a string that lives as long as the program (a literal). Read
+   * once, when the callsite is registered.
+   */
+  const char *name;
+  /**
+   * `RINGTRACE_FIELD_*`.
+   */
+  uint32_t type;
+  /**
+   * `RINGTRACE_FIELD_STRN` and `_BYTES`: the length in bytes.
+   */
+  uint32_t len;
+  union ringtrace_field_value value;
+} ringtrace_field;
+
+/**
+ * Options of a new recorder. libbpf-style: set `sz` to
+ * `sizeof(struct ringtrace_recorder_opts)`; zeroed fields take defaults.
+ */
+typedef struct ringtrace_recorder_opts {
+  /**
+   * `sizeof(struct ringtrace_recorder_opts)`.
+   */
+  size_t sz;
+  /**
+   * Each thread's ring in bytes: a power of two from 4096 (0: 1 MiB). A flight
+   * recorder keeps about this much of each thread's newest records.
+   */
+  uint64_t per_thread_bytes;
+  /**
+   * Flight recorder in a directory: threads that can hold a ring at once, 1 to 4096
+   * (0: 256). A thread that finds every ring taken records nothing, counted in
+   * `no_ring`; a thread's ring is free again when it exits.
+   */
+  uint32_t max_threads;
+  /**
+   * A record's largest size in bytes, at least 64 (0: 4096, or what a smaller ring
+   * holds): values past it are dropped, and the record says how many.
+   */
+  uint32_t max_record_bytes;
+  /**
+   * A text or bytes value's largest size, 1 to 65535 (0: 1024): longer ones are cut
+   * (text on a UTF-8 character boundary) and marked cut.
+   */
+  uint32_t max_value_bytes;
+  /**
+   * Nonzero: a recorder directory's files left by an earlier run are removed first
+   * (else making the recorder fails with -EEXIST).
+   */
+  uint32_t replace_existing;
+} ringtrace_recorder_opts;
+
+/**
+ * A recorder's counters: mirrors `ringtrace_tracing::Stats` (the same fields, by the
+ * same names, in the same order). Fields are only ever added at its end.
+ */
+typedef struct ringtrace_recorder_stats {
+  /**
+   * Threads that wrote.
+   */
+  uint64_t threads;
+  /**
+   * Records committed into the rings (span records included).
+   */
+  uint64_t written;
+  /**
+   * Records a thread's ring refused (full, in a stream); each thread writes the count
+   * into its ring before its next record.
+   */
+  uint64_t lost;
+  /**
+   * Of `lost`, those whose count no ring holds yet.
+   */
+  uint64_t unreported;
+  /**
+   * Records of threads that found no free ring (recorder directory full).
+   */
+  uint64_t no_ring;
+  /**
+   * Records emitted while a thread was exiting.
+   */
+  uint64_t teardown;
+  /**
+   * Records emitted while the thread's state was in use (never expected).
+   */
+  uint64_t busy;
+  /**
+   * Records written with a value cut or dropped at the size bounds.
+   */
+  uint64_t cut;
+  /**
+   * Flight recorder: records given up to make room for newer ones.
+   */
+  uint64_t overwritten;
+  /**
+   * Stream: records written into the trace file.
+   */
+  uint64_t drained;
+} ringtrace_recorder_stats;
 
 /**
  * Options of a new ring. libbpf-style: set `sz` to `sizeof(struct ringtrace_ring_opts)`
@@ -909,6 +1127,69 @@ int ringtrace_consumer_fd(const struct ringtrace_consumer *c);
 int ringtrace_consumer_arm(struct ringtrace_consumer *c);
 
 /**
+ * Records an event of callsite `cs` with `n` fields into the calling thread's ring of
+ * `rec` (made on the thread's first record), inside the thread's innermost span
+ * entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls; field
+ * `i` of every call of one callsite must have the same name and type.
+ *
+ * Text that is not UTF-8 is recorded as bytes. Text and bytes longer than the
+ * recorder's `max_value_bytes` are cut and marked; values past `max_record_bytes`
+ * are dropped and counted in the record; a record a full stream ring refuses is
+ * counted lost (`ringtrace_recorder_get_stats`).
+ *
+ * Returns 0, or -EINVAL (a bad handle, callsite or field: nothing is recorded).
+ *
+ * Threads: any thread, concurrently.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle; `cs` points to a callsite that lives as long as the
+ * program, used only through this library; `fields` points to `n` fields whose
+ * strings are NUL-terminated (or, `RINGTRACE_FIELD_STRN` and `_BYTES`, `len` bytes
+ * long).
+ */
+int ringtrace_event(const struct ringtrace_recorder *rec,
+                    struct ringtrace_callsite *cs,
+                    const struct ringtrace_field *fields,
+                    size_t n);
+
+/**
+ * Makes a span of callsite `cs` with `n` fields, child of the calling thread's
+ * innermost entered span, and enters it: events the thread records until
+ * `ringtrace_span_exit` are in it, and Perfetto shows it as a slice. What
+ * `RINGTRACE_SPAN_ENTER` calls.
+ *
+ * Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments:
+ * `ringtrace_last_error` says why; or the thread is exiting).
+ *
+ * Threads: any thread, concurrently; the span is exited on the thread that entered it.
+ *
+ * # Safety
+ *
+ * As for `ringtrace_event`.
+ */
+uint64_t ringtrace_span_enter(const struct ringtrace_recorder *rec,
+                              struct ringtrace_callsite *cs,
+                              const struct ringtrace_field *fields,
+                              size_t n);
+
+/**
+ * Exits and closes span `span`, entered on this thread by `ringtrace_span_enter`
+ * (spans exit innermost first, as a rule; one exited out of order leaves the others
+ * entered). A span id of 0 is ignored (returns 0).
+ *
+ * Returns 0, or -EINVAL (a bad handle; a span this thread has not entered, or exited
+ * already: nothing is recorded).
+ *
+ * Threads: the thread that entered the span.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle.
+ */
+int ringtrace_span_exit(const struct ringtrace_recorder *rec, uint64_t span);
+
+/**
  * Attaches a new producer to `ring` (its own reference to the ring: it outlives
  * `ringtrace_ring_free`). Free it with `ringtrace_producer_free`.
  *
@@ -1066,6 +1347,150 @@ int ringtrace_output_wait(struct ringtrace_producer *p,
                           size_t len,
                           int wakeup,
                           int timeout_ms);
+
+/**
+ * Makes a flight recorder: each thread that records an event (`RINGTRACE_EVENT`,
+ * `RINGTRACE_SPAN_ENTER`) gets a ring of its own on its first one, which keeps its
+ * newest records, overwriting the oldest; `ringtrace_recorder_dump` writes every
+ * thread's into a trace file that `ringtrace decode`, `export` and `stat` read.
+ *
+ * `directory` NULL: the rings are in this process's memory. Else they are in files
+ * in `directory` (made mode 0700 if missing; an existing one must be this user's and
+ * writable by no other), which `ringtrace decode DIR` and `ringtrace snapshot DIR`
+ * read from outside while the program runs, and after it crashed or was killed: the
+ * crash dump a C program needs no signal handler for.
+ *
+ * `opts` may be NULL (1 MiB a thread, 256 threads). Free with
+ * `ringtrace_recorder_free` once no thread records into it any more.
+ *
+ * Returns 0, or -EINVAL (bad options), -EEXIST (an earlier run's files, and
+ * `replace_existing` not set), -EPERM (a directory another user could change), or
+ * another -errno; the message names the directory.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `directory` is NULL or a NUL-terminated string; `opts` is NULL or points to
+ * `opts->sz` readable bytes; `out` is valid for a write.
+ */
+int ringtrace_recorder_flight(const char *directory,
+                              const struct ringtrace_recorder_opts *opts,
+                              struct ringtrace_recorder **out);
+
+/**
+ * Makes a stream: a background thread drains every thread's ring into the trace file
+ * `path` (made new, mode 0600: an existing file or symlink there fails with
+ * -EEXIST); an event that finds its thread's ring full is lost, counted, and the count
+ * written into the trace. `ringtrace_recorder_finish` (or `_free`) drains the rest and
+ * closes the file.
+ *
+ * Returns 0, or -EINVAL, -EEXIST, or another -errno; the message names the file.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `opts` is NULL or points to `opts->sz` readable
+ * bytes; `out` is valid for a write.
+ */
+int ringtrace_recorder_stream(const char *path,
+                              const struct ringtrace_recorder_opts *opts,
+                              struct ringtrace_recorder **out);
+
+/**
+ * Writes a flight recorder's newest records, every thread's, to a new trace file at
+ * `path` while threads go on recording: written beside it as `PATH.partial.PID.N`
+ * (made new, mode 0600, never through a symlink), synced, then renamed over `path`.
+ * The number of records written goes to `*records` where `records` is not NULL.
+ *
+ * Not async-signal-safe (it allocates and takes the catalog's lock): from a signal
+ * handler, use `ringtrace_recorder_dump_on_signal`; for a crash, a recorder in a
+ * directory, which `ringtrace decode DIR` reads after the process died.
+ *
+ * Returns 0, or -EINVAL (a stream: its file is the record), or another -errno; the
+ * message names the file.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle; `path` is a NUL-terminated string; `records` is NULL or
+ * valid for a write.
+ */
+int ringtrace_recorder_dump(const struct ringtrace_recorder *rec,
+                            const char *path,
+                            uint64_t *records);
+
+/**
+ * Copies the recorder's counters into `*out`.
+ *
+ * Returns 0, or -EINVAL.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle; `out` is valid for a write.
+ */
+int ringtrace_recorder_get_stats(const struct ringtrace_recorder *rec,
+                                 struct ringtrace_recorder_stats *out);
+
+/**
+ * Finishes and frees a recorder: a stream drains what its rings still hold, writes the
+ * final counts and closes its file; a flight recorder stops its signal dump, if any.
+ * The final counters go to `*out` where `out` is not NULL. The handle is freed
+ * whatever the result.
+ *
+ * Returns 0, or -EINVAL, or the -errno of finishing the stream's file.
+ *
+ * Threads: no other thread may use the handle, and none may record into it any more.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle (NULL is refused); `out` is NULL or valid for a write.
+ */
+int ringtrace_recorder_finish(struct ringtrace_recorder *rec, struct ringtrace_recorder_stats *out);
+
+/**
+ * Frees a recorder as `ringtrace_recorder_finish` does, ignoring its result (a
+ * stream's failure to finish is reported on stderr). NULL is ignored.
+ *
+ * Threads: no other thread may use the handle, and none may record into it any more.
+ *
+ * # Safety
+ *
+ * `rec` is NULL or a recorder handle.
+ */
+void ringtrace_recorder_free(struct ringtrace_recorder *rec);
+
+/**
+ * Dumps the flight recorder each time the process receives signal `signo` (such as
+ * `SIGUSR1`): a handler installed for it writes one byte to a pipe (all it does:
+ * async-signal-safe), and a thread of the library, named `ringtrace-dump`, writes the
+ * dump to a new file, `path` or the first of `path.1`, `path.2`, ... that names
+ * nothing, as `ringtrace_recorder_dump` writes (mode 0600, renamed into place), and
+ * says so on stderr. Signals that arrive before a dump started make one dump. The
+ * signal no longer has its default action; the handler in place before is restored
+ * when the recorder is freed.
+ *
+ * One signal dump at a time in a process. Fault signals (SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGABRT, SIGTRAP, SIGSYS) are refused: a handler must not return from them.
+ * For a dump after a crash, make the recorder in a directory and run `ringtrace decode
+ * DIR` after the process died.
+ *
+ * Returns 0, or -EINVAL (a stream, a refused signal), -EBUSY (a signal dump is
+ * installed already), or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rec` is a recorder handle; `path` is a NUL-terminated string.
+ */
+int ringtrace_recorder_dump_on_signal(const struct ringtrace_recorder *rec,
+                                      int signo,
+                                      const char *path);
 
 /**
  * Creates a ring private to this process, in memory.
@@ -1351,3 +1776,188 @@ int ringtrace_resume(struct ringtrace_ring *ring);
 #endif  // __cplusplus
 
 #endif  /* RINGTRACE_H */
+
+/* Typed events and spans, from C (C99 and later) and C++ (C++11 and later).
+ *
+ *   #define RINGTRACE_TARGET "myservice"   (optional, before including: the target
+ *                                           `ringtrace decode` shows; default "c")
+ *   #include <ringtrace.h>
+ *
+ *   ringtrace_recorder *rec;
+ *   ringtrace_recorder_flight("/run/myservice/trace", NULL, &rec);
+ *   RINGTRACE_SPAN_ENTER(rec, req, RINGTRACE_LEVEL_INFO, "request", RINGTRACE_U64("id", id));
+ *   RINGTRACE_WARN(rec, "slow write", RINGTRACE_U64("bytes", n), RINGTRACE_STR("path", path));
+ *   ringtrace_span_exit(rec, req);
+ *
+ * RINGTRACE_EVENT(rec, level, "message", fields...) records an event: its message (a
+ * string literal) and up to 32 fields, each RINGTRACE_U64, _I64, _F64, _BOOL, _STR
+ * (NUL-terminated), _STRN (pointer and length) or _BYTES (pointer and length, shown
+ * in hexadecimal), each with a name that is a string literal. RINGTRACE_TRACE, _DEBUG,
+ * _INFO, _WARN and _ERROR are it at one level.
+ *
+ * RINGTRACE_SPAN_ENTER(rec, var, level, "name", fields...) declares `uint64_t var`, the
+ * id of a new span entered on this thread: events the thread records until
+ * `ringtrace_span_exit(rec, var)` are in it. It is a declaration: one per scope for a
+ * given `var`, not the sole statement of an `if`. In C++, RINGTRACE_SPAN_SCOPE does the
+ * same and exits the span when the scope ends.
+ *
+ * Each use of a macro has a static callsite: its first record registers its metadata
+ * (message or name, level, file, line, field names and types) in the recorder's
+ * catalog, once, and every later record holds only the callsite's number and the
+ * values. A callsite's fields are the same at every call (they are written at the
+ * macro's use). The macros evaluate `rec` and each value once.
+ */
+#ifndef RINGTRACE_EVENTS_H
+#define RINGTRACE_EVENTS_H
+
+#ifndef RINGTRACE_TARGET
+#define RINGTRACE_TARGET "c"
+#endif
+
+static inline ringtrace_field ringtrace_field_u64(const char *name, uint64_t v)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = RINGTRACE_FIELD_U64;
+    f.len = 0;
+    f.value.u = v;
+    return f;
+}
+
+static inline ringtrace_field ringtrace_field_i64(const char *name, int64_t v)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = RINGTRACE_FIELD_I64;
+    f.len = 0;
+    f.value.i = v;
+    return f;
+}
+
+static inline ringtrace_field ringtrace_field_f64(const char *name, double v)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = RINGTRACE_FIELD_F64;
+    f.len = 0;
+    f.value.f = v;
+    return f;
+}
+
+static inline ringtrace_field ringtrace_field_bool(const char *name, int v)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = RINGTRACE_FIELD_BOOL;
+    f.len = 0;
+    f.value.u = v ? 1u : 0u;
+    return f;
+}
+
+static inline ringtrace_field ringtrace_field_str(const char *name, const char *s)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = RINGTRACE_FIELD_STR;
+    f.len = 0;
+    f.value.p = s;
+    return f;
+}
+
+/* A length past 4 GiB is taken as 4 GiB - 1: values are cut far below it. */
+static inline ringtrace_field ringtrace_field_sized_(const char *name, uint32_t type, const void *p, size_t len)
+{
+    ringtrace_field f;
+    f.name = name;
+    f.type = type;
+    f.len = len > 0xffffffffu ? 0xffffffffu : (uint32_t)len;
+    f.value.p = p;
+    return f;
+}
+
+static inline ringtrace_field ringtrace_field_strn(const char *name, const char *s, size_t len)
+{
+    return ringtrace_field_sized_(name, RINGTRACE_FIELD_STRN, s, len);
+}
+
+static inline ringtrace_field ringtrace_field_bytes(const char *name, const void *p, size_t len)
+{
+    return ringtrace_field_sized_(name, RINGTRACE_FIELD_BYTES, p, len);
+}
+
+#define RINGTRACE_U64(name, v) ringtrace_field_u64("" name, (uint64_t)(v))
+#define RINGTRACE_I64(name, v) ringtrace_field_i64("" name, (int64_t)(v))
+#define RINGTRACE_F64(name, v) ringtrace_field_f64("" name, (double)(v))
+#define RINGTRACE_BOOL(name, v) ringtrace_field_bool("" name, (v) ? 1 : 0)
+#define RINGTRACE_STR(name, s) ringtrace_field_str("" name, (s))
+#define RINGTRACE_STRN(name, s, len) ringtrace_field_strn("" name, (s), (len))
+#define RINGTRACE_BYTES(name, p, len) ringtrace_field_bytes("" name, (p), (len))
+
+/* The preprocessor's part: the first of the arguments, and the rest after a comma
+ * (nothing if there is only one), for up to 33 arguments. ISO C99 and C++11. */
+#define RINGTRACE_PP_CAT_(a, b) a##b
+#define RINGTRACE_PP_CAT(a, b) RINGTRACE_PP_CAT_(a, b)
+#define RINGTRACE_PP_FIRST(...) RINGTRACE_PP_FIRST_(__VA_ARGS__, ringtrace_unused_)
+#define RINGTRACE_PP_FIRST_(first, ...) first
+#define RINGTRACE_PP_SELECT_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, \
+    a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, n, ...) n
+#define RINGTRACE_PP_ONE_OR_MORE(...) RINGTRACE_PP_SELECT_(__VA_ARGS__, MORE, MORE, MORE, MORE, MORE, MORE, MORE, \
+    MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, MORE, \
+    MORE, MORE, MORE, MORE, MORE, MORE, MORE, ONE, ringtrace_unused_)
+#define RINGTRACE_PP_REST(...) RINGTRACE_PP_CAT(RINGTRACE_PP_REST_, RINGTRACE_PP_ONE_OR_MORE(__VA_ARGS__))(__VA_ARGS__)
+#define RINGTRACE_PP_REST_ONE(first)
+#define RINGTRACE_PP_REST_MORE(first, ...) , __VA_ARGS__
+
+/* The static callsite of one macro use. */
+#define RINGTRACE_CALLSITE_(var, name, level, kind) \
+    static ringtrace_callsite var = { name, RINGTRACE_TARGET, __FILE__, __LINE__, (level), (kind), 0, 0 }
+
+#define RINGTRACE_EVENT(rec, level, ...)                                                                      \
+    do {                                                                                                      \
+        RINGTRACE_CALLSITE_(ringtrace_cs_, NULL, level, RINGTRACE_CALLSITE_EVENT);                            \
+        const ringtrace_field ringtrace_fields_[] = {                                                         \
+            ringtrace_field_strn("message", "" RINGTRACE_PP_FIRST(__VA_ARGS__),                               \
+                                 sizeof(RINGTRACE_PP_FIRST(__VA_ARGS__)) - 1) RINGTRACE_PP_REST(__VA_ARGS__)}; \
+        (void)ringtrace_event((rec), &ringtrace_cs_, ringtrace_fields_,                                       \
+                              sizeof(ringtrace_fields_) / sizeof(ringtrace_fields_[0]));                      \
+    } while (0)
+
+#define RINGTRACE_TRACE(rec, ...) RINGTRACE_EVENT(rec, RINGTRACE_LEVEL_TRACE, __VA_ARGS__)
+#define RINGTRACE_DEBUG(rec, ...) RINGTRACE_EVENT(rec, RINGTRACE_LEVEL_DEBUG, __VA_ARGS__)
+#define RINGTRACE_INFO(rec, ...) RINGTRACE_EVENT(rec, RINGTRACE_LEVEL_INFO, __VA_ARGS__)
+#define RINGTRACE_WARN(rec, ...) RINGTRACE_EVENT(rec, RINGTRACE_LEVEL_WARN, __VA_ARGS__)
+#define RINGTRACE_ERROR(rec, ...) RINGTRACE_EVENT(rec, RINGTRACE_LEVEL_ERROR, __VA_ARGS__)
+
+/* The fields array starts with a placeholder, so that it is never empty (C before C23
+ * has no empty initializer); the placeholder is not passed. */
+#define RINGTRACE_SPAN_ENTER(rec, var, level, ...)                                                           \
+    RINGTRACE_CALLSITE_(RINGTRACE_PP_CAT(ringtrace_cs_, var), "" RINGTRACE_PP_FIRST(__VA_ARGS__), level,     \
+                        RINGTRACE_CALLSITE_SPAN);                                                            \
+    const ringtrace_field RINGTRACE_PP_CAT(ringtrace_fields_, var)[] = {                                     \
+        ringtrace_field_u64("", 0) RINGTRACE_PP_REST(__VA_ARGS__)};                                          \
+    uint64_t var = ringtrace_span_enter(                                                                     \
+        (rec), &RINGTRACE_PP_CAT(ringtrace_cs_, var), RINGTRACE_PP_CAT(ringtrace_fields_, var) + 1,          \
+        sizeof(RINGTRACE_PP_CAT(ringtrace_fields_, var)) / sizeof(RINGTRACE_PP_CAT(ringtrace_fields_, var)[0]) - 1)
+
+#ifdef __cplusplus
+namespace ringtrace {
+/* Exits a span when the scope that entered it ends (RINGTRACE_SPAN_SCOPE). */
+class span_scope {
+  public:
+    span_scope(const ringtrace_recorder *rec, uint64_t id) noexcept : rec_(rec), id_(id) {}
+    ~span_scope() { (void)ringtrace_span_exit(rec_, id_); }
+    span_scope(const span_scope &) = delete;
+    span_scope &operator=(const span_scope &) = delete;
+
+  private:
+    const ringtrace_recorder *rec_;
+    uint64_t id_;
+};
+} /* namespace ringtrace */
+
+#define RINGTRACE_SPAN_SCOPE(rec, var, level, ...)      \
+    RINGTRACE_SPAN_ENTER(rec, var, level, __VA_ARGS__); \
+    ::ringtrace::span_scope RINGTRACE_PP_CAT(ringtrace_scope_, var)((rec), var)
+#endif
+
+#endif /* RINGTRACE_EVENTS_H */

@@ -150,6 +150,20 @@ pub(crate) unsafe fn free<T: Handle>(p: *mut T) {
     drop(unsafe { Box::from_raw(p) });
 }
 
+/// Frees a handle's allocation and returns the handle, for a function that consumes it.
+///
+/// # Safety
+///
+/// As for [`free`]; `p` null or of another type is refused.
+pub(crate) unsafe fn take<T: Handle>(p: *mut T) -> Result<T, Fail> {
+    // SAFETY: forwarded from the caller.
+    let p = unsafe { check(p) }?;
+    // SAFETY: as in `free`.
+    unsafe { std::ptr::write_volatile(&raw mut (*p).tag, 0) };
+    // SAFETY: `p` came from `Box::into_raw` in `put` and the tag said it is not freed yet.
+    Ok(unsafe { Box::from_raw(p) }.value)
+}
+
 /// Checks that an output pointer is not null.
 pub(crate) fn out_ptr<T>(p: *mut T) -> Result<*mut T, Fail> {
     if p.is_null() {

@@ -23,10 +23,13 @@ mod channel;
 mod channel_file;
 pub mod consumer;
 mod error;
+mod events;
 mod guard;
 mod pause;
 pub mod producer;
+mod recorder;
 pub mod ring;
+mod signal;
 pub mod snapshot;
 
 use std::ffi::{c_char, c_int};
@@ -39,6 +42,12 @@ pub use bpf_set::*;
 pub use channel::*;
 #[allow(unused_imports)]
 pub use channel_file::*;
+#[allow(unused_imports)]
+pub use events::*;
+#[allow(unused_imports)]
+pub use recorder::*;
+#[allow(unused_imports)]
+pub use signal::*;
 
 /// The major version of this header (`ringtrace_version()` gives the library's). Kept
 /// equal to the crate's version by a test (cbindgen writes literals only).

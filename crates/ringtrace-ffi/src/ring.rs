@@ -154,30 +154,44 @@ impl ringtrace_ring {
 ///
 /// `opts` is null or points to at least `opts->sz` readable bytes.
 unsafe fn read_opts(opts: *const ringtrace_ring_opts) -> Result<ringtrace_ring_opts, Fail> {
-    let mut o = ringtrace_ring_opts::default();
-    if opts.is_null() {
+    // SAFETY: forwarded from the caller.
+    let mut o = unsafe { read_sized(opts, "ringtrace_ring_opts") }?.unwrap_or_default();
+    if o.capacity == 0 {
         o.capacity = RINGTRACE_DEFAULT_CAPACITY;
-        return Ok(o);
     }
+    Ok(o)
+}
+
+/// Reads a libbpf-style options struct whose first field is `size_t sz` (`None` for
+/// NULL), copying no more than `sz` bytes: a caller built against an older header
+/// passes a shorter struct (its missing fields stay zero), and one built against a
+/// newer header a longer one, refused unless its unknown bytes are all zero (libbpf's
+/// `OPTS_VALID` does the same).
+///
+/// # Safety
+///
+/// `opts` is null or points to at least `opts->sz` readable bytes; `T` is a
+/// `#[repr(C)]` struct of integers (every bit pattern valid) starting with a `usize`.
+pub(crate) unsafe fn read_sized<T: Copy + Default>(opts: *const T, name: &str) -> Result<Option<T>, Fail> {
+    if opts.is_null() {
+        return Ok(None);
+    }
+    let mut o = T::default();
     // SAFETY: not null; the caller promises `sz` readable bytes, which include `sz`.
     let sz = unsafe { opts.cast::<usize>().read_unaligned() };
     if sz < std::mem::size_of::<usize>() {
-        return Err(Fail::inval("ringtrace_ring_opts.sz must be sizeof(struct ringtrace_ring_opts)"));
+        return Err(Fail::inval(format!("{name}.sz must be sizeof(struct {name})")));
     }
-    let known = std::mem::size_of::<ringtrace_ring_opts>();
+    let known = std::mem::size_of::<T>();
     if sz > 4096 {
-        return Err(Fail::inval(format!(
-            "ringtrace_ring_opts.sz is {sz}: set it to sizeof(struct ringtrace_ring_opts)"
-        )));
+        return Err(Fail::inval(format!("{name}.sz is {sz}: set it to sizeof(struct {name})")));
     }
     if sz > known {
-        // A caller built against a newer header may have set fields this library does
-        // not know: refused unless they are all zero (libbpf's OPTS_VALID does the same).
         // SAFETY: the caller promises `sz` readable bytes at `opts`.
         let extra = unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), sz - known) };
         if let Some(at) = extra.iter().position(|&b| b != 0) {
             return Err(Fail::inval(format!(
-                "ringtrace_ring_opts: byte {} is set, past the {known} bytes of the fields this library knows \
+                "{name}: byte {} is set, past the {known} bytes of the fields this library knows \
                  (sz is {sz}: built against a newer ringtrace.h?)",
                 known + at
             )));
@@ -185,12 +199,9 @@ unsafe fn read_opts(opts: *const ringtrace_ring_opts) -> Result<ringtrace_ring_o
     }
     let n = sz.min(known);
     // SAFETY: `n` <= `sz` bytes are readable at `opts` (caller) and writable at `o`;
-    // every bit pattern is valid for this struct of integers.
+    // every bit pattern is valid for `T` (caller).
     unsafe { std::ptr::copy_nonoverlapping(opts.cast::<u8>(), (&raw mut o).cast::<u8>(), n) };
-    if o.capacity == 0 {
-        o.capacity = RINGTRACE_DEFAULT_CAPACITY;
-    }
-    Ok(o)
+    Ok(Some(o))
 }
 
 fn configure<K: ringtrace::config::ProducerKind, M: ringtrace::config::Mode>(o: &ringtrace_ring_opts) -> Builder<K, M> {

@@ -1,12 +1,15 @@
-//! `include/ringtrace.h` is generated from this crate by cbindgen: this test regenerates
-//! it and fails if the committed header differs. `RINGTRACE_BLESS=1` rewrites it.
+//! `include/ringtrace.h` is generated from this crate by cbindgen, with
+//! `include-trailer.h` (the typed-event macros and their inline helpers, which cbindgen
+//! cannot generate) appended: this test regenerates it and fails if the committed
+//! header differs. `RINGTRACE_BLESS=1` rewrites it.
 
 use std::path::Path;
 
 #[test]
 fn header_is_current() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    config.trailer = Some(std::fs::read_to_string(dir.join("include-trailer.h")).expect("include-trailer.h"));
     let bindings = cbindgen::Builder::new()
         .with_crate(dir)
         .with_config(config)

@@ -69,22 +69,41 @@ fn level_code(l: &Level) -> u8 {
 impl Callsite {
     /// The catalog entry of `meta`.
     pub fn encode(id: u32, meta: &Metadata<'_>) -> Vec<u8> {
+        let fields: Vec<&str> = meta.fields().iter().map(|f| f.name()).collect();
+        Callsite::encode_parts(
+            id,
+            &Parts {
+                is_span: meta.is_span(),
+                level: *meta.level(),
+                name: meta.name(),
+                target: meta.target(),
+                module_path: meta.module_path(),
+                file: meta.file(),
+                line: meta.line(),
+                fields: &fields,
+            },
+        )
+    }
+
+    /// The catalog entry of a callsite given by its parts (at most 255 fields are kept;
+    /// each text at most 65,535 bytes).
+    pub(crate) fn encode_parts(id: u32, p: &Parts<'_>) -> Vec<u8> {
         let mut b = Vec::with_capacity(64);
-        let flags = if meta.is_span() { SPAN } else { 0 }
-            | if meta.module_path().is_some() { MODULE } else { 0 }
-            | if meta.file().is_some() { FILE } else { 0 }
-            | if meta.line().is_some() { LINE } else { 0 };
+        let flags = if p.is_span { SPAN } else { 0 }
+            | if p.module_path.is_some() { MODULE } else { 0 }
+            | if p.file.is_some() { FILE } else { 0 }
+            | if p.line.is_some() { LINE } else { 0 };
         b.extend_from_slice(&id.to_le_bytes());
-        b.extend_from_slice(&[flags, level_code(meta.level())]);
-        b.extend_from_slice(&meta.line().unwrap_or(0).to_le_bytes());
-        put_text(&mut b, meta.name());
-        put_text(&mut b, meta.target());
-        put_text(&mut b, meta.module_path().unwrap_or(""));
-        put_text(&mut b, meta.file().unwrap_or(""));
-        let fields: Vec<_> = meta.fields().iter().take(u8::MAX as usize).collect();
+        b.extend_from_slice(&[flags, level_code(&p.level)]);
+        b.extend_from_slice(&p.line.unwrap_or(0).to_le_bytes());
+        put_text(&mut b, p.name);
+        put_text(&mut b, p.target);
+        put_text(&mut b, p.module_path.unwrap_or(""));
+        put_text(&mut b, p.file.unwrap_or(""));
+        let fields = &p.fields[..p.fields.len().min(u8::MAX as usize)];
         b.push(fields.len() as u8);
         for f in fields {
-            put_text(&mut b, f.name());
+            put_text(&mut b, f);
         }
         b
     }
@@ -123,6 +142,18 @@ impl Callsite {
             fields,
         })
     }
+}
+
+/// A callsite's metadata, borrowed: what [`Callsite::encode_parts`] writes.
+pub(crate) struct Parts<'a> {
+    pub is_span: bool,
+    pub level: Level,
+    pub name: &'a str,
+    pub target: &'a str,
+    pub module_path: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+    pub fields: &'a [&'a str],
 }
 
 /// A thread that took a lane.

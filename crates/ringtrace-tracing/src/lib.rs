@@ -57,7 +57,8 @@
 //!
 //! `wire` (a record's bytes) and `file` (the trace file's chunks) are the formats;
 //! `catalog` holds callsites and threads; `shared` and `local` the recorder's and each
-//! thread's state; `layer` the `Layer`; `builder`, `recorder` and `stream` the user's
+//! thread's state; `layer` the `Layer`, `emitter` its counterpart for events given as
+//! data (the C API's); `builder`, `recorder` and `stream` the user's
 //! handles and the stream's drain; `private` creates the files and directories they
 //! write (new, never through a symlink, mode 0600 and 0700); `decode` reads it all back.
 
@@ -65,6 +66,7 @@ mod builder;
 mod catalog;
 pub mod decode;
 mod directory;
+mod emitter;
 mod error;
 pub mod export;
 mod file;
@@ -78,7 +80,11 @@ mod wire;
 
 pub use builder::{Builder, DEFAULT_MAX_RECORD, DEFAULT_MAX_THREADS, DEFAULT_MAX_VALUE, DEFAULT_PER_THREAD};
 pub use directory::{snapshot, Snapshotted};
+pub use emitter::{CallsiteInfo, CallsiteKind, Emitter};
 pub use error::Error;
 pub use file::{CATALOG_FILE, MAGIC as TRACE_MAGIC, RINGS_FILE};
 pub use layer::RingLayer;
 pub use recorder::{Dumped, Recorder, Stats};
+/// A callsite's level, as [`CallsiteInfo`] takes it.
+pub use tracing_core::Level;
+pub use wire::FieldValue;

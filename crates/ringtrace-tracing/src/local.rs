@@ -46,17 +46,34 @@ pub(crate) struct Local {
     lost: u64,
 }
 
+/// Where a thread's name comes from when its state is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// Rust's name of the thread (`std::thread::Builder::name`), else none.
+    Rust,
+    /// Rust's name, else the kernel's (`PR_GET_NAME`: what `pthread_setname_np` set):
+    /// for threads another language made.
+    Kernel,
+}
+
 impl Local {
-    fn new(shared: Arc<Shared>) -> Local {
+    fn new(shared: Arc<Shared>, naming: Naming) -> Local {
         let producer = shared.sink.producer().ok();
         if let Some(p) = &producer {
             let t = std::thread::current();
+            let name = match (t.name(), naming) {
+                (Some(n), _) => n.to_owned(),
+                (None, Naming::Kernel) => {
+                    rustix::thread::name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                }
+                (None, Naming::Rust) => String::new(),
+            };
             let info = ThreadInfo {
                 lane: p.lane(),
                 tid: rustix::thread::gettid().as_raw_nonzero().get() as u32,
                 number: shared.thread_number(),
                 since_ns: shared.sink.now_ns(),
-                name: t.name().unwrap_or("").to_owned(),
+                name,
             };
             shared.catalog.add_thread(&info);
         }
@@ -169,6 +186,12 @@ thread_local! {
 /// code runs while it holds the state).
 #[inline]
 pub(crate) fn with<R>(shared: &Arc<Shared>, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    with_named(shared, Naming::Rust, f)
+}
+
+/// [`with`], a new state naming its thread by `naming`.
+#[inline]
+pub(crate) fn with_named<R>(shared: &Arc<Shared>, naming: Naming, f: impl FnOnce(&mut Local) -> R) -> Option<R> {
     let r = LOCALS.try_with(|cell| {
         let Ok(mut locals) = cell.try_borrow_mut() else {
             Counters::bump(&shared.counters.busy, 1);
@@ -177,7 +200,7 @@ pub(crate) fn with<R>(shared: &Arc<Shared>, f: impl FnOnce(&mut Local) -> R) -> 
         let i = match locals.iter().position(|l| l.shared.id == shared.id) {
             Some(i) => i,
             None => {
-                locals.push(Local::new(shared.clone()));
+                locals.push(Local::new(shared.clone(), naming));
                 locals.len() - 1
             }
         };

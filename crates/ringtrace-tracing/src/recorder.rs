@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::emitter::Emitter;
 use crate::error::Error;
 use crate::file::{self, chunk};
 use crate::private::Partial;
@@ -82,6 +83,17 @@ impl Recorder {
         self.directory.as_deref()
     }
 
+    /// An [`Emitter`]: records events and spans given as data (another language's
+    /// instrumentation) into this recorder, beside the layer's.
+    pub fn emitter(&self) -> Emitter {
+        Emitter::new(self.shared.clone())
+    }
+
+    /// Whether this is a flight recorder (it has rings to dump), not a stream.
+    pub fn is_flight(&self) -> bool {
+        matches!(self.shared.sink, Sink::Flight(_))
+    }
+
     /// The counters now.
     pub fn stats(&self) -> Stats {
         let c = &self.shared.counters;
@@ -114,6 +126,15 @@ impl Recorder {
     /// symlink at `path` is replaced, not followed).
     pub fn dump(&self, path: impl AsRef<Path>) -> Result<Dumped, Error> {
         dump_path(&self.shared, path.as_ref(), Duration::from_secs(1))
+    }
+
+    /// Writes a dump as [`dump`](Self::dump) does, to a new file: `path`, or the first
+    /// of `path.1`, `path.2`, ... that names nothing (as a panic hook's dumps are
+    /// named, so that one dump never replaces another). Returns the file's path.
+    pub fn dump_new(&self, path: impl AsRef<Path>) -> Result<(PathBuf, Dumped), Error> {
+        let target = free_name(path.as_ref());
+        let d = dump_path(&self.shared, &target, Duration::from_secs(1))?;
+        Ok((target, d))
     }
 
     /// Writes the dump to `w` (see [`dump`](Self::dump)).

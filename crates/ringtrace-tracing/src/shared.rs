@@ -133,6 +133,14 @@ pub(crate) struct Limits {
     pub max_value: usize,
 }
 
+/// What a callsite is known by: its `tracing` metadata's address, or the key an
+/// [`Emitter`](crate::Emitter)'s caller gave it (two kinds, so that they never collide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    Metadata(usize),
+    Foreign(usize),
+}
+
 pub(crate) struct Shared {
     /// Tells this recorder's thread states apart from other recorders' on a thread.
     pub id: u64,
@@ -141,8 +149,11 @@ pub(crate) struct Shared {
     pub process: Process,
     pub limits: Limits,
     pub counters: Counters,
-    /// Callsite metadata address to its number.
-    callsites: RwLock<HashMap<usize, u32>>,
+    /// Callsite key to its number.
+    callsites: RwLock<HashMap<Key, u32>>,
+    /// Spans made through an [`Emitter`](crate::Emitter): numbered from 1, with bit 63
+    /// set (the `tracing` registry's ids are a slab index plus one, far below it).
+    next_span: AtomicU64,
     next_thread: AtomicU64,
     /// A stream's file is being finished: threads write nothing more.
     closed: AtomicBool,
@@ -160,6 +171,7 @@ impl Shared {
             limits,
             counters: Counters::default(),
             callsites: RwLock::new(HashMap::new()),
+            next_span: AtomicU64::new(1),
             next_thread: AtomicU64::new(1),
             closed: AtomicBool::new(false),
         }
@@ -169,7 +181,13 @@ impl Shared {
     /// catalog. `tracing` registers a callsite again for every new dispatcher: the
     /// number is kept by the metadata's address (static, one per callsite).
     pub fn callsite_id(&self, meta: &'static Metadata<'static>) -> u32 {
-        let key = meta as *const Metadata<'static> as usize;
+        let key = Key::Metadata(meta as *const Metadata<'static> as usize);
+        self.intern(key, |id| Callsite::encode(id, meta))
+    }
+
+    /// The number of the callsite `key` names; the first call for a key adds the
+    /// callsite to the catalog, as `entry(id)` encodes it.
+    pub fn intern(&self, key: Key, entry: impl FnOnce(u32) -> Vec<u8>) -> u32 {
         if let Some(&id) = self.callsites.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return id;
         }
@@ -180,9 +198,15 @@ impl Shared {
         let id = map.len() as u32 + 1;
         // Into the catalog before any record can name it: a thread learns the number
         // from this map, which it reads after this insertion (the write lock).
-        self.catalog.add(chunk::CALLSITE, Callsite::encode(id, meta));
+        self.catalog.add(chunk::CALLSITE, entry(id));
         map.insert(key, id);
         id
+    }
+
+    /// A new span id for a span made through an `Emitter`.
+    pub fn span_id(&self) -> u64 {
+        // Relaxed: a unique number, nothing else.
+        self.next_span.fetch_add(1, Ordering::Relaxed) | 1 << 63
     }
 
     /// Whether the stream is finishing.

@@ -14,6 +14,7 @@
 //! value       tag u8  field u8  payload
 //!   tag & 0x0f: 1 u64 (8)  2 i64 (8)  3 f64 (8)  4 bool (1)  5 str  6 debug  7 u128 (16)
 //!               8 i128 (16)  9 error   (str, debug, error: len u16, then that many UTF-8 bytes)
+//!               10 bytes (len u16, then that many bytes: a C program's byte string)
 //!               15 values dropped: count u16 (the record's bound was reached; field is 0)
 //!   tag & 0x80: the text was cut at the value bound (on a character boundary)
 //! ```
@@ -48,6 +49,7 @@ mod tag {
     pub const U128: u8 = 7;
     pub const I128: u8 = 8;
     pub const ERROR: u8 = 9;
+    pub const BYTES: u8 = 10;
     pub const DROPPED: u8 = 15;
     pub const CUT: u8 = 0x80;
 }
@@ -95,7 +97,12 @@ impl<'a> Encoder<'a> {
     }
 
     fn fixed(&mut self, tag: u8, field: &Field, bytes: &[u8]) {
-        let Ok(index) = u8::try_from(field.index()) else {
+        self.fixed_at(tag, field.index(), bytes)
+    }
+
+    /// A value of fixed size, of the callsite's field `index`.
+    fn fixed_at(&mut self, tag: u8, index: usize, bytes: &[u8]) {
+        let Ok(index) = u8::try_from(index) else {
             return self.drop_one();
         };
         if self.room() < 2 + bytes.len() {
@@ -112,7 +119,11 @@ impl<'a> Encoder<'a> {
     /// A text value: at most `max_value` bytes and what room the record has left; more
     /// is cut on a character boundary and the value marked cut.
     fn text(&mut self, tag: u8, field: &Field, write: impl FnOnce(&mut Bounded<'_>) -> fmt::Result) {
-        let Ok(index) = u8::try_from(field.index()) else {
+        self.text_at(tag, field.index(), write)
+    }
+
+    fn text_at(&mut self, tag: u8, index: usize, write: impl FnOnce(&mut Bounded<'_>) -> fmt::Result) {
+        let Ok(index) = u8::try_from(index) else {
             return self.drop_one();
         };
         // A value needs its tag, index and length, and one byte of text to be worth it.
@@ -132,6 +143,50 @@ impl<'a> Encoder<'a> {
             self.cut = true;
         }
     }
+}
+
+impl Encoder<'_> {
+    /// A value given as data, not through a `tracing` visitor: field `index` of the
+    /// callsite. Text and bytes are cut at the value bound as the visitor's are (bytes
+    /// anywhere, text on a character boundary).
+    pub fn value_at(&mut self, index: usize, v: &FieldValue<'_>) {
+        match *v {
+            FieldValue::U64(x) => self.fixed_at(tag::U64, index, &x.to_le_bytes()),
+            FieldValue::I64(x) => self.fixed_at(tag::I64, index, &x.to_le_bytes()),
+            FieldValue::F64(x) => self.fixed_at(tag::F64, index, &x.to_le_bytes()),
+            FieldValue::Bool(x) => self.fixed_at(tag::BOOL, index, &[u8::from(x)]),
+            FieldValue::Str(s) => self.text_at(tag::STR, index, |w| w.write_str(s)),
+            FieldValue::Bytes(b) => self.bytes_at(index, b),
+        }
+    }
+
+    fn bytes_at(&mut self, index: usize, b: &[u8]) {
+        let Ok(index) = u8::try_from(index) else {
+            return self.drop_one();
+        };
+        if self.room() < 4 + usize::from(!b.is_empty()) {
+            return self.drop_one();
+        }
+        let n = b.len().min(self.max_value).min(self.room() - 4);
+        self.buf.extend_from_slice(&[tag::BYTES | if n < b.len() { tag::CUT } else { 0 }, index]);
+        self.buf.extend_from_slice(&(n as u16).to_le_bytes());
+        self.buf.extend_from_slice(&b[..n]);
+        self.cut |= n < b.len();
+    }
+}
+
+/// A field's value given as data (by a caller other than `tracing`'s visitors: the C
+/// API), borrowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FieldValue<'a> {
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Bool(bool),
+    /// Text, cut at the value bound on a character boundary.
+    Str(&'a str),
+    /// A byte string (decoded as [`Value::Bytes`]), cut at the value bound.
+    Bytes(&'a [u8]),
 }
 
 /// A `fmt::Write` that keeps at most `max` bytes after `start`, then refuses (so a
@@ -205,6 +260,18 @@ pub enum Value {
     Debug(String),
     /// A `dyn Error` value, formatted with `Display` when recorded.
     Error(String),
+    /// A byte string (from the C API's `RINGTRACE_BYTES`, or text that was not
+    /// UTF-8): shown as lowercase hexadecimal.
+    Bytes(Vec<u8>),
+}
+
+/// `b` as lowercase hexadecimal, two digits a byte.
+pub(crate) fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(2 * b.len());
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
 }
 
 impl fmt::Display for Value {
@@ -217,6 +284,7 @@ impl fmt::Display for Value {
             Value::U128(v) => write!(f, "{v}"),
             Value::I128(v) => write!(f, "{v}"),
             Value::Str(v) | Value::Debug(v) | Value::Error(v) => f.write_str(v),
+            Value::Bytes(b) => f.write_str(&hex(b)),
         }
     }
 }
@@ -304,7 +372,8 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// A value as it lies in a record's bytes: a number decoded, a text borrowed.
+/// A value as it lies in a record's bytes: a number (or a byte string) decoded, a text
+/// borrowed.
 #[derive(Clone, Debug)]
 pub(crate) enum ValueIn<'a> {
     Number(Value),
@@ -370,6 +439,10 @@ fn value_of<'a>(c: &mut Cursor<'a>, t: u8) -> Result<ValueIn<'a>, WireError> {
         tag::STR => ValueIn::Str(text(c)?),
         tag::DEBUG => ValueIn::Debug(text(c)?),
         tag::ERROR => ValueIn::Error(text(c)?),
+        tag::BYTES => {
+            let n = c.u16("bytes length")? as usize;
+            ValueIn::Number(Value::Bytes(c.bytes(n, "bytes")?.to_vec()))
+        }
         _ => return Err(WireError::Tag(t)),
     })
 }

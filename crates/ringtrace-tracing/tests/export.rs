@@ -46,6 +46,11 @@ fn trace_with_spans_events_and_losses(dir: &TempDir) -> Trace {
     Trace::open(dir.join("s.rtt")).unwrap()
 }
 
+/// Bytes as the exports write them: lowercase hexadecimal.
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 fn json_of(v: &Value) -> Json {
     match v {
         Value::U64(x) => Json::from(*x),
@@ -55,6 +60,7 @@ fn json_of(v: &Value) -> Json {
         Value::U128(x) => Json::from(x.to_string()),
         Value::I128(x) => Json::from(x.to_string()),
         Value::Str(s) | Value::Debug(s) | Value::Error(s) => Json::from(s.as_str()),
+        Value::Bytes(b) => Json::from(hex(b)),
     }
 }
 
@@ -282,6 +288,7 @@ fn perfetto_matches(trace: &Trace) -> usize {
                 Value::U128(x) => A::StringValue(x.to_string()),
                 Value::I128(x) => A::StringValue(x.to_string()),
                 Value::Str(s) | Value::Debug(s) | Value::Error(s) => A::StringValue(s.clone()),
+                Value::Bytes(b) => A::StringValue(hex(b)),
             };
             assert_eq!(*v, expect, "field {}", f.name);
         }

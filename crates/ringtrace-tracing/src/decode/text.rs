@@ -113,6 +113,7 @@ pub(crate) fn json_value(v: &Value) -> Json {
         Value::U128(x) => json!(x.to_string()),
         Value::I128(x) => json!(x.to_string()),
         Value::Str(s) | Value::Debug(s) | Value::Error(s) => json!(s),
+        Value::Bytes(b) => json!(crate::wire::hex(b)),
     }
 }
 

@@ -308,6 +308,7 @@ pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u
                         ValueIn::Number(Value::U128(v)) => s.text(&v.to_string()),
                         ValueIn::Number(Value::I128(v)) => s.text(&v.to_string()),
                         ValueIn::Number(Value::Str(v) | Value::Debug(v) | Value::Error(v)) => s.text(&v),
+                        ValueIn::Number(Value::Bytes(b)) => s.text(&crate::wire::hex(&b)),
                         ValueIn::Str(v) | ValueIn::Debug(v) | ValueIn::Error(v) => s.text(v),
                     }
                     kind

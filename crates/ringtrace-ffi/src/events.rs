@@ -1,0 +1,372 @@
+//! Typed events and spans from C: what the header's `RINGTRACE_EVENT` and
+//! `RINGTRACE_SPAN_ENTER` macros call. Each macro use has a static
+//! [`ringtrace_callsite`]; its first record registers it in the recorder's catalog
+//! (name, level, file, line, field names) and caches the number in the static, so that
+//! every later record carries only that number and the values, as the Rust layer's
+//! records do.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ringtrace_tracing::{CallsiteInfo, CallsiteKind, FieldValue, Level};
+
+use crate::error::Fail;
+use crate::guard::{self, call};
+use crate::recorder::ringtrace_recorder;
+
+/// `ringtrace_field.type`: an unsigned integer in `value.u`.
+pub const RINGTRACE_FIELD_U64: u32 = 1;
+/// A signed integer in `value.i`.
+pub const RINGTRACE_FIELD_I64: u32 = 2;
+/// A double in `value.f`.
+pub const RINGTRACE_FIELD_F64: u32 = 3;
+/// A bool: `value.u` nonzero is true.
+pub const RINGTRACE_FIELD_BOOL: u32 = 4;
+/// A NUL-terminated string at `value.p` (NULL records "(null)").
+pub const RINGTRACE_FIELD_STR: u32 = 5;
+/// A string of `len` bytes at `value.p` (no NUL needed).
+pub const RINGTRACE_FIELD_STRN: u32 = 6;
+/// `len` bytes at `value.p`, shown in hexadecimal.
+pub const RINGTRACE_FIELD_BYTES: u32 = 7;
+
+/// `ringtrace_callsite.kind`: an event.
+pub const RINGTRACE_CALLSITE_EVENT: u8 = 0;
+/// A span.
+pub const RINGTRACE_CALLSITE_SPAN: u8 = 1;
+
+/// Levels, as `tracing`'s: `ringtrace decode` shows them by name.
+pub const RINGTRACE_LEVEL_TRACE: u8 = 0;
+pub const RINGTRACE_LEVEL_DEBUG: u8 = 1;
+pub const RINGTRACE_LEVEL_INFO: u8 = 2;
+pub const RINGTRACE_LEVEL_WARN: u8 = 3;
+pub const RINGTRACE_LEVEL_ERROR: u8 = 4;
+
+/// The most fields a callsite has (a value names its field by a byte).
+pub const RINGTRACE_MAX_FIELDS: usize = 255;
+
+/// A field's value (which member, `ringtrace_field.type` says).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ringtrace_field_value {
+    pub u: u64,
+    pub i: i64,
+    pub f: f64,
+    pub p: *const c_void,
+}
+
+impl std::fmt::Debug for ringtrace_field_value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: every member is 8 bytes of plain data: any is a valid read.
+        write!(f, "{:#x}", unsafe { self.u })
+    }
+}
+
+/// One field of an event or span: its name, its type (`RINGTRACE_FIELD_*`) and value.
+/// Made by the header's `RINGTRACE_U64`, `RINGTRACE_STR`, ... (its inline
+/// `ringtrace_field_*` functions), in C and C++ alike.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ringtrace_field {
+    /// The field's name: a string that lives as long as the program (a literal). Read
+    /// once, when the callsite is registered.
+    pub name: *const c_char,
+    /// `RINGTRACE_FIELD_*`.
+    pub r#type: u32,
+    /// `RINGTRACE_FIELD_STRN` and `_BYTES`: the length in bytes.
+    pub len: u32,
+    pub value: ringtrace_field_value,
+}
+
+/// A callsite: one per use of the event and span macros, static, made by them. Its
+/// strings live as long as the program (literals). `interned` is the library's (the
+/// callsite's number in the last recorder it was recorded into), zero at first.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ringtrace_callsite {
+    /// A span's name; for an event, NULL (it is named `event FILE:LINE`, as `tracing`
+    /// names events).
+    pub name: *const c_char,
+    /// What `ringtrace decode` shows before the message: a component's name
+    /// (`RINGTRACE_TARGET`, "c" unless defined before including the header).
+    pub target: *const c_char,
+    pub file: *const c_char,
+    pub line: u32,
+    /// `RINGTRACE_LEVEL_*`.
+    pub level: u8,
+    /// `RINGTRACE_CALLSITE_EVENT` or `_SPAN`.
+    pub kind: u8,
+    pub reserved: u16,
+    /// The library's cache: (recorder id << 32) | callsite number. Never written by C.
+    pub interned: u64,
+}
+
+/// A C string as text (`None` for NULL), invalid UTF-8 replaced.
+///
+/// # Safety
+///
+/// `p` is NULL or a NUL-terminated string.
+unsafe fn text<'a>(p: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
+    // SAFETY: the caller's promise.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy())
+}
+
+/// The value of one field, or why it is not one.
+///
+/// # Safety
+///
+/// `f`'s pointer, for the string and bytes types, is NULL or valid for its length (a
+/// NUL-terminated string for `RINGTRACE_FIELD_STR`) for `'a`.
+#[inline(always)]
+unsafe fn value<'a>(f: &ringtrace_field) -> Result<FieldValue<'a>, Fail> {
+    // SAFETY: each union member is read under the type that says it was written; every
+    // member is 8 bytes of plain data, so any of them is a valid read.
+    let v = unsafe {
+        match f.r#type {
+            RINGTRACE_FIELD_U64 => FieldValue::U64(f.value.u),
+            RINGTRACE_FIELD_I64 => FieldValue::I64(f.value.i),
+            RINGTRACE_FIELD_F64 => FieldValue::F64(f.value.f),
+            RINGTRACE_FIELD_BOOL => FieldValue::Bool(f.value.u != 0),
+            RINGTRACE_FIELD_STR if f.value.p.is_null() => FieldValue::Str("(null)"),
+            // SAFETY: a NUL-terminated string (the caller's promise).
+            RINGTRACE_FIELD_STR => text_value(CStr::from_ptr(f.value.p.cast()).to_bytes()),
+            RINGTRACE_FIELD_STRN | RINGTRACE_FIELD_BYTES if f.len == 0 => {
+                if f.r#type == RINGTRACE_FIELD_STRN {
+                    FieldValue::Str("")
+                } else {
+                    FieldValue::Bytes(&[])
+                }
+            }
+            RINGTRACE_FIELD_STRN | RINGTRACE_FIELD_BYTES if f.value.p.is_null() => {
+                return Err(Fail::inval(format!("a field of {} bytes at NULL", f.len)))
+            }
+            // SAFETY: `len` readable bytes at `p` (the caller's promise).
+            RINGTRACE_FIELD_STRN => text_value(std::slice::from_raw_parts(f.value.p.cast(), f.len as usize)),
+            // SAFETY: as above.
+            RINGTRACE_FIELD_BYTES => FieldValue::Bytes(std::slice::from_raw_parts(f.value.p.cast(), f.len as usize)),
+            t => return Err(Fail::inval(format!("unknown field type {t} (RINGTRACE_FIELD_*)"))),
+        }
+    };
+    Ok(v)
+}
+
+/// Text as text if it is UTF-8, else as bytes: a record never holds text a reader
+/// cannot decode.
+#[inline(always)]
+fn text_value(b: &[u8]) -> FieldValue<'_> {
+    match std::str::from_utf8(b) {
+        Ok(s) => FieldValue::Str(s),
+        Err(_) => FieldValue::Bytes(b),
+    }
+}
+
+/// The callsite's number in `r`: from its cache, else registered (and cached).
+///
+/// # Safety
+///
+/// `cs` points to a live callsite whose strings are NUL-terminated (or NULL);
+/// `fields` to `n` fields whose names are.
+unsafe fn callsite_number(
+    r: &ringtrace_recorder,
+    cs: *mut ringtrace_callsite,
+    fields: &[ringtrace_field],
+) -> Result<u32, Fail> {
+    // SAFETY: `interned` is an 8-aligned u64 of a live callsite (the caller's promise)
+    // that only this library writes, only through atomics.
+    let cache = unsafe { AtomicU64::from_ptr(&raw mut (*cs).interned) };
+    // Acquire: pairs with the Release store below: a number seen here was registered
+    // (in the catalog) before it was stored.
+    let cached = cache.load(Ordering::Acquire);
+    if cached != 0 && cached >> 32 == r.id {
+        return Ok(cached as u32);
+    }
+    // SAFETY: a live callsite (the caller's promise); its plain fields are only read.
+    let c = unsafe { &*cs };
+    let level = match c.level {
+        RINGTRACE_LEVEL_TRACE => Level::TRACE,
+        RINGTRACE_LEVEL_DEBUG => Level::DEBUG,
+        RINGTRACE_LEVEL_INFO => Level::INFO,
+        RINGTRACE_LEVEL_WARN => Level::WARN,
+        RINGTRACE_LEVEL_ERROR => Level::ERROR,
+        l => return Err(Fail::inval(format!("callsite level {l}: RINGTRACE_LEVEL_TRACE to _ERROR"))),
+    };
+    let kind = match c.kind {
+        RINGTRACE_CALLSITE_EVENT => CallsiteKind::Event,
+        RINGTRACE_CALLSITE_SPAN => CallsiteKind::Span,
+        k => return Err(Fail::inval(format!("callsite kind {k}: RINGTRACE_CALLSITE_EVENT or _SPAN"))),
+    };
+    // SAFETY: NUL-terminated or NULL (the caller's promise), for each string below.
+    let (file, target) = unsafe { (text(c.file), text(c.target)) };
+    // SAFETY: as above.
+    let names: Vec<String> =
+        fields.iter().map(|f| unsafe { text(f.name) }.map_or_else(String::new, |s| s.into_owned())).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let name = match kind {
+        // SAFETY: as above.
+        CallsiteKind::Span => unsafe { text(c.name) }.map_or_else(|| "span".to_owned(), |s| s.into_owned()),
+        CallsiteKind::Event => format!("event {}:{}", file.as_deref().unwrap_or("?"), c.line),
+    };
+    let info = CallsiteInfo {
+        kind,
+        level,
+        name: &name,
+        target: target.as_deref().unwrap_or("c"),
+        file: file.as_deref(),
+        line: Some(c.line),
+        fields: &names,
+    };
+    let number = r.emitter.register(cs as usize, &info);
+    if r.id < 1 << 32 {
+        // Release: pairs with the Acquire load above. Two threads registering at once
+        // store the same value.
+        cache.store(r.id << 32 | u64::from(number), Ordering::Release);
+    }
+    Ok(number)
+}
+
+/// The checked arguments of a record: its recorder, callsite number and fields.
+///
+/// # Safety
+///
+/// As for `ringtrace_event`.
+#[inline(always)]
+unsafe fn args<'a>(
+    rec: *const ringtrace_recorder,
+    cs: *mut ringtrace_callsite,
+    fields: *const ringtrace_field,
+    n: usize,
+) -> Result<(&'a ringtrace_recorder, u32, &'a [ringtrace_field]), Fail> {
+    // SAFETY: the caller's promise: a handle of this library.
+    let r = unsafe { guard::get(rec) }?;
+    if cs.is_null() {
+        return Err(Fail::inval("null callsite"));
+    }
+    if n > RINGTRACE_MAX_FIELDS || (n > 0 && fields.is_null()) {
+        return Err(Fail::inval(format!("{n} fields at {fields:?}: at most {RINGTRACE_MAX_FIELDS}, not at NULL")));
+    }
+    let fields = if n == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `n` fields at `fields` (the caller's promise), not NULL.
+        unsafe { std::slice::from_raw_parts(fields, n) }
+    };
+    // SAFETY: forwarded from the caller.
+    let number = unsafe { callsite_number(r, cs, fields) }?;
+    Ok((r, number, fields))
+}
+
+/// Checks every field's type and pointers, so that a record is written whole or not
+/// at all.
+///
+/// # Safety
+///
+/// As for [`value`], for every field.
+#[inline(always)]
+unsafe fn check(fields: &[ringtrace_field]) -> Result<(), Fail> {
+    for f in fields {
+        // SAFETY: forwarded from the caller.
+        unsafe { value(f) }?;
+    }
+    Ok(())
+}
+
+/// Records an event of callsite `cs` with `n` fields into the calling thread's ring of
+/// `rec` (made on the thread's first record), inside the thread's innermost span
+/// entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls; field
+/// `i` of every call of one callsite must have the same name and type.
+///
+/// Text that is not UTF-8 is recorded as bytes. Text and bytes longer than the
+/// recorder's `max_value_bytes` are cut and marked; values past `max_record_bytes`
+/// are dropped and counted in the record; a record a full stream ring refuses is
+/// counted lost (`ringtrace_recorder_get_stats`).
+///
+/// Returns 0, or -EINVAL (a bad handle, callsite or field: nothing is recorded).
+///
+/// Threads: any thread, concurrently.
+///
+/// # Safety
+///
+/// `rec` is a recorder handle; `cs` points to a callsite that lives as long as the
+/// program, used only through this library; `fields` points to `n` fields whose
+/// strings are NUL-terminated (or, `RINGTRACE_FIELD_STRN` and `_BYTES`, `len` bytes
+/// long).
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_event(
+    rec: *const ringtrace_recorder,
+    cs: *mut ringtrace_callsite,
+    fields: *const ringtrace_field,
+    n: usize,
+) -> c_int {
+    call(|| {
+        // SAFETY: forwarded from the caller.
+        let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
+        // SAFETY: as above.
+        unsafe { check(fields) }?;
+        // SAFETY: checked just above; the fields do not change meanwhile (the caller's).
+        r.emitter.event(number, fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false))));
+        Ok(0)
+    })
+}
+
+/// Makes a span of callsite `cs` with `n` fields, child of the calling thread's
+/// innermost entered span, and enters it: events the thread records until
+/// `ringtrace_span_exit` are in it, and Perfetto shows it as a slice. What
+/// `RINGTRACE_SPAN_ENTER` calls.
+///
+/// Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments:
+/// `ringtrace_last_error` says why; or the thread is exiting).
+///
+/// Threads: any thread, concurrently; the span is exited on the thread that entered it.
+///
+/// # Safety
+///
+/// As for `ringtrace_event`.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_span_enter(
+    rec: *const ringtrace_recorder,
+    cs: *mut ringtrace_callsite,
+    fields: *const ringtrace_field,
+    n: usize,
+) -> u64 {
+    guard::call_or(0, || {
+        let r = (|| {
+            // SAFETY: forwarded from the caller.
+            let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
+            // SAFETY: as above.
+            unsafe { check(fields) }?;
+            // SAFETY: checked just above, as in `ringtrace_event`.
+            let values = fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false)));
+            Ok::<_, Fail>(r.emitter.enter_span(number, values))
+        })();
+        r.unwrap_or_else(|f| {
+            crate::error::set_last_error(&f.message);
+            0
+        })
+    })
+}
+
+/// Exits and closes span `span`, entered on this thread by `ringtrace_span_enter`
+/// (spans exit innermost first, as a rule; one exited out of order leaves the others
+/// entered). A span id of 0 is ignored (returns 0).
+///
+/// Returns 0, or -EINVAL (a bad handle; a span this thread has not entered, or exited
+/// already: nothing is recorded).
+///
+/// Threads: the thread that entered the span.
+///
+/// # Safety
+///
+/// `rec` is a recorder handle.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_span_exit(rec: *const ringtrace_recorder, span: u64) -> c_int {
+    call(|| {
+        // SAFETY: the caller's promise: a handle of this library.
+        let r = unsafe { guard::get(rec) }?;
+        if span == 0 {
+            return Ok(0);
+        }
+        if !r.emitter.exit_span(span) {
+            return Err(Fail::inval(format!("span {span:#x} is not entered on this thread")));
+        }
+        Ok(0)
+    })
+}
