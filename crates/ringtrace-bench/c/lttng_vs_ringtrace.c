@@ -4,7 +4,11 @@
  * recorder) against an LTTng-UST tracepoint of the same payload recorded into a
  * flight-recorder session (snapshot mode, overwrite channel), in the same run.
  *
- * Rows: 8-byte and 64-byte records from 1 and 2 writer threads. Each measurement is
+ * Rows: 8-byte and 64-byte records from 1 and 2 writer threads; and `event4`, a typed
+ * event of 4 fields (u64, i64, double, a 9-byte string): `RINGTRACE_INFO` with its
+ * message into a flight recorder made with `ringtrace_recorder_flight` (in memory,
+ * 1 MiB a thread), against the LTTng-UST tracepoint `ringtrace_bench:event4` of the
+ * same fields. Each measurement is
  * the `channel-scaling` bench's (crates/ringtrace-bench/src/channel.rs): writers start
  * together on a barrier, write through a warmup, then count from the first time they
  * see the window open until they see it closed, reading their thread CPU clock
@@ -54,8 +58,9 @@ struct run {
     _Alignas(128) atomic_int phase;
     pthread_barrier_t barrier;
     enum impl impl;
-    size_t bytes;
+    size_t bytes; /* 0: the typed event of 4 fields */
     ringtrace_channel *ch;
+    ringtrace_recorder *rec;
 };
 
 struct writer_out {
@@ -91,6 +96,14 @@ static void sleep_ns(uint64_t ns)
 /* One record of `bytes` bytes whose first 8 bytes are `v`. */
 static inline int write_one(struct run *r, ringtrace_channel_producer *p, char *buf, uint64_t v)
 {
+    if (r->bytes == 0) {
+        if (r->impl == LTTNG)
+            lttng_ust_tracepoint(ringtrace_bench, event4, v, -(int64_t)v, (double)v * 0.5, "GET /item");
+        else
+            RINGTRACE_INFO(r->rec, "tick", RINGTRACE_U64("seq", v), RINGTRACE_I64("delta", -(int64_t)v),
+                           RINGTRACE_F64("ratio", (double)v * 0.5), RINGTRACE_STR("path", "GET /item"));
+        return 0;
+    }
     memcpy(buf, &v, sizeof v);
     if (r->impl == LTTNG) {
         if (r->bytes == 8)
@@ -111,7 +124,7 @@ static void *writer_main(void *arg)
     /* Each writer thread holds its own producer handle of the channel (its ring), as
      * an LTTng-UST thread writes the buffer of its CPU. */
     ringtrace_channel_producer *p = NULL;
-    if (r->impl != LTTNG) {
+    if (r->impl != LTTNG && r->bytes != 0) {
         int e = ringtrace_channel_producer_new(r->ch, &p);
         if (e < 0)
             w->out.err = e;
@@ -121,7 +134,7 @@ static void *writer_main(void *arg)
     int started = 0;
     for (;;) {
         for (int i = 0; i < CHUNK; i++) {
-            int e = p || r->impl == LTTNG ? write_one(r, p, buf, ok) : -EINVAL;
+            int e = p || r->impl == LTTNG || r->bytes == 0 ? write_one(r, p, buf, ok) : -EINVAL;
             if (e < 0) {
                 fail++;
                 if (!w->out.err)
@@ -158,9 +171,17 @@ struct cfg {
 /* One row of one round: prints its JSON line; returns 0, or -1 (reported) on failure. */
 static int measure(const struct cfg *cfg, enum impl impl, size_t bytes, int writers, int round)
 {
-    struct run r = { .impl = impl, .bytes = bytes, .ch = NULL };
+    struct run r = { .impl = impl, .bytes = bytes, .ch = NULL, .rec = NULL };
     atomic_init(&r.phase, WARMUP);
-    if (impl == RINGTRACE) {
+    if (impl == RINGTRACE && bytes == 0) {
+        struct ringtrace_recorder_opts opts = { .sz = sizeof opts, .per_thread_bytes = RING_BYTES };
+        int e = ringtrace_recorder_flight(NULL, &opts, &r.rec);
+        if (e < 0) {
+            fprintf(stderr, "lttng_vs_ringtrace: ringtrace_recorder_flight: %s (%s)\n", ringtrace_strerror(e),
+                    ringtrace_last_error());
+            return -1;
+        }
+    } else if (impl == RINGTRACE) {
         int e = ringtrace_channel_new(RING_BYTES, RINGTRACE_OVERWRITE, RINGTRACE_CLOCK_TSC, &r.ch);
         if (e < 0) {
             fprintf(stderr, "lttng_vs_ringtrace: ringtrace_channel_new: %s (%s)\n", ringtrace_strerror(e),
@@ -197,8 +218,9 @@ static int measure(const struct cfg *cfg, enum impl impl, size_t bytes, int writ
     }
     pthread_barrier_destroy(&r.barrier);
     ringtrace_channel_free(r.ch);
+    ringtrace_recorder_free(r.rec);
     if (err)
-        fprintf(stderr, "lttng_vs_ringtrace: %s %zuB: %llu failed writes, first: %s\n", IMPL_NAME[impl], bytes,
+        fprintf(stderr, "lttng_vs_ringtrace: %s %zu bytes: %llu failed writes, first: %s\n", IMPL_NAME[impl], bytes,
                 (unsigned long long)fails, ringtrace_strerror(err));
     double secs = (double)elapsed / 1e9;
     double cpu_per = recs ? (double)cpu / (double)recs : -1.0;
@@ -212,10 +234,15 @@ static int measure(const struct cfg *cfg, enum impl impl, size_t bytes, int writ
         strcpy(cpu_s, "null");
         strcpy(wall_s, "null");
     }
-    printf("{\"bench\":\"c-api\",\"impl\":\"%s\",\"variant\":\"%zuB\",\"producers\":%d,\"record_bytes\":%zu,"
+    char variant[32];
+    if (bytes)
+        snprintf(variant, sizeof variant, "%zuB", bytes);
+    else
+        strcpy(variant, "event4");
+    printf("{\"bench\":\"c-api\",\"impl\":\"%s\",\"variant\":\"%s\",\"producers\":%d,\"record_bytes\":%zu,"
            "\"mrec_per_s\":%.4f,\"ns_per_rec\":%s,\"drops_per_s\":%.1f,\"round\":%d,\"wall_ns_per_rec\":%s,"
            "\"cpu_ns_per_rec\":%s,\"peak_mib\":null,\"p50_ns\":null,\"p99_ns\":null}\n",
-           IMPL_NAME[impl], bytes, writers, bytes, (double)recs / secs / 1e6, cpu_s, (double)fails / secs, round,
+           IMPL_NAME[impl], variant, writers, bytes, (double)recs / secs / 1e6, cpu_s, (double)fails / secs, round,
            wall_s, cpu_s);
     fflush(stdout);
     return 0;
@@ -263,16 +290,17 @@ int main(int argc, char **argv)
     /* lttng-ust's constructor has registered with the session daemon (waiting up to
      * LTTNG_UST_REGISTER_TIMEOUT, 3 s by default) before main: enabled events are on. */
     if (want[LTTNG] && !(lttng_ust_tracepoint_enabled(ringtrace_bench, rec8) &&
-                         lttng_ust_tracepoint_enabled(ringtrace_bench, rec64))) {
+                         lttng_ust_tracepoint_enabled(ringtrace_bench, rec64) &&
+                         lttng_ust_tracepoint_enabled(ringtrace_bench, event4))) {
         fprintf(stderr, "lttng_vs_ringtrace: lttng-ust rows left out: the ringtrace_bench:* tracepoints are not "
                         "enabled (no LTTng session recording them; see scripts/run-c-bench.sh)\n");
         want[LTTNG] = 0;
     }
-    static const size_t BYTES[] = { 8, 64 };
+    static const size_t BYTES[] = { 8, 64, 0 };
     static const int WRITERS[] = { 1, 2 };
     int failed = 0;
     for (int round = first; round < first + rounds; round++) {
-        for (int b = 0; b < 2; b++) {
+        for (int b = 0; b < 3; b++) {
             for (int n = 0; n < 2; n++) {
                 for (int k = 0; k < 2; k++) {
                     /* Even rounds: LTTng first; odd rounds: ringtrace first. */

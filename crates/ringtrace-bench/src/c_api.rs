@@ -13,6 +13,11 @@
 //!   the builder's defaults, every writer calling `producer.output(record,
 //!   Wakeup::NoWakeup)` on a producer handle of its own (as the C writers hold a
 //!   `ringtrace_channel_producer`);
+//! * `ringtrace-rust-layer` (variant `event4`): a typed event of 4 fields (u64, i64,
+//!   f64, a 9-byte `&str`) and its message through `ringtrace-tracing`'s layer
+//!   (`tracing::info!` under `registry().with(layer)`, the thread's default), into a
+//!   flight recorder of 1 MiB a thread: what a Rust program pays for the event the C
+//!   program records with `RINGTRACE_INFO`;
 //! * `ringtrace-c` and `lttng-ust`: the C program `lttng_vs_ringtrace`
 //!   (crates/ringtrace-bench/c, built by scripts/build-c-bench.sh next to this binary;
 //!   `RINGTRACE_C_BENCH` names another path), run for one round (`--round k`) with the
@@ -74,6 +79,25 @@ fn rust_rows(cfg: &RunCfg, tsc: Tsc, bytes: usize, writers: usize) -> CpuMeasure
         move |v: u64| {
             buf[..8].copy_from_slice(&v.to_le_bytes());
             producer.output(&buf[..bytes], Wakeup::NoWakeup).is_ok()
+        }
+    };
+    run_writers(cfg, writers, make, None::<fn()>)
+}
+
+/// `writers` threads recording the typed event of 4 fields through the
+/// `ringtrace-tracing` layer into an in-memory flight recorder of `RING` bytes a thread.
+fn layer_rows(cfg: &RunCfg, writers: usize) -> CpuMeasured {
+    use tracing_subscriber::layer::SubscriberExt;
+    let (layer, _recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(RING).build().expect("a recorder");
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let make = |_| {
+        // `make` runs on the writer's thread: the subscriber is that thread's default.
+        let guard = tracing::dispatcher::set_default(&dispatch);
+        move |v: u64| {
+            let _in = &guard;
+            tracing::info!(seq = v, delta = -(v as i64), ratio = v as f64 * 0.5, path = "GET /item", "tick");
+            true
         }
     };
     run_writers(cfg, writers, make, None::<fn()>)
@@ -215,6 +239,14 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, round: usize, progress: &mut Progress
         }
         Err(e) => eprintln!("ringtrace-bench: {BENCH} ringtrace-rust rows skipped: {e}"),
     };
+    let layer = |out: &mut Vec<Row>, progress: &mut Progress| {
+        progress.step(&format!("{BENCH} ringtrace-rust-layer"));
+        for n in WRITERS {
+            let mut r = layer_rows(cfg, n).row_of(BENCH, "ringtrace-rust-layer", "event4", n);
+            r.record_bytes = 0;
+            out.push(r);
+        }
+    };
     let c = |out: &mut Vec<Row>, progress: &mut Progress| {
         if let Some(p) = &prog {
             progress.step(&format!("{BENCH} ringtrace-c and lttng-ust ({PROGRAM})"));
@@ -223,9 +255,11 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, round: usize, progress: &mut Progress
     };
     if round % 2 == 0 {
         rust(&mut out, progress);
+        layer(&mut out, progress);
         c(&mut out, progress);
     } else {
         c(&mut out, progress);
+        layer(&mut out, progress);
         rust(&mut out, progress);
     }
     out

@@ -178,6 +178,13 @@ pub const TARGETS: &[Target] = &[
     c_api("8B", 2, "ringtrace-rust", 1.1),
     c_api("64B", 1, "ringtrace-rust", 1.1),
     c_api("64B", 2, "ringtrace-rust", 1.1),
+    // A typed event of 4 fields from C (`RINGTRACE_INFO`) costs at most 0.3x the
+    // LTTng-UST tracepoint of the same fields, and at most 1.2x the same event through
+    // the `ringtrace-tracing` layer from Rust.
+    c_api("event4", 1, "lttng-ust", 0.3),
+    c_api("event4", 2, "lttng-ust", 0.3),
+    c_api("event4", 1, "ringtrace-rust-layer", 1.2),
+    c_api("event4", 2, "ringtrace-rust-layer", 1.2),
     // `export`: at least 5 million events a second (200 ns each, opening the trace
     // included) to Perfetto and to CTF.
     Target { ours: side("export", "ringtrace-tracing", "perfetto/1M", 1), goal: Goal::NsUnder(200.0) },

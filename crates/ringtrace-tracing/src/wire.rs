@@ -101,6 +101,7 @@ impl<'a> Encoder<'a> {
     }
 
     /// A value of fixed size, of the callsite's field `index`.
+    #[inline(always)]
     fn fixed_at(&mut self, tag: u8, index: usize, bytes: &[u8]) {
         let Ok(index) = u8::try_from(index) else {
             return self.drop_one();
@@ -149,15 +150,40 @@ impl Encoder<'_> {
     /// A value given as data, not through a `tracing` visitor: field `index` of the
     /// callsite. Text and bytes are cut at the value bound as the visitor's are (bytes
     /// anywhere, text on a character boundary).
+    #[inline(always)]
     pub fn value_at(&mut self, index: usize, v: &FieldValue<'_>) {
         match *v {
             FieldValue::U64(x) => self.fixed_at(tag::U64, index, &x.to_le_bytes()),
             FieldValue::I64(x) => self.fixed_at(tag::I64, index, &x.to_le_bytes()),
             FieldValue::F64(x) => self.fixed_at(tag::F64, index, &x.to_le_bytes()),
             FieldValue::Bool(x) => self.fixed_at(tag::BOOL, index, &[u8::from(x)]),
-            FieldValue::Str(s) => self.text_at(tag::STR, index, |w| w.write_str(s)),
+            FieldValue::Str(s) => self.str_at(index, s),
             FieldValue::Bytes(b) => self.bytes_at(index, b),
         }
+    }
+
+    /// Text given whole: as [`text`](Self::text) writes it (at least one byte of room
+    /// past its head, cut on a character boundary), without a formatter.
+    #[inline(always)]
+    fn str_at(&mut self, index: usize, s: &str) {
+        let Ok(index) = u8::try_from(index) else {
+            return self.drop_one();
+        };
+        let room = self.room();
+        if room < 5 {
+            return self.drop_one();
+        }
+        let mut n = s.len().min(self.max_value).min(room - 4);
+        let cut = n < s.len();
+        if cut {
+            while !s.is_char_boundary(n) {
+                n -= 1;
+            }
+            self.cut = true;
+        }
+        let len = (n as u16).to_le_bytes();
+        self.buf.extend_from_slice(&[tag::STR | if cut { tag::CUT } else { 0 }, index, len[0], len[1]]);
+        self.buf.extend_from_slice(&s.as_bytes()[..n]);
     }
 
     fn bytes_at(&mut self, index: usize, b: &[u8]) {
