@@ -153,13 +153,29 @@ impl Encoder<'_> {
     #[inline(always)]
     pub fn value_at(&mut self, index: usize, v: &FieldValue<'_>) {
         match *v {
-            FieldValue::U64(x) => self.fixed_at(tag::U64, index, &x.to_le_bytes()),
-            FieldValue::I64(x) => self.fixed_at(tag::I64, index, &x.to_le_bytes()),
-            FieldValue::F64(x) => self.fixed_at(tag::F64, index, &x.to_le_bytes()),
+            FieldValue::U64(x) => self.word_at(tag::U64, index, x),
+            FieldValue::I64(x) => self.word_at(tag::I64, index, x as u64),
+            FieldValue::F64(x) => self.word_at(tag::F64, index, x.to_bits()),
             FieldValue::Bool(x) => self.fixed_at(tag::BOOL, index, &[u8::from(x)]),
             FieldValue::Str(s) => self.str_at(index, s),
             FieldValue::Bytes(b) => self.bytes_at(index, b),
         }
+    }
+
+    /// An 8-byte value, written with its tag and index in one copy of constant size.
+    #[inline(always)]
+    fn word_at(&mut self, tag: u8, index: usize, x: u64) {
+        let Ok(index) = u8::try_from(index) else {
+            return self.drop_one();
+        };
+        if self.room() < 10 {
+            return self.drop_one();
+        }
+        let mut v = [0u8; 10];
+        v[0] = tag;
+        v[1] = index;
+        v[2..].copy_from_slice(&x.to_le_bytes());
+        self.buf.extend_from_slice(&v);
     }
 
     /// Text given whole: as [`text`](Self::text) writes it (at least one byte of room
