@@ -1805,7 +1805,8 @@ int ringtrace_resume(struct ringtrace_ring *ring);
  * (message or name, level, file, line, field names and types) in the recorder's
  * catalog, once, and every later record holds only the callsite's number and the
  * values. A callsite's fields are the same at every call (they are written at the
- * macro's use). The macros evaluate `rec` and each value once.
+ * macro's use), and so is its level: a constant expression (a RINGTRACE_LEVEL_*),
+ * checked at compile time. The macros evaluate `rec` and each value once.
  */
 #ifndef RINGTRACE_EVENTS_H
 #define RINGTRACE_EVENTS_H
@@ -1914,6 +1915,7 @@ static inline ringtrace_field ringtrace_field_bytes(const char *name, const void
 
 #define RINGTRACE_EVENT(rec, level, ...)                                                                      \
     do {                                                                                                      \
+        enum { ringtrace_level_is_constant_ = (level) };                                                      \
         RINGTRACE_CALLSITE_(ringtrace_cs_, NULL, level, RINGTRACE_CALLSITE_EVENT);                            \
         const ringtrace_field ringtrace_fields_[] = {                                                         \
             ringtrace_field_strn("message", "" RINGTRACE_PP_FIRST(__VA_ARGS__),                               \
@@ -1931,6 +1933,7 @@ static inline ringtrace_field ringtrace_field_bytes(const char *name, const void
 /* The fields array starts with a placeholder, so that it is never empty (C before C23
  * has no empty initializer); the placeholder is not passed. */
 #define RINGTRACE_SPAN_ENTER(rec, var, level, ...)                                                           \
+    enum { RINGTRACE_PP_CAT(ringtrace_level_is_constant_, var) = (level) };                                  \
     RINGTRACE_CALLSITE_(RINGTRACE_PP_CAT(ringtrace_cs_, var), "" RINGTRACE_PP_FIRST(__VA_ARGS__), level,     \
                         RINGTRACE_CALLSITE_SPAN);                                                            \
     const ringtrace_field RINGTRACE_PP_CAT(ringtrace_fields_, var)[] = {                                     \
@@ -1955,9 +1958,10 @@ class span_scope {
 };
 } /* namespace ringtrace */
 
-#define RINGTRACE_SPAN_SCOPE(rec, var, level, ...)      \
-    RINGTRACE_SPAN_ENTER(rec, var, level, __VA_ARGS__); \
-    ::ringtrace::span_scope RINGTRACE_PP_CAT(ringtrace_scope_, var)((rec), var)
+#define RINGTRACE_SPAN_SCOPE(rec, var, level, ...)                                      \
+    const ringtrace_recorder *const RINGTRACE_PP_CAT(ringtrace_rec_, var) = (rec);      \
+    RINGTRACE_SPAN_ENTER(RINGTRACE_PP_CAT(ringtrace_rec_, var), var, level, __VA_ARGS__); \
+    ::ringtrace::span_scope RINGTRACE_PP_CAT(ringtrace_scope_, var)(RINGTRACE_PP_CAT(ringtrace_rec_, var), var)
 #endif
 
 #endif /* RINGTRACE_EVENTS_H */

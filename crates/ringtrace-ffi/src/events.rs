@@ -100,6 +100,12 @@ pub struct ringtrace_callsite {
     pub interned: u64,
 }
 
+// `interned` is read and written as an `AtomicU64`: 8-aligned in every callsite (the
+// library is built for 64-bit targets only, where C aligns a `uint64_t` so).
+const _: () = assert!(
+    std::mem::offset_of!(ringtrace_callsite, interned) % 8 == 0 && std::mem::align_of::<ringtrace_callsite>() >= 8
+);
+
 /// A C string as text (`None` for NULL), invalid UTF-8 replaced.
 ///
 /// # Safety
@@ -179,9 +185,12 @@ unsafe fn callsite_number(
     if cached != 0 && cached >> 32 == r.id {
         return Ok(cached as u32);
     }
-    // SAFETY: a live callsite (the caller's promise); its plain fields are only read.
-    let c = unsafe { &*cs };
-    let level = match c.level {
+    // SAFETY: a live callsite (the caller's promise). Its plain fields are read through
+    // the raw pointer, one by one: no reference to the struct is made, since other
+    // threads may be storing into its `interned` (atomically) meanwhile.
+    let (c_level, c_kind, c_line, c_file, c_target, c_name) =
+        unsafe { ((*cs).level, (*cs).kind, (*cs).line, (*cs).file, (*cs).target, (*cs).name) };
+    let level = match c_level {
         RINGTRACE_LEVEL_TRACE => Level::TRACE,
         RINGTRACE_LEVEL_DEBUG => Level::DEBUG,
         RINGTRACE_LEVEL_INFO => Level::INFO,
@@ -189,21 +198,21 @@ unsafe fn callsite_number(
         RINGTRACE_LEVEL_ERROR => Level::ERROR,
         l => return Err(Fail::inval(format!("callsite level {l}: RINGTRACE_LEVEL_TRACE to _ERROR"))),
     };
-    let kind = match c.kind {
+    let kind = match c_kind {
         RINGTRACE_CALLSITE_EVENT => CallsiteKind::Event,
         RINGTRACE_CALLSITE_SPAN => CallsiteKind::Span,
         k => return Err(Fail::inval(format!("callsite kind {k}: RINGTRACE_CALLSITE_EVENT or _SPAN"))),
     };
     // SAFETY: NUL-terminated or NULL (the caller's promise), for each string below.
-    let (file, target) = unsafe { (text(c.file), text(c.target)) };
+    let (file, target) = unsafe { (text(c_file), text(c_target)) };
     // SAFETY: as above.
     let names: Vec<String> =
         fields.iter().map(|f| unsafe { text(f.name) }.map_or_else(String::new, |s| s.into_owned())).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let name = match kind {
         // SAFETY: as above.
-        CallsiteKind::Span => unsafe { text(c.name) }.map_or_else(|| "span".to_owned(), |s| s.into_owned()),
-        CallsiteKind::Event => format!("event {}:{}", file.as_deref().unwrap_or("?"), c.line),
+        CallsiteKind::Span => unsafe { text(c_name) }.map_or_else(|| "span".to_owned(), |s| s.into_owned()),
+        CallsiteKind::Event => format!("event {}:{}", file.as_deref().unwrap_or("?"), c_line),
     };
     let info = CallsiteInfo {
         kind,
@@ -211,7 +220,7 @@ unsafe fn callsite_number(
         name: &name,
         target: target.as_deref().unwrap_or("c"),
         file: file.as_deref(),
-        line: Some(c.line),
+        line: Some(c_line),
         fields: &names,
     };
     let number = r.emitter.register(cs as usize, &info);
@@ -249,6 +258,9 @@ unsafe fn args<'a>(
         // SAFETY: `n` fields at `fields` (the caller's promise), not NULL.
         unsafe { std::slice::from_raw_parts(fields, n) }
     };
+    // Checked before the callsite is registered: a call refused records nothing, not
+    // even its callsite's field names.
+    check(fields)?;
     // SAFETY: forwarded from the caller.
     let number = unsafe { callsite_number(r, cs, fields) }?;
     Ok((r, number, fields))
@@ -305,8 +317,7 @@ pub unsafe extern "C" fn ringtrace_event(
     call(|| {
         // SAFETY: forwarded from the caller.
         let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
-        check(fields)?;
-        // SAFETY: checked just above; the fields do not change meanwhile (the caller's).
+        // SAFETY: checked by `args`; the fields do not change meanwhile (the caller's).
         r.emitter.event(number, fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false))));
         Ok(0)
     })
@@ -336,8 +347,7 @@ pub unsafe extern "C" fn ringtrace_span_enter(
         let r = (|| {
             // SAFETY: forwarded from the caller.
             let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
-            check(fields)?;
-            // SAFETY: checked just above, as in `ringtrace_event`.
+            // SAFETY: checked by `args`, as in `ringtrace_event`.
             let values = fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false)));
             Ok::<_, Fail>(r.emitter.enter_span(number, values))
         })();

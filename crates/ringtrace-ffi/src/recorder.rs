@@ -315,6 +315,8 @@ pub unsafe extern "C" fn ringtrace_recorder_finish(
         let r = unsafe { guard::take(rec) }?;
         // The signal dump's thread holds the recorder until it is stopped and joined.
         drop(r.signal.into_inner().unwrap_or_else(|e| e.into_inner()));
+        // Every thread drops its state for it (its ring) at its next record.
+        r.recorder.retire();
         let stats = match Arc::try_unwrap(r.recorder) {
             Ok(recorder) => recorder.finish().map_err(fail)?,
             Err(shared) => shared.stats(),
@@ -342,8 +344,10 @@ pub unsafe extern "C" fn ringtrace_recorder_free(rec: *mut ringtrace_recorder) {
         // other thread uses. A wrong or freed handle is ignored.
         if let Ok(r) = unsafe { guard::take(rec) } {
             // The signal dump first: its thread holds the recorder until joined. The
-            // recorder's own drop then finishes a stream.
+            // recorder's own drop then finishes a stream; every thread drops its state
+            // for it (its ring) at its next record.
             drop(r.signal.into_inner().unwrap_or_else(|e| e.into_inner()));
+            r.recorder.retire();
         }
     })
 }

@@ -5,7 +5,13 @@
 //!
 //! One signal dump at a time in a process (a handler is per process). The pipe is made
 //! once and never closed, so the handler never writes to a descriptor that was closed
-//! and reused.
+//! and reused. Its write end never blocks: a full pipe refuses the byte, which is not
+//! needed (a pipe with bytes in it wakes the thread anyway), and the thread reads every
+//! byte there before it dumps, so that a burst of signals makes one dump. Stopping sets
+//! a flag and wakes the thread the same way. A child process made by `fork` inherits
+//! the handler and the pipe but not the thread: the handler does nothing in a process
+//! other than the one that installed it, and undoing it there only restores the action
+//! before it.
 
 use std::ffi::c_int;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -29,11 +35,13 @@ static PIPE: OnceLock<Pipe> = OnceLock::new();
 static ARMED_FD: AtomicI32 = AtomicI32::new(-1);
 /// A signal dump is installed in the process.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The process that installed it (the one whose thread dumps).
+static OWNER: AtomicI32 = AtomicI32::new(0);
+/// The thread is to stop (set before its wake-up byte is written).
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
-/// What the handler writes: a dump is asked for.
-static DUMP: u8 = b'd';
-/// What stopping writes: the thread ends.
-static STOP: u8 = b'q';
+/// What the handler writes (any byte wakes the thread).
+static WAKE: u8 = b'd';
 
 extern "C" fn on_signal(_: c_int) {
     // Relaxed: the descriptor is a number; the pipe it names lives for the process.
@@ -41,13 +49,16 @@ extern "C" fn on_signal(_: c_int) {
     if fd < 0 {
         return;
     }
-    // SAFETY: errno is this thread's, saved and restored around write(2), which is
-    // async-signal-safe; `fd` is the pipe's write end, never closed. A full pipe
-    // (dumps already asked for) refuses the byte: it is not needed.
+    // SAFETY: errno is this thread's, saved and restored around getpid(2) and
+    // write(2), both async-signal-safe; `fd` is the pipe's write end, never closed. A
+    // full pipe (dumps already asked for) refuses the byte: it is not needed.
     unsafe {
         let errno = libc::__errno_location();
         let saved = *errno;
-        libc::write(fd, (&raw const DUMP).cast(), 1);
+        // Relaxed: a number, set before the handler was installed.
+        if libc::getpid() == OWNER.load(Ordering::Relaxed) {
+            libc::write(fd, (&raw const WAKE).cast(), 1);
+        }
         *errno = saved;
     }
 }
@@ -69,13 +80,25 @@ impl Drop for SignalDump {
             // SAFETY: restores the action saved when this one was installed.
             unsafe { libc::sigaction(self.signo, previous, std::ptr::null_mut()) };
         }
-        if let Some(p) = PIPE.get() {
-            // SAFETY: one byte from a static to the pipe's write end, open for the
-            // process's life.
-            unsafe { libc::write(p.write.as_raw_fd(), (&raw const STOP).cast(), 1) };
-        }
+        // In a child made by fork, the thread is the parent's: it is neither woken
+        // (the pipe is shared with the parent) nor joined (it is not in this process).
+        // Relaxed: a number.
+        let forked = rustix::process::getpid().as_raw_nonzero().get() != OWNER.load(Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if forked {
+                drop(t);
+            } else {
+                // Release: pairs with the Acquire load in `serve`, which reads the
+                // flag after the byte below woke it.
+                STOPPING.store(true, Ordering::Release);
+                if let Some(p) = PIPE.get() {
+                    // SAFETY: one byte from a static to the pipe's write end, open for
+                    // the process's life. EAGAIN (a full pipe) is harmless: a pipe with
+                    // bytes in it wakes the thread as well.
+                    unsafe { libc::write(p.write.as_raw_fd(), (&raw const WAKE).cast(), 1) };
+                }
+                let _ = t.join();
+            }
         }
         // Release: pairs with the Acquire compare-exchange in `install`: the next
         // install sees this one fully undone.
@@ -110,29 +133,40 @@ fn refused(signo: c_int) -> Option<&'static str> {
     }
 }
 
-/// The thread's loop: a dump to a new file for each byte asked, until stopped.
+/// Reads every byte the pipe holds now (it never blocks: only what FIONREAD counts).
+fn drain(read: &OwnedFd) {
+    let mut buf = [0u8; 4096];
+    let mut left = rustix::io::ioctl_fionread(read).unwrap_or(0) as usize;
+    // Bounded: each pass reads at least one of the `left` bytes counted, or stops.
+    while left > 0 {
+        match rustix::io::read(read, &mut buf[..left.min(4096)]) {
+            Ok(n) if n > 0 => left -= n,
+            _ => break,
+        }
+    }
+}
+
+/// The thread's loop: one dump to a new file for each wake-up (however many signals
+/// it counts), until stopped.
 fn serve(recorder: Arc<Recorder>, path: PathBuf, read: &'static OwnedFd) {
-    let mut buf = [0u8; 64];
+    let mut one = [0u8; 1];
     loop {
-        let n = match rustix::io::read(read, &mut buf) {
+        match rustix::io::read(read, &mut one) {
             Ok(0) => return,
-            Ok(n) => n,
+            Ok(_) => {}
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return eprintln!("ringtrace: the signal dump stops: reading its pipe: {e}"),
-        };
-        let bytes = &buf[..n];
-        // Several signals before the thread ran make one dump.
-        if bytes.contains(&DUMP) {
-            match recorder.dump_new(&path) {
-                Ok((p, d)) => eprintln!("ringtrace: flight recorder dumped to {} ({} records)", p.display(), d.records),
-                Err(e) => eprintln!(
-                    "ringtrace: the flight recorder could not be dumped: {}",
-                    ringtrace::error::with_causes(&e)
-                ),
-            }
         }
-        if bytes.contains(&STOP) {
+        drain(read);
+        // Acquire: pairs with the Release store in `SignalDump::drop`.
+        if STOPPING.load(Ordering::Acquire) {
             return;
+        }
+        match recorder.dump_new(&path) {
+            Ok((p, d)) => eprintln!("ringtrace: flight recorder dumped to {} ({} records)", p.display(), d.records),
+            Err(e) => {
+                eprintln!("ringtrace: the flight recorder could not be dumped: {}", ringtrace::error::with_causes(&e))
+            }
         }
     }
 }
@@ -143,7 +177,7 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
     if let Some(why) = refused(signo) {
         return Err(Fail::inval(format!("signal {signo} {why}")));
     }
-    if !(1..libc::SIGRTMAX()).contains(&signo) {
+    if !(1..=libc::SIGRTMAX()).contains(&signo) {
         return Err(Fail::inval(format!("{signo} is not a signal number")));
     }
     let p = pipe()?;
@@ -151,14 +185,12 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
     if INSTALLED.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
         return Err(Fail::new(libc::EBUSY, "a signal dump is already installed in this process (one at a time)"));
     }
-    // Drained of any byte left by an earlier install (the read end blocks: read only
-    // what is there).
-    let mut leftover = [0u8; 64];
-    while rustix::io::ioctl_fionread(&p.read).unwrap_or(0) > 0 {
-        if rustix::io::read(&p.read, &mut leftover).is_err() {
-            break;
-        }
-    }
+    // Drained of any byte left by an earlier install.
+    drain(&p.read);
+    // Relaxed: both are published to the new thread by its spawn, and to the handler
+    // by sigaction below.
+    STOPPING.store(false, Ordering::Relaxed);
+    OWNER.store(rustix::process::getpid().as_raw_nonzero().get(), Ordering::Relaxed);
     let recorder = recorder.clone();
     let thread = std::thread::Builder::new()
         .name("ringtrace-dump".into())

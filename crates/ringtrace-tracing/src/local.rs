@@ -197,9 +197,19 @@ pub(crate) fn with_named<R>(shared: &Arc<Shared>, naming: Naming, f: impl FnOnce
             Counters::bump(&shared.counters.busy, 1);
             return None;
         };
+        // The states of retired recorders go (the rings they keep alive with them):
+        // looked for where the thread holds several, and before making a new one.
+        if locals.len() > 1 || shared.is_retired() {
+            locals.retain(|l| !l.shared.is_retired());
+        }
+        if shared.is_retired() {
+            Counters::bump(&shared.counters.teardown, 1);
+            return None;
+        }
         let i = match locals.iter().position(|l| l.shared.id == shared.id) {
             Some(i) => i,
             None => {
+                locals.retain(|l| !l.shared.is_retired());
                 locals.push(Local::new(shared.clone(), naming));
                 locals.len() - 1
             }

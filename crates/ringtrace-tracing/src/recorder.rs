@@ -89,6 +89,17 @@ impl Recorder {
         Emitter::new(self.shared.clone())
     }
 
+    /// Retires the recorder for good: no thread records into it any more (an event
+    /// through its layer or an [`Emitter`] is counted in `teardown`), and each thread's
+    /// state for it (its ring producer, keeping the rings alive) is dropped at that
+    /// thread's next record into any recorder, or when the thread exits. For a handle
+    /// that will not be used again, such as the C API's `ringtrace_recorder_free`; a
+    /// Rust program simply drops the recorder and its layer.
+    pub fn retire(&self) {
+        self.shared.retire();
+        crate::local::release(&self.shared);
+    }
+
     /// Whether this is a flight recorder (it has rings to dump), not a stream.
     pub fn is_flight(&self) -> bool {
         matches!(self.shared.sink, Sink::Flight(_))
@@ -129,10 +140,12 @@ impl Recorder {
     }
 
     /// Writes a dump as [`dump`](Self::dump) does, to a new file: `path`, or the first
-    /// of `path.1`, `path.2`, ... that names nothing (as a panic hook's dumps are
-    /// named, so that one dump never replaces another). Returns the file's path.
+    /// of `path.1`, `path.2`, ... `path.999` that names nothing (as a panic hook's dumps
+    /// are named, so that one dump never replaces another; when all are taken, an
+    /// error). Returns the file's path.
     pub fn dump_new(&self, path: impl AsRef<Path>) -> Result<(PathBuf, Dumped), Error> {
-        let target = free_name(path.as_ref());
+        let path = path.as_ref();
+        let target = free_name(path).ok_or_else(|| no_free_name(path))?;
         let d = dump_path(&self.shared, &target, Duration::from_secs(1))?;
         Ok((target, d))
     }
@@ -144,8 +157,8 @@ impl Recorder {
 
     /// On a panic, before the panic unwinds or aborts the process: dumps the flight
     /// recorder to `path` (a new file each time: `path` with `.N` added if the name is
-    /// taken, by a file or a symlink; written as [`dump`](Self::dump) writes, mode
-    /// 0600), says so on stderr, then runs the hook that was installed before. A dump
+    /// taken, by a file or a symlink, up to `.999`, past which no dump is written;
+    /// written as [`dump`](Self::dump) writes, mode 0600), says so on stderr, then runs the hook that was installed before. A dump
     /// from a panic hook waits at most 100 ms for the catalog, whose lock the panicking
     /// thread may hold.
     pub fn install_panic_hook(&self, path: impl Into<PathBuf>) -> Result<(), Error> {
@@ -155,9 +168,11 @@ impl Recorder {
         let (shared, path) = (self.shared.clone(), path.into());
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let target = free_name(&path);
-            match dump_path(&shared, &target, Duration::from_millis(100)) {
-                Ok(d) => eprintln!(
+            let dumped = free_name(&path)
+                .ok_or_else(|| no_free_name(&path))
+                .and_then(|target| Ok((dump_path(&shared, &target, Duration::from_millis(100))?, target)));
+            match dumped {
+                Ok((d, target)) => eprintln!(
                     "ringtrace-tracing: flight recorder dumped to {} ({} records)",
                     target.display(),
                     d.records
@@ -197,19 +212,29 @@ impl Drop for Recorder {
     }
 }
 
-/// `path`, or `path.1`, `path.2`, ... : the first that names nothing (a symlink, even
-/// one to nothing, names something).
-fn free_name(path: &Path) -> PathBuf {
-    let mut name = path.to_path_buf();
-    for i in 1..1000 {
-        if std::fs::symlink_metadata(&name).is_err() {
-            break;
-        }
-        let mut s = path.as_os_str().to_owned();
-        s.push(format!(".{i}"));
-        name = s.into();
+/// `path`, or `path.1`, `path.2`, ... `path.999`: the first that names nothing (a
+/// symlink, even one to nothing, names something). `None` if all of them do.
+fn free_name(path: &Path) -> Option<PathBuf> {
+    (0..1000).map(|i| numbered(path, i)).find(|name| std::fs::symlink_metadata(name).is_err())
+}
+
+/// `path` (0), or `path.i`.
+fn numbered(path: &Path, i: u32) -> PathBuf {
+    if i == 0 {
+        return path.to_path_buf();
     }
-    name
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{i}"));
+    s.into()
+}
+
+/// Every name `free_name` tries is taken.
+fn no_free_name(path: &Path) -> Error {
+    Error::io(
+        "finding a free name (up to .999) for a dump beside",
+        path,
+        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+    )
 }
 
 /// A dump's failure before it knows its path.

@@ -157,6 +157,9 @@ pub(crate) struct Shared {
     next_thread: AtomicU64,
     /// A stream's file is being finished: threads write nothing more.
     closed: AtomicBool,
+    /// Retired ([`Recorder::retire`](crate::Recorder::retire)): threads drop their
+    /// state for it and make no new one.
+    retired: AtomicBool,
 }
 
 impl Shared {
@@ -174,6 +177,7 @@ impl Shared {
             next_span: AtomicU64::new(1),
             next_thread: AtomicU64::new(1),
             closed: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -222,6 +226,19 @@ impl Shared {
     pub fn close(&self) {
         // Release: pairs with the Acquire load in `is_closed`.
         self.closed.store(true, Ordering::Release);
+    }
+
+    /// Retires the recorder: see `Recorder::retire`.
+    pub fn retire(&self) {
+        // Relaxed: a hint for other threads to drop their state, which publishes no
+        // memory; each thread's state stays correct to use until it sees it.
+        self.retired.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the recorder was retired.
+    #[inline]
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
     }
 
     /// Threads numbered so far.

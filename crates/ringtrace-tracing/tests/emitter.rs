@@ -187,3 +187,27 @@ fn a_thread_without_a_rust_name_is_named_as_the_kernel_names_it() {
     let events = trace.events();
     assert_eq!(events[0].thread.map(|t| t.label()), Some("c-worker".into()));
 }
+
+#[test]
+fn a_retired_recorder_records_nothing_more_and_its_thread_states_go() {
+    let (_la, a) = Builder::flight_recorder().per_thread_bytes(64 << 10).build().unwrap();
+    let (_lb, b) = Builder::flight_recorder().per_thread_bytes(64 << 10).build().unwrap();
+    let (ea, eb) = (a.emitter(), b.emitter());
+    let sa = site(&ea, 1, CallsiteKind::Event, "event t.c:1", &["message"]);
+    let sb = site(&eb, 1, CallsiteKind::Event, "event t.c:1", &["message"]);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ea.event(sa, [FieldValue::Str("before")]);
+            eb.event(sb, [FieldValue::Str("b")]);
+            a.retire();
+            ea.event(sa, [FieldValue::Str("after")]);
+            // The thread's state for `a` went; `b`'s is kept and still records.
+            eb.event(sb, [FieldValue::Str("b again")]);
+        });
+    });
+    let (sa_, sb_) = (a.stats(), b.stats());
+    assert_eq!((sa_.written, sa_.teardown), (1, 1), "{sa_:?}");
+    assert_eq!(sb_.written, 2, "{sb_:?}");
+    let trace = dump(&a, "retired.rtt");
+    assert_eq!(trace.events().iter().map(|e| e.message().unwrap().to_owned()).collect::<Vec<_>>(), ["before"]);
+}

@@ -92,7 +92,7 @@ static int typed_events_main(int argc, char **argv, _Atomic uint64_t *published)
 
     /* A dump from a signal: the handler writes a byte to a pipe, a thread dumps. */
     CHECK(kill(getpid(), SIGUSR1) == 0);
-    long long deadline = now_ms() + 10000;
+    long long deadline = now_ms() + 60000; /* a dump is synced: a busy machine may take long */
     struct stat st;
     while (stat(on_signal, &st) != 0 && now_ms() < deadline)
         usleep(1000);

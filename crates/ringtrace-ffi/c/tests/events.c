@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -41,6 +43,17 @@ static char *decode(const char *path) {
 static void sleep_1ms(void) {
     struct timespec ts = {0, 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* Waits for a file to appear: 60 s at most (a dump is synced; the machine may be busy). */
+static void wait_for(const char *path) {
+    long long deadline = now_ms() + 60000;
+    while (access(path, F_OK) != 0 && now_ms() < deadline)
+        sleep_1ms();
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "%s did not appear in 60 s\n", path);
+        exit(1);
+    }
 }
 
 static void has(const char *text, const char *what) {
@@ -116,6 +129,14 @@ static void fields_and_bounds(void) {
         CHECK_EQ(ringtrace_span_exit(rec, outer), 0);
     }
 
+    /* A call refused does not register its callsite: the next call's names are kept. */
+    static ringtrace_callsite late = {NULL, "c", "events.c", 3, RINGTRACE_LEVEL_INFO, RINGTRACE_CALLSITE_EVENT, 0, 0};
+    ringtrace_field wrong = ringtrace_field_u64("wrong_name", 1);
+    wrong.type = 99;
+    CHECK_EQ(ringtrace_event(rec, &late, &wrong, 1), -EINVAL);
+    ringtrace_field right = ringtrace_field_u64("right_name", 7);
+    CHECK_EQ(ringtrace_event(rec, &late, &right, 1), 0);
+
     ringtrace_recorder *other = NULL;
     CHECK_EQ(ringtrace_recorder_flight(NULL, NULL, &other), 0);
     RINGTRACE_INFO(other, "only in the other");
@@ -125,8 +146,8 @@ static void fields_and_bounds(void) {
 
     struct ringtrace_recorder_stats stats;
     CHECK_EQ(ringtrace_recorder_get_stats(rec, &stats), 0);
-    /* types, no fields, most fields, 2 spans (4 records each), nested, shared twice. */
-    CHECK(stats.written == 3 + 8 + 1 + 2);
+    /* types, no fields, most fields, 2 spans (4 records each), nested, late, shared twice. */
+    CHECK(stats.written == 3 + 8 + 1 + 1 + 2);
     CHECK(stats.cut == 1 && stats.lost == 0);
     CHECK_EQ(ringtrace_recorder_dump(rec, "events.rtt", NULL), 0);
     CHECK_EQ(ringtrace_recorder_dump(other, "other.rtt", NULL), 0);
@@ -150,6 +171,8 @@ static void fields_and_bounds(void) {
     has(t, "\"spans\":[{\"name\":\"outer\"");
     has(t, "{\"name\":\"inner\",");
     has(t, "\"fields\":{\"k\":\"v\"}");
+    has(t, "\"right_name\":7");
+    lacks(t, "wrong_name");
     has(t, "\"shared site\",\"n\":0");
     has(t, "\"shared site\",\"n\":2");
     lacks(t, "\"n\":1");
@@ -216,16 +239,12 @@ static void stream_and_refusals(void) {
     unlink("sig.rtt");
     unlink("sig.rtt.1");
     CHECK(raise(SIGUSR2) == 0);
-    long long deadline = now_ms() + 10000;
-    while (access("sig.rtt", F_OK) != 0 && now_ms() < deadline)
-        sleep_1ms();
+    wait_for("sig.rtt");
     t = decode("sig.rtt");
     has(t, "before the signal");
     free(t);
     CHECK(raise(SIGUSR2) == 0); /* a second dump goes to a new file */
-    while (access("sig.rtt.1", F_OK) != 0 && now_ms() < deadline)
-        sleep_1ms();
-    CHECK(access("sig.rtt.1", F_OK) == 0);
+    wait_for("sig.rtt.1");
     ringtrace_recorder_free(rec);
     /* Freed: the handler before is back (SIGUSR2's default would end the process, so
      * check the action instead), and another recorder may install one. */
@@ -237,9 +256,70 @@ static void stream_and_refusals(void) {
     ringtrace_recorder_free(rec);
 }
 
+/* A burst of signals, more than the pipe holds while the thread is busy writing dumps
+ * of a full 1 MiB ring: each wake-up of the thread makes one dump, however many
+ * signals it counts, and freeing the recorder then returns (its stop is not lost in a
+ * full pipe). */
+static void signal_burst(void) {
+    struct ringtrace_recorder_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.sz = sizeof opts;
+    opts.per_thread_bytes = 1 << 20;
+    ringtrace_recorder *rec = NULL;
+    CHECK_EQ(ringtrace_recorder_flight(NULL, &opts, &rec), 0);
+    for (int i = 0; i < 40000; i++)
+        RINGTRACE_INFO(rec, "burst", RINGTRACE_I64("i", i));
+    CHECK_EQ(ringtrace_recorder_dump_on_signal(rec, SIGUSR2, "burst.rtt"), 0);
+    for (int i = 0; i < 100000; i++)
+        CHECK(raise(SIGUSR2) == 0);
+    wait_for("burst.rtt");
+    ringtrace_recorder_free(rec); /* must return */
+    int dumps = 0;
+    char name[64];
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(name, sizeof name, "burst.rtt");
+        else
+            snprintf(name, sizeof name, "burst.rtt.%d", i);
+        if (unlink(name) == 0)
+            dumps++;
+    }
+    printf("100000 signals in a burst: %d dumps\n", dumps);
+    CHECK(dumps >= 1 && dumps < 1000);
+}
+
+/* A child made by fork inherits the handler but not the dumping thread: a signal to
+ * the child dumps nothing in the parent, the child freeing its copy of the recorder
+ * leaves the parent's dumps working. */
+static void signal_after_fork(void) {
+    ringtrace_recorder *rec = NULL;
+    CHECK_EQ(ringtrace_recorder_flight(NULL, NULL, &rec), 0);
+    RINGTRACE_INFO(rec, "parent");
+    unlink("fork.rtt");
+    CHECK_EQ(ringtrace_recorder_dump_on_signal(rec, SIGUSR2, "fork.rtt"), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        raise(SIGUSR2);
+        ringtrace_recorder_free(rec);
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct timespec pause = {0, 300000000L}; /* a dump the child's signal made would be here by now */
+    nanosleep(&pause, NULL);
+    CHECK(access("fork.rtt", F_OK) != 0);
+    CHECK(raise(SIGUSR2) == 0);
+    wait_for("fork.rtt");
+    ringtrace_recorder_free(rec);
+}
+
 int main(void) {
     fields_and_bounds();
     stream_and_refusals();
+    signal_burst();
+    signal_after_fork();
     printf("typed events: every check passed\n");
     return 0;
 }

@@ -22,7 +22,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value as Json};
 
 use super::{each_entry, Exported, Slices, LOST_NAME};
-use crate::decode::text::json_fields;
+use crate::decode::text::{json_fields, json_id};
 use crate::decode::{EntryKind, Event, Trace};
 
 /// Microseconds of a nanosecond time, as JSON number text with three fraction digits.
@@ -103,7 +103,9 @@ pub fn write_with_progress(
             EntryKind::Enter { span } => {
                 let (name, cat, fields) = slices.enter(tid, *span, entry.ts_ns);
                 let mut args = json_fields(fields);
-                args.insert("span_id".into(), json!(span));
+                // A decimal string: span ids reach past 2^53 (those made through an
+                // `Emitter` have bit 63 set), where a JSON number loses digits.
+                args.insert("span_id".into(), json_id(*span));
                 ev.put("B", &name, &cat, entry.ts_ns, tid, &Json::Object(args))?;
             }
             EntryKind::Exit { span } => {
