@@ -10,14 +10,14 @@
 //! byte there before it dumps, so that a burst of signals makes one dump. Stopping sets
 //! a flag and wakes the thread the same way. A child process made by `fork` inherits
 //! the handler and the pipe but not the thread: the handler does nothing in a process
-//! other than the one that installed it, and undoing it there only restores the action
-//! before it.
+//! other than the one that installed it, undoing it there only restores the action
+//! before it, and a child that installs one makes a pipe of its own.
 
 use std::ffi::c_int;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use ringtrace_tracing::Recorder;
@@ -30,7 +30,9 @@ struct Pipe {
     write: OwnedFd,
 }
 
-static PIPE: OnceLock<Pipe> = OnceLock::new();
+/// The pipe, and the process that made it: a child made by `fork` shares its parent's
+/// pipe, and makes one of its own (the parent's thread reads the parent's).
+static PIPE: Mutex<Option<(i32, &'static Pipe)>> = Mutex::new(None);
 /// The descriptor the handler writes to, -1 while no dump is armed.
 static ARMED_FD: AtomicI32 = AtomicI32::new(-1);
 /// A signal dump is installed in the process.
@@ -69,6 +71,8 @@ pub(crate) struct SignalDump {
     signo: c_int,
     /// The action before this one (`None`: none was installed).
     previous: Option<libc::sigaction>,
+    /// The pipe its thread reads.
+    pipe: &'static Pipe,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -83,20 +87,20 @@ impl Drop for SignalDump {
         // In a child made by fork, the thread is the parent's: it is neither woken
         // (the pipe is shared with the parent) nor joined (it is not in this process).
         // Relaxed: a number.
-        let forked = rustix::process::getpid().as_raw_nonzero().get() != OWNER.load(Ordering::Relaxed);
+        let forked = pid() != OWNER.load(Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             if forked {
-                drop(t);
+                // Not this process's thread: its handle is forgotten, neither joined
+                // nor detached (its id may name another thread here).
+                std::mem::forget(t);
             } else {
                 // Release: pairs with the Acquire load in `serve`, which reads the
                 // flag after the byte below woke it.
                 STOPPING.store(true, Ordering::Release);
-                if let Some(p) = PIPE.get() {
-                    // SAFETY: one byte from a static to the pipe's write end, open for
-                    // the process's life. EAGAIN (a full pipe) is harmless: a pipe with
-                    // bytes in it wakes the thread as well.
-                    unsafe { libc::write(p.write.as_raw_fd(), (&raw const WAKE).cast(), 1) };
-                }
+                // SAFETY: one byte from a static to the pipe's write end, open for the
+                // process's life. EAGAIN (a full pipe) is harmless: a pipe with bytes in
+                // it wakes the thread as well.
+                unsafe { libc::write(self.pipe.write.as_raw_fd(), (&raw const WAKE).cast(), 1) };
                 let _ = t.join();
             }
         }
@@ -106,17 +110,28 @@ impl Drop for SignalDump {
     }
 }
 
+/// This process's id.
+fn pid() -> i32 {
+    rustix::process::getpid().as_raw_nonzero().get()
+}
+
+/// This process's pipe: made once per process and never closed (leaked, so that the
+/// handler never writes to a descriptor closed and reused).
 fn pipe() -> Result<&'static Pipe, Fail> {
-    if let Some(p) = PIPE.get() {
-        return Ok(p);
+    let mut slot = PIPE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, p)) = *slot {
+        if owner == pid() {
+            return Ok(p);
+        }
     }
-    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
-        .map_err(|e| Fail::new(e.raw_os_error(), format!("making the signal dump's pipe: {e}")))?;
+    let fail = |e: rustix::io::Errno| Fail::new(e.raw_os_error(), format!("making the signal dump's pipe: {e}"));
+    let (read, write) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK).map_err(fail)?;
     // The read end blocks (the thread waits on it); the write end never does.
-    rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::empty())
-        .map_err(|e| Fail::new(e.raw_os_error(), format!("making the signal dump's pipe: {e}")))?;
-    // Two installs racing (refused below but for one) may both make a pipe; one is kept.
-    Ok(PIPE.get_or_init(|| Pipe { read, write }))
+    rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::empty()).map_err(fail)?;
+    let p: &'static Pipe = Box::leak(Box::new(Pipe { read, write }));
+    *slot = Some((pid(), p));
+    Ok(p)
 }
 
 /// Signals a handler must not return from, or that cannot be caught.
@@ -190,7 +205,7 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
     // Relaxed: both are published to the new thread by its spawn, and to the handler
     // by sigaction below.
     STOPPING.store(false, Ordering::Relaxed);
-    OWNER.store(rustix::process::getpid().as_raw_nonzero().get(), Ordering::Relaxed);
+    OWNER.store(pid(), Ordering::Relaxed);
     let recorder = recorder.clone();
     let thread = std::thread::Builder::new()
         .name("ringtrace-dump".into())
@@ -211,7 +226,7 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
     action.sa_flags = libc::SA_RESTART;
     // SAFETY: valid pointers to two sigaction structs.
     let rc = unsafe { libc::sigaction(signo, &action, &mut previous) };
-    let mut dump = SignalDump { signo, previous: Some(previous), thread: Some(thread) };
+    let mut dump = SignalDump { signo, previous: Some(previous), pipe: p, thread: Some(thread) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         // Nothing was installed: dropping stops the thread and clears the flag.
@@ -220,4 +235,39 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
         return Err(Fail::new(crate::error::io_errno(&e), format!("installing the handler of signal {signo}: {e}")));
     }
     Ok(dump)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The thread stops even when the pipe is full when it is told to (its wake-up
+    /// byte refused): the flag is read after every wake-up.
+    #[test]
+    fn a_full_pipe_does_not_lose_the_stop() {
+        let dir = std::env::temp_dir().join(format!("ringtrace-signal-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (_layer, recorder) =
+            ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).build().unwrap();
+        let dump = install(&Arc::new(recorder), libc::SIGUSR2, dir.join("d.rtt")).unwrap();
+        // Fill the pipe until it refuses more (the thread drains it as it can).
+        let mut refused = 0;
+        while refused < 3 {
+            match rustix::io::write(&dump.pipe.write, &[WAKE; 4096]) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::AGAIN) => refused += 1,
+                Err(e) => panic!("writing the pipe: {e}"),
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(dump);
+            let _ = tx.send(());
+        });
+        let stopped = rx.recv_timeout(Duration::from_secs(60));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(stopped.is_ok(), "the signal dump's thread did not stop in 60 s");
+        assert!(!INSTALLED.load(Ordering::Acquire));
+    }
 }

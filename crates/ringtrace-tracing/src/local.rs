@@ -148,7 +148,9 @@ impl Drop for Local {
         // the count lands where the losses were rather than only in the totals.
         let deadline = std::time::Instant::now() + EXIT_PATIENCE;
         let written = self.producer.as_mut().is_some_and(|p| loop {
-            if shared.is_closed() {
+            // A retired recorder's state may be dropped on another recorder's record:
+            // it does not wait there.
+            if shared.is_closed() || shared.is_retired() {
                 break false;
             }
             if p.output(&lost_record(lost)).is_ok() {

@@ -97,6 +97,33 @@ impl Partial {
         self.committed = true;
         Ok(())
     }
+
+    /// Renames the file to the first of `names` that names nothing, replacing nothing
+    /// (`renameat2(RENAME_NOREPLACE)`; where the file system lacks it, a hard link made
+    /// new, then the temporary name removed): a name taken meanwhile, even by a
+    /// concurrent writer, is skipped. Returns the name.
+    pub fn commit_new(mut self, names: impl IntoIterator<Item = PathBuf>) -> io::Result<PathBuf> {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        for name in names {
+            let done = match renameat_with(CWD, &self.tmp, CWD, &name, RenameFlags::NOREPLACE) {
+                Ok(()) => Ok(true),
+                Err(rustix::io::Errno::EXIST) => Ok(false),
+                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+                    match std::fs::hard_link(&self.tmp, &name) {
+                        Ok(()) => std::fs::remove_file(&self.tmp).map(|()| true),
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e.into()),
+            };
+            if done? {
+                self.committed = true;
+                return Ok(name);
+            }
+        }
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "every name tried exists"))
+    }
 }
 
 impl Write for Partial {

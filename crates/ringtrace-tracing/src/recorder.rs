@@ -144,10 +144,7 @@ impl Recorder {
     /// are named, so that one dump never replaces another; when all are taken, an
     /// error). Returns the file's path.
     pub fn dump_new(&self, path: impl AsRef<Path>) -> Result<(PathBuf, Dumped), Error> {
-        let path = path.as_ref();
-        let target = free_name(path).ok_or_else(|| no_free_name(path))?;
-        let d = dump_path(&self.shared, &target, Duration::from_secs(1))?;
-        Ok((target, d))
+        dump_numbered(&self.shared, path.as_ref(), Duration::from_secs(1))
     }
 
     /// Writes the dump to `w` (see [`dump`](Self::dump)).
@@ -168,11 +165,8 @@ impl Recorder {
         let (shared, path) = (self.shared.clone(), path.into());
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let dumped = free_name(&path)
-                .ok_or_else(|| no_free_name(&path))
-                .and_then(|target| Ok((dump_path(&shared, &target, Duration::from_millis(100))?, target)));
-            match dumped {
-                Ok((d, target)) => eprintln!(
+            match dump_numbered(&shared, &path, Duration::from_millis(100)) {
+                Ok((target, d)) => eprintln!(
                     "ringtrace-tracing: flight recorder dumped to {} ({} records)",
                     target.display(),
                     d.records
@@ -212,29 +206,17 @@ impl Drop for Recorder {
     }
 }
 
-/// `path`, or `path.1`, `path.2`, ... `path.999`: the first that names nothing (a
-/// symlink, even one to nothing, names something). `None` if all of them do.
-fn free_name(path: &Path) -> Option<PathBuf> {
-    (0..1000).map(|i| numbered(path, i)).find(|name| std::fs::symlink_metadata(name).is_err())
-}
-
-/// `path` (0), or `path.i`.
-fn numbered(path: &Path, i: u32) -> PathBuf {
-    if i == 0 {
-        return path.to_path_buf();
-    }
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{i}"));
-    s.into()
-}
-
-/// Every name `free_name` tries is taken.
-fn no_free_name(path: &Path) -> Error {
-    Error::io(
-        "finding a free name (up to .999) for a dump beside",
-        path,
-        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-    )
+/// `path`, `path.1`, `path.2`, ... `path.999`: the names a dump that replaces nothing
+/// tries, in order.
+fn numbered(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    (0..1000).map(move |i| {
+        if i == 0 {
+            return path.to_path_buf();
+        }
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        s.into()
+    })
 }
 
 /// A dump's failure before it knows its path.
@@ -259,6 +241,23 @@ impl From<std::io::Error> for DumpError {
 }
 
 fn dump_path(shared: &Shared, path: &Path, patience: Duration) -> Result<Dumped, Error> {
+    let (tmp, d) = write_partial(shared, path, patience)?;
+    tmp.commit().map_err(|e| Error::io("renaming the dump into place", path, e))?;
+    Ok(d)
+}
+
+/// A dump to the first of `path`, `path.1`, ... `path.999` that names nothing, renamed
+/// there without replacing anything (a name taken meanwhile is skipped).
+fn dump_numbered(shared: &Shared, path: &Path, patience: Duration) -> Result<(PathBuf, Dumped), Error> {
+    let (tmp, d) = write_partial(shared, path, patience)?;
+    let target = tmp
+        .commit_new(numbered(path))
+        .map_err(|e| Error::io("renaming the dump into place (up to .999, replacing nothing) at", path, e))?;
+    Ok((target, d))
+}
+
+/// The dump written and synced beside `path`, not renamed yet.
+fn write_partial(shared: &Shared, path: &Path, patience: Duration) -> Result<(Partial, Dumped), Error> {
     let tmp = Partial::create(path).map_err(|e| Error::io("creating the dump beside", path, e))?;
     let mut w = BufWriter::new(tmp);
     let d = dump(shared, &mut w, patience).map_err(|e| e.into_error(w.get_ref().path()))?;
@@ -267,8 +266,7 @@ fn dump_path(shared: &Shared, path: &Path, patience: Duration) -> Result<Dumped,
         Error::io("writing the dump", w.get_ref().path(), e)
     })?;
     tmp.file().sync_all().map_err(|e| Error::io("writing the dump", tmp.path(), e))?;
-    tmp.commit().map_err(|e| Error::io("renaming the dump into place", path, e))?;
-    Ok(d)
+    Ok((tmp, d))
 }
 
 fn dump(shared: &Shared, w: &mut impl Write, patience: Duration) -> Result<Dumped, DumpError> {

@@ -269,13 +269,20 @@ static void signal_burst(void) {
     CHECK_EQ(ringtrace_recorder_flight(NULL, &opts, &rec), 0);
     for (int i = 0; i < 40000; i++)
         RINGTRACE_INFO(rec, "burst", RINGTRACE_I64("i", i));
+    int dumps = 0;
+    char name[64];
+    for (int i = 0; i < 1000; i++) {
+        if (i == 0)
+            snprintf(name, sizeof name, "burst.rtt");
+        else
+            snprintf(name, sizeof name, "burst.rtt.%d", i);
+        unlink(name);
+    }
     CHECK_EQ(ringtrace_recorder_dump_on_signal(rec, SIGUSR2, "burst.rtt"), 0);
     for (int i = 0; i < 100000; i++)
         CHECK(raise(SIGUSR2) == 0);
     wait_for("burst.rtt");
     ringtrace_recorder_free(rec); /* must return */
-    int dumps = 0;
-    char name[64];
     for (int i = 0; i < 1000; i++) {
         if (i == 0)
             snprintf(name, sizeof name, "burst.rtt");
@@ -286,6 +293,14 @@ static void signal_burst(void) {
     }
     printf("100000 signals in a burst: %d dumps\n", dumps);
     CHECK(dumps >= 1 && dumps < 1000);
+}
+
+/* A recorder made in the child (the parent's is freed there). */
+static ringtrace_recorder *rec2_for_child(void) {
+    ringtrace_recorder *r = NULL;
+    CHECK_EQ(ringtrace_recorder_flight(NULL, NULL, &r), 0);
+    RINGTRACE_INFO(r, "child");
+    return r;
 }
 
 /* A child made by fork inherits the handler but not the dumping thread: a signal to
@@ -301,9 +316,18 @@ static void signal_after_fork(void) {
     pid_t child = fork();
     CHECK(child >= 0);
     if (child == 0) {
+        /* In the child: the inherited handler does nothing; a dump of its own works
+         * (through a pipe of its own) and does not take the parent's wake-ups. */
         raise(SIGUSR2);
         ringtrace_recorder_free(rec);
-        _exit(0);
+        unlink("child.rtt");
+        if (ringtrace_recorder_dump_on_signal(rec2_for_child(), SIGUSR2, "child.rtt") != 0)
+            _exit(2);
+        raise(SIGUSR2);
+        long long deadline = now_ms() + 60000;
+        while (access("child.rtt", F_OK) != 0 && now_ms() < deadline)
+            sleep_1ms();
+        _exit(access("child.rtt", F_OK) == 0 ? 0 : 3);
     }
     int status;
     CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -312,7 +336,10 @@ static void signal_after_fork(void) {
     CHECK(access("fork.rtt", F_OK) != 0);
     CHECK(raise(SIGUSR2) == 0);
     wait_for("fork.rtt");
-    ringtrace_recorder_free(rec);
+    char *t = decode("child.rtt");
+    has(t, "\"message\":\"child\"");
+    free(t);
+    ringtrace_recorder_free(rec); /* returns: the parent's thread got its stop */
 }
 
 int main(void) {
