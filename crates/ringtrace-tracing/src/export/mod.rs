@@ -24,6 +24,7 @@
 pub mod chrome;
 pub mod ctf;
 mod halves;
+pub mod otlp;
 pub mod perfetto;
 
 use std::io;
