@@ -120,4 +120,7 @@ pub enum ExportFormat {
     /// CTF 1.8, a directory (metadata and a stream file per thread): babeltrace2,
     /// Trace Compass. Needs -o DIR.
     Ctf,
+    /// OpenTelemetry's OTLP/JSON, as the OTLP File Exporter writes it: a line of spans
+    /// (span events inside), a line of log records (events outside any span).
+    OtlpJson,
 }

@@ -123,3 +123,20 @@ fn a_span_whose_start_was_overwritten_is_kept_and_marked() {
     assert!(c.span_events > 0 && c.span_events < 500);
     assert_eq!(s[0].events.last().map(|e| attr(&e.attributes, "i")), Some(Some(&V::IntValue(499))));
 }
+
+#[test]
+fn json_lines_hold_the_traces_then_the_logs() {
+    let trace = record(64 << 10, || {
+        tracing::info!("outside");
+        let _s = tracing::info_span!("work").entered();
+        tracing::info!("inside");
+    });
+    let mut out = Vec::new();
+    let w = ringtrace_tracing::export::otlp::write_json_lines(&trace, &Options::default(), &mut out).unwrap();
+    assert_eq!((w.spans, w.span_events, w.log_records), (1, 1, 1));
+    let lines: Vec<serde_json::Value> =
+        std::str::from_utf8(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"], "work");
+    assert_eq!(lines[1]["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["severityText"], "INFO");
+}

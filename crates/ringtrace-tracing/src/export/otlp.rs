@@ -390,3 +390,37 @@ fn finish(out: &mut Converted, mut spans: Vec<Building>, links: &[(u64, u64)], p
     out.spans = result.len() as u64;
     result
 }
+
+/// What [`write_json_lines`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Written {
+    pub spans: u64,
+    pub span_events: u64,
+    pub log_records: u64,
+    pub start_unknown: u64,
+    pub end_unknown: u64,
+}
+
+/// Writes `trace` as OTLP/JSON lines, the form of the OpenTelemetry specification's
+/// OTLP File Exporter: one line holding an `ExportTraceServiceRequest`, then one holding
+/// an `ExportLogsServiceRequest` (each left out when empty). `otelcol`'s `otlpjsonfile`
+/// receiver reads it.
+pub fn write_json_lines(trace: &Trace, opts: &Options, w: &mut impl std::io::Write) -> std::io::Result<Written> {
+    let c = convert(trace, opts);
+    if c.spans > 0 {
+        serde_json::to_writer(&mut *w, &c.traces)?;
+        w.write_all(b"\n")?;
+    }
+    if c.log_records > 0 {
+        serde_json::to_writer(&mut *w, &c.logs)?;
+        w.write_all(b"\n")?;
+    }
+    Ok(Written {
+        spans: c.spans,
+        span_events: c.span_events,
+        log_records: c.log_records,
+        start_unknown: c.start_unknown,
+        end_unknown: c.end_unknown,
+    })
+}

@@ -15,6 +15,9 @@ use crate::pipeline::record::Timeline;
 /// Writes `timeline` in `format` to `output` (stdout without one), and says on stderr
 /// what was written where.
 pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
+    if format == ExportFormat::OtlpJson {
+        return otlp_json(timeline, output);
+    }
     match timeline {
         Timeline::Trace(trace) => {
             let x = to(
@@ -56,6 +59,44 @@ pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -
         }
     }
     Ok(())
+}
+
+/// `--format otlp-json`: a trace as OTLP/JSON lines.
+fn otlp_json(timeline: &Timeline, output: Option<&Path>) -> Result<(), Failure> {
+    let trace = match timeline {
+        Timeline::Trace(trace) => trace,
+        #[cfg(feature = "kafka")]
+        Timeline::Fleet(_) => {
+            return Err(Failure::msg(
+                "--format otlp-json reads a trace file or a recorder directory, not a Kafka topic yet",
+            ))
+        }
+    };
+    let opts = ringtrace_tracing::export::otlp::Options::default();
+    let x = to(
+        ExportFormat::OtlpJson,
+        output,
+        |_| unreachable_ctf(),
+        |w| ringtrace_tracing::export::otlp::write_json_lines(trace, &opts, w),
+    )?;
+    if let (Some(x), Some(path)) = (x, output) {
+        eprint_line(format_args!(
+            "{} spans, {} span events and {} log records written to {} ({} spans without their start, {} without \
+             their end in the trace, marked)",
+            x.spans,
+            x.span_events,
+            x.log_records,
+            path.display(),
+            x.start_unknown,
+            x.end_unknown
+        ));
+    }
+    Ok(())
+}
+
+/// `to`'s directory branch, never taken for a stream format.
+fn unreachable_ctf<X>() -> std::io::Result<X> {
+    Err(std::io::Error::other("not a directory format"))
 }
 
 /// Runs `ctf` on a directory taking the place of `output`, or `stream` on stdout or
