@@ -63,6 +63,8 @@ pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -
 
 /// `--format otlp-json`: a trace as OTLP/JSON lines.
 fn otlp_json(timeline: &Timeline, output: Option<&Path>) -> Result<(), Failure> {
+    // One arm without the kafka feature, two with it.
+    #[allow(clippy::infallible_destructuring_match)]
     let trace = match timeline {
         Timeline::Trace(trace) => trace,
         #[cfg(feature = "kafka")]
