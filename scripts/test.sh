@@ -65,7 +65,15 @@ kafka_dir=$PWD/target/kafka-cluster
 busy_pids=()
 stop_busy() { [ ${#busy_pids[@]} -eq 0 ] || kill "${busy_pids[@]}" 2>/dev/null || true; busy_pids=(); }
 stop_kafka() { [ -e "$kafka_dir/pids" ] && bash scripts/kafka.sh stop "$kafka_dir" >/dev/null 2>&1 || true; }
-trap 'stop_busy; stop_kafka' EXIT
+# Jaeger v2 (scripts/jaeger.sh) for the OTLP export's round trip: built once per version
+# (about 4 minutes on a fresh machine, in the background now, overlapping the builds
+# below), started later, stopped at exit by the pid it wrote.
+jaeger_dir=$PWD/target/jaeger
+stop_jaeger() { bash scripts/jaeger.sh stop "$jaeger_dir" >/dev/null 2>&1 || true; }
+trap 'stop_busy; stop_kafka; stop_jaeger' EXIT
+mkdir -p target
+bash scripts/jaeger.sh build >target/jaeger-build.log 2>&1 &
+jaeger_build=$!
 stop_kafka
 rm -rf "$kafka_dir"
 mkdir -p target
@@ -216,6 +224,19 @@ for d in "$dump" target/c-typed-events.rtt; do
   ./target/release/ringtrace decode --format json "$d" > target/example.jsonl 2>/dev/null
   python3 scripts/check-ctf.py target/example.ctf target/example.jsonl
 done
+
+echo "== the OTLP export read back from Jaeger (OpenTelemetry's trace store), span by span"
+wait "$jaeger_build" || { cat target/jaeger-build.log; exit 1; }
+stop_jaeger
+otlp=$(bash scripts/jaeger.sh start "$jaeger_dir")
+otlp_http=http://$(echo "$otlp" | sed 's/.*otlp-http=\([^ ]*\).*/\1/')
+query=$(echo "$otlp" | sed 's/.*query=\([^ ]*\).*/\1/')
+for d in "$dump" target/c-typed-events.rtt; do
+  rm -f target/example.otlp.jsonl
+  ./target/release/ringtrace export --format otlp-json "$d" -o target/example.otlp.jsonl 2>/dev/null
+  python3 scripts/check-jaeger.py target/example.otlp.jsonl "$otlp_http" "$query"
+done
+stop_jaeger
 
 echo "== demo smoke run (the README's main job, 1 second; it checks its own accounting)"
 cargo run --release -q -p ringtrace-cli --features kafka -- demo --seconds 1 >/dev/null
