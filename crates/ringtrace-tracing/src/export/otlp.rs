@@ -76,8 +76,9 @@ struct Building {
     /// The ringtrace (`tracing`) span id.
     id: u64,
     span: Span,
-    /// The ringtrace parent span id (0: none).
-    parent: u64,
+    /// The parent span (an index of the spans in the order first seen, always lower
+    /// than this span's).
+    parent: Option<usize>,
     start_known: bool,
     closed: bool,
     last_ns: u64,
@@ -151,11 +152,14 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     let (pid, program) = trace.process.as_ref().map_or((0, String::new()), |p| (p.pid, p.program.clone()));
     let wall = |ts: u64| trace.process.as_ref().map_or(ts, |p| p.wall_ns(ts));
     let mut out = Converted::default();
-    // Spans by their ringtrace id, the current one of each id; finished ones in order.
-    let mut open: HashMap<u64, Building> = HashMap::new();
-    let mut done: Vec<Building> = Vec::new();
+    // Every span in the order it was first seen (a parent always before its children:
+    // a parent unknown when its child starts is made then); the index of each ringtrace
+    // id's open span, and of its latest span, open or closed (for links).
+    let mut all: Vec<Building> = Vec::new();
+    let mut open: HashMap<u64, usize> = HashMap::new();
+    let mut latest: HashMap<u64, usize> = HashMap::new();
     let mut logs: Vec<LogRecord> = Vec::new();
-    let mut links: Vec<(u64, u64)> = Vec::new();
+    let mut links: Vec<(usize, usize)> = Vec::new();
     let mut entries = trace.entries();
     for e in entries.by_ref() {
         let ts = wall(e.ts_ns);
@@ -168,22 +172,42 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
             }
             a
         };
-        // A span the trace holds no start of: made from what is known.
-        let adopt = |open: &mut HashMap<u64, Building>, id: u64, name: Option<&str>| {
-            open.entry(id).or_insert_with(|| Building {
+        // The open span of `id`, or one made from what is known (the trace holds no
+        // start of it); named from an event's context where it is still `?`.
+        let adopt = |all: &mut Vec<Building>,
+                     open: &mut HashMap<u64, usize>,
+                     latest: &mut HashMap<u64, usize>,
+                     id: u64,
+                     name: Option<&str>| {
+            if let Some(&i) = open.get(&id) {
+                if let (Some(n), "?") = (name, all[i].span.name.as_str()) {
+                    all[i].span.name = n.to_owned();
+                }
+                return i;
+            }
+            all.push(Building {
                 id,
-                span: Span { name: name.unwrap_or("?").to_owned(), start_time_unix_nano: ts, ..Span::default() },
-                parent: 0,
+                span: Span {
+                    name: name.unwrap_or("?").to_owned(),
+                    kind: span::SpanKind::Internal as i32,
+                    start_time_unix_nano: ts,
+                    ..Span::default()
+                },
+                parent: None,
                 start_known: false,
                 closed: false,
                 last_ns: ts,
             });
+            open.insert(id, all.len() - 1);
+            latest.insert(id, all.len() - 1);
+            all.len() - 1
         };
         match e.kind {
             EntryKind::NewSpan { span, parent, callsite, fields } => {
-                if let Some(old) = open.remove(&span) {
-                    done.push(old);
-                }
+                // A span of the same id still open is an earlier one whose close the
+                // trace does not hold: it stays as it is.
+                open.remove(&span);
+                let parent = (parent != 0).then(|| adopt(&mut all, &mut open, &mut latest, parent, None));
                 let mut attrs = attributes(&fields);
                 if let Some(c) = callsite {
                     attrs.push(kv("code.namespace", string(c.target.clone())));
@@ -203,36 +227,38 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                     attributes: attrs,
                     ..Span::default()
                 };
-                open.insert(
-                    span,
-                    Building { id: span, span: span_obj, parent, start_known: true, closed: false, last_ns: ts },
-                );
+                all.push(Building { id: span, span: span_obj, parent, start_known: true, closed: false, last_ns: ts });
+                open.insert(span, all.len() - 1);
+                latest.insert(span, all.len() - 1);
             }
             EntryKind::Record { span, fields } => {
-                if let Some(b) = open.get_mut(&span) {
-                    for f in &fields {
-                        b.span.attributes.retain(|a| a.key != f.name);
-                        b.span.attributes.push(kv(&f.name, value(&f.value)));
-                    }
-                    b.last_ns = ts;
+                let i = adopt(&mut all, &mut open, &mut latest, span, None);
+                let b = &mut all[i];
+                for f in &fields {
+                    b.span.attributes.retain(|a| a.key != f.name);
+                    b.span.attributes.push(kv(&f.name, value(&f.value)));
                 }
+                b.last_ns = ts;
             }
             EntryKind::Enter { span } | EntryKind::Exit { span } => {
-                adopt(&mut open, span, None);
-                if let Some(b) = open.get_mut(&span) {
-                    b.last_ns = ts;
-                }
+                let i = adopt(&mut all, &mut open, &mut latest, span, None);
+                all[i].last_ns = ts;
             }
             EntryKind::Close { span } => {
-                adopt(&mut open, span, None);
-                if let Some(mut b) = open.remove(&span) {
-                    b.span.end_time_unix_nano = ts;
-                    b.closed = true;
-                    b.last_ns = ts;
-                    done.push(b);
+                let i = adopt(&mut all, &mut open, &mut latest, span, None);
+                let b = &mut all[i];
+                b.span.end_time_unix_nano = ts;
+                b.closed = true;
+                b.last_ns = ts;
+                open.remove(&span);
+            }
+            EntryKind::FollowsFrom { span, follows } => {
+                // Both ends as they are now: the open span of each id, else its latest.
+                let from = adopt(&mut all, &mut open, &mut latest, span, None);
+                if let Some(&to) = open.get(&follows).or(latest.get(&follows)) {
+                    links.push((from, to));
                 }
             }
-            EntryKind::FollowsFrom { span, follows } => links.push((span, follows)),
             EntryKind::Event(ev) => {
                 let message = ev.message().map(str::to_owned);
                 let name = message.clone().or_else(|| ev.callsite.map(|c| c.name.clone())).unwrap_or_default();
@@ -240,8 +266,8 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let level = ev.level();
                 match ev.spans.last() {
                     Some(ctx) => {
-                        adopt(&mut open, ctx.id, Some(&ctx.name));
-                        let b = open.get_mut(&ctx.id).expect("adopted above");
+                        let i = adopt(&mut all, &mut open, &mut latest, ctx.id, Some(&ctx.name));
+                        let b = &mut all[i];
                         attrs.push(kv("level", string(level.as_str())));
                         b.span.events.push(span::Event {
                             time_unix_nano: ts,
@@ -285,8 +311,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
             }
         }
     }
-    done.extend(open.into_values());
-    let spans = finish(&mut out, done, &links, pid);
+    let spans = finish(&mut out, all, &links, pid);
     out.log_records = logs.len() as u64;
     let resource = Resource {
         attributes: {
@@ -322,59 +347,34 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     out
 }
 
-/// Gives the assembled spans their ids, parents, trace ids, ends and links.
-fn finish(out: &mut Converted, mut spans: Vec<Building>, links: &[(u64, u64)], pid: u32) -> Vec<Span> {
-    spans.sort_by_key(|b| (b.span.start_time_unix_nano, b.id));
-    // Each ringtrace id's spans in start order (a `tracing` id is reused after close).
-    let mut by_id: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, b) in spans.iter().enumerate() {
-        by_id.entry(b.id).or_default().push(i);
-    }
-    // The span of ringtrace id `id` live at `at`: the latest to start at or before it.
-    let find = |id: u64, at: u64| -> Option<usize> {
-        let list = by_id.get(&id)?;
-        list.iter().rev().copied().find(|&i| spans[i].span.start_time_unix_nano <= at).or(list.first().copied())
-    };
-    let parent: Vec<Option<usize>> = spans
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            (b.parent != 0).then(|| find(b.parent, b.span.start_time_unix_nano)).flatten().filter(|&p| p != i)
-        })
-        .collect();
-    // Each span's root, following parents (bounded: a chain longer than the spans is a
-    // cycle of reused ids, cut there).
-    let root_of = |mut i: usize| {
-        for _ in 0..spans.len() {
-            match parent[i] {
-                Some(p) => i = p,
-                None => break,
-            }
-        }
-        i
-    };
+/// Gives the assembled spans (in the order first seen, every parent before its
+/// children) their ids, parents, trace ids, ends and links.
+fn finish(out: &mut Converted, spans: Vec<Building>, links: &[(usize, usize)], pid: u32) -> Vec<Span> {
     let ids: Vec<Vec<u8>> = spans.iter().map(|b| span_id(pid, b.id, b.span.start_time_unix_nano)).collect();
-    let traces: Vec<Vec<u8>> = (0..spans.len())
-        .map(|i| {
-            let r = root_of(i);
-            trace_id(pid, spans[r].id, spans[r].span.start_time_unix_nano)
-        })
-        .collect();
+    // Each span's root: its parent's (a lower index, so already known), or itself.
+    let mut root = Vec::with_capacity(spans.len());
+    for (i, b) in spans.iter().enumerate() {
+        let r = match b.parent {
+            Some(p) if p < i => root[p],
+            _ => i,
+        };
+        root.push(r);
+    }
+    let traces: Vec<Vec<u8>> =
+        root.iter().map(|&r| trace_id(pid, spans[r].id, spans[r].span.start_time_unix_nano)).collect();
     let mut linked: Vec<Vec<span::Link>> = vec![Vec::new(); spans.len()];
     for &(from, to) in links {
-        if let (Some(&a), Some(&b)) = (by_id.get(&from).and_then(|l| l.last()), by_id.get(&to).and_then(|l| l.last())) {
-            linked[a].push(span::Link {
-                trace_id: traces[b].clone(),
-                span_id: ids[b].clone(),
-                ..span::Link::default()
-            });
-        }
+        linked[from].push(span::Link {
+            trace_id: traces[to].clone(),
+            span_id: ids[to].clone(),
+            ..span::Link::default()
+        });
     }
     let mut result = Vec::with_capacity(spans.len());
     for (i, (mut b, links)) in spans.into_iter().zip(linked).enumerate() {
         b.span.span_id = ids[i].clone();
         b.span.trace_id = traces[i].clone();
-        b.span.parent_span_id = parent[i].map(|p| ids[p].clone()).unwrap_or_default();
+        b.span.parent_span_id = b.parent.filter(|&p| p < i).map(|p| ids[p].clone()).unwrap_or_default();
         b.span.links = links;
         if !b.start_known {
             out.start_unknown += 1;
