@@ -211,6 +211,8 @@ pub(crate) fn install(recorder: &Arc<Recorder>, signo: c_int, path: PathBuf) -> 
         .name("ringtrace-dump".into())
         .spawn(move || serve(recorder, path, &p.read))
         .map_err(|e| {
+            // Release: pairs with the Acquire compare-exchange above, as in
+            // `SignalDump::drop`: nothing was installed.
             INSTALLED.store(false, Ordering::Release);
             Fail::new(crate::error::io_errno(&e), format!("starting the signal dump's thread: {e}"))
         })?;

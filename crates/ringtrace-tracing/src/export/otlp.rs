@@ -147,6 +147,20 @@ fn severity(l: Level) -> (i32, &'static str) {
     }
 }
 
+/// A log record at `ts` of `level`, its body `body`.
+fn log_record(ts: u64, level: Level, body: String, attributes: Vec<KeyValue>) -> LogRecord {
+    let (number, text) = severity(level);
+    LogRecord {
+        time_unix_nano: ts,
+        observed_time_unix_nano: ts,
+        severity_number: number,
+        severity_text: text.to_owned(),
+        body: Some(AnyValue { value: Some(string(body)) }),
+        attributes,
+        ..LogRecord::default()
+    }
+}
+
 /// Converts `trace` into OTLP's model (see the module's docs for the mapping).
 pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     let (pid, program) = trace.process.as_ref().map_or((0, String::new()), |p| (p.pid, p.program.clone()));
@@ -279,35 +293,18 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                         out.span_events += 1;
                     }
                     None => {
-                        let (number, text) = severity(level);
                         attrs.extend(thread_attrs());
-                        logs.push(LogRecord {
-                            time_unix_nano: ts,
-                            observed_time_unix_nano: ts,
-                            severity_number: number,
-                            severity_text: text.to_owned(),
-                            body: Some(AnyValue { value: Some(string(name)) }),
-                            attributes: attrs,
-                            dropped_attributes_count: u32::from(ev.dropped),
-                            ..LogRecord::default()
-                        });
+                        let mut record = log_record(ts, level, name, attrs);
+                        record.dropped_attributes_count = u32::from(ev.dropped);
+                        logs.push(record);
                     }
                 }
             }
             EntryKind::Lost { count } => {
                 out.lost += count;
-                let (number, text) = severity(Level::WARN);
                 let mut attrs = vec![kv("ringtrace.lost", any_value::Value::IntValue(count as i64))];
                 attrs.extend(thread_attrs());
-                logs.push(LogRecord {
-                    time_unix_nano: ts,
-                    observed_time_unix_nano: ts,
-                    severity_number: number,
-                    severity_text: text.to_owned(),
-                    body: Some(AnyValue { value: Some(string(format!("ringtrace: {count} records lost here"))) }),
-                    attributes: attrs,
-                    ..LogRecord::default()
-                });
+                logs.push(log_record(ts, Level::WARN, format!("ringtrace: {count} records lost here"), attrs));
             }
         }
     }
