@@ -131,9 +131,20 @@ export RINGTRACE_KAFKA_BROKERS
 export RINGTRACE_KAFKA_DIR=$kafka_dir
 echo "brokers: $RINGTRACE_KAFKA_BROKERS"
 
+echo "== Jaeger for the OTLP delivery tests and the round trip below"
+wait "$jaeger_build" || { cat target/jaeger-build.log; exit 1; }
+stop_jaeger
+otlp=$(bash scripts/jaeger.sh start "$jaeger_dir")
+echo "$otlp"
+field() { echo "$otlp" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+RINGTRACE_JAEGER_GRPC=$(field otlp-grpc)
+RINGTRACE_JAEGER_HTTP=$(field otlp-http)
+RINGTRACE_JAEGER_QUERY=$(field query)
+export RINGTRACE_JAEGER_GRPC RINGTRACE_JAEGER_HTTP RINGTRACE_JAEGER_QUERY
+
 echo "== unit, doc, API and stress tests (release: the stress tests move millions of records; the library with its tokio feature, which the workspace turns on)"
 idle_start=$SECONDS
-RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka cargo test --workspace --release --features ringtrace-cli/kafka
+RINGTRACE_REQUIRE=$RINGTRACE_REQUIRE${RINGTRACE_REQUIRE:+,}kafka,jaeger cargo test --workspace --release --features ringtrace-cli/kafka
 echo "release test step: $((SECONDS - idle_start)) s"
 # Nothing else talks to Kafka: its three JVMs go before the loaded and loom steps.
 stop_kafka
@@ -226,15 +237,16 @@ for d in "$dump" target/c-typed-events.rtt; do
 done
 
 echo "== the OTLP export read back from Jaeger (OpenTelemetry's trace store), span by span"
-wait "$jaeger_build" || { cat target/jaeger-build.log; exit 1; }
-stop_jaeger
-otlp=$(bash scripts/jaeger.sh start "$jaeger_dir")
-otlp_http=http://$(echo "$otlp" | sed 's/.*otlp-http=\([^ ]*\).*/\1/')
-query=$(echo "$otlp" | sed 's/.*query=\([^ ]*\).*/\1/')
+# Each trace twice: its OTLP/JSON lines posted by the check, and delivered by
+# `export --to` over gRPC under another service name, read back against the same lines.
 for d in "$dump" target/c-typed-events.rtt; do
-  rm -f target/example.otlp.jsonl
-  ./target/release/ringtrace export --format otlp-json "$d" -o target/example.otlp.jsonl 2>/dev/null
-  python3 scripts/check-jaeger.py target/example.otlp.jsonl "$otlp_http" "$query"
+  rm -f target/example.otlp.jsonl target/example.grpc.otlp.jsonl
+  ./target/release/ringtrace export --format otlp-json "$d" -o target/example.otlp.jsonl
+  python3 scripts/check-jaeger.py target/example.otlp.jsonl "http://$RINGTRACE_JAEGER_HTTP" "$RINGTRACE_JAEGER_QUERY"
+  svc=ringtrace-check-grpc-$RANDOM$RANDOM
+  ./target/release/ringtrace export --format otlp-json --service "$svc" "$d" -o target/example.grpc.otlp.jsonl
+  ./target/release/ringtrace export --to "otlp://$RINGTRACE_JAEGER_GRPC" --service "$svc" --signals traces "$d"
+  python3 scripts/check-jaeger.py --no-post target/example.grpc.otlp.jsonl "$RINGTRACE_JAEGER_QUERY"
 done
 stop_jaeger
 

@@ -30,7 +30,10 @@
 //! (one `tracing` event with two fields in a span, through `ringtrace-tracing` and the
 //! tracing layers users would otherwise pick; see `layers.rs`), `export` (a trace of a
 //! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
-//! `export.rs`), and the `scale` group, selected by `--filter scale`: `scale-merge`,
+//! `export.rs`), `otel` (a span of 4 fields around an event of 4 fields through
+//! `ringtrace-tracing`, against the same through `tracing-opentelemetry` with the OTLP
+//! batch exporter; writer-thread CPU time per span; see `otel.rs`), and the `scale`
+//! group, selected by `--filter scale`: `scale-merge`,
 //! `scale-wakeup`, `scale-directory`, `scale-pause` (a channel's reader as writers are
 //! added, its wakeup latency, a recorder directory's decode memory, a flight
 //! recorder's pause window by size; see `scale/mod.rs`).
@@ -42,6 +45,7 @@ pub mod harness;
 mod kernel;
 mod layers;
 pub mod libbpf;
+mod otel;
 mod ours;
 pub mod peers;
 mod perf;
@@ -57,6 +61,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use harness::{Measured, RunCfg};
+pub use otel::{row_child_main as otel_row_main, sink_main as otlp_sink_main};
 pub use report::{Row, Summary};
 
 /// What `ringtrace-bench` was asked for.
@@ -123,7 +128,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 20] = [
+const ORDER: [&str; 21] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -140,6 +145,7 @@ const ORDER: [&str; 20] = [
     "perf-backward",
     "tracing",
     "export",
+    "otel",
     "scale-merge",
     "scale-wakeup",
     "scale-directory",
@@ -183,6 +189,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(perf::rows(&cfg, &one, &mut progress));
             rows.extend(layers::rows(&cfg, &one, &mut progress));
             rows.extend(export::rows(&one, &mut progress));
+            rows.extend(otel::rows(&one, round - 1, &mut progress));
             rows.extend(waiting::rows(&cfg, &one, &mut progress));
             rows.extend(wakeups::rows(&cfg, &one, &mut progress));
             rows.extend(scale::rows(&cfg, &one, round - 1, rounds, &mut progress));

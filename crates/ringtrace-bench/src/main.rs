@@ -20,8 +20,9 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export;
-    /// scale: scale-merge, scale-wakeup, scale-directory, scale-pause).
+    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export,
+    /// otel; scale: scale-merge, scale-wakeup, scale-directory, scale-pause). `otel` exports to the OTLP/HTTP
+    /// traces URL in RINGTRACE_BENCH_OTLP_ENDPOINT if set, else to a sink it starts.
     #[arg(long, value_name = "NAME")]
     filter: Option<String>,
     /// Also write one JSON object per row to this file.
@@ -45,6 +46,12 @@ enum Internal {
     /// One decode of the `scale-directory` bench (this program run again).
     #[command(name = "__decode-child", hide = true)]
     DecodeChild { path: PathBuf },
+    /// The OTLP sink of the `otel` bench (this program run again).
+    #[command(name = "__otlp-sink", hide = true)]
+    OtlpSink,
+    /// One row of the `otel` bench (this program run again).
+    #[command(name = "__otel-row", hide = true)]
+    OtelRow { imp: String, variant: String, writers: usize, spans: u64, endpoint: String },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +64,10 @@ fn main() -> ExitCode {
             ringtrace_bench::export::child_main(&format, &trace, &out)
         }
         Some(Internal::DecodeChild { path }) => ringtrace_bench::scale::decode_child_main(&path),
+        Some(Internal::OtlpSink) => ringtrace_bench::otlp_sink_main(),
+        Some(Internal::OtelRow { imp, variant, writers, spans, endpoint }) => {
+            ringtrace_bench::otel_row_main(&imp, &variant, writers, spans, &endpoint)
+        }
         None => ringtrace_bench::run(&ringtrace_bench::BenchOpts {
             quick: cli.quick,
             filter: cli.filter,

@@ -48,6 +48,12 @@ pub struct Row {
     /// `8B` or `64B`; `ns_per_rec` is writer CPU time, as in `channel-scaling`. The C
     /// program prints these rows as JSON lines, read back with `Deserialize`.
     ///
+    /// `otel`: a `tracing` span of 4 fields entered and exited around an event of 4
+    /// fields, through `ringtrace-tracing`'s layer (`stream`, `flight`), through
+    /// `tracing-opentelemetry` with the OTLP batch exporter (`otlp-http/batch`) or through
+    /// a layer that does nothing (`noop-layer` `registry`), 1 and 2 writer threads; a
+    /// record is a span emitted; `ns_per_rec` is writer CPU time (see `otel.rs`).
+    ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
     /// consumed by ringtrace (`ringtrace`) or libbpf's `ring_buffer` (`libbpf`),
     /// `parallel`, `parallel/linger=0` or `back-to-back`. `perf-backward`: full reads of
@@ -55,7 +61,8 @@ pub struct Row {
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
     /// `ringtrace-channel` and `ringtrace-mpsc` (and `crossbeam-arrayqueue`) in `channel-scaling`; `libbpf` in
-    /// `kernel-bpf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`.
+    /// `kernel-bpf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`;
+    /// `ringtrace-tracing`, `tracing-opentelemetry` and `noop-layer` in `otel`.
     #[serde(rename = "impl")]
     pub imp: String,
     /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in
@@ -71,9 +78,11 @@ pub struct Row {
     /// consumer or whose reader counts none: `overwrite-contention`; captured, in `snapshot`).
     pub mrec_per_s: f64,
     /// Wall-clock nanoseconds per record counted in `mrec_per_s`; but in
-    /// `channel-scaling` and `c-api`, CPU nanoseconds per record: the writer threads' CPU time
-    /// (`CLOCK_THREAD_CPUTIME_ID`) summed over writers, divided by the records they
-    /// wrote (LTTng's "ns CPU time/record"; `pop-inline` rows: the push loops' CPU time).
+    /// `channel-scaling`, `c-api`, `tracing` and `otel`, CPU nanoseconds per record: the
+    /// writer threads' CPU time (`CLOCK_THREAD_CPUTIME_ID`) summed over writers, divided
+    /// by the records they wrote (LTTng's "ns CPU time/record"; `pop-inline` rows: the
+    /// push loops' CPU time). The table shows it as `writer CPU` where it is neither the
+    /// wall time nor `cpu_ns_per_rec`.
     pub ns_per_rec: f64,
     /// Failed pushes per second.
     pub drops_per_s: f64,
@@ -183,6 +192,9 @@ pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
         let cpu = r.cpu_ns_per_rec.map_or_else(|| "-".to_owned(), |c| format!("{c:.2}"));
         let range = format!("{:.2}-{:.2}", s.min_mrec_per_s, s.max_mrec_per_s);
         let mut peak = r.peak_mib.map_or_else(String::new, |m| format!("  peak {m:.0} MiB"));
+        if r.ns_per_rec != r.wall_ns_per_rec && Some(r.ns_per_rec) != r.cpu_ns_per_rec {
+            let _ = write!(peak, "  writer CPU {:.2} ns/rec", r.ns_per_rec);
+        }
         if let (Some(p50), Some(p99)) = (r.p50_ns, r.p99_ns) {
             let _ = write!(peak, "  latency p50 {:.1} us, p99 {:.1} us", p50 / 1e3, p99 / 1e3);
         }
@@ -198,8 +210,8 @@ pub fn print_table(rows: &[Summary], out: &mut impl Write) -> io::Result<()> {
         "(Mrec/s: the median round; min-max: the lowest and highest round; \
          ns/rec: wall time per record; CPUns/rec: CPU time of all the row's threads per record, \
          - where the work is another process's or the kernel's; channel-scaling: the writers' CPU time, \
-         LTTng's metric; tracing: per event recorded, ns/rec the writers' CPU time, CPUns/rec the whole \
-         process's)"
+         LTTng's metric; tracing: per event recorded, otel: per span emitted, writer CPU the writer threads' \
+         CPU time, CPUns/rec the whole process's)"
     )?;
     Ok(())
 }

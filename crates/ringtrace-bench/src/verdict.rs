@@ -41,6 +41,10 @@ pub enum Goal {
     PeakAtMost(Side, f64),
     /// CPU nanoseconds per record (`cpu_ns_per_rec`): `ours / peer` at most this.
     CpuAtMost(Side, f64),
+    /// The writer threads' CPU nanoseconds per record (`ns_per_rec` of the benches that
+    /// report it so: `channel-scaling`, `c-api`, `tracing`, `otel`): `ours / peer` at
+    /// most this.
+    WriterCpuAtMost(Side, f64),
 }
 
 /// A speed target.
@@ -59,7 +63,8 @@ impl Target {
             | Goal::P99AtMost(peer, _)
             | Goal::P50AtMost(peer, _)
             | Goal::PeakAtMost(peer, _)
-            | Goal::CpuAtMost(peer, _) => Some(peer),
+            | Goal::CpuAtMost(peer, _)
+            | Goal::WriterCpuAtMost(peer, _) => Some(peer),
             Goal::NsUnder(_) => None,
         }
     }
@@ -185,6 +190,12 @@ pub const TARGETS: &[Target] = &[
     c_api("event4", 2, "lttng-ust", 0.3),
     c_api("event4", 1, "ringtrace-rust-layer", 1.2),
     c_api("event4", 2, "ringtrace-rust-layer", 1.2),
+    // `otel`: a span of 4 fields entered and exited around an event of 4 fields costs the
+    // writer thread, through the `ringtrace-tracing` layer (flight recorder), at most a
+    // tenth of the CPU time it costs through `tracing-opentelemetry` with the OTLP batch
+    // exporter.
+    otel(1, 0.1),
+    otel(2, 0.1),
     // `export`: at least 5 million events a second (200 ns each, opening the trace
     // included) to Perfetto and to CTF.
     Target { ours: side("export", "ringtrace-tracing", "perfetto/1M", 1), goal: Goal::NsUnder(200.0) },
@@ -211,6 +222,15 @@ const fn c_api(variant: &'static str, producers: usize, peer: &'static str, x: f
     Target {
         ours: side("c-api", "ringtrace-c", variant, producers),
         goal: Goal::CpuAtMost(side("c-api", peer, variant, producers), x),
+    }
+}
+
+/// `otel`: the `ringtrace-tracing` flight recorder's writer CPU ns per span at most `x` times
+/// `tracing-opentelemetry`'s, `writers` writer threads.
+const fn otel(writers: usize, x: f64) -> Target {
+    Target {
+        ours: side("otel", "ringtrace-tracing", "flight", writers),
+        goal: Goal::WriterCpuAtMost(side("otel", "tracing-opentelemetry", "otlp-http/batch", writers), x),
     }
 }
 
@@ -244,7 +264,8 @@ impl Verdict {
             | Goal::P99AtMost(_, x)
             | Goal::P50AtMost(_, x)
             | Goal::PeakAtMost(_, x)
-            | Goal::CpuAtMost(_, x) => ratio <= x,
+            | Goal::CpuAtMost(_, x)
+            | Goal::WriterCpuAtMost(_, x) => ratio <= x,
         }
     }
 
@@ -281,6 +302,7 @@ pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
                         Goal::CpuAtMost(peer, _) => {
                             o.cpu_ns_per_rec? / find(measurements, peer, round)?.cpu_ns_per_rec?
                         }
+                        Goal::WriterCpuAtMost(peer, _) => o.ns_per_rec / find(measurements, peer, round)?.ns_per_rec,
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -324,6 +346,7 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
             Goal::P50AtMost(_, x) => (format!("p50 <= {}x", short(x)), "x"),
             Goal::PeakAtMost(_, x) => (format!("peak MiB <= {}x", short(x)), "x"),
             Goal::CpuAtMost(_, x) => (format!("cpu ns <= {}x", short(x)), "x"),
+            Goal::WriterCpuAtMost(_, x) => (format!("writer ns <= {}x", short(x)), "x"),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.ratios.iter().copied().fold(0.0, f64::max);
@@ -391,6 +414,28 @@ mod tests {
         print(&v, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("ns/rec <= 2x") && text.contains("MISSED"), "{text}");
+    }
+
+    #[test]
+    fn writer_cpu_targets_compare_ns_per_rec_not_the_process_cpu() {
+        let otel_row = |imp: &str, variant: &str, writer_ns: f64, process_ns: f64| {
+            let mut r = row("otel", imp, variant, 1, 0, 1.0);
+            r.ns_per_rec = writer_ns;
+            r.cpu_ns_per_rec = Some(process_ns);
+            r
+        };
+        let rows = [
+            otel_row("ringtrace-tracing", "flight", 300.0, 2000.0),
+            otel_row("tracing-opentelemetry", "otlp-http/batch", 4000.0, 4000.0),
+        ];
+        let v = judge(&rows);
+        assert_eq!(v.len(), 1);
+        assert!((v[0].median() - 0.075).abs() < 1e-9, "{:?}", v[0].ratios);
+        assert_eq!(v[0].rounds_met(), 1);
+        let mut out = Vec::new();
+        print(&v, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("writer ns <= 0.1x") && text.contains("0.07x"), "{text}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 use crate::commands::create::{ModeArg, ProducersArg};
@@ -189,16 +189,24 @@ pub enum Command {
     /// kafka://BROKERS/TOPIC: the records a fleet's agents shipped, merged by time, a
     /// process per host and a thread per source, each record an instant with its
     /// sequence number, length and first bytes.
+    ///
+    /// otlp-json: OpenTelemetry's model (spans, span events, log records) as OTLP/JSON
+    /// lines. --to otlp://HOST:PORT (gRPC) or otlp+http://HOST:PORT (HTTP/protobuf)
+    /// delivers the same to an OpenTelemetry Collector, Jaeger or a vendor, in bounded
+    /// batches, retried while the endpoint is unavailable; it exits 1 unless every span
+    /// and log record was acknowledged, and says what was not.
     Export {
         /// A trace file, a recorder directory, a channel file, or kafka://BROKERS/TOPIC.
         source: PathBuf,
-        /// The output format.
-        #[arg(long, value_enum)]
-        format: crate::output::ExportFormat,
+        /// The output format (not with --to).
+        #[arg(long, value_enum, required_unless_present = "to", conflicts_with = "to")]
+        format: Option<crate::output::ExportFormat>,
         /// Write to this file (CTF: this directory) instead of stdout: written whole
         /// under a temporary name, then renamed into place; never the source itself.
-        #[arg(short, long, value_name = "FILE")]
+        #[arg(short, long, value_name = "FILE", conflicts_with = "to")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        otlp: OtlpArgs,
         #[command(flatten)]
         window: TimeWindow,
     },
@@ -287,8 +295,18 @@ pub enum Command {
     /// readers (`decode kafka://...`) drop as copies. The first SIGINT or SIGTERM ends
     /// the round in flight and stops; a second kills it (safe too). Needs the command
     /// built with its kafka feature.
+    ///
+    /// With --to otlp://HOST:PORT (or otlp+http://), it follows ringtrace-tracing
+    /// recorder directories and stream trace files instead, delivering each span once
+    /// it closed and each event outside a span as a log record (as export --follow
+    /// does; --host is then OpenTelemetry's host.name).
     #[cfg(feature = "kafka")]
-    Ship(ringtrace_ship::command::ShipArgs),
+    Ship {
+        #[command(flatten)]
+        args: ringtrace_ship::command::ShipArgs,
+        #[command(flatten)]
+        otlp: OtlpArgs,
+    },
     /// Ship a host's rings into Apache Kafka (needs the command built with its kafka
     /// feature; `ringtrace-ship ship` is the same agent).
     #[cfg(not(feature = "kafka"))]
@@ -375,4 +393,89 @@ pub struct DemoProducer {
     pub id: u32,
     /// How long it writes.
     pub millis: u64,
+}
+
+/// `export`'s OpenTelemetry options.
+#[derive(Args, Debug, Clone)]
+pub struct OtlpArgs {
+    /// Deliver to this OTLP endpoint instead of writing a file: otlp://HOST:PORT (gRPC;
+    /// without a port, 4317) or otlp+http://HOST:PORT/PREFIX (HTTP with protobuf
+    /// bodies to PREFIX/v1/traces and PREFIX/v1/logs; without a port, 4318; the prefix
+    /// optional). Plain text: no TLS.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "ENDPOINT")]
+    pub to: Option<crate::pipeline::output::otlp::Endpoint>,
+    /// Deliver to this OTLP endpoint (this command is built without its otlp feature).
+    #[cfg(not(feature = "otlp"))]
+    #[arg(long, value_name = "ENDPOINT", hide = true)]
+    pub to: Option<String>,
+    /// OpenTelemetry's service.name of the spans and log records (otlp-json, --to):
+    /// by default the traced program's name.
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// OpenTelemetry's host.name (otlp-json, --to): left out by default.
+    #[arg(long, value_name = "NAME")]
+    pub host_name: Option<String>,
+    /// What --to sends: spans (with their events), log records (events outside any
+    /// span), or both. Jaeger takes spans only. [default: all]
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_enum, requires = "to")]
+    pub signals: Option<crate::pipeline::output::otlp::Signals>,
+    /// The longest wait for the endpoint's answer to one batch. [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "to")]
+    pub timeout: Option<Duration>,
+    /// How long a batch the endpoint cannot take now is retried before the delivery
+    /// gives up. [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "to")]
+    pub retry_for: Option<Duration>,
+    /// With --to: follow a live recorder directory (or a stream's trace file),
+    /// delivering each span once it closed and each log record once read, every
+    /// --interval, until SIGINT or SIGTERM; a last round then sends the spans still
+    /// open, marked ringtrace.end_unknown.
+    #[arg(long, requires = "to")]
+    pub follow: bool,
+    /// The pause between --follow's (and ship --to's) rounds. [default: 1s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// A header sent with every request (gRPC metadata), NAME=VALUE: an API key, a
+    /// tenant. Repeatable.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_header, requires = "to")]
+    pub header: Vec<(String, String)>,
+}
+
+/// `NAME=VALUE`: a name of letters, digits, `-`, `_` and `.` (lowercased: gRPC
+/// metadata keys are), not one the protocols set themselves; a value of printable ASCII.
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    const RESERVED: [&str; 8] =
+        ["content-type", "content-length", "host", "te", "connection", "transfer-encoding", "upgrade", "user-agent"];
+    let Some((k, v)) = s.split_once('=') else { return Err(format!("{s:?}: a header is NAME=VALUE")) };
+    let k = k.trim().to_ascii_lowercase();
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        return Err(format!("{s:?}: a header's name is letters, digits, '-', '_' and '.'"));
+    }
+    if RESERVED.contains(&k.as_str()) || k.starts_with("grpc-") || k.ends_with("-bin") {
+        return Err(format!("{k}: a header the protocol sets itself"));
+    }
+    if !v.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(format!("{k}: a header's value is printable ASCII"));
+    }
+    Ok((k, v.to_owned()))
+}
+
+/// `ringtrace ship --to ENDPOINT` in a command built without its kafka feature: the
+/// OTLP follower alone.
+#[derive(Parser, Debug)]
+#[command(name = "ringtrace ship")]
+pub struct ShipOtlp {
+    /// ringtrace-tracing recorder directories and stream trace files to follow.
+    #[arg(required = true)]
+    pub rings: Vec<PathBuf>,
+    /// OpenTelemetry's host.name.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
 }

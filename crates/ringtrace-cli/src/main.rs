@@ -135,9 +135,16 @@ fn run(command: Command) -> Result<(), Failure> {
             let format = if json || format == cli::EventFormat::Json { Format::Json } else { Format::Text };
             on_any(&source, window.get(), &|s| decode::run(s, format))
         }
-        Command::Export { source, format, output, window } => {
+        Command::Export { source, format, output, otlp, window } => {
+            #[cfg(feature = "otlp")]
+            if otlp.follow {
+                if window.since.is_some() || window.until.is_some() {
+                    return Err(Failure::msg("--since and --until select a kafka:// topic's records, not --follow's"));
+                }
+                return export::follow(vec![source], None, &otlp);
+            }
             refuse_source(output.as_deref(), &source)?;
-            on_any(&source, window.get(), &|s| export::run(s, format, output.as_deref()))
+            on_any(&source, window.get(), &|s| export::run(s, format, output.as_deref(), &otlp))
         }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
@@ -150,7 +157,20 @@ fn run(command: Command) -> Result<(), Failure> {
             demo::run(path.or(file), seconds, processes, capacity)
         }
         #[cfg(feature = "kafka")]
-        Command::Ship(args) => fleet::ship(args),
+        Command::Ship { args, otlp } => {
+            if otlp.to.is_some() {
+                return ship_otlp(args, otlp);
+            }
+            fleet::ship(args)
+        }
+        #[cfg(all(not(feature = "kafka"), feature = "otlp"))]
+        Command::Ship { args } if args.iter().any(|a| a == "--to" || a.to_string_lossy().starts_with("--to=")) => {
+            let s = cli::ShipOtlp::try_parse_from(std::iter::once("ringtrace ship".into()).chain(args))
+                .unwrap_or_else(|e| e.exit());
+            let duration = seconds(s.duration)?;
+            let otlp = cli::OtlpArgs { host_name: s.otlp.host_name.or(s.host), ..s.otlp };
+            export::follow(s.rings, duration, &otlp)
+        }
         #[cfg(not(feature = "kafka"))]
         Command::Ship { .. } => Err(Failure::msg(
             "ship needs the command built with its kafka feature (cargo install ringtrace-cli --features kafka), \
@@ -159,6 +179,49 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
     }
+}
+
+/// `--duration` seconds.
+#[cfg(feature = "otlp")]
+fn seconds(s: Option<f64>) -> Result<Option<std::time::Duration>, Failure> {
+    s.map(|s| {
+        std::time::Duration::try_from_secs_f64(s)
+            .map_err(|_| Failure::msg(format!("--duration {s}: not a number of seconds")))
+    })
+    .transpose()
+}
+
+/// `ringtrace ship --to ENDPOINT`: the OTLP follower of the recorder directories and
+/// trace files given, the Kafka options refused.
+#[cfg(all(feature = "kafka", feature = "otlp"))]
+fn ship_otlp(args: ringtrace_ship::command::ShipArgs, otlp: cli::OtlpArgs) -> Result<(), Failure> {
+    let kafka = [
+        ("--config", args.config.is_some()),
+        ("--brokers", args.brokers.is_some()),
+        ("--topic", args.topic.is_some()),
+        ("--state", args.state.is_some()),
+        ("--compression", args.compression.is_some()),
+        ("--spool", args.spool.is_some()),
+        ("--until-disconnected", args.until_disconnected),
+        ("--ack-timeout", args.ack_timeout.is_some()),
+        ("--max-message", args.max_message.is_some()),
+        ("--spool-max", args.spool_max.is_some()),
+        ("--spool-wait", args.spool_wait.is_some()),
+    ];
+    if let Some((name, _)) = kafka.iter().find(|(_, given)| *given) {
+        return Err(Failure::msg(format!("{name} is Kafka's: ship --to delivers to an OTLP endpoint instead")));
+    }
+    if args.rings.is_empty() {
+        return Err(Failure::msg("ship --to needs the recorder directories or trace files to follow"));
+    }
+    let duration = seconds(args.duration)?;
+    let otlp = cli::OtlpArgs { host_name: otlp.host_name.or(args.host), ..otlp };
+    export::follow(args.rings, duration, &otlp)
+}
+
+#[cfg(all(feature = "kafka", not(feature = "otlp")))]
+fn ship_otlp(_: ringtrace_ship::command::ShipArgs, _: cli::OtlpArgs) -> Result<(), Failure> {
+    Err(Failure::msg("--to needs the command built with its otlp feature (on by default)"))
 }
 
 /// Whose ring files `write` and `consume` attach to.

@@ -8,7 +8,8 @@
 //!   `/var/tmp/` and `/tmp/` paths moved into the sandbox. A block must exit 0.
 //! * A synopsis line (with placeholders such as SOURCE, PATH, N, `[--flag]` or
 //!   `a|b`), in a code block or inline in the prose, is parsed by the command itself:
-//!   placeholders become sample values, the first of each alternative is taken, and
+//!   placeholders become sample values (an endpoint's `HOST` and `PORT` too), the first
+//!   of each alternative is taken, and
 //!   `--help` is appended; a flag or value the command does not take fails with exit 2.
 
 use std::path::{Path, PathBuf};
@@ -107,6 +108,7 @@ fn is_synopsis(line: &str) -> bool {
             || w.contains("...")
             || (!bare.is_empty() && bare.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
             || (w.contains('|') && !w.starts_with('|'))
+            || w.contains("://HOST")
     })
 }
 
@@ -117,7 +119,9 @@ fn sample_argv(line: &str) -> Option<Vec<String>> {
     let cmd = cmd.split(" | ").next().unwrap_or(cmd);
     let mut argv = Vec::new();
     for w in cmd.split_whitespace() {
-        let w = w.replace(['[', ']'], "").replace("...", "");
+        let w = w.replace(['[', ']'], "").replace("...", "").replace("/PREFIX", "");
+        // An endpoint's placeholders: `otlp://HOST:PORT`.
+        let w = w.replace("://HOST", "://127.0.0.1").replace(":PORT", ":4317");
         let w = w.split('|').next().unwrap_or("").to_owned();
         let (flag, value) = match w.split_once('=') {
             Some((f, v)) => (f.to_owned(), Some(v.to_owned())),

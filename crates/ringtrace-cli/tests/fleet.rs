@@ -180,46 +180,114 @@ fn tail_follows_a_topic_and_drops_copies() {
     assert!(stderr.contains("100 copies dropped"), "{stderr}");
 }
 
-/// `tail -f` of two hosts whose batches arrive out of time order (the newer host's
-/// first, the older's 300 ms later): held `--reorder` (1 s by default), every record
-/// comes out in time order; with `--reorder 0`, as the batches arrived.
+/// A producer connected to the cluster, with `topic`'s metadata, to be made ahead of
+/// sends whose timing matters: the first message of a new idempotent producer waits for
+/// the producer id it asks the cluster for (0.4 to 0.6 s on the 2-core test machine,
+/// more when it is busy); later ones go out at once (`flush` returns within 0.1 s).
+fn producer(brokers: &str, topic: &str) -> BaseProducer {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    p.client().fetch_metadata(Some(topic), Duration::from_secs(30)).unwrap();
+    p
+}
+
+/// Sends `(key, message)` pairs in order through `p`, acknowledged.
+fn send(p: &BaseProducer, topic: &str, messages: &[(String, Vec<u8>)]) {
+    for (key, m) in messages {
+        p.send(BaseRecord::to(topic).key(key).payload(m)).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// `tail -f` of two hosts whose records interleave in time but whose batches arrive
+/// out of time order (the newer host's first): held `--reorder`, every record comes
+/// out in time order; with `--reorder 0`, as the batches arrived.
+///
+/// The window is a time on arrival: a record is held that long after the follower
+/// received it, and a batch received more than the window after another goes out after
+/// it, as documented. So the test sets when the follower receives the batches, not
+/// only when they are sent: one partition, so that b's batch is received first; a
+/// producer made beforehand (a new producer per batch put a's about 0.9 s after b's on
+/// the 2-core test machine, past the default window when it is busy); and either both
+/// batches in the topic before `tail` starts, received together (the default window
+/// must merge them), or, under a 2 s window, a's batch sent about 0.6 s after b's
+/// while `tail` reads (1.4 s inside the window).
 #[test]
 fn tail_follows_hosts_in_time_order_within_the_reorder_window() {
     let Some(brokers) = brokers() else { return };
-    for (reorder, sorted) in [(None, true), (Some("0"), false)] {
-        let topic = create_topic(&brokers, "reorder", 2);
-        let src = format!("kafka://{brokers}/{topic}");
-        let since = now_ns().to_string();
-        let mut args = vec!["tail", "-f", "--json", "--since", &since, "--timeout", "3s"];
-        if let Some(r) = reorder {
-            args.extend(["--reorder", r]);
+    // (--reorder, the pause between b's batch and a's while tail reads (none: both sent
+    // before it starts), --timeout, whether the records come out in time order). The
+    // timeout counts from the last record printed (or the start): longer than records
+    // are held, so that they go out as their window passes.
+    let cases = [
+        (None, None, "3s", true),
+        (Some("0"), None, "2s", false),
+        (Some("2s"), Some(Duration::from_millis(500)), "4s", true),
+    ];
+    // At once, each on a topic of its own: the third takes 8 s.
+    std::thread::scope(|s| {
+        for (reorder, pause, timeout, sorted) in cases {
+            let brokers = &brokers;
+            std::thread::Builder::new()
+                .name(format!("--reorder {}", reorder.unwrap_or("default")))
+                .spawn_scoped(s, move || tail_in_time_order(brokers, reorder, pause, timeout, sorted))
+                .unwrap();
         }
-        args.push(&src);
-        let (mut child, out, err) = spawn(&args);
-        let t0 = now_ns();
-        let batch = |host: &str, offset: u64| {
-            let mut w = BatchWriter::new(host, "r", 0, TimeSource::Drained, 0).unwrap();
-            for seq in 0..50u64 {
-                w.push(t0 + offset + seq * 1_000, format!("{host} {seq}").as_bytes()).unwrap();
-            }
-            (format!("{host}/r"), w.finish())
-        };
-        // host b's records are the newer (offset 500 ns, interleaved with a's by time).
-        produce(&brokers, &topic, &[batch("b", 500)]);
-        std::thread::sleep(Duration::from_millis(300));
-        produce(&brokers, &topic, &[batch("a", 0)]);
-        let status = child.wait(Duration::from_secs(60), "tail -f");
-        assert_eq!(code(status, "tail -f"), 0, "{}", std::fs::read_to_string(&err).unwrap());
-        let recs = parsed(&std::fs::read_to_string(out).unwrap());
-        assert_eq!(recs.len(), 100, "{reorder:?}");
-        let times: Vec<u64> = recs.iter().map(|r| r.0).collect();
-        assert_eq!(times.windows(2).all(|w| w[0] <= w[1]), sorted, "--reorder {reorder:?}: {times:?}");
-        if sorted {
-            // Interleaved: a, b, a, b, ...
-            assert!(recs.iter().zip(recs.iter().skip(1)).all(|(x, y)| x.1 != y.1), "{recs:?}");
-        } else {
-            assert!(recs[..50].iter().all(|r| r.1 == "b"), "arrival order: b's batch first");
+    });
+}
+
+fn tail_in_time_order(brokers: &str, reorder: Option<&str>, pause: Option<Duration>, timeout: &str, sorted: bool) {
+    let topic = create_topic(brokers, "reorder", 1);
+    let src = format!("kafka://{brokers}/{topic}");
+    let p = producer(brokers, &topic);
+    let since = now_ns().to_string();
+    let t0 = now_ns();
+    let batch = |host: &str, offset: u64| {
+        let mut w = BatchWriter::new(host, "r", 0, TimeSource::Drained, 0).unwrap();
+        for seq in 0..50u64 {
+            w.push(t0 + offset + seq * 1_000, format!("{host} {seq}").as_bytes()).unwrap();
         }
+        (format!("{host}/r"), w.finish())
+    };
+    let mut args = vec!["tail", "-f", "--json", "--since", &since, "--timeout", timeout];
+    if let Some(r) = reorder {
+        args.extend(["--reorder", r]);
+    }
+    args.push(&src);
+    // host b's records are the newer (offset 500 ns, interleaved with a's by time).
+    let (b, a) = (batch("b", 500), batch("a", 0));
+    let (mut child, out, err) = match pause {
+        None => {
+            send(&p, &topic, &[b, a]);
+            spawn(&args)
+        }
+        Some(pause) => {
+            let spawned = spawn(&args);
+            // Reading by then, as a rule (if not, both batches arrive together).
+            std::thread::sleep(Duration::from_secs(1));
+            send(&p, &topic, &[b]);
+            std::thread::sleep(pause);
+            send(&p, &topic, &[a]);
+            spawned
+        }
+    };
+    let status = child.wait(Duration::from_secs(60), "tail -f");
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(code(status, "tail -f"), 0, "{stderr}");
+    let recs = parsed(&std::fs::read_to_string(out).unwrap());
+    assert_eq!(recs.len(), 100, "--reorder {reorder:?}: {stderr}");
+    let hosts: String = recs.iter().map(|r| r.1.as_str()).collect();
+    let times: Vec<u64> = recs.iter().map(|r| r.0).collect();
+    assert_eq!(times.windows(2).all(|w| w[0] <= w[1]), sorted, "--reorder {reorder:?}: hosts {hosts}; {stderr}");
+    if sorted {
+        assert_eq!(hosts, "ab".repeat(50), "--reorder {reorder:?}: interleaved by time");
+        assert!(!stderr.contains("later than --reorder"), "{stderr}");
+    } else {
+        assert_eq!(hosts, format!("{}{}", "b".repeat(50), "a".repeat(50)), "arrival order: b's batch first");
     }
 }
 
@@ -284,4 +352,71 @@ fn stat_reads_an_agents_state_file() {
     // Other commands say what the file is.
     let o = run(&["tail", state.to_str().unwrap()]);
     assert!(o.code == 1 && o.stderr.contains("agent state file"), "{}", o.stderr);
+}
+
+/// `export --format otlp-json` and `--to otlp+http://` of a topic: every record a log
+/// record under its host's and source's resource, the too-large record's gap said by a
+/// WARN record; the same log records delivered to a receiver.
+#[test]
+fn a_fleet_exports_and_delivers_as_otlp_log_records() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    use prost::Message;
+
+    // (host, body, time) of every log record, from the requests' resources.
+    type Log = (String, Vec<u8>, u64);
+    fn logs_of(r: &ExportLogsServiceRequest) -> Vec<Log> {
+        let mut out = Vec::new();
+        for rl in &r.resource_logs {
+            let host = rl.resource.as_ref().unwrap().attributes.iter().find(|a| a.key == "host.name").unwrap();
+            let Some(Value::StringValue(host)) = host.value.as_ref().unwrap().value.clone() else { panic!() };
+            for l in rl.scope_logs.iter().flat_map(|s| &s.log_records) {
+                let body = match l.body.as_ref().and_then(|b| b.value.clone()) {
+                    Some(Value::BytesValue(b)) => b,
+                    Some(Value::StringValue(s)) => s.into_bytes(),
+                    other => panic!("{other:?}"),
+                };
+                out.push((host.clone(), body, l.time_unix_nano));
+            }
+        }
+        out
+    }
+
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "otlp", 3);
+    let base = 1_700_000_000_000_000_000;
+    let (messages, model) = fleet(base);
+    produce(&brokers, &topic, &messages);
+    let src = format!("kafka://{brokers}/{topic}");
+    let mut expect: Vec<Log> = model.iter().map(|r| (r.1.clone(), r.4.clone().into_bytes(), r.0)).collect();
+    expect.sort();
+
+    let out = temp("fleet.otlp.jsonl");
+    let o = run_long(&["export", "--format", "otlp-json", "-o", out.to_str().unwrap(), &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut from_file = Vec::new();
+    for line in std::fs::read_to_string(&out).unwrap().lines() {
+        let r: ExportLogsServiceRequest = serde_json::from_str(line).unwrap();
+        from_file.extend(logs_of(&r));
+    }
+    let (mut records, gaps): (Vec<Log>, Vec<Log>) =
+        from_file.into_iter().partition(|l| !l.1.starts_with(b"ringtrace: "));
+    records.sort();
+    assert_eq!(records, expect, "every record once, under its host");
+    assert_eq!(gaps.len(), 1, "the too-large record's gap: {gaps:?}");
+
+    let (addr, got) = common::sink::start();
+    let o = run_long(&["export", "--to", &format!("otlp+http://{addr}"), &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let n = model.len() + 1;
+    assert!(o.stderr.contains(&format!("delivered {n} of {n} log records in 1 batches (0 retries)")), "{}", o.stderr);
+    let mut delivered = Vec::new();
+    for (path, body) in got.lock().unwrap().iter() {
+        assert_eq!(path, "/v1/logs");
+        delivered.extend(logs_of(&ExportLogsServiceRequest::decode(body.as_slice()).unwrap()));
+    }
+    let (mut records, gaps): (Vec<Log>, Vec<Log>) =
+        delivered.into_iter().partition(|l| !l.1.starts_with(b"ringtrace: "));
+    records.sort();
+    assert_eq!((records, gaps.len()), (expect, 1));
 }

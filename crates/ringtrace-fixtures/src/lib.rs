@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 pub use bpffs::BpfFs;
 pub use map::{create_array_map, pin_fd, RingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
-pub use require::{have_bpf, kafka_brokers, required, skip, Feature, REQUIRE_VAR};
+pub use require::{have_bpf, jaeger, kafka_brokers, required, skip, Feature, Jaeger, REQUIRE_VAR};
 
 /// `None` when BPF ring buffer maps can be created here; else a one-line reason for a bench
 /// or example to print when it leaves them out (a test calls [`have_bpf`]), e.g. "BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map

@@ -1,10 +1,10 @@
-//! The one way a test skips for want of BPF, `perf_event_open`, an invariant TSC or a
-//! Kafka cluster, and the variable that turns those skips into failures: [`REQUIRE_VAR`].
+//! The one way a test skips for want of BPF, `perf_event_open`, an invariant TSC, a
+//! Kafka cluster or a Jaeger, and the variable that turns those skips into failures: [`REQUIRE_VAR`].
 
 use std::fmt::Display;
 
 /// The environment variable naming, comma-separated, the features a run requires:
-/// `RINGTRACE_REQUIRE=bpf,perf,tsc,kafka`. A test that needs a listed feature the machine
+/// `RINGTRACE_REQUIRE=bpf,perf,tsc,kafka,jaeger`. A test that needs a listed feature the machine
 /// lacks fails with the reason instead of skipping; unset or empty, every such test
 /// skips. The test command sets it, so that CI cannot pass by skipping.
 pub const REQUIRE_VAR: &str = "RINGTRACE_REQUIRE";
@@ -24,6 +24,10 @@ pub enum Feature {
     /// tests that stop its nodes, its `scripts/kafka.sh` directory in
     /// `RINGTRACE_KAFKA_DIR`): `kafka`.
     Kafka,
+    /// A Jaeger (v2, OTLP receivers and query API; `scripts/jaeger.sh start DIR`) to
+    /// deliver OTLP to, named by `RINGTRACE_JAEGER_GRPC`, `RINGTRACE_JAEGER_HTTP` (each
+    /// `HOST:PORT`) and `RINGTRACE_JAEGER_QUERY` (`http://HOST:PORT`): `jaeger`.
+    Jaeger,
 }
 
 impl Feature {
@@ -34,6 +38,7 @@ impl Feature {
             Feature::Perf => "perf",
             Feature::Tsc => "tsc",
             Feature::Kafka => "kafka",
+            Feature::Jaeger => "jaeger",
         }
     }
 }
@@ -44,9 +49,12 @@ pub fn required(feature: Feature) -> bool {
     let list = std::env::var(REQUIRE_VAR).unwrap_or_default();
     let mut found = false;
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        match [Feature::Bpf, Feature::Perf, Feature::Tsc, Feature::Kafka].into_iter().find(|f| f.name() == name) {
+        match [Feature::Bpf, Feature::Perf, Feature::Tsc, Feature::Kafka, Feature::Jaeger]
+            .into_iter()
+            .find(|f| f.name() == name)
+        {
             Some(f) => found |= f == feature,
-            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc, kafka)"),
+            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc, kafka, jaeger)"),
         }
     }
     found
@@ -84,6 +92,34 @@ pub fn kafka_brokers() -> Option<String> {
         Ok(b) if !b.is_empty() => Some(b),
         _ => {
             skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
+            None
+        }
+    }
+}
+
+/// The test command's Jaeger, as [`Feature::Jaeger`] names it.
+#[derive(Clone, Debug)]
+pub struct Jaeger {
+    /// OTLP/gRPC receiver, `HOST:PORT`.
+    pub grpc: String,
+    /// OTLP/HTTP receiver, `HOST:PORT`.
+    pub http: String,
+    /// The query service's HTTP API, `http://HOST:PORT`.
+    pub query: String,
+}
+
+/// The test command's Jaeger, or `None` after [`skip`] (which fails the test instead
+/// where [`REQUIRE_VAR`] lists `jaeger`).
+#[track_caller]
+pub fn jaeger() -> Option<Jaeger> {
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+    match (var("RINGTRACE_JAEGER_GRPC"), var("RINGTRACE_JAEGER_HTTP"), var("RINGTRACE_JAEGER_QUERY")) {
+        (Some(grpc), Some(http), Some(query)) => Some(Jaeger { grpc, http, query }),
+        _ => {
+            skip(
+                Feature::Jaeger,
+                "no Jaeger: RINGTRACE_JAEGER_GRPC, _HTTP and _QUERY are not set (scripts/jaeger.sh start DIR)",
+            );
             None
         }
     }

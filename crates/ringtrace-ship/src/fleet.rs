@@ -8,7 +8,7 @@
 //! feeds it a topic from its start up to the end it had when the read began.
 //!
 //! [`export`] writes a fleet's records as one Perfetto, Chrome JSON or CTF trace, a
-//! process per host and a thread per source.
+//! process per host and a thread per source, or as OpenTelemetry log records (OTLP).
 
 pub mod export;
 mod follow;

@@ -5,6 +5,7 @@
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod sink;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;

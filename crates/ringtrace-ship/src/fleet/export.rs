@@ -1,6 +1,7 @@
 //! A fleet's records as one trace file that other tools open: each host a process,
 //! each of its sources a thread of it, each record an instant event, so that a
-//! request is seen crossing hosts in one view.
+//! request is seen crossing hosts in one view; or as OpenTelemetry log records
+//! ([OTLP](#otlp)).
 //!
 //! ```no_run
 //! # fn run(fleet: &ringtrace_ship::fleet::Fleet) -> std::io::Result<()> {
@@ -48,8 +49,9 @@
 //!   `time_ns` (`uint64_t`), `head` and `text` (strings; `text` is empty where the
 //!   payload is not text). Packets hold at most 1 MiB of events, every field
 //!   byte-aligned, little-endian.
+//! * [`otlp()`] and [`otlp_json()`]: OpenTelemetry's log records (see [OTLP](#otlp)).
 //!
-//! # The mapping (the same in the three formats)
+//! # The mapping (the same in the three trace formats)
 //!
 //! * **Host → process.** The hosts are numbered 1, 2, 3, ... in the order of
 //!   [`Fleet::sources`] (sorted by name): that is their pid, and the host's name is the
@@ -119,15 +121,84 @@
 //! * Nothing in a payload can fail an export: empty, huge or non-UTF-8 payloads are
 //!   shown by `len` and `head` alone. Host and source names are written as they are
 //!   (JSON-escaped; a NUL in a CTF string becomes the two characters `\0`).
+//!
+//! # OTLP
+//!
+//! [`otlp()`] gives the records in OpenTelemetry's data model as the
+//! `opentelemetry-proto` crate's messages: an `ExportLogsServiceRequest` of log
+//! records (the records of a fleet are not spans). [`otlp_json()`] writes them as
+//! OTLP/JSON lines, the form of the OpenTelemetry specification's OTLP File Exporter,
+//! which the Collector's `otlpjsonfile` receiver reads: one `ExportLogsServiceRequest`
+//! a line, each of at most 2048 log records, so no line grows with the export.
+//!
+//! * **Resource**: one for each (host, source) with records exported, with the
+//!   attributes `service.name`, `host.name` (the host) and `ringtrace.source` (the
+//!   source's name), in the order of [`Fleet::sources`] (a source the fleet does not
+//!   have after them). `service.name` is the source's name, or the `program` member of
+//!   its first record exported where that is an events source's object naming one
+//!   (the objects `ringtrace_tracing::decode::text::entry_json` writes name none). One
+//!   instrumentation scope, `ringtrace-ship` and this crate's version.
+//! * **A log record for every entry**, in the order of `entries`: `time_unix_nano` and
+//!   `observed_time_unix_nano` both the record's time (see [the clock](#the-clock)),
+//!   and the attribute `ringtrace.seq`, its sequence number. Trace and span ids are
+//!   left empty: no record carries an OTLP trace context, and none is made up. Integers
+//!   are OTLP `int`s where they fit an `i64`, else decimal strings.
+//! * **A plain source's record** (a ring file's, a channel's, a BPF map's): severity
+//!   unspecified (0), the payload as the body (`bytes`), and `ringtrace.len`, its length.
+//! * **An events source's record** (one whose batches say
+//!   [`Content::Events`](crate::frame::Content::Events): a
+//!   `ringtrace-tracing` recorder directory's records, decoded on the host, each one
+//!   JSON object), by the member the object has:
+//!   * `level`, an event: severity number and text from the level (`TRACE` 1, `DEBUG`
+//!     5, `INFO` 9, `WARN` 13, `ERROR` 17); the body its `message` field, else its
+//!     callsite's `name`; its other `fields` as attributes of their JSON types:
+//!     integers `int` (above `i64::MAX` a decimal string), other numbers `double` (a
+//!     non-finite one a string), booleans `bool`, strings `string` (the object writes
+//!     integers beyond 2^53 − 1 as decimal strings: they stay strings), `null` (a value
+//!     JSON cannot hold, such as a NaN) an empty value, arrays and objects their JSON
+//!     text. Then `code.namespace` (its `target`), `thread.id` (`tid`), `thread.name`
+//!     (`thread`), `span.name` and `ringtrace.span_id` (the innermost span of its
+//!     context: its name, and its `tracing` id as a decimal string), `ringtrace.cut`
+//!     (the names of values cut at the recorder's bounds, a string array), where the
+//!     object has them. `dropped_attributes_count` is its `dropped` (values the
+//!     recorder did not keep) plus the fields left out for bearing the name of one of
+//!     these attributes.
+//!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`):
+//!     severity unspecified, the body `KIND span` (`new span NAME` for a new span);
+//!     `ringtrace.span` (the kind), `ringtrace.span_id`, `span.name` and
+//!     `code.namespace` (a new span's name and target), `ringtrace.parent_id`,
+//!     `ringtrace.follows_id`, `thread.name`, and its `fields` as an event's.
+//!   * `lost`, events the recorder lost (its ring full): severity `WARN`, the body
+//!     `ringtrace: N events lost here (ring full)`, `ringtrace.lost` = N, `thread.name`.
+//!   * `undecodable`, a record its host could not decode: severity unspecified, the body
+//!     `ringtrace: not decoded on its host: WHY`, `ringtrace.undecodable` (WHY) and
+//!     `ringtrace.len` (the record's length).
+//!
+//!   Any other payload (not JSON, not an object, none or more than one of those four
+//!   members, a member of another type than the agent writes, an unknown level or span
+//!   kind) is exported as a plain record's, with `ringtrace.undecodable` saying why,
+//!   and counted ([`OtlpCounts::undecodable`]): never dropped, never a failure.
+//! * **Gaps**: a record whose source lacks sequence numbers just before it, in the
+//!   fleet (records overwritten before its agent read them, batches lost, records too
+//!   large to ship, whose markers the fleet keeps: [`Fleet::too_large`]), is preceded
+//!   by a log record at its time: severity `WARN`, the body
+//!   `ringtrace: N records missing before this one` (and how many of them were too
+//!   large), `ringtrace.lost` = N and, where any, `ringtrace.too_large`. The gaps are
+//!   the fleet's, not the entries': a window of the timeline says the gaps before
+//!   its records, and nothing of the records it leaves out.
+//!
+//! [`OtlpCounts`] says how many of each were made: `log_records` is `records + gaps`.
 
 mod chrome;
 mod ctf;
+mod otlp;
 mod perfetto;
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use foldhash::HashMap;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
 use super::{Entry, Fleet};
 
@@ -189,6 +260,29 @@ pub fn ctf<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>, d
     ctf::write(fleet, entries, dir)
 }
 
+/// `entries` of `fleet` as OpenTelemetry log records (see the [module docs](self#otlp)).
+///
+/// Nothing in a payload fails it: what is not read as an event is exported as bytes
+/// and counted.
+pub fn otlp<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>) -> Otlp {
+    otlp::convert(fleet, entries)
+}
+
+/// Writes `entries` of `fleet` to `out` as OTLP/JSON lines, each an
+/// `ExportLogsServiceRequest` of at most 2048 log records, and flushes it (see the
+/// [module docs](self#otlp)). Nothing is written for no entries.
+///
+/// # Errors
+///
+/// The errors of `out`: what was written before one is whole lines.
+pub fn otlp_json<'a, W: Write>(
+    fleet: &'a Fleet,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+    out: &mut W,
+) -> io::Result<OtlpCounts> {
+    otlp::write_json(fleet, entries, out)
+}
+
 /// The event name of a record.
 const NAME: &str = "record";
 /// The category (target) of a record's event.
@@ -228,6 +322,49 @@ enum Use {
     NewTrack,
     /// The first record of its host: describe the host, then the track.
     NewHost,
+}
+
+/// A fleet's records in OpenTelemetry's model (see the [module docs](self#otlp)).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Otlp {
+    /// The log records: a `ResourceLogs` for each (host, source) with records.
+    pub logs: ExportLogsServiceRequest,
+    /// What they hold.
+    pub counts: OtlpCounts,
+}
+
+/// What an OTLP export made. Every entry is one of `raw`, `events`, `spans`, `lost`,
+/// `host_undecodable` and `undecodable`, and `log_records` is `records + gaps`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OtlpCounts {
+    /// Entries exported (one log record each).
+    pub records: u64,
+    /// Log records made: one for each entry, one for each gap.
+    pub log_records: u64,
+    /// Records of plain sources, their payloads as bytes.
+    pub raw: u64,
+    /// Tracing events (objects with a `level`).
+    pub events: u64,
+    /// Span records (objects with a `span`).
+    pub spans: u64,
+    /// Counts of events the recorder lost (objects with `lost`).
+    pub lost: u64,
+    /// Records their host could not decode (objects with `undecodable`).
+    pub host_undecodable: u64,
+    /// Payloads of events sources that are not such an object: exported as bytes.
+    pub undecodable: u64,
+    /// Gaps: records preceded by sequence numbers their source lacks (a log record each).
+    pub gaps: u64,
+    /// Sequence numbers those gaps stand for.
+    pub missing: u64,
+    /// Of them, records too large to ship (markers in the fleet).
+    pub too_large: u64,
+    /// Hosts with at least one record exported.
+    pub hosts: u32,
+    /// Sources with at least one record exported (one resource each).
+    pub sources: u32,
 }
 
 /// The hosts and sources of an export, numbered from the fleet.

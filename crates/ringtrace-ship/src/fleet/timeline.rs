@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::frame::{Batch, FrameError};
+use crate::frame::{Batch, Content, FrameError};
 
 /// The reader's counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ struct Lane {
     /// record too large to ship has length [`MARKER`] and the record's length as offset.
     recs: Vec<(u64, u64, usize, u32)>,
     bytes: Vec<u8>,
+    /// A batch of it said its payloads are [`Content::Events`].
+    events: bool,
 }
 
 /// Collects batches; [`finish`](Self::finish) orders them.
@@ -82,6 +84,7 @@ impl Timeline {
         };
         self.stats.batches += 1;
         let lane = self.lanes.entry((batch.host.to_string(), batch.source.to_string())).or_default();
+        lane.events |= batch.content == Content::Events;
         lane.recs.reserve(batch.count as usize);
         for r in batch.records() {
             match r.too_large {
@@ -156,6 +159,36 @@ impl Fleet {
         self.lanes.iter().flat_map(|(h, s, lane)| {
             (lane.recs.iter().filter(|r| r.3 == MARKER)).map(move |r| (h.as_str(), s.as_str(), r.0, r.2 as u64))
         })
+    }
+
+    /// Whether a batch of the `lane`th source (in the order of [`sources`](Self::sources))
+    /// said its payloads are [`Content::Events`].
+    pub(crate) fn lane_events(&self, lane: usize) -> bool {
+        self.lanes.get(lane).is_some_and(|(_, _, l)| l.events)
+    }
+
+    /// What the `lane`th source lacks just before its record `seq`: the sequence
+    /// numbers from its previous record (or from its first marker, where no record
+    /// precedes) to `seq` that are not records, and how many of them are too-large
+    /// markers. `(0, 0)` where `seq` is not a record of that source.
+    pub(crate) fn gap_before(&self, lane: usize, seq: u64) -> (u64, u64) {
+        let Some((_, _, lane)) = self.lanes.get(lane) else { return (0, 0) };
+        let recs = &lane.recs;
+        let Ok(i) = recs.binary_search_by_key(&seq, |r| r.0) else { return (0, 0) };
+        if recs[i].3 == MARKER {
+            return (0, 0);
+        }
+        // Each record walks back over the markers just before it only: a marker is
+        // walked over by the one record after it.
+        let mut j = i;
+        while j > 0 && recs[j - 1].3 == MARKER {
+            j -= 1;
+        }
+        let start = match j.checked_sub(1) {
+            Some(prev) => recs[prev].0.saturating_add(1),
+            None => recs[0].0,
+        };
+        (seq.saturating_sub(start), (i - j) as u64)
     }
 
     /// Every record, merged by time (ties by host, source, then sequence); each

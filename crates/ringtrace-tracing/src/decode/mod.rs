@@ -27,4 +27,4 @@ pub use crate::catalog::{Callsite, ThreadInfo};
 pub use crate::file::{Damage, Process};
 pub use crate::wire::Value;
 pub use load::Problems;
-pub use trace::{Entries, Entry, EntryKind, Event, Field, SpanContext, Trace};
+pub use trace::{Entries, Entry, EntryKind, Event, Field, HeldRing, SpanContext, Trace};

@@ -166,6 +166,25 @@ impl Trace {
         (of_lane.get(i.saturating_sub(1)), from, to)
     }
 
+    /// What each ring of a recorder directory held when it was read: its slot, when it
+    /// was created, and the byte positions `[start, end)` of its records read. A ring's
+    /// positions only grow, so a later read of the same ring (same slot and creation
+    /// time) that starts past an earlier read's end found the bytes between overwritten
+    /// before they were read. Empty for a trace file.
+    pub fn held_rings(&self) -> Vec<HeldRing> {
+        let Records::Rings(r) = &self.records else { return Vec::new() };
+        r.rings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, ring)| {
+                let mut pieces = r.pieces.iter().filter(|p| p.ring as usize == i);
+                let first = pieces.next()?;
+                let (start, end) = pieces.fold((first.start, first.end), |(s, e), p| (s.min(p.start), e.max(p.end)));
+                Some(HeldRing { slot: ring.slot, created_ns: ring.header.created_ns, start, end })
+            })
+            .collect()
+    }
+
     /// A counter from the stats chunk.
     pub fn stat(&self, name: &str) -> Option<u64> {
         self.stats.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
@@ -288,6 +307,20 @@ pub struct Entry<'a> {
     pub lane: u32,
     pub thread: Option<&'a ThreadInfo>,
     pub kind: EntryKind<'a>,
+}
+
+/// A ring of a recorder directory as it was read ([`Trace::held_rings`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeldRing {
+    /// Its slot in the directory's channel file.
+    pub slot: u32,
+    /// When the ring was created (nanoseconds since the Unix epoch): a slot given to
+    /// another thread's new ring has another.
+    pub created_ns: u64,
+    /// The byte positions of the records read: the first's and past the last's.
+    pub start: u64,
+    pub end: u64,
 }
 
 #[derive(Debug)]

@@ -9,14 +9,19 @@ use std::time::{Duration, Instant};
 use ringtrace_tracing::export::{chrome, ctf, perfetto};
 
 use crate::failure::Failure;
-use crate::output::{eprint_line, write_output, ExportFormat};
+use crate::output::{eprint_line, warn, write_output, ExportFormat};
 use crate::pipeline::record::Timeline;
 
 /// Writes `timeline` in `format` to `output` (stdout without one), and says on stderr
 /// what was written where.
-pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -> Result<(), Failure> {
+pub fn write(
+    timeline: &Timeline,
+    format: ExportFormat,
+    output: Option<&Path>,
+    names: &ringtrace_tracing::export::otlp::Options,
+) -> Result<(), Failure> {
     if format == ExportFormat::OtlpJson {
-        return otlp_json(timeline, output);
+        return otlp_json(timeline, output, names);
     }
     match timeline {
         Timeline::Trace(trace) => {
@@ -62,26 +67,49 @@ pub fn write(timeline: &Timeline, format: ExportFormat, output: Option<&Path>) -
 }
 
 /// `--format otlp-json`: a trace as OTLP/JSON lines.
-fn otlp_json(timeline: &Timeline, output: Option<&Path>) -> Result<(), Failure> {
+fn otlp_json(
+    timeline: &Timeline,
+    output: Option<&Path>,
+    opts: &ringtrace_tracing::export::otlp::Options,
+) -> Result<(), Failure> {
     // One arm without the kafka feature, two with it.
     #[allow(clippy::infallible_destructuring_match)]
     let trace = match timeline {
         Timeline::Trace(trace) => trace,
         #[cfg(feature = "kafka")]
-        Timeline::Fleet(_) => {
-            return Err(Failure::msg(
-                "--format otlp-json reads a trace file or a recorder directory, not a Kafka topic yet",
-            ))
+        Timeline::Fleet(read) => {
+            use ringtrace_ship::fleet::export;
+            let x = to(
+                ExportFormat::OtlpJson,
+                output,
+                |_| unreachable_ctf(),
+                |w| export::otlp_json(&read.fleet, read.entries(), w),
+            )?;
+            if let (Some(x), Some(path)) = (x, output) {
+                eprint_line(format_args!(
+                    "{} records of {} hosts ({} sources) written to {} as {} log records ({} gap notes; {} records \
+                     not decodable, written as bytes)",
+                    x.records,
+                    x.hosts,
+                    x.sources,
+                    path.display(),
+                    x.log_records,
+                    x.gaps,
+                    x.undecodable + x.host_undecodable
+                ));
+            }
+            read.summary();
+            return Ok(());
         }
     };
-    let opts = ringtrace_tracing::export::otlp::Options::default();
     let x = to(
         ExportFormat::OtlpJson,
         output,
         |_| unreachable_ctf(),
-        |w| ringtrace_tracing::export::otlp::write_json_lines(trace, &opts, w),
+        |w| ringtrace_tracing::export::otlp::write_json_lines(trace, opts, w),
     )?;
-    if let (Some(x), Some(path)) = (x, output) {
+    let Some(x) = x else { return Ok(()) };
+    if let Some(path) = output {
         eprint_line(format_args!(
             "{} spans, {} span events and {} log records written to {} ({} spans without their start, {} without \
              their end in the trace, marked)",
@@ -93,7 +121,22 @@ fn otlp_json(timeline: &Timeline, output: Option<&Path>) -> Result<(), Failure> 
             x.end_unknown
         ));
     }
+    otlp_warnings(x.clock_unknown, x.unread_chunks);
     Ok(())
+}
+
+/// What an OTLP export of a trace says of times it could not make Unix ones, and of
+/// chunks it could not read.
+pub fn otlp_warnings(clock_unknown: bool, unread_chunks: u64) {
+    if clock_unknown {
+        warn(
+            "the trace holds no wall-clock reading of its process: the times written are CLOCK_MONOTONIC \
+             nanoseconds (since boot), not Unix ones",
+        );
+    }
+    if unread_chunks > 0 {
+        warn(&format!("{unread_chunks} records chunks left out: the file changed on disk while it was exported"));
+    }
 }
 
 /// `to`'s directory branch, never taken for a stream format.

@@ -8,6 +8,8 @@
 pub mod export;
 mod hex;
 mod json;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod text;
 
 use std::io::{self, Write};

@@ -120,3 +120,73 @@ fn a_recorder_directory_ships_each_record_decoded_under_its_ring_number() {
     assert!(big.windows(2).all(|w| w[0] + 1 == w[1]), "a gap inside what was read");
     assert_eq!(*big.last().unwrap(), 4999);
 }
+
+/// A recorder directory's records shipped, read back as a fleet and exported to OTLP:
+/// every object the agent wrote reads as an event or a span record (none as bytes),
+/// the events with their level, message, typed fields, thread and span.
+#[test]
+fn a_recorder_directory_read_back_as_a_fleet_exports_its_events_to_otlp() {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+
+    let dir = TempDir(std::env::temp_dir().join(format!("ringtrace-ship-traced-otlp-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let rec = dir.0.join("rec");
+    let (layer, _recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).directory(&rec).build().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    std::thread::Builder::new()
+        .name("otlp-worker".into())
+        .spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let span = tracing::info_span!("job", id = 7u64);
+                let _e = span.enter();
+                for i in 0..10i64 {
+                    tracing::warn!(i, ratio = 0.5, ok = true, "step");
+                }
+                tracing::error!("done");
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let mut t = crate::fleet::Timeline::new();
+    for s in &mut Source::expand(std::slice::from_ref(&rec)).unwrap() {
+        for _ in 0..1000 {
+            let mut out = Vec::new();
+            let filled = s.fill("h", 1, Limits { batch: 4096, max: 1 << 20, round: 8192 }, &mut out).unwrap();
+            s.acknowledged();
+            for m in &out {
+                t.push(m).unwrap();
+            }
+            if filled.records == 0 {
+                break;
+            }
+        }
+    }
+    let fleet = t.finish();
+    let x = crate::fleet::export::otlp(&fleet, fleet.timeline());
+    let k = x.counts;
+    assert_eq!(k.records, fleet.stats().records);
+    assert_eq!((k.raw, k.undecodable, k.host_undecodable, k.events), (0, 0, 0, 11), "{k:?}");
+    assert!(k.spans >= 2, "the span's new and enter records at least: {k:?}");
+    assert_eq!(k.log_records, k.records + k.gaps);
+    let records: Vec<_> = x.logs.resource_logs.iter().flat_map(|r| &r.scope_logs[0].log_records).collect();
+    let attr = |r: &opentelemetry_proto::tonic::logs::v1::LogRecord, key: &str| {
+        r.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.clone()?.value)
+    };
+    let text = |s: &str| Some(V::StringValue(s.into()));
+    let body = |r: &&opentelemetry_proto::tonic::logs::v1::LogRecord| r.body.clone().and_then(|b| b.value);
+    let steps: Vec<_> = records.iter().filter(|r| body(r) == text("step")).collect();
+    assert_eq!(steps.len(), 10);
+    for (i, r) in steps.iter().enumerate() {
+        assert_eq!((r.severity_number, r.severity_text.as_str()), (13, "WARN"));
+        assert_eq!(attr(r, "i"), Some(V::IntValue(i as i64)));
+        assert_eq!((attr(r, "ratio"), attr(r, "ok")), (Some(V::DoubleValue(0.5)), Some(V::BoolValue(true))));
+        assert_eq!((attr(r, "span.name"), attr(r, "thread.name")), (text("job"), text("otlp-worker")));
+        assert!(matches!(attr(r, "thread.id"), Some(V::IntValue(tid)) if tid > 0));
+        assert!(matches!(attr(r, "code.namespace"), Some(V::StringValue(t)) if t.contains("traced")));
+    }
+    let done = records.iter().find(|r| body(r) == text("done")).unwrap();
+    assert_eq!((done.severity_number, done.severity_text.as_str()), (17, "ERROR"));
+    assert!(records.iter().any(|r| body(r) == text("new span job") && attr(r, "id") == Some(V::IntValue(7))));
+}

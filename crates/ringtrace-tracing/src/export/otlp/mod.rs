@@ -3,33 +3,78 @@
 //! outside any span as log records. The mapping, field by field:
 //!
 //! * **Resource** (one for the trace's process): `service.name` ([`Options::service`],
-//!   else the program's name), `host.name` ([`Options::host`], where given),
-//!   `process.pid`, `process.executable.name`.
+//!   else the program's name, else `unknown_service`, the OpenTelemetry semantic
+//!   conventions' value where the name is not known), `host.name` ([`Options::host`],
+//!   where given), `process.pid` and `process.executable.name` (where the trace's
+//!   process chunk gives them).
 //! * **Scope**: `ringtrace-tracing` and its version.
 //! * **A span** per span of the trace (a `tracing` span id is reused once its span
 //!   closed: each `new span` record starts a new one): its callsite's name; start at its
 //!   `new span` record and end at its close, in Unix nanoseconds (the trace's process
 //!   chunk maps its monotonic clock to the wall clock); its fields as attributes with
 //!   their types (integers as `int` where they fit in an i64, else a decimal string;
-//!   f64 as `double`; bool; text and formatted values as strings; bytes as `bytes`);
-//!   `code.namespace` (its target), `code.filepath`, `code.lineno`, `thread.id` and
-//!   `thread.name`; `follows_from` as links.
-//! * **Trace ids**: the spans under one root (a span without a parent, or whose parent
-//!   the trace does not hold) make one OTLP trace. Its id, and each span's id, are
-//!   hashes of the process id, the span's id and its start (the root's for a trace id),
-//!   so that exporting the same trace twice gives the same ids.
+//!   finite f64 as `double`; NaN and the infinities as the strings `NaN`, `inf` and
+//!   `-inf`, since `opentelemetry-proto`'s serde form writes a double as a JSON number,
+//!   which holds none of them (`serde_json` writes `null`); bool; text and formatted
+//!   values as strings; bytes as `bytes`); `code.namespace` (its target),
+//!   `code.filepath`, `code.lineno`, `thread.id` and `thread.name`; `follows_from` as
+//!   links.
+//! * **Attribute keys** are unique in each list, as OTLP requires: a field keeps its
+//!   name and its latest value (a `record` replaces the value it had); an attribute the
+//!   mapping adds (`level`, `thread.*`, `code.*`, `ringtrace.*`) is left out where a
+//!   field has its key.
+//! * **Ids**: the spans under one root (a span without a parent, or whose parent the
+//!   trace does not hold) make one OTLP trace. A span's id is a hash of the process id,
+//!   the host and service names it is exported under ([`Options`]), the span's id and
+//!   its start (hashed again where two spans would share it); a trace's id a hash of
+//!   its root's span id; so exporting the same trace twice under the same names gives
+//!   the same ids, and under other names other ones.
 //! * **What OTLP cannot hold, marked**: a span whose `new span` record a flight
 //!   recorder overwrote is exported with what the trace holds of it (its name from an
-//!   event's context, `?` else), starting at its first record seen, with the attribute
+//!   event's context, `?` else), starting at its first record seen or its earliest
+//!   descendant's start, whichever is first, with the attribute
 //!   `ringtrace.start_unknown = true`; a span not closed in the trace ends at its last
-//!   record, with `ringtrace.end_unknown = true`. Both are counted in [`Converted`].
+//!   record or its latest descendant's end, whichever is last, with
+//!   `ringtrace.end_unknown = true`. Both are counted in [`Converted`]. A trace without
+//!   its process chunk (or whose chunk holds no wall-clock reading) has its times in
+//!   `CLOCK_MONOTONIC` nanoseconds, not Unix ones: [`Converted::clock_unknown`].
 //! * **An event in a span**: a span event of the innermost span, named by its message
 //!   (else its callsite's name), its other fields as attributes, and `level`.
 //! * **An event outside any span**: a log record: severity number and text from the
-//!   level (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17), its message as the body,
-//!   its other fields as attributes, `thread.id`.
+//!   level (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17; 0, `SEVERITY_NUMBER_UNSPECIFIED`,
+//!   and no text for an event whose callsite the trace lacks), its message as the body,
+//!   its other fields as attributes, `thread.id` and `thread.name`.
 //! * **Lost records** (`lost` entries): counted in [`Converted::lost`], and a log
 //!   record of severity WARN says how many at that time.
+//!
+//! A collector bounds the requests it takes: [`trace_batches`] and [`log_batches`]
+//! split a conversion's into requests of bounded size.
+//!
+//! ```
+//! # use tracing_subscriber::layer::SubscriberExt;
+//! use ringtrace_tracing::export::otlp::{convert, trace_batches, Limits, Options};
+//!
+//! let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).build()?;
+//! tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+//!     for i in 0..5u64 {
+//!         let _s = tracing::info_span!("work", i).entered();
+//!         tracing::info!("step");
+//!     }
+//! });
+//! let mut dump = Vec::new();
+//! recorder.dump_to(&mut dump)?;
+//! let trace = ringtrace_tracing::decode::Trace::from_bytes(&dump, "dump".as_ref())?;
+//! let c = convert(&trace, &Options { service: Some("demo".into()), host: None });
+//! assert_eq!((c.spans, c.span_events, c.clock_unknown), (5, 5, false));
+//! let batches = trace_batches(c.traces, Limits { max_items: 2, ..Limits::default() });
+//! let sizes: Vec<usize> =
+//!     batches.iter().map(|b| b.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum()).collect();
+//! assert_eq!(sizes, [2, 2, 1]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod batches;
+mod spans;
 
 use std::collections::HashMap;
 
@@ -41,12 +86,17 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
 use tracing_core::Level;
 
+pub use batches::{log_batches, trace_batches, Limits};
+pub use spans::SpanSource;
+use spans::{finish, Building};
+
 use crate::decode::{EntryKind, Field, Trace, Value};
 
 /// What the export names the resource by.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// `service.name` (default: the program's name from the trace).
+    /// `service.name` (default: the program's name from the trace, else
+    /// `unknown_service`).
     pub service: Option<String>,
     /// `host.name` (left out if `None`).
     pub host: Option<String>,
@@ -54,8 +104,11 @@ pub struct Options {
 
 /// A trace in OTLP's model, and what the conversion counted.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Converted {
+    /// The spans, under one resource and scope.
     pub traces: ExportTraceServiceRequest,
+    /// The log records, under the same resource and scope.
     pub logs: ExportLogsServiceRequest,
     /// Spans written.
     pub spans: u64,
@@ -69,49 +122,37 @@ pub struct Converted {
     pub end_unknown: u64,
     /// Records the recorder lost, as the trace counts them.
     pub lost: u64,
-}
-
-/// A span being assembled.
-struct Building {
-    /// The ringtrace (`tracing`) span id.
-    id: u64,
-    span: Span,
-    /// The parent span (an index of the spans in the order first seen, always lower
-    /// than this span's).
-    parent: Option<usize>,
-    start_known: bool,
-    closed: bool,
-    last_ns: u64,
-}
-
-/// A stable 64-bit hash (FNV-1a): ids must be the same from run to run and build to
-/// build, which the standard library's hashers do not promise.
-fn fnv(parts: &[u64], seed: u64) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
-    for p in parts {
-        for b in p.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// A nonzero 8-byte id of span `id` that started at `start_ns` in process `pid`.
-fn span_id(pid: u32, id: u64, start_ns: u64) -> Vec<u8> {
-    fnv(&[u64::from(pid), id, start_ns], 1).max(1).to_be_bytes().to_vec()
-}
-
-/// A nonzero 16-byte trace id of the root span `root` (its id and start).
-fn trace_id(pid: u32, root: u64, start_ns: u64) -> Vec<u8> {
-    let (a, b) = (fnv(&[u64::from(pid), root, start_ns], 2), fnv(&[u64::from(pid), root, start_ns], 3));
-    let mut id = a.to_be_bytes().to_vec();
-    id.extend_from_slice(&b.max(1).to_be_bytes());
-    id
+    /// Whether the times are `CLOCK_MONOTONIC` nanoseconds rather than Unix ones: the
+    /// trace lacks its process chunk (the process attributes are left out too), or the
+    /// chunk holds no wall-clock reading (a channel file of raw records).
+    pub clock_unknown: bool,
+    /// Records chunks of a trace file skipped because the file changed on disk after
+    /// the trace was opened ([`Entries::unread_chunks`](crate::decode::Entries::unread_chunks)).
+    pub unread_chunks: u64,
+    /// Where each span of [`traces`](Self::traces) comes from, in their order: what
+    /// tells a span apart across reads of a live recorder, whose spans' starts (and so
+    /// ids) can change as the recorder overwrites them.
+    pub sources: Vec<SpanSource>,
 }
 
 fn kv(key: &str, value: any_value::Value) -> KeyValue {
     KeyValue { key: key.to_owned(), value: Some(AnyValue { value: Some(value) }), ..KeyValue::default() }
+}
+
+/// Sets a field's attribute: the value of the attribute of its key if there is one,
+/// else a new attribute.
+fn put(attrs: &mut Vec<KeyValue>, key: &str, v: any_value::Value) {
+    match attrs.iter_mut().find(|a| a.key == key) {
+        Some(a) => a.value = Some(AnyValue { value: Some(v) }),
+        None => attrs.push(kv(key, v)),
+    }
+}
+
+/// Adds an attribute the mapping makes, unless one of its key is there (a field's).
+fn add(attrs: &mut Vec<KeyValue>, key: &str, v: any_value::Value) {
+    if !attrs.iter().any(|a| a.key == key) {
+        attrs.push(kv(key, v));
+    }
 }
 
 fn string(s: impl Into<String>) -> any_value::Value {
@@ -123,6 +164,8 @@ fn value(v: &Value) -> any_value::Value {
     match v {
         Value::U64(x) => i64::try_from(*x).map_or_else(|_| string(x.to_string()), any_value::Value::IntValue),
         Value::I64(x) => any_value::Value::IntValue(*x),
+        Value::F64(x) if x.is_nan() => string("NaN"),
+        Value::F64(x) if x.is_infinite() => string(if *x > 0.0 { "inf" } else { "-inf" }),
         Value::F64(x) => any_value::Value::DoubleValue(*x),
         Value::Bool(x) => any_value::Value::BoolValue(*x),
         Value::U128(x) => string(x.to_string()),
@@ -132,23 +175,30 @@ fn value(v: &Value) -> any_value::Value {
     }
 }
 
+/// Fields as attributes, a later field of a name replacing an earlier one.
 fn attributes<'f>(fields: impl IntoIterator<Item = &'f Field<'f>>) -> Vec<KeyValue> {
-    fields.into_iter().map(|f| kv(&f.name, value(&f.value))).collect()
+    let mut attrs = Vec::new();
+    for f in fields {
+        put(&mut attrs, &f.name, value(&f.value));
+    }
+    attrs
 }
 
-/// OTLP's severity number and text of a level.
-fn severity(l: Level) -> (i32, &'static str) {
+/// OTLP's severity number and text of a level (0, unspecified, and no text if it is
+/// not known).
+fn severity(l: Option<Level>) -> (i32, &'static str) {
     match l {
-        Level::TRACE => (1, "TRACE"),
-        Level::DEBUG => (5, "DEBUG"),
-        Level::INFO => (9, "INFO"),
-        Level::WARN => (13, "WARN"),
-        _ => (17, "ERROR"),
+        Some(Level::TRACE) => (1, "TRACE"),
+        Some(Level::DEBUG) => (5, "DEBUG"),
+        Some(Level::INFO) => (9, "INFO"),
+        Some(Level::WARN) => (13, "WARN"),
+        Some(Level::ERROR) => (17, "ERROR"),
+        _ => (0, ""),
     }
 }
 
 /// A log record at `ts` of `level`, its body `body`.
-fn log_record(ts: u64, level: Level, body: String, attributes: Vec<KeyValue>) -> LogRecord {
+fn log_record(ts: u64, level: Option<Level>, body: String, attributes: Vec<KeyValue>) -> LogRecord {
     let (number, text) = severity(level);
     LogRecord {
         time_unix_nano: ts,
@@ -161,11 +211,29 @@ fn log_record(ts: u64, level: Level, body: String, attributes: Vec<KeyValue>) ->
     }
 }
 
+/// The resource of a trace of process `process` (`None` if the trace lacks its chunk).
+fn resource(process: Option<&crate::decode::Process>, opts: &Options) -> Resource {
+    let program = process.map(|p| p.program.as_str()).filter(|p| !p.is_empty());
+    let service = opts.service.clone().or(program.map(str::to_owned)).unwrap_or_else(|| "unknown_service".into());
+    let mut a = vec![kv("service.name", string(service))];
+    if let Some(h) = &opts.host {
+        a.push(kv("host.name", string(h.clone())));
+    }
+    if let Some(p) = process {
+        a.push(kv("process.pid", any_value::Value::IntValue(i64::from(p.pid))));
+    }
+    if let Some(name) = program {
+        a.push(kv("process.executable.name", string(name)));
+    }
+    Resource { attributes: a, ..Resource::default() }
+}
+
 /// Converts `trace` into OTLP's model (see the module's docs for the mapping).
 pub fn convert(trace: &Trace, opts: &Options) -> Converted {
-    let (pid, program) = trace.process.as_ref().map_or((0, String::new()), |p| (p.pid, p.program.clone()));
+    let pid = trace.process.as_ref().map_or(0, |p| p.pid);
     let wall = |ts: u64| trace.process.as_ref().map_or(ts, |p| p.wall_ns(ts));
-    let mut out = Converted::default();
+    let mut out =
+        Converted { clock_unknown: trace.process.as_ref().is_none_or(|p| p.realtime_ns == 0), ..Converted::default() };
     // Every span in the order it was first seen (a parent always before its children:
     // a parent unknown when its child starts is made then); the index of each ringtrace
     // id's open span, and of its latest span, open or closed (for links).
@@ -178,13 +246,11 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     for e in entries.by_ref() {
         let ts = wall(e.ts_ns);
         let thread = e.thread;
-        let thread_attrs = || {
-            let mut a = Vec::new();
+        let add_thread = |attrs: &mut Vec<KeyValue>| {
             if let Some(t) = thread {
-                a.push(kv("thread.id", any_value::Value::IntValue(i64::from(t.tid))));
-                a.push(kv("thread.name", string(t.label())));
+                add(attrs, "thread.id", any_value::Value::IntValue(i64::from(t.tid)));
+                add(attrs, "thread.name", string(t.label()));
             }
-            a
         };
         // The open span of `id`, or one made from what is known (the trace holds no
         // start of it); named from an event's context where it is still `?`.
@@ -224,15 +290,15 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let parent = (parent != 0).then(|| adopt(&mut all, &mut open, &mut latest, parent, None));
                 let mut attrs = attributes(&fields);
                 if let Some(c) = callsite {
-                    attrs.push(kv("code.namespace", string(c.target.clone())));
+                    add(&mut attrs, "code.namespace", string(c.target.clone()));
                     if let Some(f) = &c.file {
-                        attrs.push(kv("code.filepath", string(f.clone())));
+                        add(&mut attrs, "code.filepath", string(f.clone()));
                     }
                     if let Some(l) = c.line {
-                        attrs.push(kv("code.lineno", any_value::Value::IntValue(i64::from(l))));
+                        add(&mut attrs, "code.lineno", any_value::Value::IntValue(i64::from(l)));
                     }
                 }
-                attrs.extend(thread_attrs());
+                add_thread(&mut attrs);
                 let name = callsite.map_or_else(|| "?".to_owned(), |c| c.name.clone());
                 let span_obj = Span {
                     name,
@@ -249,8 +315,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let i = adopt(&mut all, &mut open, &mut latest, span, None);
                 let b = &mut all[i];
                 for f in &fields {
-                    b.span.attributes.retain(|a| a.key != f.name);
-                    b.span.attributes.push(kv(&f.name, value(&f.value)));
+                    put(&mut b.span.attributes, &f.name, value(&f.value));
                 }
                 b.last_ns = ts;
             }
@@ -277,12 +342,15 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let message = ev.message().map(str::to_owned);
                 let name = message.clone().or_else(|| ev.callsite.map(|c| c.name.clone())).unwrap_or_default();
                 let mut attrs = attributes(ev.fields.iter().filter(|f| f.name != "message"));
-                let level = ev.level();
+                // `Event::level` says TRACE where the callsite is not known.
+                let level = ev.callsite.map(|c| c.level);
                 match ev.spans.last() {
                     Some(ctx) => {
                         let i = adopt(&mut all, &mut open, &mut latest, ctx.id, Some(&ctx.name));
                         let b = &mut all[i];
-                        attrs.push(kv("level", string(level.as_str())));
+                        if let Some(l) = level {
+                            add(&mut attrs, "level", string(l.as_str()));
+                        }
                         b.span.events.push(span::Event {
                             time_unix_nano: ts,
                             name,
@@ -293,7 +361,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                         out.span_events += 1;
                     }
                     None => {
-                        attrs.extend(thread_attrs());
+                        add_thread(&mut attrs);
                         let mut record = log_record(ts, level, name, attrs);
                         record.dropped_attributes_count = u32::from(ev.dropped);
                         logs.push(record);
@@ -301,27 +369,20 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 }
             }
             EntryKind::Lost { count } => {
-                out.lost += count;
-                let mut attrs = vec![kv("ringtrace.lost", any_value::Value::IntValue(count as i64))];
-                attrs.extend(thread_attrs());
-                logs.push(log_record(ts, Level::WARN, format!("ringtrace: {count} records lost here"), attrs));
+                out.lost = out.lost.saturating_add(count);
+                let mut attrs = vec![kv("ringtrace.lost", value(&Value::U64(count)))];
+                add_thread(&mut attrs);
+                logs.push(log_record(ts, Some(Level::WARN), format!("ringtrace: {count} records lost here"), attrs));
             }
         }
     }
-    let spans = finish(&mut out, all, &links, pid);
+    out.unread_chunks = entries.unread_chunks().0;
+    let service = opts.service.as_deref().unwrap_or_default();
+    let (spans, f) = finish(all, &links, spans::origin(pid, opts.host.as_deref().unwrap_or_default(), service));
+    out.spans = spans.len() as u64;
+    (out.start_unknown, out.end_unknown, out.sources) = (f.start_unknown, f.end_unknown, f.sources);
     out.log_records = logs.len() as u64;
-    let resource = Resource {
-        attributes: {
-            let mut a = vec![kv("service.name", string(opts.service.clone().unwrap_or(program.clone())))];
-            if let Some(h) = &opts.host {
-                a.push(kv("host.name", string(h.clone())));
-            }
-            a.push(kv("process.pid", any_value::Value::IntValue(i64::from(pid))));
-            a.push(kv("process.executable.name", string(program)));
-            a
-        },
-        ..Resource::default()
-    };
+    let resource = resource(trace.process.as_ref(), opts);
     let scope = InstrumentationScope {
         name: "ringtrace-tracing".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -344,74 +405,46 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     out
 }
 
-/// Gives the assembled spans (in the order first seen, every parent before its
-/// children) their ids, parents, trace ids, ends and links.
-fn finish(out: &mut Converted, spans: Vec<Building>, links: &[(usize, usize)], pid: u32) -> Vec<Span> {
-    let ids: Vec<Vec<u8>> = spans.iter().map(|b| span_id(pid, b.id, b.span.start_time_unix_nano)).collect();
-    // Each span's root: its parent's (a lower index, so already known), or itself.
-    let mut root = Vec::with_capacity(spans.len());
-    for (i, b) in spans.iter().enumerate() {
-        let r = match b.parent {
-            Some(p) if p < i => root[p],
-            _ => i,
-        };
-        root.push(r);
-    }
-    let traces: Vec<Vec<u8>> =
-        root.iter().map(|&r| trace_id(pid, spans[r].id, spans[r].span.start_time_unix_nano)).collect();
-    let mut linked: Vec<Vec<span::Link>> = vec![Vec::new(); spans.len()];
-    for &(from, to) in links {
-        linked[from].push(span::Link {
-            trace_id: traces[to].clone(),
-            span_id: ids[to].clone(),
-            ..span::Link::default()
-        });
-    }
-    let mut result = Vec::with_capacity(spans.len());
-    for (i, (mut b, links)) in spans.into_iter().zip(linked).enumerate() {
-        b.span.span_id = ids[i].clone();
-        b.span.trace_id = traces[i].clone();
-        b.span.parent_span_id = b.parent.filter(|&p| p < i).map(|p| ids[p].clone()).unwrap_or_default();
-        b.span.links = links;
-        if !b.start_known {
-            out.start_unknown += 1;
-            b.span.attributes.push(kv("ringtrace.start_unknown", any_value::Value::BoolValue(true)));
-        }
-        if !b.closed {
-            out.end_unknown += 1;
-            b.span.end_time_unix_nano = b.last_ns;
-            b.span.attributes.push(kv("ringtrace.end_unknown", any_value::Value::BoolValue(true)));
-        }
-        result.push(b.span);
-    }
-    out.spans = result.len() as u64;
-    result
-}
-
 /// What [`write_json_lines`] wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Written {
+    /// Spans written.
     pub spans: u64,
+    /// Span events written.
     pub span_events: u64,
+    /// Log records written (lost-record notes included).
     pub log_records: u64,
+    /// Spans marked `ringtrace.start_unknown`.
     pub start_unknown: u64,
+    /// Spans marked `ringtrace.end_unknown`.
     pub end_unknown: u64,
+    /// Lines written: one per request.
+    pub lines: u64,
+    /// [`Converted::clock_unknown`]: the times are monotonic, not Unix.
+    pub clock_unknown: bool,
+    /// [`Converted::unread_chunks`].
+    pub unread_chunks: u64,
 }
 
 /// Writes `trace` as OTLP/JSON lines, the form of the OpenTelemetry specification's
-/// OTLP File Exporter: one line holding an `ExportTraceServiceRequest`, then one holding
-/// an `ExportLogsServiceRequest` (each left out when empty). `otelcol`'s `otlpjsonfile`
-/// receiver reads it.
+/// OTLP File Exporter: the spans as lines each holding an `ExportTraceServiceRequest`,
+/// then the log records as lines each holding an `ExportLogsServiceRequest` (none for
+/// none), each request a batch of [`Limits::default`] ([`trace_batches`],
+/// [`log_batches`]), so that no line grows with the trace. `otelcol`'s
+/// `otlpjsonfile` receiver reads it.
 pub fn write_json_lines(trace: &Trace, opts: &Options, w: &mut impl std::io::Write) -> std::io::Result<Written> {
     let c = convert(trace, opts);
-    if c.spans > 0 {
-        serde_json::to_writer(&mut *w, &c.traces)?;
+    let mut lines = 0u64;
+    for batch in trace_batches(c.traces, Limits::default()) {
+        serde_json::to_writer(&mut *w, &batch)?;
         w.write_all(b"\n")?;
+        lines += 1;
     }
-    if c.log_records > 0 {
-        serde_json::to_writer(&mut *w, &c.logs)?;
+    for batch in log_batches(c.logs, Limits::default()) {
+        serde_json::to_writer(&mut *w, &batch)?;
         w.write_all(b"\n")?;
+        lines += 1;
     }
     Ok(Written {
         spans: c.spans,
@@ -419,5 +452,8 @@ pub fn write_json_lines(trace: &Trace, opts: &Options, w: &mut impl std::io::Wri
         log_records: c.log_records,
         start_unknown: c.start_unknown,
         end_unknown: c.end_unknown,
+        lines,
+        clock_unknown: c.clock_unknown,
+        unread_chunks: c.unread_chunks,
     })
 }

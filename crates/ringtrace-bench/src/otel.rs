@@ -1,0 +1,831 @@
+//! `otel`: what a `tracing` span costs the instrumented program when it is recorded by
+//! `ringtrace-tracing`'s layer, against the same span sent to an OpenTelemetry collector
+//! by `tracing-opentelemetry`.
+//!
+//! The work, in each writer thread, per span (4 fields on the span, 4 on the event):
+//!
+//! ```text
+//! let span = info_span!("request", a = i, b = 2.5, c = true, d = "text");
+//! let _g = span.enter();
+//! info!(x = i, y = -1i64, z = 0.5, w = "msg", "event");
+//! // _g dropped: the span exits; span dropped: it closes
+//! ```
+//!
+//! Rows, 1 and 2 writer threads, each subscriber `tracing_subscriber::registry()` with the
+//! one layer. Each row runs in a process of its own (this program run again,
+//! `__otel-row`), with its subscriber installed as that process's global default
+//! (`set_global_default`), as a program installs it, so every row gets it the same way
+//! and none inherits another's threads, allocator state or thread-locals. Not
+//! `dispatcher::with_default` in each writer (the `tracing` rows' way, `layers.rs`): a
+//! scoped dispatcher is an `Arc` that every span clones and drops, and with 2 writers
+//! running at once on the 2 cores the cache line of its reference count moves between
+//! them on each span. Measured here with 2 writers, scoped against global: the
+//! `noop-layer` floor 100-180 against 66 ns a span, the flight recorder 265-490 against
+//! 240-250 (a sampling profile put 88% of the writer loop's own samples on that `lock
+//! decq`). A global default is a `&'static`, with no count.
+//!
+//! * `ringtrace-tracing` `flight`: the layer's in-memory flight recorder (1 MiB a thread).
+//!   The targets judge this row: every record of every span is written in full (the
+//!   oldest are overwritten), so none is cheaper for having been lost.
+//! * `ringtrace-tracing` `stream`: the layer's stream into a trace file in the temporary
+//!   directory (1 MiB ring a thread; a background thread drains the rings into the
+//!   file): like the exporter, it moves the spans out of the program's memory on a
+//!   thread of its own. A writer as fast as these outruns the drain on 2 cores, and a
+//!   record that finds its ring full is lost (counted) without being copied into it, a
+//!   little cheaper for the writer than one written.
+//! * `noop-layer` `registry`: a layer that does nothing, the floor: what `tracing`'s
+//!   dispatch and the registry's span bookkeeping cost every row before its layer runs.
+//! * `tracing-opentelemetry` `otlp-http/batch`: `tracing_opentelemetry::layer()` with a
+//!   tracer of an `SdkTracerProvider` built with `with_batch_exporter` around
+//!   `opentelemetry_otlp::SpanExporter::builder().with_http()` (OTLP over HTTP, binary
+//!   protobuf), the setup opentelemetry-otlp's documentation shows first and the
+//!   features these crates enable by default (reqwest's blocking client; the batch span
+//!   processor's default queue of 2,048 spans, exporting 512 at a time, on a thread of
+//!   its own; `OTEL_BSP_*` variables apply as in any program). Every layer option is
+//!   its default (span locations, thread ids and names, busy and idle times recorded).
+//!
+//! Where the spans go: the exporter posts to `RINGTRACE_BENCH_OTLP_ENDPOINT` if that is
+//! set (the OTLP/HTTP traces URL of a collector, used as given, e.g.
+//! `http://127.0.0.1:4318/v1/traces`); otherwise to a sink the bench starts for each
+//! round as a **child process** (this program run again, `__otlp-sink`): an HTTP/1.1
+//! server on a loopback port that walks each request's protobuf wire format as an OTLP
+//! `ExportTraceServiceRequest` down to its spans' fields, answers 200 to one that is
+//! well formed and 400 to anything else, and counts the spans.
+//!
+//! * A child process, not a thread of the bench: its work (what a collector does) is
+//!   charged to neither CPU figure of the rows.
+//! * It walks the wire format rather than decoding it into values, because it shares
+//!   the machine's cores with the rows: a full decode with `prost` took about 3 µs of
+//!   CPU a span here, the walk about 0.2 µs (the sink's own CPU time per span is printed
+//!   on stderr at the end of each round).
+//! * An export counts as delivered when the exporter's `export` returned success
+//!   (counted by a wrapper around the exporter that passes every call on as is); spans
+//!   the batch processor dropped (its queue full) or whose export failed are the row's
+//!   `drops/s`. After each row the bench checks that the sink counted at least as many
+//!   spans as the exporter reported exported, and says so on stderr if not.
+//!
+//! Each row is a fixed number of spans per writer thread (200,000; `--quick` 50,000),
+//! after a warmup of a tenth as many that is not counted. Writers wait on a barrier after
+//! the warmup; meanwhile the row's main thread empties the warmup's spans from the
+//! OpenTelemetry pipeline (`force_flush`), then opens the window. Figures, per span
+//! emitted (a span the batch processor drops has cost its writer all but the hand-over
+//! to the processor's queue):
+//!
+//! * `ns_per_rec` (the table's `writer CPU`; what the targets compare): the writer
+//!   threads' CPU time (`CLOCK_THREAD_CPUTIME_ID`, read by each writer around its
+//!   measured spans, summed over writers). What the instrumented threads pay; neither
+//!   the exporter's thread (nor reqwest's runtime thread) nor the stream's drain is in it.
+//! * `cpu_ns_per_rec` (`CPUns/rec`): the row process's CPU time
+//!   (`CLOCK_PROCESS_CPUTIME_ID`: all threads, those that exited included, the same
+//!   total as `getrusage(RUSAGE_SELF)`) from the window's opening until the pipeline is
+//!   shut down: the exporter's and the drain's work for the window's spans, and the
+//!   final flush (`SdkTracerProvider::shutdown`, which exports what is still queued;
+//!   `Recorder::finish`, which drains the rings and closes the file), are in it; the
+//!   process's start and its subscriber's setup are not.
+//! * `wall_ns_per_rec` (`ns/rec`): the window's wall time, from its opening until the
+//!   last writer is done, per span; the shutdown is outside it.
+//! * `drops_per_s`: `tracing-opentelemetry`: spans emitted in the window and not
+//!   exported; `ringtrace-tracing` `stream`: records lost (a span is 5 records: new,
+//!   enter, event, exit, close), both per second of the window.
+//!
+//! In each round the rows of a writer count run back to back, their order rotating from
+//! round to round.
+//!
+//! Where `tracing-opentelemetry`'s writer time goes (a sampling profile of its 1-writer
+//! row, writer thread): about a quarter in `malloc`, `free` and `realloc` (each span's
+//! data, attributes and event are heap objects, freed by the exporter's thread), and a
+//! tenth in waking another thread from glibc's allocator lock (`__lll_lock_wake_private`)
+//! as the exporter's thread frees spans of the writer's arena. Its figure therefore
+//! depends on how much the exporter's thread runs beside the writer: from about 1.5 to
+//! 3 µs a span between runs here, where the layer's rows stay within a few percent.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::Resource;
+use tracing::Dispatch;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::channel::thread_cpu_ns;
+use crate::harness::{process_cpu, Measured};
+use crate::{Progress, Row, Selection};
+
+pub(crate) const BENCH: &str = "otel";
+/// Writer thread counts.
+const WRITERS: [usize; 2] = [1, 2];
+/// Spans each writer emits in a row's window (full mode, `--quick`).
+const SPANS: u64 = 200_000;
+const QUICK_SPANS: u64 = 50_000;
+/// The collector to export to instead of the bench's own sink.
+const ENDPOINT_VAR: &str = "RINGTRACE_BENCH_OTLP_ENDPOINT";
+/// The implementations: `(impl, variant)`.
+const IMPLS: [(&str, &str); 4] = [
+    ("ringtrace-tracing", "stream"),
+    ("ringtrace-tracing", "flight"),
+    ("tracing-opentelemetry", "otlp-http/batch"),
+    ("noop-layer", "registry"),
+];
+
+/// The do-nothing layer: the floor.
+struct Noop;
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Noop {}
+
+/// One span of the workload: 4 fields on the span, an event of 4 fields inside it.
+#[inline(always)]
+fn one_span(i: u64) {
+    let span = tracing::info_span!("request", a = i, b = 2.5, c = true, d = "text");
+    let _g = span.enter();
+    tracing::info!(x = i, y = -1i64, z = 0.5, w = "msg", "event");
+}
+
+/// Spans an exporter's `export` reported exported, and those of exports that failed.
+#[derive(Debug, Default)]
+struct Counts {
+    exported: AtomicU64,
+    failed: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+/// The OTLP exporter, counting what it exports: the processor sees it as the exporter
+/// itself (every call is passed on as is).
+#[derive(Debug)]
+struct Counted<E> {
+    inner: E,
+    counts: Arc<Counts>,
+}
+
+impl<E: SpanExporter> SpanExporter for Counted<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let n = batch.len() as u64;
+        let result = self.inner.export(batch).await;
+        match &result {
+            Ok(()) => self.counts.exported.fetch_add(n, Relaxed),
+            Err(e) => {
+                self.counts.first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| e.to_string());
+                self.counts.failed.fetch_add(n, Relaxed)
+            }
+        };
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn shutdown(&self) -> OTelSdkResult {
+        self.inner.shutdown()
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// What records the spans, behind the dispatcher.
+enum Back {
+    Nothing,
+    Ring { recorder: ringtrace_tracing::Recorder, file: Option<PathBuf> },
+    Otel { provider: SdkTracerProvider, counts: Arc<Counts> },
+}
+
+/// A subscriber under test.
+struct Under {
+    dispatch: Dispatch,
+    back: Back,
+}
+
+/// A path in the temporary directory for this process's row, nothing there yet.
+fn temp(name: &str) -> PathBuf {
+    crate::layers::temp(&format!("otel-{name}"))
+}
+
+impl Under {
+    fn new(imp: &str, variant: &str, endpoint: &str) -> Result<Under, String> {
+        let reg = tracing_subscriber::registry;
+        match (imp, variant) {
+            ("ringtrace-tracing", "flight") => {
+                let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder()
+                    .per_thread_bytes(1 << 20)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Ring { recorder, file: None } })
+            }
+            ("noop-layer", _) => Ok(Under { dispatch: Dispatch::new(reg().with(Noop)), back: Back::Nothing }),
+            ("ringtrace-tracing", _) => {
+                let p = temp("stream.rtt");
+                let (layer, recorder) = ringtrace_tracing::Builder::stream(&p)
+                    .per_thread_bytes(1 << 20)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Ring { recorder, file: Some(p) } })
+            }
+            _ => {
+                let exporter = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(endpoint)
+                    .build()
+                    .map_err(|e| format!("the OTLP exporter: {e}"))?;
+                let counts = Arc::new(Counts::default());
+                let provider = SdkTracerProvider::builder()
+                    .with_resource(Resource::builder().with_service_name("ringtrace-bench").build())
+                    .with_batch_exporter(Counted { inner: exporter, counts: counts.clone() })
+                    .build();
+                let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("ringtrace-bench"));
+                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Otel { provider, counts } })
+            }
+        }
+    }
+
+    /// Before the window: the OpenTelemetry pipeline exports what the warmup queued.
+    fn settle(&self) {
+        if let Back::Otel { provider, .. } = &self.back {
+            if let Err(e) = provider.force_flush() {
+                eprintln!("ringtrace-bench: {BENCH}: force_flush after the warmup: {e}");
+            }
+        }
+    }
+
+    /// The count the row's drops are taken from: records lost so far (ringtrace), spans
+    /// exported so far (OpenTelemetry).
+    fn count(&self) -> u64 {
+        match &self.back {
+            Back::Nothing => 0,
+            Back::Ring { recorder, .. } => recorder.stats().lost,
+            Back::Otel { counts, .. } => counts.exported.load(Relaxed),
+        }
+    }
+
+    /// Shuts the pipeline down (flushing what it holds) and returns [`Self::count`] after it.
+    fn finish(self) -> u64 {
+        let Under { dispatch, back } = self;
+        drop(dispatch);
+        match back {
+            Back::Nothing => 0,
+            Back::Ring { recorder, file } => {
+                let lost = match recorder.finish() {
+                    Ok(stats) => stats.lost,
+                    Err(e) => {
+                        eprintln!("ringtrace-bench: {BENCH}: finishing the stream: {e}");
+                        0
+                    }
+                };
+                if let Some(p) = file {
+                    let _ = std::fs::remove_file(p);
+                }
+                lost
+            }
+            Back::Otel { provider, counts } => {
+                if let Err(e) = provider.shutdown() {
+                    eprintln!("ringtrace-bench: {BENCH}: shutting the tracer provider down: {e}");
+                }
+                let failed = counts.failed.load(Relaxed);
+                if failed > 0 {
+                    let first = counts.first_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    eprintln!(
+                        "ringtrace-bench: {BENCH}: {failed} spans in failed exports (first error: {})",
+                        first.unwrap_or_default()
+                    );
+                }
+                counts.exported.load(Relaxed)
+            }
+        }
+    }
+}
+
+/// One row's measurement (a child prints it as a JSON line).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+struct Measurement {
+    /// Spans emitted in the window, all writers.
+    spans: u64,
+    /// Writer threads' CPU time over their measured spans, summed, ns.
+    writer_cpu_ns: u64,
+    /// The process's CPU time from the window's opening to the end of the shutdown.
+    process_cpu: Duration,
+    /// The window's wall time.
+    wall: Duration,
+    /// Spans not exported (OpenTelemetry) or records lost (ringtrace) in the window.
+    drops: u64,
+    /// Spans exported in the window (OpenTelemetry only).
+    exported: u64,
+}
+
+/// `writers` threads, each emitting a tenth of `spans` as a warmup, then `spans` in the
+/// window. `global`: the subscriber is made the process's global default
+/// (`set_global_default`, a row's child process); else each writer thread installs it
+/// with `dispatcher::with_default` (the unit tests, which share a process).
+fn measure(under: Under, writers: usize, spans: u64, global: bool) -> Measurement {
+    let otel = matches!(under.back, Back::Otel { .. });
+    if global {
+        tracing::dispatcher::set_global_default(under.dispatch.clone()).expect("no global subscriber yet");
+    }
+    let with =
+        |d: &Dispatch, f: &mut dyn FnMut() -> u64| if global { f() } else { tracing::dispatcher::with_default(d, f) };
+    let warm = (spans / 10).max(1);
+    let ready = Barrier::new(writers + 1);
+    let go = Barrier::new(writers + 1);
+    let (writer_cpu_ns, wall, cpu0, count0) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let (ready, go, d, with) = (&ready, &go, under.dispatch.clone(), &with);
+                s.spawn(move || {
+                    with(&d, &mut || {
+                        for i in 0..warm {
+                            one_span(i);
+                        }
+                        ready.wait();
+                        go.wait();
+                        let c0 = thread_cpu_ns();
+                        for i in warm..warm + spans {
+                            one_span(i);
+                        }
+                        thread_cpu_ns() - c0
+                    })
+                })
+            })
+            .collect();
+        ready.wait();
+        under.settle();
+        let count0 = under.count();
+        let (t0, cpu0) = (Instant::now(), process_cpu());
+        go.wait();
+        let cpu: u64 = handles.into_iter().map(|h| h.join().expect("writer thread")).sum();
+        (cpu, t0.elapsed(), cpu0, count0)
+    });
+    let count1 = under.finish();
+    let process_cpu = process_cpu().saturating_sub(cpu0);
+    let total = spans * writers as u64;
+    let (drops, exported) = if otel {
+        let exported = count1.saturating_sub(count0);
+        (total.saturating_sub(exported), exported)
+    } else {
+        (count1.saturating_sub(count0), 0)
+    };
+    Measurement { spans: total, writer_cpu_ns, process_cpu, wall, drops, exported }
+}
+
+impl Measurement {
+    fn row(&self, imp: &str, variant: &str, writers: usize) -> Row {
+        let m = Measured {
+            committed: self.spans,
+            drops: self.drops,
+            elapsed: self.wall,
+            cpu: Some(self.process_cpu),
+            ..Measured::default()
+        };
+        let mut r = Row::new(BENCH, imp, variant, writers, &m);
+        r.ns_per_rec = self.writer_cpu_ns as f64 / self.spans.max(1) as f64;
+        r.record_bytes = 0;
+        r
+    }
+}
+
+/// A row's child (`ringtrace-bench __otel-row IMP VARIANT WRITERS SPANS ENDPOINT`): the
+/// row measured with its subscriber as the process's global default, printed as one
+/// JSON line.
+pub fn row_child_main(imp: &str, variant: &str, writers: usize, spans: u64, endpoint: &str) -> io::Result<()> {
+    let under = Under::new(imp, variant, endpoint).map_err(io::Error::other)?;
+    let m = measure(under, writers, spans, true);
+    let mut out = io::stdout().lock();
+    serde_json::to_writer(&mut out, &m)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+/// Runs a row in a child process of its own (see the module comment).
+fn row_in_child(imp: &str, variant: &str, writers: usize, spans: u64, endpoint: &str) -> Result<Measurement, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let out = Command::new(exe)
+        .args(["__otel-row", imp, variant, &writers.to_string(), &spans.to_string(), endpoint])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("starting the row's process: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("the row's process exited with {}", out.status));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("the row's process printed no measurement: {e}"))
+}
+
+/// The OTLP sink: a child process, this program run again (see the module comment).
+struct Sink {
+    /// `None` once reaped.
+    child: Option<Child>,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    endpoint: String,
+}
+
+impl Sink {
+    fn start() -> Result<Sink, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+        let mut child = Command::new(exe)
+            .arg("__otlp-sink")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting the OTLP sink: {e}"))?;
+        let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
+        let mut sink = Sink { child: Some(child), stdin, stdout: BufReader::new(stdout), endpoint: String::new() };
+        let port = sink.line()?;
+        sink.endpoint = format!("http://127.0.0.1:{port}/v1/traces");
+        Ok(sink)
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let mut l = String::new();
+        match self.stdout.read_line(&mut l) {
+            Ok(0) => Err("the OTLP sink exited".into()),
+            Ok(_) => Ok(l.trim().to_owned()),
+            Err(e) => Err(format!("reading the OTLP sink: {e}")),
+        }
+    }
+
+    /// Spans the sink counted so far.
+    fn spans(&mut self) -> Result<u64, String> {
+        writeln!(self.stdin, "count").and_then(|()| self.stdin.flush()).map_err(|e| format!("the OTLP sink: {e}"))?;
+        self.line()?.parse().map_err(|e| format!("the OTLP sink's count: {e}"))
+    }
+
+    /// Stops the sink: the spans it counted and the CPU time (user and system) it spent.
+    // The child is reaped by `wait4`, which gives its resource usage; `Child::wait` cannot.
+    #[allow(clippy::zombie_processes)]
+    fn finish(mut self) -> Result<(u64, Duration), String> {
+        let spans = self.spans()?;
+        let _ = writeln!(self.stdin, "exit").and_then(|()| self.stdin.flush());
+        let child = self.child.take().expect("not reaped yet");
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: all-zero bytes are a valid `rusage` (integers and `timeval`s).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our child, not yet waited for (`Child` waits only when asked),
+        // and both pointers are to live locals of the right types.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r != pid {
+            return Err(format!("wait4 on the OTLP sink: {}", io::Error::last_os_error()));
+        }
+        let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+        Ok((spans, tv(usage.ru_utime) + tv(usage.ru_stime)))
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // Not finished (an error on the way): end the sink.
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The `otel` rows of round `round` (0-based), if selected.
+pub fn rows(sel: &Selection, round: usize, progress: &mut Progress) -> Vec<Row> {
+    let mut out = Vec::new();
+    if !sel.wants(BENCH) {
+        return out;
+    }
+    let spans = if sel.quick { QUICK_SPANS } else { SPANS };
+    let external = std::env::var(ENDPOINT_VAR).ok().filter(|e| !e.is_empty());
+    let mut sink = match &external {
+        Some(_) => None,
+        None => match Sink::start() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("ringtrace-bench: {BENCH} tracing-opentelemetry rows skipped: {e}");
+                None
+            }
+        },
+    };
+    let endpoint = external.clone().or_else(|| sink.as_ref().map(|s| s.endpoint.clone()));
+    for writers in WRITERS {
+        for i in 0..IMPLS.len() {
+            let (imp, variant) = IMPLS[(round + i) % IMPLS.len()];
+            let otel = imp == "tracing-opentelemetry";
+            let endpoint = match (otel, endpoint.as_deref()) {
+                (false, _) => "",
+                (true, Some(e)) => e,
+                (true, None) => continue,
+            };
+            progress.step(&format!("{BENCH} {imp} {variant} p={writers}"));
+            let before = sink.as_mut().filter(|_| otel).map(Sink::spans);
+            let m = match row_in_child(imp, variant, writers, spans, endpoint) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("ringtrace-bench: {BENCH} {imp} {variant} p={writers} skipped: {e}");
+                    continue;
+                }
+            };
+            if let (Some(Ok(before)), Some(s)) = (before, sink.as_mut()) {
+                match s.spans() {
+                    Ok(after) if after.saturating_sub(before) >= m.exported => {}
+                    Ok(after) => eprintln!(
+                        "ringtrace-bench: {BENCH}: the sink counted {} spans, the exporter reported {} exported",
+                        after.saturating_sub(before),
+                        m.exported
+                    ),
+                    Err(e) => eprintln!("ringtrace-bench: {BENCH}: {e}"),
+                }
+            }
+            out.push(m.row(imp, variant, writers));
+        }
+    }
+    // What a collector's receiving end would have spent, for the record: not in any row.
+    match sink.map(Sink::finish) {
+        Some(Ok((spans, cpu))) if spans > 0 => eprintln!(
+            "ringtrace-bench: {BENCH}: the OTLP sink (a process of its own) counted {spans} spans with {:.0} ms of CPU, {:.0} ns a span",
+            cpu.as_secs_f64() * 1e3,
+            cpu.as_nanos() as f64 / spans as f64
+        ),
+        Some(Err(e)) => eprintln!("ringtrace-bench: {BENCH}: {e}"),
+        _ => {}
+    }
+    out
+}
+
+/// The sink's main (`ringtrace-bench __otlp-sink`): prints the port it listens on,
+/// serves OTLP/HTTP export requests, answers each line `count` on its standard input
+/// with the spans counted so far, and exits at `exit` or when its input closes.
+pub fn sink_main() -> io::Result<()> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let spans = Arc::new(AtomicU64::new(0));
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{}", listener.local_addr()?.port())?;
+        out.flush()?;
+    }
+    let s2 = spans.clone();
+    std::thread::spawn(move || {
+        for line in io::stdin().lock().lines() {
+            match line.as_deref().map(str::trim) {
+                Ok("count") => {
+                    let mut out = io::stdout().lock();
+                    let _ = writeln!(out, "{}", s2.load(Relaxed));
+                    let _ = out.flush();
+                }
+                Ok(_) | Err(_) => break,
+            }
+        }
+        std::process::exit(0);
+    });
+    for conn in listener.incoming() {
+        let conn = conn?;
+        let spans = spans.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = serve(conn, &spans) {
+                eprintln!("ringtrace-bench: OTLP sink: {e}");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// A protobuf varint at the start of `buf`, and the rest.
+fn varint(buf: &[u8]) -> Option<(u64, &[u8])> {
+    let mut v = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, &buf[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Walks the fields of the protobuf message `buf`, calling `f(field, payload)` for each
+/// length-delimited one; `None` if `buf` is not a well-formed message or `f` says so.
+fn fields(mut buf: &[u8], mut f: impl FnMut(u64, &[u8]) -> Option<()>) -> Option<()> {
+    while !buf.is_empty() {
+        let (tag, rest) = varint(buf)?;
+        let field = tag >> 3;
+        buf = match tag & 7 {
+            0 => varint(rest)?.1,
+            1 => rest.get(8..)?,
+            2 => {
+                let (len, rest) = varint(rest)?;
+                let len = usize::try_from(len).ok()?;
+                f(field, rest.get(..len)?)?;
+                &rest[len..]
+            }
+            5 => rest.get(4..)?,
+            _ => return None,
+        };
+        if field == 0 {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// Spans in an OTLP/protobuf `ExportTraceServiceRequest`, if `body` is one: the wire
+/// format walked down to each span's fields (`resource_spans` = 1, its `scope_spans` =
+/// 2, their `spans` = 2, per `opentelemetry/proto/collector/trace/v1` and
+/// `trace/v1/trace.proto`), nothing decoded into values, so that the sink spends little
+/// CPU on a machine it shares with the bench.
+fn count_spans(body: &[u8]) -> Option<u64> {
+    let mut n = 0u64;
+    fields(body, |f, resource_spans| {
+        if f != 1 {
+            return Some(());
+        }
+        fields(resource_spans, |f, scope_spans| {
+            if f != 2 {
+                return Some(());
+            }
+            fields(scope_spans, |f, span| {
+                if f == 2 {
+                    n += 1;
+                    fields(span, |_, _| Some(()))?;
+                }
+                Some(())
+            })
+        })
+    })?;
+    Some(n)
+}
+
+/// One HTTP/1.1 connection: requests with a `Content-Length` body, one after another.
+/// Each answer goes out in one write, with Nagle's algorithm off: an answer written in
+/// pieces waits for the client's delayed ACK (40 ms on Linux) before its last piece,
+/// which would hold each export up that long.
+fn serve(conn: TcpStream, spans: &AtomicU64) -> io::Result<()> {
+    conn.set_nodelay(true)?;
+    let mut reader = BufReader::with_capacity(1 << 16, conn.try_clone()?);
+    let mut writer = conn;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let post = line.starts_with("POST ");
+        let (mut len, mut chunked) = (None, false);
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let h = line.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse::<usize>().ok();
+                } else if k.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = true;
+                }
+            }
+        }
+        if chunked || len.is_none() {
+            // Not a body this sink reads: answer and close.
+            writer.write_all(b"HTTP/1.1 411 Length Required\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+            return Ok(());
+        }
+        let mut body = vec![0u8; len.unwrap_or(0)];
+        reader.read_exact(&mut body)?;
+        let status = match count_spans(&body).filter(|_| post) {
+            Some(n) => {
+                spans.fetch_add(n, Relaxed);
+                "200 OK"
+            }
+            None => "400 Bad Request",
+        };
+        let answer = format!("HTTP/1.1 {status}\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n");
+        writer.write_all(answer.as_bytes())?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    /// A sink served by a thread of the test: its endpoint and its span count.
+    fn sink_thread() -> (String, Arc<AtomicU64>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let spans = Arc::new(AtomicU64::new(0));
+        let s2 = spans.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let s3 = s2.clone();
+                std::thread::spawn(move || serve(conn.unwrap(), &s3));
+            }
+        });
+        (format!("http://127.0.0.1:{port}/v1/traces"), spans)
+    }
+
+    #[test]
+    fn the_sink_counts_spans_and_refuses_what_is_not_well_formed() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+        use opentelemetry_proto::tonic::resource::v1::Resource;
+        use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
+        use prost::Message;
+        let kv = |k: &str, v: any_value::Value| KeyValue {
+            key: k.into(),
+            value: Some(AnyValue { value: Some(v) }),
+            ..Default::default()
+        };
+        let span = Span {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            name: "request".into(),
+            start_time_unix_nano: 1,
+            end_time_unix_nano: 2,
+            attributes: vec![kv("a", any_value::Value::IntValue(7)), kv("b", any_value::Value::DoubleValue(2.5))],
+            events: vec![span::Event {
+                name: "event".into(),
+                attributes: vec![kv("w", any_value::Value::StringValue("msg".into()))],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let scope = |n: usize| ScopeSpans {
+            scope: Some(InstrumentationScope { name: "s".into(), ..Default::default() }),
+            spans: vec![span.clone(); n],
+            ..Default::default()
+        };
+        let resource = Resource {
+            attributes: vec![kv("service.name", any_value::Value::StringValue("x".into()))],
+            ..Default::default()
+        };
+        let req = ExportTraceServiceRequest {
+            resource_spans: vec![
+                ResourceSpans {
+                    resource: Some(resource.clone()),
+                    scope_spans: vec![scope(1), scope(0)],
+                    ..Default::default()
+                },
+                ResourceSpans { resource: Some(resource), scope_spans: vec![scope(1)], ..Default::default() },
+            ],
+        };
+        let body = req.encode_to_vec();
+        assert_eq!(count_spans(&body), Some(2));
+        assert_eq!(count_spans(&body[..body.len() - 1]), None, "cut short");
+        let (endpoint, spans) = sink_thread();
+        let addr = endpoint.trim_start_matches("http://").trim_end_matches("/v1/traces").to_owned();
+        let mut c = TcpStream::connect(&addr).unwrap();
+        let mut reader = BufReader::new(c.try_clone().unwrap());
+        let mut status = |c: &mut TcpStream, body: &[u8]| {
+            c.write_all(&request(body)).unwrap();
+            let mut l = String::new();
+            reader.read_line(&mut l).unwrap();
+            let code = l.split(' ').nth(1).unwrap().to_owned();
+            // The headers, through the empty line.
+            while l.trim_end() != "" {
+                l.clear();
+                reader.read_line(&mut l).unwrap();
+            }
+            code
+        };
+        assert_eq!(status(&mut c, &req.encode_to_vec()), "200");
+        assert_eq!(status(&mut c, &req.encode_to_vec()), "200", "a second request on the same connection");
+        assert_eq!(status(&mut c, b"\xff\xff\xff"), "400");
+        assert_eq!(spans.load(Relaxed), 4);
+    }
+
+    #[test]
+    fn every_row_emits_its_spans_and_the_exporter_exports_them() {
+        let (endpoint, sink_spans) = sink_thread();
+        for (imp, variant) in IMPLS {
+            let m = measure(Under::new(imp, variant, &endpoint).unwrap(), 1, 1000, false);
+            assert_eq!(m.spans, 1000);
+            assert!(m.writer_cpu_ns > 0 && m.wall > Duration::ZERO, "{imp} {variant}");
+            let r = m.row(imp, variant, 1);
+            assert!(r.ns_per_rec > 0.0 && r.cpu_ns_per_rec.unwrap() > 0.0);
+            if imp == "tracing-opentelemetry" {
+                // 1,000 spans fit in the processor's queue of 2,048: none dropped.
+                assert_eq!((m.exported, m.drops), (1000, 0));
+                // The warmup's 100 spans and the window's.
+                assert_eq!(sink_spans.load(Relaxed), 1100);
+            } else {
+                assert_eq!(m.drops, 0, "{imp} {variant}");
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! A source read whole ([`Timeline`]) delivered to an OTLP endpoint: converted to
+//! OpenTelemetry's model, split into bounded batches, each encoded once, delivered, and
+//! what was and was not acknowledged said on stderr.
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+use ringtrace_tracing::export::otlp::{self as convert, Limits};
+
+use super::{deliver, Batch, Delivery, Endpoint, Report, Signal, Signals, Tally};
+use crate::failure::Failure;
+use crate::output::{eprint_line, warn};
+use crate::pipeline::record::Timeline;
+
+/// Delivers `timeline`'s `signals` to `endpoint`; fails (exit 1) unless every span and
+/// log record of them was acknowledged.
+pub fn run(
+    timeline: &Timeline,
+    endpoint: &Endpoint,
+    opts: &Delivery,
+    names: &convert::Options,
+    signals: Signals,
+) -> Result<(), Failure> {
+    let (traces, logs) = match timeline {
+        Timeline::Trace(trace) => {
+            let c = convert::convert(trace, names);
+            if c.start_unknown + c.end_unknown > 0 {
+                eprint_line(format_args!(
+                    "{} spans without their start and {} without their end in the trace: sent with what it \
+                     holds of them, marked ringtrace.start_unknown and ringtrace.end_unknown",
+                    c.start_unknown, c.end_unknown
+                ));
+            }
+            crate::pipeline::output::export::otlp_warnings(c.clock_unknown, c.unread_chunks);
+            (c.traces, c.logs)
+        }
+        // A fleet's records are log records, a resource per host and source.
+        #[cfg(feature = "kafka")]
+        Timeline::Fleet(read) => {
+            let x = ringtrace_ship::fleet::export::otlp(&read.fleet, read.entries());
+            if x.counts.undecodable > 0 {
+                warn(&format!(
+                    "{} records not decodable: sent as bytes, marked ringtrace.undecodable",
+                    x.counts.undecodable
+                ));
+            }
+            read.summary();
+            (ExportTraceServiceRequest::default(), x.logs)
+        }
+    };
+    let (traces, logs) = match signals {
+        Signals::All => (traces, logs),
+        Signals::Traces => (traces, ExportLogsServiceRequest::default()),
+        Signals::Logs => (ExportTraceServiceRequest::default(), logs),
+    };
+    let limits = Limits::default();
+    let batches = convert::trace_batches(traces, limits)
+        .into_iter()
+        .map(|r| batch(Signal::Traces, &r))
+        .chain(convert::log_batches(logs, limits).into_iter().map(|r| batch(Signal::Logs, &r)));
+    let report = deliver(endpoint, opts, batches, &|| false).map_err(Failure::msg)?;
+    say(endpoint, &report)
+}
+
+/// Items in a request.
+pub trait Items {
+    fn items(&self) -> u64;
+}
+
+impl Items for ExportTraceServiceRequest {
+    fn items(&self) -> u64 {
+        self.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len() as u64).sum()
+    }
+}
+
+impl Items for ExportLogsServiceRequest {
+    fn items(&self) -> u64 {
+        self.resource_logs.iter().flat_map(|r| &r.scope_logs).map(|s| s.log_records.len() as u64).sum()
+    }
+}
+
+/// `request` encoded once.
+pub fn batch(signal: Signal, request: &(impl Message + Items)) -> Batch {
+    Batch { signal, body: request.encode_to_vec().into(), items: request.items() }
+}
+
+/// Says on stderr what was delivered, and fails unless everything was.
+fn say(endpoint: &Endpoint, r: &Report) -> Result<(), Failure> {
+    let line = |s: Signal, t: &Tally| {
+        format!("{} of {} {} in {} batches ({} retries)", t.delivered, t.items, s.items(), t.batches, t.retries)
+    };
+    let mut parts: Vec<String> = [(Signal::Traces, &r.spans), (Signal::Logs, &r.logs)]
+        .iter()
+        .filter(|(_, t)| t.items > 0)
+        .map(|(s, t)| line(*s, t))
+        .collect();
+    if parts.is_empty() {
+        parts.push("nothing: no spans and no log records to send".into());
+    }
+    eprint_line(format_args!("{endpoint}: delivered {}", parts.join("; ")));
+    for (s, t) in [(Signal::Traces, &r.spans), (Signal::Logs, &r.logs)] {
+        let said = t.messages.join("; ");
+        if t.rejected > 0 {
+            warn(&format!("{endpoint} rejected {} {} (partial success): {said}", t.rejected, s.items()));
+        } else if t.failed == 0 && !said.is_empty() {
+            // A full success with a message (a warning, as the specification allows).
+            warn(&format!("{endpoint} said of the {}: {said}", s.items()));
+        }
+        if t.failed > 0 {
+            let why = match (&r.stopped, t.refused) {
+                (Some(why), 0) => why.clone(),
+                (Some(why), _) => format!("{said}; {why}"),
+                (None, _) => said,
+            };
+            warn(&format!("{} {} not delivered: {why}", t.failed, s.items()));
+        }
+    }
+    if r.complete() {
+        return Ok(());
+    }
+    let lost = r.spans.items - r.spans.delivered + r.logs.items - r.logs.delivered;
+    Err(Failure::msg(match &r.stopped {
+        Some(why) => format!("{endpoint}: gave up: {why}; {lost} spans and log records not delivered"),
+        None => format!("{endpoint}: {lost} spans and log records not delivered (see the warnings above)"),
+    }))
+}
