@@ -154,6 +154,8 @@ echo "== hostile ring and channel files, the untrusted readers' fuzz targets and
 cargo test -p ringtrace --test hostile --test inspect_fuzz --test channel_shm --test kernel_bpf --test kernel_bpf_wakeup --test kernel_perf
 # The trace decoder's damaged, cut and hostile inputs, and its record decoder's fuzz target.
 cargo test -p ringtrace-tracing --test hostile --lib
+# `ship --to otlp://` in the command built without its kafka feature (its own parser).
+cargo test -p ringtrace-cli --test otlp ship_to_an_otlp_endpoint
 cargo test -p ringtrace --lib kernel::
 
 echo "== the timing-sensitive tests again, on a busy machine (two CPU-bound processes)"

@@ -499,3 +499,58 @@ fn follow_sends_each_span_once_while_the_recorder_overwrites_and_says_what_it_lo
     assert!((steps.len() as u64) < STEPS, "the burst overwrote some: {}", steps.len());
     assert_eq!(spans.len() as u64, delivered, "{stderr}");
 }
+
+/// An OTLP/gRPC trace service that answers its first call RESOURCE_EXHAUSTED with a
+/// RetryInfo of a second, then a partial success rejecting 2 spans of each batch; it
+/// counts the spans of the calls it answered with a success.
+struct Pushy {
+    calls: AtomicUsize,
+    taken: Arc<AtomicUsize>,
+}
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService for Pushy {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        use tonic_types::{ErrorDetails, StatusExt};
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            let details = ErrorDetails::with_retry_info(Some(Duration::from_secs(1)));
+            return Err(tonic::Status::with_error_details(tonic::Code::ResourceExhausted, "slow down", details));
+        }
+        let n: usize =
+            request.get_ref().resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
+        self.taken.fetch_add(n, Ordering::SeqCst);
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: Some(ExportTracePartialSuccess { rejected_spans: 2, error_message: "too old".into() }),
+        }))
+    }
+}
+
+#[test]
+fn over_grpc_a_pause_asked_for_is_kept_and_a_partial_success_counted() {
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+    let (_rec, dir) = recorded(0);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let taken = Arc::new(AtomicUsize::new(0));
+    let service = Pushy { calls: AtomicUsize::new(0), taken: taken.clone() };
+    rt.spawn(
+        tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(service))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let start = Instant::now();
+    let o = deliver(&dir, &format!("otlp://{addr}"), "pushy", &[]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(start.elapsed() >= Duration::from_secs(1), "the second asked for: {:?}", start.elapsed());
+    assert!(
+        o.stderr.contains(&format!("delivered {} of {SPANS} spans in 3 batches (1 retries)", SPANS - 6)),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("rejected 6 spans (partial success): too old"), "{}", o.stderr);
+    assert_eq!(taken.load(Ordering::SeqCst) as u64, SPANS, "each batch taken once");
+}
