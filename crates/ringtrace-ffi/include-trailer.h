@@ -27,7 +27,12 @@
  * catalog, once, and every later record holds only the callsite's number and the
  * values. A callsite's fields are the same at every call (they are written at the
  * macro's use), and so is its level: a constant expression (a RINGTRACE_LEVEL_*),
- * checked at compile time. The macros evaluate `rec` and each value once.
+ * checked at compile time. Calling ringtrace_event and ringtrace_span_enter directly
+ * (a wrapper, another language's binding), a record whose fields differ from its
+ * callsite's first record in the recorder (count, names, types), a NULL field name, a
+ * span callsite with a NULL name, or a callsite used with the other kind's function is
+ * refused with -EINVAL (a span: id 0) and records nothing: ringtrace_event says what is
+ * compared. The macros evaluate `rec` and each value once.
  */
 #ifndef RINGTRACE_EVENTS_H
 #define RINGTRACE_EVENTS_H

@@ -310,11 +310,15 @@ typedef struct ringtrace_channel_stats {
  * A callsite: one per use of the event and span macros, static, made by them. Its
  * strings live as long as the program (literals). `interned` is the library's (the
  * callsite's number in the last recorder it was recorded into), zero at first.
+ *
+ * Its first record in a recorder registers it there: its level, kind and name are
+ * checked then (and not read again by later records), and its kind and fields (how
+ * many, their names and types) kept as its shape in that recorder.
  */
 typedef struct ringtrace_callsite {
   /**
-   * A span's name; for an event, NULL (it is named `event FILE:LINE`, as `tracing`
-   * names events).
+   * A span's name, not NULL; for an event, NULL (it is named `event FILE:LINE`, as
+   * `tracing` names events).
    */
   const char *name;
   /**
@@ -356,8 +360,10 @@ typedef union ringtrace_field_value {
  */
 typedef struct ringtrace_field {
   /**
-   * The field's name: a string that lives as long as the program (a literal). Read
-   * once, when the callsite is registered.
+   * The field's name, not NULL: a string that lives as long as the program (a
+   * literal). Kept when the callsite is registered in a recorder; every later record
+   * of the callsite there compares it with the name kept (its address, then its
+   * bytes where the address differs).
    */
   const char *name;
   /**
@@ -387,8 +393,9 @@ typedef struct ringtrace_recorder_opts {
   uint64_t per_thread_bytes;
   /**
    * Flight recorder in a directory: threads that can hold a ring at once, 1 to 4096
-   * (0: 256). A thread that finds every ring taken records nothing, counted in
-   * `no_ring`; a thread's ring is free again when it exits.
+   * (0: 256; past 4096 refused whatever the recorder). A thread that finds every
+   * ring taken records nothing, counted in `no_ring`; a thread's ring is free again
+   * when it exits.
    */
   uint32_t max_threads;
   /**
@@ -970,6 +977,8 @@ int ringtrace_channel_snapshot_foreach(struct ringtrace_channel *ch,
  * `capacity_per_producer` bytes (a power of two from 4096), in `mode`
  * (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), their records stamped with `clock`
  * (`RINGTRACE_CLOCK_*`). `ringtrace stat`, `tail` and `snapshot` read it from outside.
+ * Every argument is checked before the file is made: a call refused with -EINVAL
+ * creates no file.
  *
  * Returns 0, or -EINVAL (bad capacity, mode or clock, or `max_producers` not from 1
  * to 4096), -EEXIST, -ENOTSUP
@@ -1129,15 +1138,36 @@ int ringtrace_consumer_arm(struct ringtrace_consumer *c);
 /**
  * Records an event of callsite `cs` with `n` fields into the calling thread's ring of
  * `rec` (made on the thread's first record), inside the thread's innermost span
- * entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls; field
- * `i` of every call of one callsite must have the same name and type.
+ * entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls.
+ *
+ * A callsite's kind and fields are fixed at its first record in `rec`, which
+ * registers it (`RINGTRACE_EVENT` keeps them so: they are written at the macro's
+ * use). Refused with -EINVAL, nothing recorded:
+ * - at every call: a callsite whose first record in `rec` was a span's; `n` other
+ *   than at the first record; a field whose type (`RINGTRACE_FIELD_*`, compared
+ *   exactly: `_STR` and `_STRN` differ) or name differs from field `i` of the first
+ *   record. Names are compared by address first (the macros' names are string
+ *   literals, at the same address at every call: one comparison), then, where the
+ *   address differs, by their bytes: the same name in another string (one built at
+ *   run time) is accepted. A NULL name never matches.
+ * - at the first record: a callsite of kind `RINGTRACE_CALLSITE_SPAN` or an unknown
+ *   kind or level; a field with a NULL name.
+ * - each field's own value: an unknown type; `_STRN` or `_BYTES` with a NULL pointer
+ *   and a nonzero length.
+ *
+ * Not checked: the callsite's level, target, file, line and name after its first
+ * record (they are not read again); the strings' lifetime; a callsite changed by the
+ * program. A callsite used with another recorder is registered there afresh, with the
+ * fields of its first record there.
  *
  * Text that is not UTF-8 is recorded as bytes. Text and bytes longer than the
  * recorder's `max_value_bytes` are cut and marked; values past `max_record_bytes`
  * are dropped and counted in the record; a record a full stream ring refuses is
  * counted lost (`ringtrace_recorder_get_stats`).
  *
- * Returns 0, or -EINVAL (a bad handle, callsite or field: nothing is recorded).
+ * Returns 0, or -EINVAL (a bad handle, callsite or field, or fields other than the
+ * callsite's first record's: nothing is recorded; `ringtrace_last_error` names the
+ * callsite's file and line and the field that differs).
  *
  * Threads: any thread, concurrently.
  *
@@ -1159,8 +1189,13 @@ int ringtrace_event(const struct ringtrace_recorder *rec,
  * `ringtrace_span_exit` are in it, and Perfetto shows it as a slice. What
  * `RINGTRACE_SPAN_ENTER` calls.
  *
- * Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments:
- * `ringtrace_last_error` says why; or the thread is exiting).
+ * The callsite's fields are checked as `ringtrace_event` checks them; refused too: a
+ * callsite whose first record in `rec` was an event's, or, at the first record, one
+ * of kind `RINGTRACE_CALLSITE_EVENT`, or with a NULL `name`.
+ *
+ * Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments,
+ * each refusal of `ringtrace_event`'s above: `ringtrace_last_error` says why; or the
+ * thread is exiting).
  *
  * Threads: any thread, concurrently; the span is exited on the thread that entered it.
  *
@@ -1363,9 +1398,16 @@ int ringtrace_output_wait(struct ringtrace_producer *p,
  * `opts` may be NULL (1 MiB a thread, 256 threads). Free with
  * `ringtrace_recorder_free` once no thread records into it any more.
  *
- * Returns 0, or -EINVAL (bad options), -EEXIST (an earlier run's files, and
- * `replace_existing` not set), -EPERM (a directory another user could change), or
- * another -errno; the message names the directory.
+ * Every option is checked before anything is made: a call refused with -EINVAL
+ * creates no file and no directory. A call that fails later removes what it made (its
+ * catalog file, and `directory` and its parents where it made them and they are
+ * empty); the earlier run's files that `replace_existing` removed are not restored.
+ *
+ * Returns 0, or -EINVAL (bad options: a `per_thread_bytes` that is not a power of two
+ * from 4096, `max_threads` past 4096, `max_record_bytes` under 64 or over what a ring
+ * holds, `max_value_bytes` past 65535, unknown bytes set past the struct), -EEXIST (an
+ * earlier run's files, and `replace_existing` not set), -EPERM (a directory another
+ * user could change), or another -errno; the message names the directory.
  *
  * Threads: any thread.
  *
@@ -1385,7 +1427,12 @@ int ringtrace_recorder_flight(const char *directory,
  * written into the trace. `ringtrace_recorder_finish` (or `_free`) drains the rest and
  * closes the file.
  *
- * Returns 0, or -EINVAL, -EEXIST, or another -errno; the message names the file.
+ * Every option is checked, as `ringtrace_recorder_flight` checks them, before the file
+ * is made: a call refused with -EINVAL creates no file; one that fails after making it
+ * removes it.
+ *
+ * Returns 0, or -EINVAL (bad options), -EEXIST, or another -errno; the message names
+ * the file.
  *
  * Threads: any thread.
  *
@@ -1510,9 +1557,10 @@ int ringtrace_ring_new(const struct ringtrace_ring_opts *opts, struct ringtrace_
 
 /**
  * Creates a ring file at `path` (which must not exist) that other processes attach to
- * with `ringtrace_ring_open`.
+ * with `ringtrace_ring_open`. Every option is checked before the file is made: a call
+ * refused with -EINVAL creates no file.
  *
- * Returns 0, or -EINVAL, -EEXIST (the file exists), or another -errno.
+ * Returns 0, or -EINVAL (bad options), -EEXIST (the file exists), or another -errno.
  *
  * Threads: any thread.
  *
@@ -1806,7 +1854,12 @@ int ringtrace_resume(struct ringtrace_ring *ring);
  * catalog, once, and every later record holds only the callsite's number and the
  * values. A callsite's fields are the same at every call (they are written at the
  * macro's use), and so is its level: a constant expression (a RINGTRACE_LEVEL_*),
- * checked at compile time. The macros evaluate `rec` and each value once.
+ * checked at compile time. Calling ringtrace_event and ringtrace_span_enter directly
+ * (a wrapper, another language's binding), a record whose fields differ from its
+ * callsite's first record in the recorder (count, names, types), a NULL field name, a
+ * span callsite with a NULL name, or a callsite used with the other kind's function is
+ * refused with -EINVAL (a span: id 0) and records nothing: ringtrace_event says what is
+ * compared. The macros evaluate `rec` and each value once.
  */
 #ifndef RINGTRACE_EVENTS_H
 #define RINGTRACE_EVENTS_H

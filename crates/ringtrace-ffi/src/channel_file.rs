@@ -52,6 +52,8 @@ pub struct ringtrace_channel_stats {
 /// `capacity_per_producer` bytes (a power of two from 4096), in `mode`
 /// (`RINGTRACE_DISCARD`/`RINGTRACE_OVERWRITE`), their records stamped with `clock`
 /// (`RINGTRACE_CLOCK_*`). `ringtrace stat`, `tail` and `snapshot` read it from outside.
+/// Every argument is checked before the file is made: a call refused with -EINVAL
+/// creates no file.
 ///
 /// Returns 0, or -EINVAL (bad capacity, mode or clock, or `max_producers` not from 1
 /// to 4096), -EEXIST, -ENOTSUP

@@ -13,6 +13,7 @@ use ringtrace_tracing::{CallsiteInfo, CallsiteKind, FieldValue, Level};
 use crate::error::Fail;
 use crate::guard::{self, call};
 use crate::recorder::ringtrace_recorder;
+use crate::shape::Shape;
 
 /// `ringtrace_field.type`: an unsigned integer in `value.u`.
 pub const RINGTRACE_FIELD_U64: u32 = 1;
@@ -67,8 +68,10 @@ impl std::fmt::Debug for ringtrace_field_value {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct ringtrace_field {
-    /// The field's name: a string that lives as long as the program (a literal). Read
-    /// once, when the callsite is registered.
+    /// The field's name, not NULL: a string that lives as long as the program (a
+    /// literal). Kept when the callsite is registered in a recorder; every later record
+    /// of the callsite there compares it with the name kept (its address, then its
+    /// bytes where the address differs).
     pub name: *const c_char,
     /// `RINGTRACE_FIELD_*`.
     pub r#type: u32,
@@ -80,11 +83,15 @@ pub struct ringtrace_field {
 /// A callsite: one per use of the event and span macros, static, made by them. Its
 /// strings live as long as the program (literals). `interned` is the library's (the
 /// callsite's number in the last recorder it was recorded into), zero at first.
+///
+/// Its first record in a recorder registers it there: its level, kind and name are
+/// checked then (and not read again by later records), and its kind and fields (how
+/// many, their names and types) kept as its shape in that recorder.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ringtrace_callsite {
-    /// A span's name; for an event, NULL (it is named `event FILE:LINE`, as `tracing`
-    /// names events).
+    /// A span's name, not NULL; for an event, NULL (it is named `event FILE:LINE`, as
+    /// `tracing` names events).
     pub name: *const c_char,
     /// What `ringtrace decode` shows before the message: a component's name
     /// (`RINGTRACE_TARGET`, "c" unless defined before including the header).
@@ -165,26 +172,53 @@ fn text_value(b: &[u8]) -> FieldValue<'_> {
     }
 }
 
-/// The callsite's number in `r`: from its cache, else registered (and cached).
+/// The callsite's number in `r`: from its cache, else registered (and cached); either
+/// way, the record's kind and fields checked against the callsite's shape in `r`.
 ///
 /// # Safety
 ///
 /// `cs` points to a live callsite whose strings are NUL-terminated (or NULL);
-/// `fields` to `n` fields whose names are.
+/// `fields` are fields whose names are.
+#[inline(always)]
 unsafe fn callsite_number(
     r: &ringtrace_recorder,
     cs: *mut ringtrace_callsite,
+    kind: u8,
     fields: &[ringtrace_field],
 ) -> Result<u32, Fail> {
     // SAFETY: `interned` is an 8-aligned u64 of a live callsite (the caller's promise)
     // that only this library writes, only through atomics.
     let cache = unsafe { AtomicU64::from_ptr(&raw mut (*cs).interned) };
-    // Acquire: pairs with the Release store below: a number seen here was registered
-    // (in the catalog) before it was stored.
+    // Acquire: pairs with the Release store in `register`: a number seen here was
+    // registered (in the catalog), and its shape stored, before it was stored.
     let cached = cache.load(Ordering::Acquire);
     if cached != 0 && cached >> 32 == r.id {
-        return Ok(cached as u32);
+        let number = cached as u32;
+        if let Some(shape) = r.shapes.get(number) {
+            // SAFETY: forwarded from the caller.
+            unsafe { shape.check(cs, kind, fields) }?;
+            return Ok(number);
+        }
     }
+    // SAFETY: forwarded from the caller.
+    unsafe { register(r, cs, cache, kind, fields) }
+}
+
+/// The callsite's number in `r`, registered in its catalog (with its shape) at its
+/// first record there, and cached in the callsite.
+///
+/// # Safety
+///
+/// As for [`callsite_number`]; `cache` is the callsite's `interned`.
+#[cold]
+#[inline(never)]
+unsafe fn register(
+    r: &ringtrace_recorder,
+    cs: *mut ringtrace_callsite,
+    cache: &AtomicU64,
+    kind: u8,
+    fields: &[ringtrace_field],
+) -> Result<u32, Fail> {
     // SAFETY: a live callsite (the caller's promise). Its plain fields are read through
     // the raw pointer, one by one: no reference to the struct is made, since other
     // threads may be storing into its `interned` (atomically) meanwhile.
@@ -198,24 +232,35 @@ unsafe fn callsite_number(
         RINGTRACE_LEVEL_ERROR => Level::ERROR,
         l => return Err(Fail::inval(format!("callsite level {l}: RINGTRACE_LEVEL_TRACE to _ERROR"))),
     };
-    let kind = match c_kind {
+    let callsite_kind = match c_kind {
         RINGTRACE_CALLSITE_EVENT => CallsiteKind::Event,
         RINGTRACE_CALLSITE_SPAN => CallsiteKind::Span,
         k => return Err(Fail::inval(format!("callsite kind {k}: RINGTRACE_CALLSITE_EVENT or _SPAN"))),
     };
+    if c_kind != kind {
+        return Err(Fail::inval(match callsite_kind {
+            CallsiteKind::Span => "a span callsite (RINGTRACE_CALLSITE_SPAN) used to record an event",
+            CallsiteKind::Event => "an event callsite (RINGTRACE_CALLSITE_EVENT) used to make a span",
+        }));
+    }
+    if callsite_kind == CallsiteKind::Span && c_name.is_null() {
+        return Err(Fail::inval("a span callsite with a NULL name"));
+    }
+    // SAFETY: field names NULL or NUL-terminated (the caller's promise); NULL refused.
+    let shape = unsafe { Shape::new(kind, fields) }?;
     // SAFETY: NUL-terminated or NULL (the caller's promise), for each string below.
     let (file, target) = unsafe { (text(c_file), text(c_target)) };
-    // SAFETY: as above.
+    // SAFETY: as above; none is NULL (`Shape::new` refused it).
     let names: Vec<String> =
         fields.iter().map(|f| unsafe { text(f.name) }.map_or_else(String::new, |s| s.into_owned())).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let name = match kind {
-        // SAFETY: as above.
-        CallsiteKind::Span => unsafe { text(c_name) }.map_or_else(|| "span".to_owned(), |s| s.into_owned()),
+    let name = match callsite_kind {
+        // SAFETY: as above; not NULL (checked).
+        CallsiteKind::Span => unsafe { text(c_name) }.map_or_else(String::new, |s| s.into_owned()),
         CallsiteKind::Event => format!("event {}:{}", file.as_deref().unwrap_or("?"), c_line),
     };
     let info = CallsiteInfo {
-        kind,
+        kind: callsite_kind,
         level,
         name: &name,
         target: target.as_deref().unwrap_or("c"),
@@ -223,16 +268,27 @@ unsafe fn callsite_number(
         line: Some(c_line),
         fields: &names,
     };
-    let number = r.emitter.register(cs as usize, &info);
+    // The catalog's entry and the shape from the same record: a callsite registered
+    // already (its number cached for another recorder meanwhile) keeps its shape, and
+    // this record is checked against it.
+    let number = {
+        let _registering = r.shapes.lock();
+        let number = r.emitter.register(cs as usize, &info);
+        let stored = r.shapes.insert(number, shape);
+        // SAFETY: forwarded from the caller.
+        unsafe { stored.check(cs, kind, fields) }?;
+        number
+    };
     if r.id < 1 << 32 {
-        // Release: pairs with the Acquire load above. Two threads registering at once
-        // store the same value.
+        // Release: pairs with the Acquire load in `callsite_number`. Two threads
+        // registering at once store the same value.
         cache.store(r.id << 32 | u64::from(number), Ordering::Release);
     }
     Ok(number)
 }
 
-/// The checked arguments of a record: its recorder, callsite number and fields.
+/// The checked arguments of a record made by the function for `kind`
+/// (`RINGTRACE_CALLSITE_*`): its recorder, callsite number and fields.
 ///
 /// # Safety
 ///
@@ -241,6 +297,7 @@ unsafe fn callsite_number(
 unsafe fn args<'a>(
     rec: *const ringtrace_recorder,
     cs: *mut ringtrace_callsite,
+    kind: u8,
     fields: *const ringtrace_field,
     n: usize,
 ) -> Result<(&'a ringtrace_recorder, u32, &'a [ringtrace_field]), Fail> {
@@ -262,7 +319,7 @@ unsafe fn args<'a>(
     // even its callsite's field names.
     check(fields)?;
     // SAFETY: forwarded from the caller.
-    let number = unsafe { callsite_number(r, cs, fields) }?;
+    let number = unsafe { callsite_number(r, cs, kind, fields) }?;
     Ok((r, number, fields))
 }
 
@@ -289,15 +346,36 @@ fn check(fields: &[ringtrace_field]) -> Result<(), Fail> {
 
 /// Records an event of callsite `cs` with `n` fields into the calling thread's ring of
 /// `rec` (made on the thread's first record), inside the thread's innermost span
-/// entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls; field
-/// `i` of every call of one callsite must have the same name and type.
+/// entered with `RINGTRACE_SPAN_ENTER`. What the `RINGTRACE_EVENT` macro calls.
+///
+/// A callsite's kind and fields are fixed at its first record in `rec`, which
+/// registers it (`RINGTRACE_EVENT` keeps them so: they are written at the macro's
+/// use). Refused with -EINVAL, nothing recorded:
+/// - at every call: a callsite whose first record in `rec` was a span's; `n` other
+///   than at the first record; a field whose type (`RINGTRACE_FIELD_*`, compared
+///   exactly: `_STR` and `_STRN` differ) or name differs from field `i` of the first
+///   record. Names are compared by address first (the macros' names are string
+///   literals, at the same address at every call: one comparison), then, where the
+///   address differs, by their bytes: the same name in another string (one built at
+///   run time) is accepted. A NULL name never matches.
+/// - at the first record: a callsite of kind `RINGTRACE_CALLSITE_SPAN` or an unknown
+///   kind or level; a field with a NULL name.
+/// - each field's own value: an unknown type; `_STRN` or `_BYTES` with a NULL pointer
+///   and a nonzero length.
+///
+/// Not checked: the callsite's level, target, file, line and name after its first
+/// record (they are not read again); the strings' lifetime; a callsite changed by the
+/// program. A callsite used with another recorder is registered there afresh, with the
+/// fields of its first record there.
 ///
 /// Text that is not UTF-8 is recorded as bytes. Text and bytes longer than the
 /// recorder's `max_value_bytes` are cut and marked; values past `max_record_bytes`
 /// are dropped and counted in the record; a record a full stream ring refuses is
 /// counted lost (`ringtrace_recorder_get_stats`).
 ///
-/// Returns 0, or -EINVAL (a bad handle, callsite or field: nothing is recorded).
+/// Returns 0, or -EINVAL (a bad handle, callsite or field, or fields other than the
+/// callsite's first record's: nothing is recorded; `ringtrace_last_error` names the
+/// callsite's file and line and the field that differs).
 ///
 /// Threads: any thread, concurrently.
 ///
@@ -316,7 +394,7 @@ pub unsafe extern "C" fn ringtrace_event(
 ) -> c_int {
     call(|| {
         // SAFETY: forwarded from the caller.
-        let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
+        let (r, number, fields) = unsafe { args(rec, cs, RINGTRACE_CALLSITE_EVENT, fields, n) }?;
         // SAFETY: checked by `args`; the fields do not change meanwhile (the caller's).
         r.emitter.event(number, fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false))));
         Ok(0)
@@ -328,8 +406,13 @@ pub unsafe extern "C" fn ringtrace_event(
 /// `ringtrace_span_exit` are in it, and Perfetto shows it as a slice. What
 /// `RINGTRACE_SPAN_ENTER` calls.
 ///
-/// Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments:
-/// `ringtrace_last_error` says why; or the thread is exiting).
+/// The callsite's fields are checked as `ringtrace_event` checks them; refused too: a
+/// callsite whose first record in `rec` was an event's, or, at the first record, one
+/// of kind `RINGTRACE_CALLSITE_EVENT`, or with a NULL `name`.
+///
+/// Returns the span's id (nonzero), or 0 where nothing was recorded (bad arguments,
+/// each refusal of `ringtrace_event`'s above: `ringtrace_last_error` says why; or the
+/// thread is exiting).
 ///
 /// Threads: any thread, concurrently; the span is exited on the thread that entered it.
 ///
@@ -346,7 +429,7 @@ pub unsafe extern "C" fn ringtrace_span_enter(
     guard::call_or(0, || {
         let r = (|| {
             // SAFETY: forwarded from the caller.
-            let (r, number, fields) = unsafe { args(rec, cs, fields, n) }?;
+            let (r, number, fields) = unsafe { args(rec, cs, RINGTRACE_CALLSITE_SPAN, fields, n) }?;
             // SAFETY: checked by `args`, as in `ringtrace_event`.
             let values = fields.iter().map(|f| unsafe { value(f) }.unwrap_or(FieldValue::Bool(false)));
             Ok::<_, Fail>(r.emitter.enter_span(number, values))

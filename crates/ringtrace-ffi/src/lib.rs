@@ -29,6 +29,7 @@ mod pause;
 pub mod producer;
 mod recorder;
 pub mod ring;
+mod shape;
 mod signal;
 pub mod snapshot;
 

@@ -11,6 +11,7 @@ use ringtrace_tracing::{Builder, Emitter, Recorder};
 use crate::error::Fail;
 use crate::guard::{self, call, handle};
 use crate::ring::{path_arg, read_sized};
+use crate::shape::Shapes;
 use crate::signal::{self, SignalDump};
 
 /// Options of a new recorder. libbpf-style: set `sz` to
@@ -24,8 +25,9 @@ pub struct ringtrace_recorder_opts {
     /// recorder keeps about this much of each thread's newest records.
     pub per_thread_bytes: u64,
     /// Flight recorder in a directory: threads that can hold a ring at once, 1 to 4096
-    /// (0: 256). A thread that finds every ring taken records nothing, counted in
-    /// `no_ring`; a thread's ring is free again when it exits.
+    /// (0: 256; past 4096 refused whatever the recorder). A thread that finds every
+    /// ring taken records nothing, counted in `no_ring`; a thread's ring is free again
+    /// when it exits.
     pub max_threads: u32,
     /// A record's largest size in bytes, at least 64 (0: 4096, or what a smaller ring
     /// holds): values past it are dropped, and the record says how many.
@@ -89,6 +91,8 @@ pub struct ringtrace_recorder {
     pub(crate) emitter: Emitter,
     /// Where each thread's callsite cache says which recorder it holds numbers for.
     pub(crate) id: u64,
+    /// Each callsite's kind and fields at its first record.
+    pub(crate) shapes: Shapes,
     pub(crate) signal: Mutex<Option<SignalDump>>,
 }
 handle!(ringtrace_recorder, 0x5254_5245_4344_000a, "recorder");
@@ -153,7 +157,13 @@ unsafe fn make(
     })?;
     let emitter = recorder.emitter();
     let id = emitter.recorder_id();
-    let handle = ringtrace_recorder { recorder: Arc::new(recorder), emitter, id, signal: Mutex::new(None) };
+    let handle = ringtrace_recorder {
+        recorder: Arc::new(recorder),
+        emitter,
+        id,
+        shapes: Shapes::default(),
+        signal: Mutex::new(None),
+    };
     // SAFETY: `out` is valid for a write (caller).
     unsafe { guard::put(out, handle) }
 }
@@ -172,9 +182,16 @@ unsafe fn make(
 /// `opts` may be NULL (1 MiB a thread, 256 threads). Free with
 /// `ringtrace_recorder_free` once no thread records into it any more.
 ///
-/// Returns 0, or -EINVAL (bad options), -EEXIST (an earlier run's files, and
-/// `replace_existing` not set), -EPERM (a directory another user could change), or
-/// another -errno; the message names the directory.
+/// Every option is checked before anything is made: a call refused with -EINVAL
+/// creates no file and no directory. A call that fails later removes what it made (its
+/// catalog file, and `directory` and its parents where it made them and they are
+/// empty); the earlier run's files that `replace_existing` removed are not restored.
+///
+/// Returns 0, or -EINVAL (bad options: a `per_thread_bytes` that is not a power of two
+/// from 4096, `max_threads` past 4096, `max_record_bytes` under 64 or over what a ring
+/// holds, `max_value_bytes` past 65535, unknown bytes set past the struct), -EEXIST (an
+/// earlier run's files, and `replace_existing` not set), -EPERM (a directory another
+/// user could change), or another -errno; the message names the directory.
 ///
 /// Threads: any thread.
 ///
@@ -208,7 +225,12 @@ pub unsafe extern "C" fn ringtrace_recorder_flight(
 /// written into the trace. `ringtrace_recorder_finish` (or `_free`) drains the rest and
 /// closes the file.
 ///
-/// Returns 0, or -EINVAL, -EEXIST, or another -errno; the message names the file.
+/// Every option is checked, as `ringtrace_recorder_flight` checks them, before the file
+/// is made: a call refused with -EINVAL creates no file; one that fails after making it
+/// removes it.
+///
+/// Returns 0, or -EINVAL (bad options), -EEXIST, or another -errno; the message names
+/// the file.
 ///
 /// Threads: any thread.
 ///

@@ -306,9 +306,10 @@ pub unsafe extern "C" fn ringtrace_ring_new(opts: *const ringtrace_ring_opts, ou
 }
 
 /// Creates a ring file at `path` (which must not exist) that other processes attach to
-/// with `ringtrace_ring_open`.
+/// with `ringtrace_ring_open`. Every option is checked before the file is made: a call
+/// refused with -EINVAL creates no file.
 ///
-/// Returns 0, or -EINVAL, -EEXIST (the file exists), or another -errno.
+/// Returns 0, or -EINVAL (bad options), -EEXIST (the file exists), or another -errno.
 ///
 /// Threads: any thread.
 ///

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ringtrace::channel::Channel;
 use ringtrace::clock::BestClock;
 use ringtrace::config::{Discard, Overwrite};
+use ringtrace::format::channel::MAX_SLOTS;
 use rustix::fs::{self, AtFlags, Mode, OFlags};
 
 use crate::catalog::Catalog;
@@ -126,8 +127,9 @@ impl Builder {
     }
 
     /// Recorder directory: threads that can hold a ring at once, 1 to 4096 (default
-    /// 256); the file takes this many rings. A thread that finds every ring taken by a
-    /// live thread records nothing, and its events are counted
+    /// 256; `build` refuses another value with [`Error::Config`], whatever the
+    /// recorder); the file takes this many rings. A thread that finds every ring taken
+    /// by a live thread records nothing, and its events are counted
     /// ([`Stats::no_ring`](crate::Stats::no_ring)). A thread's ring is free again when
     /// it exits.
     pub fn max_threads(mut self, n: u32) -> Self {
@@ -152,29 +154,66 @@ impl Builder {
 
     /// Makes the rings (and files) and returns the layer to install and the handle
     /// that dumps, reports and finishes.
+    ///
+    /// Every setting is checked first ([`Error::Config`], or [`Error::Ring`] for a
+    /// ring size that is not one): a build refused for a setting makes no file or
+    /// directory. A build that fails later (a file that cannot be made or written)
+    /// removes what it made: the stream's file; a recorder directory's files, and the
+    /// directory and its parents where it made them (those left empty).
     pub fn build(self) -> Result<(RingLayer, Recorder), Error> {
+        let clock = BestClock::new();
+        let (sink, limits) = self.checked(clock)?;
+        let process = Process::now();
+        let (sink, catalog, drain_to) = match &self.kind {
+            Kind::Flight { directory: None } => (sink, Catalog::default(), None),
+            Kind::Flight { directory: Some(dir) } => {
+                let missing = missing_dirs(dir);
+                match self.make_directory(dir, clock, &process) {
+                    Ok((ch, catalog)) => (Sink::Flight(ch), catalog, None),
+                    Err(e) => {
+                        remove_empty(&missing);
+                        return Err(e);
+                    }
+                }
+            }
+            Kind::Stream { path } => {
+                let out = private::create_new(path).map_err(|e| Error::io("creating the stream file", path, e))?;
+                (sink, Catalog::default(), Some((out, path.clone())))
+            }
+        };
+        let shared = Arc::new(Shared::new(sink, catalog, limits, process));
+        let drain = match drain_to {
+            Some((out, path)) => match Drain::start(shared.clone(), out, path.clone()) {
+                Ok(drain) => Some(drain),
+                Err(e) => {
+                    // Made new by this build (O_EXCL) a moment ago, and empty.
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        Ok((RingLayer { shared: shared.clone() }, Recorder::new(shared, drain, self.dir_path().map(Into::into))))
+    }
+
+    /// Checks every setting before anything is made, and makes the in-memory channel
+    /// (a flight recorder's in a directory is made with its files, later: this one then
+    /// only checks the ring size, through the code that makes the rings).
+    fn checked(&self, clock: BestClock) -> Result<(Sink, Limits), Error> {
+        if self.max_threads == 0 || self.max_threads > MAX_SLOTS {
+            return Err(Error::Config(format!("max_threads {} is not 1 to {MAX_SLOTS}", self.max_threads)));
+        }
         if let Some(n) = self.max_record.filter(|&n| n < MIN_RECORD_LIMIT) {
             return Err(Error::Config(format!("max_record_bytes {n} is under {MIN_RECORD_LIMIT}")));
         }
         if self.max_value == 0 || self.max_value > MAX_VALUE_LIMIT {
             return Err(Error::Config(format!("max_value_bytes {} is not 1 to {MAX_VALUE_LIMIT}", self.max_value)));
         }
-        let clock = BestClock::new();
-        let process = Process::now();
-        let (sink, catalog, drain_to) = match &self.kind {
-            Kind::Flight { directory: None } => {
-                let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread).build(clock)?;
-                (Sink::Flight(ch), Catalog::default(), None)
+        let sink = match self.kind {
+            Kind::Flight { .. } => {
+                Sink::Flight(Channel::<Overwrite, BestClock>::builder(self.per_thread).build(clock)?)
             }
-            Kind::Flight { directory: Some(dir) } => {
-                let (ch, catalog) = self.make_directory(dir, clock, &process)?;
-                (Sink::Flight(ch), catalog, None)
-            }
-            Kind::Stream { path } => {
-                let out = private::create_new(path).map_err(|e| Error::io("creating the stream file", path, e))?;
-                let ch = Channel::<Discard, BestClock>::builder(self.per_thread).build(clock)?;
-                (Sink::Stream(ch), Catalog::default(), Some((out, path.clone())))
-            }
+            Kind::Stream { .. } => Sink::Stream(Channel::<Discard, BestClock>::builder(self.per_thread).build(clock)?),
         };
         let max_record = self.max_record.unwrap_or(DEFAULT_MAX_RECORD.min(sink.max_record_len()));
         if max_record > sink.max_record_len() {
@@ -184,13 +223,7 @@ impl Builder {
                 self.per_thread
             )));
         }
-        let limits = Limits { max_record, max_value: self.max_value };
-        let shared = Arc::new(Shared::new(sink, catalog, limits, process));
-        let drain = match drain_to {
-            Some((out, path)) => Some(Drain::start(shared.clone(), out, path)?),
-            None => None,
-        };
-        Ok((RingLayer { shared: shared.clone() }, Recorder::new(shared, drain, self.dir_path().map(Into::into))))
+        Ok((sink, Limits { max_record, max_value: self.max_value }))
     }
 
     fn dir_path(&self) -> Option<&Path> {
@@ -226,21 +259,32 @@ impl Builder {
             fs::openat(&dir_fd, CATALOG_FILE, flags, Mode::from_raw_mode(private::FILE_MODE))
                 .map_err(|e| Error::io("creating the catalog", &catalog, e.into()))?,
         );
-        let mut head = file::header().to_vec();
-        head.extend_from_slice(&file::encode_chunk(chunk::PROCESS, &process.encode()));
-        f.write_all(&head).map_err(|e| Error::io("writing the catalog", &catalog, e))?;
-        // The rings file is made by its path (new, mode 0600, never through a symlink):
-        // it must have landed in the directory checked, where no other user can make it.
-        let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread)
-            .max_producers(self.max_threads)
-            .create(&rings, clock)?;
-        if fs::statat(&dir_fd, RINGS_FILE, AtFlags::SYMLINK_NOFOLLOW).is_err() {
-            return Err(Error::UnsafeDirectory {
-                path: dir.into(),
-                reason: "its path led to another directory while the recorder was being made".into(),
-            });
+        let rings_made = (|| {
+            let mut head = file::header().to_vec();
+            head.extend_from_slice(&file::encode_chunk(chunk::PROCESS, &process.encode()));
+            f.write_all(&head).map_err(|e| Error::io("writing the catalog", &catalog, e))?;
+            // The rings file is made by its path (new, mode 0600, never through a
+            // symlink): it must have landed in the directory checked, where no other user
+            // can make it. Nothing fails after it.
+            let ch = Channel::<Overwrite, BestClock>::builder(self.per_thread)
+                .max_producers(self.max_threads)
+                .create(&rings, clock)?;
+            if fs::statat(&dir_fd, RINGS_FILE, AtFlags::SYMLINK_NOFOLLOW).is_err() {
+                return Err(Error::UnsafeDirectory {
+                    path: dir.into(),
+                    reason: "its path led to another directory while the recorder was being made".into(),
+                });
+            }
+            Ok(ch)
+        })();
+        match rings_made {
+            Ok(ch) => Ok((ch, Catalog::with_file(f))),
+            Err(e) => {
+                // The catalog this build made, through the directory checked.
+                let _ = fs::unlinkat(&dir_fd, CATALOG_FILE, AtFlags::empty());
+                Err(e)
+            }
         }
-        Ok((ch, Catalog::with_file(f)))
     }
 }
 
@@ -263,4 +307,24 @@ fn recorder_directory(dir: &Path) -> Result<OwnedFd, Error> {
         return Ok(fd);
     };
     Err(Error::UnsafeDirectory { path: dir.into(), reason })
+}
+
+/// The directories of `dir`'s path that do not exist, `dir` first: those that making the
+/// recorder directory makes.
+fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// Removes the directories a failed build made, innermost first, where they are
+/// empty (`remove_dir` removes no other), up to the first it cannot remove.
+fn remove_empty(made: &[PathBuf]) {
+    for d in made {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+    }
 }
