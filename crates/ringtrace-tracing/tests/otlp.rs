@@ -231,8 +231,8 @@ fn non_finite_doubles_are_strings() {
     let c = convert(&trace, &Options::default());
     let s = &spans(&c)[0];
     assert_eq!(attr(&s.attributes, "nan"), Some(&V::StringValue("NaN".into())));
-    assert_eq!(attr(&s.attributes, "inf"), Some(&V::StringValue("inf".into())));
-    assert_eq!(attr(&s.attributes, "ninf"), Some(&V::StringValue("-inf".into())));
+    assert_eq!(attr(&s.attributes, "inf"), Some(&V::StringValue("Infinity".into())));
+    assert_eq!(attr(&s.attributes, "ninf"), Some(&V::StringValue("-Infinity".into())));
     assert_eq!(attr(&s.attributes, "one"), Some(&V::DoubleValue(1.5)));
     let json = serde_json::to_string(&c.traces).unwrap();
     let back: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =

@@ -47,7 +47,8 @@
 //!   `tracer_name = "ringtrace-ship"` and `host_PID = "NAME"` for each host written.
 //!   Each record is an event `ringtrace:record` with the fields `seq`, `len`,
 //!   `time_ns` (`uint64_t`), `head` and `text` (strings; `text` is empty where the
-//!   payload is not text). Packets hold at most 1 MiB of events, every field
+//!   payload is not text; a backslash in a string is written `\\`, see
+//!   [Limits](#limits)). Packets hold at most 1 MiB of events, every field
 //!   byte-aligned, little-endian.
 //! * [`otlp()`] and [`otlp_json()`]: OpenTelemetry's log records (see [OTLP](#otlp)).
 //!
@@ -71,7 +72,8 @@
 //!   new source the next tid, after all the fleet's numbers.
 //! * **Record → instant event** named `record`, category (target) `ringtrace`, at the
 //!   record's time, on its source's thread, with the annotations (`args`):
-//!   * `seq`: the record's sequence number in its source;
+//!   * `seq`: the record's sequence number in its source (in the Chrome export a
+//!     decimal string beyond 2^53 - 1, which JavaScript readers would round);
 //!   * `len`: the payload's length in bytes;
 //!   * `head`: its first 16 bytes in lowercase hex (empty for an empty payload);
 //!   * `text`: only where the payload is text, its first 64 characters. A payload is
@@ -120,7 +122,8 @@
 //!   (up to 1 MiB) in memory.
 //! * Nothing in a payload can fail an export: empty, huge or non-UTF-8 payloads are
 //!   shown by `len` and `head` alone. Host and source names are written as they are
-//!   (JSON-escaped; a NUL in a CTF string becomes the two characters `\0`).
+//!   (JSON-escaped; in CTF strings a backslash is written `\\` and a NUL, which would
+//!   end one, `\0`: `ringtrace_tracing::export::ctf::put_string`).
 //!
 //! # OTLP
 //!
@@ -152,17 +155,17 @@
 //!   * `level`, an event: severity number and text from the level (`TRACE` 1, `DEBUG`
 //!     5, `INFO` 9, `WARN` 13, `ERROR` 17); the body its `message` field, else its
 //!     callsite's `name`; its other `fields` as attributes of their JSON types:
-//!     integers `int` (above `i64::MAX` a decimal string), other numbers `double` (a
-//!     non-finite one a string), booleans `bool`, strings `string` (the object writes
-//!     integers beyond 2^53 − 1 as decimal strings: they stay strings), `null` (a value
-//!     JSON cannot hold, such as a NaN) an empty value, arrays and objects their JSON
-//!     text. Then `code.namespace` (its `target`), `thread.id` (`tid`), `thread.name`
-//!     (`thread`), `span.name` and `ringtrace.span_id` (the innermost span of its
-//!     context: its name, and its `tracing` id as a decimal string), `ringtrace.cut`
-//!     (the names of values cut at the recorder's bounds, a string array), where the
-//!     object has them. `dropped_attributes_count` is its `dropped` (values the
-//!     recorder did not keep) plus the fields left out for bearing the name of one of
-//!     these attributes.
+//!     integers `int` (above `i64::MAX` a decimal string), other numbers `double`,
+//!     booleans `bool`, strings `string` (the object writes integers beyond 2^53 − 1
+//!     as decimal strings, and NaN and the infinities as `"NaN"`, `"Infinity"` and
+//!     `"-Infinity"`: they stay strings), `null` (which older agents wrote for a NaN)
+//!     an empty value, arrays and objects their JSON text. Then `code.namespace` (its
+//!     `target`), `thread.id` (`tid`), `thread.name` (`thread`), `span.name` and
+//!     `ringtrace.span_id` (the innermost span of its context: its name, and its
+//!     `tracing` id as a decimal string), `ringtrace.cut` (the names of values cut at
+//!     the recorder's bounds, a string array), where the object has them.
+//!     `dropped_attributes_count` is its `dropped` (values the recorder did not keep)
+//!     plus the fields left out for bearing the name of one of these attributes.
 //!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`):
 //!     severity unspecified, the body `KIND span` (`new span NAME` for a new span);
 //!     `ringtrace.span` (the kind), `ringtrace.span_id`, `span.name` and
@@ -534,3 +537,5 @@ fn spill<W: Write + ?Sized>(buf: &mut Vec<u8>, out: &mut W) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod values_tests;

@@ -15,6 +15,9 @@
 //! * recorded integer values (`fields`, and a span's `fields`) of 64 bits are JSON
 //!   numbers from -(2^53 - 1) to 2^53 - 1 and decimal strings beyond; 128-bit ones are
 //!   decimal strings whatever their value (mostly identifiers);
+//! * recorded doubles are JSON numbers, and NaN and the infinities, which JSON has no
+//!   number for, the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (protobuf's JSON
+//!   mapping's spelling: [`non_finite_text`]);
 //! * counts (`lost`, `dropped`) and the thread id `tid` (32 bits) are numbers: a count
 //!   reaches 2^53 only after 9 * 10^15 events.
 //!
@@ -101,15 +104,46 @@ pub(crate) fn json_id(x: u64) -> Json {
     Json::String(x.to_string())
 }
 
-/// A value as the Chrome export's `args` hold it: 64-bit integers as numbers, 128-bit
-/// ones as text.
-pub(crate) fn json_value(v: &Value) -> Json {
+/// The text of a double JSON cannot hold as a number: `NaN`, `Infinity` or
+/// `-Infinity` (the spelling of protobuf's JSON mapping, which OTLP/JSON follows, and
+/// which JavaScript's `Number()` and Python's `float()` read back); `None` for a finite
+/// one. Every JSON output of ringtrace and the OTLP export's attributes write these.
+pub fn non_finite_text(x: f64) -> Option<&'static str> {
+    if x.is_nan() {
+        Some("NaN")
+    } else if x.is_infinite() {
+        Some(if x > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        None
+    }
+}
+
+/// A double in JSON: a number, or where JSON has none for it (NaN, the infinities) the
+/// string [`non_finite_text`] gives.
+pub fn json_f64(x: f64) -> Json {
+    non_finite_text(x).map_or_else(|| json!(x), |t| json!(t))
+}
+
+/// An integer in JSON (see the module's docs): a number from -(2^53 - 1) to 2^53 - 1,
+/// where every reader reads it exactly; a decimal string beyond.
+pub fn json_int(x: i128) -> Json {
+    if x.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER) {
+        json!(x as i64)
+    } else {
+        json!(x.to_string())
+    }
+}
+
+/// A recorded value in a JSON line and in the Chrome export's `args` (see the module's
+/// docs): a 64-bit integer as [`json_int`] has it; a 128-bit one a string; a double as
+/// [`json_f64`] has it; bytes in hex.
+pub(crate) fn json_line_value(v: &Value) -> Json {
     match v {
-        Value::U64(x) => json!(x),
-        Value::I64(x) => json!(x),
-        Value::F64(x) => json!(x),
+        Value::U64(x) => json_int(i128::from(*x)),
+        Value::I64(x) => json_int(i128::from(*x)),
+        Value::F64(x) => json_f64(*x),
         Value::Bool(x) => json!(x),
-        // JSON numbers beyond 64 bits lose precision in most readers: text.
+        // Mostly identifiers: text whatever their value.
         Value::U128(x) => json!(x.to_string()),
         Value::I128(x) => json!(x.to_string()),
         Value::Str(s) | Value::Debug(s) | Value::Error(s) => json!(s),
@@ -117,24 +151,8 @@ pub(crate) fn json_value(v: &Value) -> Json {
     }
 }
 
-/// Fields as the Chrome export's `args` hold them ([`json_value`]).
-pub(crate) fn json_fields(fields: &[Field]) -> Map<String, Json> {
-    fields.iter().map(|f| (f.name.to_string(), json_value(&f.value))).collect()
-}
-
-/// A recorded value in a JSON line (see the module's docs): a 64-bit integer a number
-/// where every reader reads it exactly, else a decimal string; a 128-bit one a string.
-pub(crate) fn json_line_value(v: &Value) -> Json {
-    match *v {
-        Value::U64(x) if x <= MAX_SAFE_INTEGER => json!(x),
-        Value::I64(x) if x.unsigned_abs() <= MAX_SAFE_INTEGER => json!(x),
-        Value::U64(x) => json!(x.to_string()),
-        Value::I64(x) => json!(x.to_string()),
-        _ => json_value(v),
-    }
-}
-
-fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
+/// Fields as a JSON object ([`json_line_value`]).
+pub(crate) fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
     fields.iter().map(|f| (f.name.to_string(), json_line_value(&f.value))).collect()
 }
 

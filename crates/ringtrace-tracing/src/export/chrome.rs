@@ -12,6 +12,11 @@
 //! * Events: `i` (thread scope), named by their message (else their callsite's name),
 //!   `cat` their target; `args` holds every field, the level, and `cut`/`dropped` where
 //!   values were bounded.
+//! * Values in `args` are written as `ringtrace decode --format json` writes them
+//!   ([`crate::decode::text`]): integers beyond ±(2^53 - 1), which the viewers (all
+//!   JavaScript, reading numbers as doubles) would round, and 128-bit ones as decimal
+//!   strings; NaN and the infinities as the strings `"NaN"`, `"Infinity"` and
+//!   `"-Infinity"`.
 //! * Lost events: an `i` event named `ringtrace: events lost` with `args.count`, where
 //!   the thread lost them.
 //! * `ts` in microseconds, written as decimal text with three fraction digits: exact to
@@ -22,7 +27,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value as Json};
 
 use super::{each_entry, Exported, Slices, LOST_NAME};
-use crate::decode::text::{json_fields, json_id};
+use crate::decode::text::{json_id, json_int, json_line_fields};
 use crate::decode::{EntryKind, Event, Trace};
 
 /// Microseconds of a nanosecond time, as JSON number text with three fraction digits.
@@ -61,7 +66,7 @@ impl<W: Write> Events<'_, W> {
 }
 
 fn event_args(e: &Event<'_>) -> Json {
-    let mut args = json_fields(&e.fields);
+    let mut args = json_line_fields(&e.fields);
     args.insert("level".into(), json!(e.level().as_str()));
     let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect();
     if !cut.is_empty() {
@@ -102,7 +107,7 @@ pub fn write_with_progress(
         match &entry.kind {
             EntryKind::Enter { span } => {
                 let (name, cat, fields) = slices.enter(tid, *span, entry.ts_ns);
-                let mut args = json_fields(fields);
+                let mut args = json_line_fields(fields);
                 // A decimal string: span ids reach past 2^53 (those made through an
                 // `Emitter` have bit 63 set), where a JSON number loses digits.
                 args.insert("span_id".into(), json_id(*span));
@@ -122,7 +127,14 @@ pub fn write_with_progress(
                 x.events += 1;
             }
             EntryKind::Lost { count } => {
-                ev.put("i", LOST_NAME, "ringtrace", entry.ts_ns, tid, &json!({ "count": count }))?;
+                ev.put(
+                    "i",
+                    LOST_NAME,
+                    "ringtrace",
+                    entry.ts_ns,
+                    tid,
+                    &json!({ "count": json_int(i128::from(*count)) }),
+                )?;
                 x.lost_markers += 1;
             }
             other => slices.note(other, entry.ts_ns),

@@ -10,8 +10,10 @@
 //!   converted). A class is named `TARGET:NAME` after its callsite and its fields are
 //!   named after the callsite's (characters a TSDL identifier cannot hold become `_`).
 //!   Integers, doubles and bools (as `uint8_t` 0 or 1) keep their type; `&str`,
-//!   `Debug` and error values and 128-bit integers are strings (a NUL inside one is
-//!   written as the two characters `\0`).
+//!   `Debug` and error values and 128-bit integers are strings. A CTF string ends at
+//!   its first NUL, so text is escaped where it must be ([`put_string`]): a NUL inside
+//!   it is written as the two characters `\0` and a backslash as the two characters
+//!   `\\`; all other text is written as it is.
 //! * Spans: `ringtrace:span_enter { id, name }` and `ringtrace:span_exit { id }` (`?` as
 //!   the name of a span whose `new span` record the trace no longer holds).
 //! * Lost events: the packet context's `events_discarded`, the free-running count of
@@ -46,6 +48,10 @@ const MAGIC: u32 = 0xC1FC_1FC1;
 const HEAD: usize = 4 + 16 + 4 + 8 * 5 + 4;
 const SPAN_ENTER: u32 = 0;
 const SPAN_EXIT: u32 = 1;
+
+/// The head of the metadata: the version, and how strings are written ([`put_string`]).
+pub const METADATA_HEAD: &str =
+    "/* CTF 1.8 */\n\n/* In strings, the two characters \\\\ are a backslash and \\0 a NUL. */\n\n";
 
 /// A value's CTF type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,6 +118,26 @@ fn quoted(s: &str) -> String {
     out
 }
 
+/// Appends `s` as a CTF string. A CTF 1.8 string ends at its first NUL, so a NUL
+/// cannot be carried inside one: it is written as the two characters `\0`, and so that
+/// this cannot be mistaken for a backslash followed by a `0`, a backslash is written as
+/// the two characters `\\`. Every other byte is written as it is, then the terminating
+/// NUL. A reader gets the text back by reading `\\` as a backslash and `\0` as a NUL.
+pub fn put_string(buf: &mut Vec<u8>, s: &str) {
+    if !s.bytes().any(|b| b == b'\\' || b == 0) {
+        buf.extend_from_slice(s.as_bytes());
+    } else {
+        for b in s.bytes() {
+            match b {
+                b'\\' => buf.extend_from_slice(b"\\\\"),
+                0 => buf.extend_from_slice(b"\\0"),
+                b => buf.push(b),
+            }
+        }
+    }
+    buf.push(0);
+}
+
 /// One thread's stream file and its open packet.
 struct Stream {
     out: BufWriter<Partial>,
@@ -155,12 +181,7 @@ impl Stream {
     }
 
     fn text(&mut self, s: &str) {
-        if s.contains('\0') {
-            self.events.extend_from_slice(s.replace('\0', "\\0").as_bytes());
-        } else {
-            self.events.extend_from_slice(s.as_bytes());
-        }
-        self.events.push(0);
+        put_string(&mut self.events, s);
     }
 }
 
@@ -371,7 +392,7 @@ fn metadata(p: &crate::file::Process, uuid: &[u8; 16], classes: &Classes) -> Str
         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]
     );
     let origin = p.realtime_ns.saturating_sub(p.monotonic_ns);
-    let mut m = String::from("/* CTF 1.8 */\n\n");
+    let mut m = String::from(METADATA_HEAD);
     m.push_str(
         "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n\
          typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n\

@@ -3,6 +3,8 @@
 
 use std::io::{self, Write};
 
+use ringtrace_tracing::decode::text::json_int;
+
 use super::{spill, text_of, Entry, Exported, Fleet, Head, Tracks, Use, CATEGORY, FLUSH_AT, NAME};
 
 /// Writes events, one a line, comma-separated, gathered in `buf`.
@@ -34,7 +36,8 @@ impl<W: Write> Events<'_, W> {
             r#"{{"ph":"i","s":"t","name":"{NAME}","cat":"{CATEGORY}","ts":{}.{:03},"pid":{pid},"tid":{tid},"args":{{"seq":{},"len":{},"head":""#,
             e.time_ns / 1000,
             e.time_ns % 1000,
-            e.seq,
+            // A decimal string beyond 2^53 - 1, as `ringtrace decode` writes integers.
+            json_int(i128::from(e.seq)),
             e.payload.len(),
         )?;
         b.extend_from_slice(Head::of(e.payload).as_bytes());

@@ -6,6 +6,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use ringtrace_tracing::export::ctf::{put_string, METADATA_HEAD};
+
 use super::{text_of, Entry, Exported, Fleet, Head, Tracks, Use, CATEGORY, NAME};
 
 /// A packet is ended once its events reach this many bytes.
@@ -36,18 +38,6 @@ fn quoted(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-/// Appends `s` as a CTF string: its bytes, a NUL inside written as the two
-/// characters `\0`, then the terminating NUL.
-fn put_str(buf: &mut Vec<u8>, s: &str) {
-    for part in s.split('\0').enumerate() {
-        if part.0 > 0 {
-            buf.extend_from_slice(b"\\0");
-        }
-        buf.extend_from_slice(part.1.as_bytes());
-    }
-    buf.push(0);
 }
 
 /// One source's stream file and its open packet.
@@ -103,9 +93,9 @@ impl Stream {
         b.extend_from_slice(&e.time_ns.to_le_bytes());
         b.extend_from_slice(Head::of(e.payload).as_bytes());
         b.push(0);
-        // Text has no control character, so no NUL.
-        b.extend_from_slice(text_of(e.payload).unwrap_or("").as_bytes());
-        b.push(0);
+        // Escaped as every CTF string ringtrace writes: text has no NUL, but may have
+        // backslashes.
+        put_string(b, text_of(e.payload).unwrap_or(""));
         if self.events.len() >= PACKET_EVENTS {
             self.flush()?;
         }
@@ -144,8 +134,8 @@ pub(super) fn write<'a>(
             let mut tail = Vec::with_capacity(8 + host.len() + source.len() + 2);
             tail.extend_from_slice(&pid.to_le_bytes());
             tail.extend_from_slice(&tid.to_le_bytes());
-            put_str(&mut tail, host);
-            put_str(&mut tail, source);
+            put_string(&mut tail, host);
+            put_string(&mut tail, source);
             *slot = Some(Stream { out, tail, events: Vec::new(), begin: 0, end: 0, last: None });
         }
         if let Some(s) = slot {
@@ -164,7 +154,7 @@ pub(super) fn write<'a>(
 }
 
 fn metadata(hosts: &[(u32, &str)]) -> String {
-    let mut m = String::from("/* CTF 1.8 */\n\n");
+    let mut m = String::from(METADATA_HEAD);
     m.push_str(
         "typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n\
          typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n\n\

@@ -12,10 +12,12 @@
 //!   closed: each `new span` record starts a new one): its callsite's name; start at its
 //!   `new span` record and end at its close, in Unix nanoseconds (the trace's process
 //!   chunk maps its monotonic clock to the wall clock); its fields as attributes with
-//!   their types (integers as `int` where they fit in an i64, else a decimal string;
-//!   finite f64 as `double`; NaN and the infinities as the strings `NaN`, `inf` and
-//!   `-inf`, since `opentelemetry-proto`'s serde form writes a double as a JSON number,
-//!   which holds none of them (`serde_json` writes `null`); bool; text and formatted
+//!   their types (integers of any width, 128-bit ones too, as `int` where they fit in
+//!   an i64, else a decimal string; finite f64 as `double`; NaN and the infinities as
+//!   the strings `NaN`, `Infinity` and `-Infinity`, the spelling of every JSON output of
+//!   ringtrace ([`crate::decode::text::non_finite_text`]), since
+//!   `opentelemetry-proto`'s serde form writes a double as a JSON number, which holds
+//!   none of them (`serde_json` writes `null`); bool; text and formatted
 //!   values as strings; bytes as `bytes`); `code.namespace` (its target),
 //!   `code.filepath`, `code.lineno`, `thread.id` and `thread.name`; `follows_from` as
 //!   links.
@@ -159,17 +161,20 @@ fn string(s: impl Into<String>) -> any_value::Value {
     any_value::Value::StringValue(s.into())
 }
 
+/// An integer as OTLP holds it: an `int` where it fits an i64, else its decimal text.
+fn int(x: i128) -> any_value::Value {
+    i64::try_from(x).map_or_else(|_| string(x.to_string()), any_value::Value::IntValue)
+}
+
 /// A recorded value as an OTLP value of its type.
 fn value(v: &Value) -> any_value::Value {
     match v {
-        Value::U64(x) => i64::try_from(*x).map_or_else(|_| string(x.to_string()), any_value::Value::IntValue),
+        Value::U64(x) => int(i128::from(*x)),
         Value::I64(x) => any_value::Value::IntValue(*x),
-        Value::F64(x) if x.is_nan() => string("NaN"),
-        Value::F64(x) if x.is_infinite() => string(if *x > 0.0 { "inf" } else { "-inf" }),
-        Value::F64(x) => any_value::Value::DoubleValue(*x),
+        Value::F64(x) => crate::decode::text::non_finite_text(*x).map_or(any_value::Value::DoubleValue(*x), string),
         Value::Bool(x) => any_value::Value::BoolValue(*x),
-        Value::U128(x) => string(x.to_string()),
-        Value::I128(x) => string(x.to_string()),
+        Value::U128(x) => i128::try_from(*x).map_or_else(|_| string(x.to_string()), int),
+        Value::I128(x) => int(*x),
         Value::Str(s) | Value::Debug(s) | Value::Error(s) => string(s.clone()),
         Value::Bytes(b) => any_value::Value::BytesValue(b.clone()),
     }

@@ -91,7 +91,12 @@ impl Grpc {
         match self.client.unary(request, path, Raw::default()).await {
             Ok(answer) => match b.signal.partial(answer.get_ref()) {
                 Ok((rejected, message)) => Outcome::Accepted { rejected, message },
-                Err(why) => Outcome::Refused { why, unsupported: false },
+                // Not an OTLP answer (another gRPC service): nothing is known to be
+                // delivered, and the batches after it would be answered alike.
+                Err(why) => Outcome::Refused {
+                    why: format!("the endpoint's answer is {why}: nothing is known to be delivered"),
+                    unsupported: true,
+                },
             },
             Err(status) => classify(&status),
         }

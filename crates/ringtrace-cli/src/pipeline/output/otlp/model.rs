@@ -142,7 +142,7 @@ impl Signal {
         use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceResponse;
         use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
         use prost::Message;
-        let bad = |e: prost::DecodeError| format!("the endpoint's answer is not an OTLP response: {e}");
+        let bad = |e: prost::DecodeError| format!("not an OTLP export response ({e})");
         Ok(match self {
             Signal::Traces => ExportTraceServiceResponse::decode(answer)
                 .map_err(bad)?
