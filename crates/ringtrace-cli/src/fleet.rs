@@ -4,9 +4,9 @@
 //! batches again) are dropped by (host, source, sequence) and counted; damaged
 //! messages and records too large to ship are counted and reported on stderr.
 //!
-//! Reading Kafka needs the command built with the `kafka` feature (`cargo install
-//! ringtrace-cli --features kafka`), which links librdkafka; without it these sources
-//! are refused with a message saying so.
+//! Reading Kafka needs the command built with the `kafka` feature ([`KAFKA_FEATURE`]),
+//! which links librdkafka; without it these sources are refused with a message saying
+//! so.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,6 +16,12 @@ use crate::output::ReportFormat;
 /// The first bytes of an agent's state file (`ringtrace_ship::state::MAGIC`, which the
 /// command without the `kafka` feature cannot name).
 pub const STATE_MAGIC: [u8; 8] = *b"RTSHIPST";
+
+/// How to get a command with Kafka: built with its kafka feature, from a checkout of
+/// the repository (its crates are not published).
+#[cfg_attr(feature = "kafka", allow(dead_code))]
+pub const KAFKA_FEATURE: &str = "Kafka needs the command built with its kafka feature, which links librdkafka \
+     (from a checkout of ringtrace: cargo install --path crates/ringtrace-cli --features kafka), or ringtrace-ship";
 
 /// The prefix of a Kafka source.
 pub const SCHEME: &str = "kafka://";
@@ -106,15 +112,28 @@ impl std::fmt::Debug for Read {
 pub fn summary(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
     if s.duplicates + s.missing + s.damaged + s.too_large > 0 {
         crate::output::warn(&format!(
-            "kafka://{}/{}: {} copies dropped, {} records missing, {} damaged messages skipped, {} records too large \
-             to ship",
+            "kafka://{}/{}: {} duplicates dropped, {} records missing, {} damaged messages skipped, {} records too \
+             large to ship",
             topic.brokers, topic.topic, s.duplicates, s.missing, s.damaged, s.too_large
         ));
     }
+    ridden(topic, s);
     if s.late > 0 {
         crate::output::warn(&format!(
             "kafka://{}/{}: {} records arrived later than --reorder and were printed out of time order",
             topic.brokers, topic.topic, s.late
+        ));
+    }
+}
+
+/// Says on stderr how many transient Kafka errors a reader of `topic` rode through, if
+/// any.
+#[cfg(feature = "kafka")]
+pub fn ridden(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
+    if s.transient > 0 {
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} transient Kafka errors ridden through (a broker down, a partition's leader moving)",
+            topic.brokers, topic.topic, s.transient
         ));
     }
 }
@@ -138,14 +157,16 @@ pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<
     }
 }
 
-/// `ringtrace ship`: the agent ([`ringtrace_ship::command::ShipArgs::run`]) until it
-/// ends, or a first SIGINT/SIGTERM/SIGHUP asks it to stop after its round in flight.
+/// `ringtrace ship`: the agent until it ends, or a first SIGINT/SIGTERM/SIGHUP asks it
+/// to stop after its round in flight; as `ringtrace-ship ship`
+/// ([`ringtrace_ship::command::ShipArgs::run_until_signalled`]), with this command's
+/// signal thread ([`crate::cleanup`]) taking the signals.
 #[cfg(feature = "kafka")]
 pub fn ship(args: ringtrace_ship::command::ShipArgs) -> Result<(), Failure> {
     crate::cleanup::stop_gracefully();
-    args.run(|| crate::cleanup::stop_requested().is_some()).map_err(Failure::msg)?;
-    match crate::cleanup::stop_requested() {
-        Some(signal) => Err(Failure::Interrupted(signal)),
+    let signalled = || crate::cleanup::stop_requested().map(i32::from);
+    match args.run_until_signalled(signalled).map_err(Failure::msg)? {
+        Some(signal) => Err(Failure::Interrupted(u8::try_from(signal).unwrap_or(u8::MAX))),
         None => Ok(()),
     }
 }

@@ -108,7 +108,7 @@ fn a_fleet_decodes_exports_and_counts_as_one_timeline() {
     let o = run_long(&["decode", "--json", &src]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(parsed(&o.stdout), model, "every record once, in time order");
-    assert!(o.stderr.contains("48 copies dropped") && o.stderr.contains("1 damaged"), "{}", o.stderr);
+    assert!(o.stderr.contains("48 duplicates dropped") && o.stderr.contains("1 damaged"), "{}", o.stderr);
     assert!(o.stderr.contains("record 20 (5242880 bytes) was too large"), "{}", o.stderr);
 
     // Windows on both sides of records, and an empty one.
@@ -128,6 +128,13 @@ fn a_fleet_decodes_exports_and_counts_as_one_timeline() {
     assert_eq!((j["damaged"].as_u64(), j["too_large"].as_u64(), j["missing"].as_u64()), (Some(1), Some(1), Some(0)));
     assert_eq!(j["sources"].as_array().unwrap().len(), 6);
     assert_eq!(j["first_ns"], model[0].0.to_string());
+    // The text names each count as the JSON does.
+    let o = run_long(&["stat", &src]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for line in [format!("records          {}", model.len()), "duplicates       48".into(), "too large        1".into()]
+    {
+        assert!(o.stdout.contains(&line), "{line:?} in {}", o.stdout);
+    }
 
     // Chrome: a process per host named after it, a thread per source, an instant a record.
     let o = run_long(&["export", "--format", "chrome", &src]);
@@ -177,7 +184,7 @@ fn tail_follows_a_topic_and_drops_copies() {
     let seqs: Vec<u64> = parsed(&stdout).iter().map(|r| r.3).collect();
     assert_eq!(seqs, (0..100).collect::<Vec<_>>());
     let stderr = std::fs::read_to_string(err).unwrap();
-    assert!(stderr.contains("100 copies dropped"), "{stderr}");
+    assert!(stderr.contains("100 duplicates dropped"), "{stderr}");
 }
 
 /// A producer connected to the cluster, with `topic`'s metadata, to be made ahead of

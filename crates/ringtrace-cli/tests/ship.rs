@@ -1,6 +1,6 @@
 //! `ringtrace ship` (the `kafka` feature) against the test command's Kafka cluster: the
 //! agent in the command drains a ring into a topic, `decode kafka://` reads every
-//! record back once; a first SIGTERM ends it after its round, its state stored.
+//! record back once; a first SIGTERM or SIGINT ends it after its round, its state stored.
 //! Without a cluster these skip with a message, unless `RINGTRACE_REQUIRE` names
 //! `kafka` (the test command's does), where they fail.
 #![cfg(feature = "kafka")]
@@ -63,30 +63,33 @@ fn ship_drains_a_ring_and_decode_reads_every_record_back_once() {
     assert_eq!(seqs, (0..5000).collect::<Vec<_>>());
 }
 
-/// A first SIGTERM asks: the agent ends its round and stops, its report printed and
-/// its state stored, and the command dies of the signal's code (143).
+/// A first SIGTERM or SIGINT asks: the agent ends its round and stops, its report
+/// printed and its state stored, and the command exits 128 + the signal's number (143,
+/// 130), as `ringtrace-ship ship` does.
 #[test]
-fn a_first_sigterm_stops_ship_after_its_round() {
+fn a_first_sigterm_or_sigint_stops_ship_after_its_round() {
     let Some(brokers) = brokers() else { return };
-    let topic = create_topic(&brokers, "ship-term", 2);
-    let (ring, state) = (ring_with(1000), temp("ship.state"));
-    let mut args = ship_args(&brokers, &topic, "web-3", &state);
-    args.push(ring.to_str().unwrap());
-    let (mut child, out, err) = spawn(&args);
-    // Its first round stored: the records are shipped.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !state.exists() {
-        assert!(Instant::now() < deadline, "no round stored: {}", std::fs::read_to_string(&err).unwrap());
-        assert!(child.0.try_wait().unwrap().is_none(), "ship ended: {}", std::fs::read_to_string(&err).unwrap());
-        std::thread::sleep(Duration::from_millis(10));
+    for (signal, exit) in [(rustix::process::Signal::TERM, 143), (rustix::process::Signal::INT, 130)] {
+        let topic = create_topic(&brokers, &format!("ship-{exit}"), 2);
+        let (ring, state) = (ring_with(1000), temp("ship.state"));
+        let mut args = ship_args(&brokers, &topic, "web-3", &state);
+        args.push(ring.to_str().unwrap());
+        let (mut child, out, err) = spawn(&args);
+        // Its first round stored: the records are shipped.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !state.exists() {
+            assert!(Instant::now() < deadline, "no round stored: {}", std::fs::read_to_string(&err).unwrap());
+            assert!(child.0.try_wait().unwrap().is_none(), "ship ended: {}", std::fs::read_to_string(&err).unwrap());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let pid = rustix::process::Pid::from_raw(child.0.id() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let status = child.wait(Duration::from_secs(60), "ship");
+        assert_eq!(code(status, "ship"), exit, "{signal:?}: {}", std::fs::read_to_string(&err).unwrap());
+        let stdout = std::fs::read_to_string(out).unwrap();
+        assert!(stdout.starts_with("shipped=1000 "), "{signal:?}: {stdout}");
+        let o = run(&["stat", "--format", "json", state.to_str().unwrap()]);
+        let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(j["sources"][0]["next_seq"].as_u64(), Some(1000), "{}", o.stdout);
     }
-    let pid = rustix::process::Pid::from_raw(child.0.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = child.wait(Duration::from_secs(60), "ship");
-    assert_eq!(code(status, "ship"), 143, "{}", std::fs::read_to_string(&err).unwrap());
-    let stdout = std::fs::read_to_string(out).unwrap();
-    assert!(stdout.starts_with("shipped=1000 "), "{stdout}");
-    let o = run(&["stat", "--format", "json", state.to_str().unwrap()]);
-    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-    assert_eq!(j["sources"][0]["next_seq"].as_u64(), Some(1000), "{}", o.stdout);
 }

@@ -289,7 +289,8 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                             entry.counts.ring_lost = s.stats().lost;
                             entry.counts.overwritten = overwritten;
                             match to {
-                                Delivered::Kafka => entry.counts.shipped += filled.records,
+                                // Records delivered whole: the markers are `too_large`'s.
+                                Delivered::Kafka => entry.counts.shipped += filled.records - filled.too_large,
                                 Delivered::Spool => entry.counts.spooled += filled.records,
                             }
                             entry.counts.too_large += filled.too_large;
@@ -314,7 +315,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     stored.map_err(|e| ShipError::State(e.to_string()))?;
                     match to {
                         Delivered::Kafka => {
-                            stats.shipped += read;
+                            stats.shipped += read - too_large;
                             stats.batches += sent;
                         }
                         Delivered::Spool => stats.spooled += read,

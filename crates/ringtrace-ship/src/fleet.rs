@@ -5,7 +5,9 @@
 //! [`Timeline`] takes message payloads in any order (a source's batches normally come
 //! in order from one partition; after a change of the topic's partition count they
 //! may not) and [`Timeline::finish`] sorts each source by sequence. [`read_topic`]
-//! feeds it a topic from its start up to the end it had when the read began.
+//! feeds it a topic from its start up to the end it had when the read began; it and
+//! [`Follow`] ride through what Kafka rides through, a broker down or a partition's
+//! leadership moving, until their deadlines.
 //!
 //! [`export`] writes a fleet's records as one Perfetto, Chrome JSON or CTF trace, a
 //! process per host and a thread per source, or as OpenTelemetry log records (OTLP).
@@ -14,6 +16,7 @@ pub mod export;
 mod follow;
 mod kafka;
 mod timeline;
+mod transient;
 
 pub use follow::{Follow, FollowError};
 pub use kafka::{read_topic, read_topic_since, FleetError};

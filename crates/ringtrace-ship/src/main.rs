@@ -1,17 +1,20 @@
 //! `ringtrace-ship`: ships a host's ring files into Kafka (`ship`), and reads a
 //! fleet's records back as one timeline (`read`).
 //!
-//! Stopping the agent by any signal at any moment is safe: what Kafka acknowledged is
-//! in the state file before the rings get the space back, and what it did not is sent
-//! again, under the same sequence numbers, by the next agent on the same state file.
+//! A first SIGINT, SIGTERM or SIGHUP ends the agent's round in flight: it prints its
+//! counters and exits 128 + the signal's number, as `ringtrace ship` does (one code
+//! path: [`ShipArgs::run_until_signalled`]). Stopping it by any signal at any moment is
+//! safe all the same: what Kafka acknowledged is in the state file before the rings get
+//! the space back, and what it did not is sent again, under the same sequence numbers,
+//! by the next agent on the same state file.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use ringtrace_ship::command::ShipArgs;
+use clap::{Parser, Subcommand, ValueEnum};
+use ringtrace_ship::command::{self, ShipArgs};
 use ringtrace_ship::fleet;
 
 #[derive(Parser)]
@@ -34,9 +37,16 @@ enum Command {
     Stat {
         /// The state file (--state of `ship`).
         state: PathBuf,
+        /// text: a line per source; json: one object, as `ringtrace stat --format json`
+        /// prints it.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Reads a topic to its current end and prints every record once, merged by time:
-    /// `TIME_NS HOST SOURCE SEQ HEX`. The counters go to stderr.
+    /// `TIME_NS HOST SOURCE SEQ HEX`. The counters go to stderr: batches, records
+    /// (delivered whole), duplicates (dropped), missing, damaged (messages skipped),
+    /// too_large (markers of records their agents could not ship) and transient (Kafka
+    /// errors ridden through).
     Read {
         /// Kafka's bootstrap servers, host:port,...
         #[arg(long)]
@@ -50,18 +60,38 @@ enum Command {
     },
 }
 
+/// `stat`'s output.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+/// How the command ended, short of a failure.
+enum Ended {
+    Done,
+    /// A signal stopped `ship`: exit 128 + its number.
+    Signalled(i32),
+}
+
 fn seconds(s: f64, what: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("{what}: {s} is not a number of seconds"))
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<Ended, String> {
     match cli.command {
-        // Stopping by any signal is safe (see the crate's docs): no need to ask.
-        Command::Ship(args) => args.run(|| false).map(drop),
-        Command::Stat { state } => match ringtrace_ship::state::State::load(&state) {
-            Ok(Some(s)) => {
+        Command::Ship(args) => Ok(match args.run_until_signalled(command::stop_signals())? {
+            Some(signal) => Ended::Signalled(signal),
+            None => Ended::Done,
+        }),
+        Command::Stat { state, format } => match ringtrace_ship::state::State::load(&state) {
+            Ok(Some(s)) if format == Format::Text => {
                 print!("{s}");
-                Ok(())
+                Ok(Ended::Done)
+            }
+            Ok(Some(s)) => {
+                println!("{}", s.to_json());
+                Ok(Ended::Done)
             }
             Ok(None) => Err(format!("{}: no such state file", state.display())),
             Err(e) => Err(e.to_string()),
@@ -79,17 +109,18 @@ fn run(cli: Cli) -> Result<(), String> {
             out.flush().map_err(|e| e.to_string())?;
             let s = fleet.stats();
             eprintln!(
-                "ringtrace-ship: batches={} records={} duplicates={} missing={} damaged={}",
-                s.batches, s.records, s.duplicates, s.missing, s.damaged
+                "ringtrace-ship: batches={} records={} duplicates={} missing={} damaged={} too_large={} transient={}",
+                s.batches, s.records, s.duplicates, s.missing, s.damaged, s.too_large, s.transient
             );
-            Ok(())
+            Ok(Ended::Done)
         }
     }
 }
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Ended::Done) => ExitCode::SUCCESS,
+        Ok(Ended::Signalled(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
         Err(e) => {
             eprintln!("ringtrace-ship: {e}");
             ExitCode::FAILURE

@@ -50,10 +50,10 @@
 //! | +12 | 8 | `ino`, u64: inode number of the ring file |
 //! | +20 | 8 | `position`, u64: the ring's consumer position |
 //! | +28 | 8 | `next_seq`, u64: the next sequence number to assign |
-//! | +36 | 8 | `shipped`, u64: records acknowledged by Kafka (markers included) |
+//! | +36 | 8 | `shipped`, u64: records delivered whole, acknowledged by Kafka (markers not included) |
 //! | +44 | 8 | `too_large`, u64: records shipped as too-large markers |
 //! | +52 | 8 | `ring_lost`, u64: records the ring refused (its `Stats::lost`) |
-//! | +60 | 8 | `spooled`, u64: records in the spool, not yet acknowledged |
+//! | +60 | 8 | `spooled`, u64: records in the spool, not yet acknowledged (markers included) |
 //! | +68 | 8 | `spool_lost`, u64: records the spool lost (a file damaged or removed behind the agent's back) |
 //! | +76 | 8 | `overwritten`, u64: records a flight recorder's producers overwrote before the agent read them |
 //! | +84 | 8 | `consumed`, u64: a flight recorder's records read before `position` (its consumer's count there) |
@@ -77,6 +77,7 @@ use std::path::Path;
 
 use crate::disk::{self, len_u32, Cursor};
 
+mod json;
 #[cfg(test)]
 mod tests;
 
@@ -127,14 +128,14 @@ pub struct SourceState {
 /// One source's counters, over the agent's life (across restarts).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SourceCounts {
-    /// Records acknowledged by Kafka (too-large markers included, as in the agent's
-    /// `shipped`).
+    /// Records delivered whole, acknowledged by Kafka, as in the agent's `shipped`: a
+    /// reader's `records` (too-large markers are counted in `too_large` only).
     pub shipped: u64,
-    /// Records too large for a message, shipped as markers.
+    /// Records too large for a message, shipped as markers (not in `shipped`).
     pub too_large: u64,
     /// Records the ring refused while it was full (its `Stats::lost` when last stored).
     pub ring_lost: u64,
-    /// Records in the spool ([`crate::spool`]), not yet acknowledged.
+    /// Records in the spool ([`crate::spool`]), not yet acknowledged (markers included).
     pub spooled: u64,
     /// Records the spool lost: its file found damaged or missing when the agent
     /// started or sent it again.

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::escape::escape_text;
 use crate::failure::Failure;
 use crate::fleet::Read;
-use crate::output::{decimal, print, print_json, ReportFormat};
+use crate::output::{print, print_json, ReportFormat};
 
 /// One source in `stat --format json`.
 #[derive(Serialize)]
@@ -87,7 +87,7 @@ pub fn stat(read: &Read, format: ReportFormat) -> Result<(), Failure> {
     let time = |t: Option<u64>| t.map_or_else(|| "-".to_string(), rfc3339);
     let mut s = format!(
         "kafka://{}/{}: a fleet's records in Kafka\n  hosts            {}\n  sources          {}\n  records          {}\n  \
-         batches          {}\n  copies dropped   {}\n  missing          {}\n  damaged          {}\n  too large        {}\n  \
+         batches          {}\n  duplicates       {}\n  missing          {}\n  damaged          {}\n  too large        {}\n  \
          first            {}\n  last             {}\n",
         j.brokers,
         j.topic,
@@ -113,36 +113,6 @@ pub fn stat(read: &Read, format: ReportFormat) -> Result<(), Failure> {
     print(&s)
 }
 
-/// One source of an agent's state, in `stat --format json`.
-#[derive(Serialize)]
-struct JsonAgentSource<'a> {
-    source: &'a str,
-    shipped: u64,
-    too_large: u64,
-    ring_lost: u64,
-    /// A flight recorder's records overwritten before the agent read them.
-    overwritten: u64,
-    /// Records waiting in the agent's spool directory.
-    spooled: u64,
-    /// Records the spool lost (a file damaged or missing).
-    spool_lost: u64,
-    next_seq: u64,
-    position: u64,
-}
-
-/// An agent's state file in `stat --format json`.
-#[derive(Serialize)]
-struct JsonAgentState<'a> {
-    host: &'a str,
-    /// When it was last stored: wall-clock ns, a decimal string (0: never).
-    #[serde(serialize_with = "decimal")]
-    updated_ns: u64,
-    failed_rounds: u64,
-    /// Rounds waiting in the agent's spool directory.
-    spool_rounds: u64,
-    sources: Vec<JsonAgentSource<'a>>,
-}
-
 /// `stat` of an agent's state file.
 pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
     let state = match ringtrace_ship::state::State::load(path) {
@@ -153,24 +123,6 @@ pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), F
     if format == ReportFormat::Text {
         return print(&format!("{}: a ringtrace-ship agent's state\n{state}", path.display()));
     }
-    let sources = (state.sources.iter())
-        .map(|s| JsonAgentSource {
-            source: &s.source,
-            shipped: s.counts.shipped,
-            too_large: s.counts.too_large,
-            ring_lost: s.counts.ring_lost,
-            overwritten: s.counts.overwritten,
-            spooled: s.counts.spooled,
-            spool_lost: s.counts.spool_lost,
-            next_seq: s.next_seq,
-            position: s.position,
-        })
-        .collect();
-    print_json(&JsonAgentState {
-        host: &state.host,
-        updated_ns: state.updated_ns,
-        failed_rounds: state.failed_rounds,
-        spool_rounds: state.spool_tail - state.spool_head,
-        sources,
-    })
+    // The object `ringtrace-ship stat --format json` prints.
+    print_json(&state.to_json())
 }

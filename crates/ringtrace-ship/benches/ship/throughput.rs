@@ -1,8 +1,12 @@
-//! The `ship` row: `ringtrace-ship ship` against `ringtrace consume --format json | kcat
-//! -P` (a message per line), in paired rounds.
+//! The `ship` row: `ringtrace-ship ship` against `ringtrace consume --format json RING |
+//! kcat -P -b BROKERS -t TOPIC -X enable.idempotence=true -X acks=all -X
+//! compression.type=lz4 -X linger.ms=5` (a message per line; [`KCAT_OPTIONS`]), in
+//! paired rounds. The row prints that command line and kcat's version first.
 //!
-//! Each round writes the same records (64-byte payloads, `--records`, 2,000,000 by
-//! default) from a thread of this process into a fresh 4 MiB ring file, drained by
+//! Each round writes the same records (64-byte payloads: the record's index, 8 bytes
+//! little-endian, then 56 zero bytes: `consume --format json` prints them as `data`
+//! with `\u0000` escapes, about 400 bytes a line, or as 128 hex digits where an index
+//! byte is not UTF-8; `--records`, 2,000,000 by default) from a thread of this process into a fresh 4 MiB ring file, drained by
 //! each contender into a fresh topic of 6 partitions (replication 3, lz4, `acks=all`,
 //! idempotent producers on both sides) until the writer is gone and all is
 //! acknowledged. The two run back to back, in alternating order. A row gives the wall
@@ -19,6 +23,11 @@ use std::time::{Duration, Instant};
 use ringtrace::{MpscRing, Wakeup};
 
 use crate::{children_cpu, delete_topics, median, ringtrace_command, topic, verdict, Bench, TICKS};
+
+/// kcat's options after `-P -b BROKERS -t TOPIC`: the agent's delivery settings (an
+/// idempotent producer, `acks=all`, lz4) and a short linger, printed with the row.
+const KCAT_OPTIONS: [&str; 8] =
+    ["-X", "enable.idempotence=true", "-X", "acks=all", "-X", "compression.type=lz4", "-X", "linger.ms=5"];
 
 /// One contender's run: wall seconds and CPU seconds of its processes.
 struct Run {
@@ -61,6 +70,14 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
     let mut topics = Vec::new();
 
     println!("ship: {n} records of 64 bytes a round, {rounds} rounds; CPU = the drain's processes");
+    if !agent_only {
+        println!(
+            "pipeline: {} consume --format json RING | kcat -P -b BROKERS -t TOPIC {} (kcat {})",
+            ringtrace.as_deref().unwrap().display(),
+            KCAT_OPTIONS.join(" "),
+            kcat_version()
+        );
+    }
     println!("{:<6} {:<26} {:>10} {:>12} {:>14}", "round", "contender", "wall s", "records/s", "CPU ns/record");
     let (mut per_cpu, mut ratio) = (Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -115,16 +132,7 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
                 let out = consume.stdout.take().unwrap();
                 let kcat = Command::new("kcat")
                     .args(["-P", "-b", brokers, "-t", &t])
-                    .args([
-                        "-X",
-                        "enable.idempotence=true",
-                        "-X",
-                        "acks=all",
-                        "-X",
-                        "compression.type=lz4",
-                        "-X",
-                        "linger.ms=5",
-                    ])
+                    .args(KCAT_OPTIONS)
                     .stdin(out)
                     .spawn()
                     .expect("kcat (Debian: apt-get install kcat)");
@@ -161,4 +169,15 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
     println!("verdicts (medians over {rounds} rounds):");
     println!("  records shipped per agent CPU-second: {m:.0} (target >= 2,000,000): {}", verdict(m >= 2e6));
     println!("  per CPU-second, agent / consume|kcat: {r:.2}x (target >= 5x): {}", verdict(r >= 5.0));
+}
+
+/// kcat's version line from `kcat -V` (`Version 1.7.1 (JSON, ..., librdkafka 2.0.2`), up
+/// to its list of built-in features.
+fn kcat_version() -> String {
+    let out = Command::new("kcat").arg("-V").output().expect("kcat (Debian: apt-get install kcat)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.lines().find(|l| l.starts_with("Version")) {
+        Some(l) => l.split(" builtin.features").next().unwrap_or(l).trim().to_string(),
+        None => "version unknown".into(),
+    }
 }

@@ -7,7 +7,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::spool::{Pending, Spool, SpoolError, SpoolPart};
+use crate::frame::Batch;
+use crate::spool::{Pending, Spool, SpoolError, SpoolPart, SpoolRound};
 use crate::state::{SourceCounts, State};
 
 use super::error::ShipError;
@@ -19,6 +20,9 @@ const SEND_BYTES: u64 = 16 << 20;
 /// The longest pause between two attempts to send the spool while Kafka is down.
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
+/// A spooled round sent again, with its parts' too-large markers ([`markers`]).
+type Sent = (Pending, Vec<u64>);
+
 /// The spool of a running agent, and when to try sending it next.
 pub(super) struct Spooling {
     spool: Spool,
@@ -27,7 +31,15 @@ pub(super) struct Spooling {
     next_attempt: Instant,
     backoff: Duration,
     /// The rounds sent and not yet answered for, and when they were sent.
-    in_flight: Option<(Vec<Pending>, Instant)>,
+    in_flight: Option<(Vec<Sent>, Instant)>,
+}
+
+/// The too-large markers in each part of `round`, in the order of its parts (and of
+/// [`SpoolRound::counts`]): the records of `spooled` that `shipped`, which counts the
+/// records delivered whole, leaves out once the round is delivered.
+fn markers(round: &SpoolRound) -> Vec<u64> {
+    let of = |m: &Vec<u8>| Batch::decode(m).map_or(0, |b| b.records().filter(|r| r.too_large.is_some()).count() as u64);
+    round.parts.iter().map(|p| p.messages.iter().map(of).sum()).collect()
 }
 
 /// Applies `f` to the counters of `source` in `state`, if it has an entry.
@@ -127,17 +139,18 @@ impl Spooling {
                 }
                 Round::Failed(why) => why,
                 Round::Acked => {
-                    for p in due {
-                        for (source, n) in &p.counts {
+                    for (p, markers) in due {
+                        for ((source, n), m) in p.counts.iter().zip(markers) {
+                            let whole = n.saturating_sub(*m);
                             counts_of(state, source, |c| {
                                 c.spooled = c.spooled.saturating_sub(*n);
-                                c.shipped += n;
+                                c.shipped += whole;
                             });
                             stats.unspooled += n;
-                            stats.shipped += n;
+                            stats.shipped += whole;
                         }
                     }
-                    state.spool_head = due.last().map_or(state.spool_head, |p| p.serial + 1);
+                    state.spool_head = due.last().map_or(state.spool_head, |(p, _)| p.serial + 1);
                     store(state)?;
                     for _ in 0..due.len() {
                         self.spool.pop(false);
@@ -198,9 +211,42 @@ impl Spooling {
             for part in &round.parts {
                 sender.send(&format!("{}/{}", round.host, part.source), &part.messages)?;
             }
-            sent.push(p);
+            sent.push((p, markers(&round)));
         }
         self.in_flight = Some((sent, Instant::now()));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{BatchWriter, TimeSource};
+
+    /// A part's markers are counted across its batches, and a part without any counts 0:
+    /// delivered, its records less its markers go to `shipped`.
+    #[test]
+    fn a_spooled_rounds_markers_are_counted_by_part() {
+        let batch = |first: u64, markers: &[u64]| {
+            let mut w = BatchWriter::new("h", "s", first, TimeSource::Drained, 0).unwrap();
+            for seq in first..first + 4 {
+                if markers.contains(&seq) {
+                    w.push_too_large(seq, 5 << 20).unwrap();
+                } else {
+                    w.push(seq, b"record").unwrap();
+                }
+            }
+            w.finish()
+        };
+        let part = |source: &str, messages: Vec<Vec<u8>>| SpoolPart { source: source.into(), records: 8, messages };
+        let round = SpoolRound {
+            host: "h".into(),
+            serial: 0,
+            parts: vec![
+                part("a", vec![batch(0, &[1]), batch(4, &[4, 7])]),
+                part("b", vec![batch(0, &[]), batch(4, &[])]),
+            ],
+        };
+        assert_eq!(markers(&round), [3, 0]);
     }
 }

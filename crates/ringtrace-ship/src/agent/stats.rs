@@ -3,7 +3,8 @@
 /// The agent's counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ShipStats {
-    /// Records acknowledged by Kafka.
+    /// Records delivered whole, acknowledged by Kafka: what fleet readers count as
+    /// their `records` (the too-large markers are counted in `too_large` only).
     pub shipped: u64,
     /// Messages (batches) acknowledged.
     pub batches: u64,
@@ -24,7 +25,8 @@ pub struct ShipStats {
     /// Records kept in the spool ([`Config::spool`](super::Config::spool)) because Kafka did not take their
     /// round in time.
     pub spooled: u64,
-    /// Records sent from the spool and acknowledged (counted in `shipped` too).
+    /// Records sent from the spool and acknowledged (markers included; the records
+    /// among them counted in `shipped` too).
     pub unspooled: u64,
     /// Records the spool lost: their file damaged or missing (said on stderr).
     pub spool_lost: u64,

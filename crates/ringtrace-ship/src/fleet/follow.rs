@@ -12,6 +12,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::kafka::{consumer, starts, FleetError};
 use super::timeline::{Entry, FleetStats};
+use super::transient::is_transient;
 use crate::frame::Batch;
 use reorder::Reorder;
 
@@ -26,6 +27,12 @@ use reorder::Reorder;
 /// below one handed out, which an agent restarted after a crash sends again) is
 /// dropped and counted; a jump counts the numbers skipped as missing. Partitions added
 /// to the topic after the start are not read.
+///
+/// Transient errors (a broker down, a partition's leader moving:
+/// [`transient`](super::transient)) are ridden through and counted in
+/// [`FleetStats::transient`]: the consumer recovers by itself. Only errors that go on,
+/// without a batch between them, for longer than the `timeout` given to
+/// [`start`](Self::start) end the follow.
 pub struct Follow {
     consumer: BaseConsumer,
     topic: String,
@@ -34,7 +41,16 @@ pub struct Follow {
     stats: FleetStats,
     /// Records held to go out in time order.
     held: Option<Reorder>,
+    /// How long transient errors may go on before the follow fails.
+    patience: Duration,
+    /// The errors going on: when the first and the last came.
+    trouble: Option<(Instant, Instant)>,
 }
+
+/// A pause this long without an error ends a run of transient errors (librdkafka
+/// tries a broker's connection again at least every `reconnect.backoff.max.ms`, 10 s
+/// by default).
+const QUIET: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for Follow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,11 +61,16 @@ impl std::fmt::Debug for Follow {
 impl Follow {
     /// Starts following `topic` on `brokers` at its end, or at the first message that
     /// can hold a record of `since_ns` or later (see
-    /// [`read_topic_since`](super::read_topic_since)).
+    /// [`read_topic_since`](super::read_topic_since)), within `timeout`; transient
+    /// errors are ridden through for up to `timeout` at the start, and for up to
+    /// `timeout` without a batch while following.
     pub fn start(brokers: &str, topic: &str, since_ns: Option<u64>, timeout: Duration) -> Result<Follow, FleetError> {
         let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
         let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
-        let starts = starts(&consumer, topic, since_ns, timeout).map_err(|e| fail("reading the offsets", &e))?;
+        let mut ridden = 0;
+        // Counted; the follow's own errors are told as they come (`poll`'s `warn`).
+        let starts = starts(&consumer, topic, since_ns, timeout, &mut ridden, &mut |_| {})
+            .map_err(|e| fail("reading the offsets", &e))?;
         let mut assignment = TopicPartitionList::new();
         for (p, start, high) in starts {
             let at = if since_ns.is_some() { start } else { high };
@@ -60,8 +81,10 @@ impl Follow {
             consumer,
             topic: topic.to_string(),
             next: HashMap::new(),
-            stats: FleetStats::default(),
+            stats: FleetStats { transient: ridden, ..FleetStats::default() },
             held: None,
+            patience: timeout,
+            trouble: None,
         })
     }
 
@@ -89,7 +112,9 @@ impl Follow {
     /// Hands each new record to `each` for up to `wait` (returning sooner once a batch
     /// arrived, or held records are due: see [`reorder`](Self::reorder)), and returns
     /// how many it handed out. Damaged messages and records too
-    /// large to ship are counted and told to `warn`. Stops at the first error of `each`.
+    /// large to ship are counted and told to `warn`, and so is the first transient error
+    /// of a run of them. Stops at the first error of `each`, and at an error that is
+    /// not transient or that went on too long (see [`Follow`]).
     pub fn poll<E>(
         &mut self,
         wait: Duration,
@@ -115,7 +140,18 @@ impl Follow {
                 }
                 continue;
             };
-            let m = m.map_err(|e| FollowError::Kafka(FleetError(format!("reading {}: {e}", self.topic))))?;
+            let m = match m {
+                Ok(m) => m,
+                Err(e) if is_transient(&e) => {
+                    self.ride_through(&e, &mut warn).map_err(FollowError::Kafka)?;
+                    if Instant::now() >= deadline {
+                        return Ok(handed);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(FollowError::Kafka(FleetError(format!("reading {}: {e}", self.topic)))),
+            };
+            self.trouble = None;
             let batch = match Batch::decode(m.payload().unwrap_or_default()) {
                 Ok(b) => b,
                 Err(e) => {
@@ -167,6 +203,35 @@ impl Follow {
     /// The counters so far.
     pub fn stats(&self) -> FleetStats {
         self.stats
+    }
+
+    /// Counts transient error `e`, says it if it starts a run of errors, and fails if
+    /// the run has gone on longer than the follow's patience.
+    fn ride_through(
+        &mut self,
+        e: &rdkafka::error::KafkaError,
+        warn: &mut impl FnMut(String),
+    ) -> Result<(), FleetError> {
+        let now = Instant::now();
+        self.stats.transient += 1;
+        let first = match self.trouble {
+            Some((first, last)) if now.duration_since(last) < QUIET => first,
+            _ => {
+                warn(format!(
+                    "{}: {e}: a transient Kafka error, ridden through (the client recovers by itself)",
+                    self.topic
+                ));
+                now
+            }
+        };
+        self.trouble = Some((first, now));
+        if now.duration_since(first) > self.patience {
+            return Err(FleetError(format!(
+                "reading {}: {e}: Kafka errors for {:?} without a message ({} transient errors ridden through)",
+                self.topic, self.patience, self.stats.transient
+            )));
+        }
+        Ok(())
     }
 }
 

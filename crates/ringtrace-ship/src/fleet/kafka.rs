@@ -1,5 +1,6 @@
 //! Reading a topic from Kafka into a [`Timeline`]: every partition from its first
-//! offset up to the end it had when the read began.
+//! offset up to the end it had when the read began, riding through the errors of a
+//! broker down or a leader moving ([`super::transient`]) until the read's deadline.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -11,6 +12,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::timeline::{Fleet, Timeline};
+use super::transient::{is_transient, retried, REQUEST};
 use crate::topic;
 
 /// Why a topic could not be read.
@@ -28,7 +30,9 @@ impl std::error::Error for FleetError {}
 /// Reads `topic` on `brokers` from the start of every partition to the end each had
 /// when the read began, within `timeout`; calls `warn` with a message for each
 /// message that is not a valid ringtrace batch (skipped and counted) and for each
-/// record its agent could not ship (too large for a message).
+/// record its agent could not ship (too large for a message). Transient errors (a
+/// broker down, a partition's leader moving: [`super::transient`]) are ridden through
+/// until `timeout` and counted in [`FleetStats::transient`](super::FleetStats::transient).
 pub fn read_topic(
     brokers: &str,
     topic: &str,
@@ -55,7 +59,9 @@ pub fn read_topic_since(
     let left = || deadline.saturating_duration_since(Instant::now());
     let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
     let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
-    let starts = starts(&consumer, topic, since_ns, left()).map_err(|e| fail("reading the offsets", &e))?;
+    let mut ridden = 0;
+    let starts = starts(&consumer, topic, since_ns, left(), &mut ridden, &mut warn)
+        .map_err(|e| fail("reading the offsets", &e))?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for (p, start, high) in starts {
@@ -66,18 +72,38 @@ pub fn read_topic_since(
     }
     let mut timeline = Timeline::new();
     if ends.is_empty() {
-        return Ok(finish(timeline, &mut warn));
+        return Ok(finish(timeline, ridden, &mut warn));
     }
     consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
     // `ends[i].2`: the next offset expected of partition `ends[i].0`.
     let mut open = ends.len();
+    // The last transient error ridden through, said if the read gives up.
+    let mut last = None;
     while open > 0 {
         if left().is_zero() {
             let behind: i64 = ends.iter().map(|&(_, high, next)| (high - next).max(0)).sum();
-            return Err(FleetError(format!("{topic} on {brokers}: {behind} message(s) not read in {timeout:?}")));
+            let errors = match &last {
+                Some(e) => format!(" ({ridden} transient errors ridden through, the last: {e})"),
+                None => String::new(),
+            };
+            return Err(FleetError(format!(
+                "{topic} on {brokers}: {behind} message(s) not read in {timeout:?}{errors}"
+            )));
         }
-        let Some(m) = consumer.poll(left().min(Duration::from_millis(100))) else { continue };
-        let m = m.map_err(|e| fail("reading", &e))?;
+        let m = match consumer.poll(left().min(Duration::from_millis(100))) {
+            None => continue,
+            Some(Ok(m)) => m,
+            // librdkafka's consumer recovers by itself: poll on.
+            Some(Err(e)) if is_transient(&e) => {
+                if ridden == 0 {
+                    warn(first_transient(topic, &e, left()));
+                }
+                ridden += 1;
+                last = Some(e);
+                continue;
+            }
+            Some(Err(e)) => return Err(fail("reading", &e)),
+        };
         let Some(end) = ends.iter_mut().find(|e| e.0 == m.partition()) else { continue };
         if m.offset() >= end.1 {
             continue; // written after the read began
@@ -91,7 +117,7 @@ pub fn read_topic_since(
             open -= 1;
         }
     }
-    Ok(finish(timeline, &mut warn))
+    Ok(finish(timeline, ridden, &mut warn))
 }
 
 /// A consumer of a group of its own: it assigns partitions itself and commits nothing.
@@ -112,20 +138,40 @@ pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
 
 /// Each partition of `topic`: `(id, first offset to read, end offset now)`. The first
 /// offset is the partition's first, or with `since_ns` that of its first message
-/// timestamped at or after it (the end if none is).
+/// timestamped at or after it (the end if none is). Transient errors are ridden through
+/// until `timeout`, counted in `ridden`; the first is told to `warn`.
 pub(super) fn starts(
     consumer: &BaseConsumer,
     topic: &str,
     since_ns: Option<u64>,
     timeout: Duration,
+    ridden: &mut u64,
+    warn: &mut dyn FnMut(String),
 ) -> Result<Vec<(i32, i64, i64)>, String> {
     let deadline = Instant::now() + timeout;
-    let left = || deadline.saturating_duration_since(Instant::now());
+    let mut said = false;
+    let mut note = |e: &KafkaError| {
+        if !std::mem::replace(&mut said, true) {
+            warn(first_transient(topic, e, deadline.saturating_duration_since(Instant::now())));
+        }
+    };
     // A topic created a moment ago may be unknown to the broker asked: ask again for
-    // up to 5 s before calling it missing.
-    let metadata = match topic::ask(consumer.client(), topic, left().min(Duration::from_secs(5))) {
-        Ok(topic::Answer::Known(m)) => m,
-        Ok(topic::Answer::Missing) => return Err(format!("no topic {topic}")),
+    // up to 5 s before calling it missing. A topic-wide error that a leader moving
+    // explains is asked about again too.
+    let answer = retried(deadline, ridden, &mut note, |wait| {
+        match topic::ask(consumer.client(), topic, wait.min(Duration::from_secs(5)))? {
+            topic::Answer::Known(m) => match m.topics().iter().find(|t| t.name() == topic).and_then(|t| t.error()) {
+                Some(e) if is_transient(&KafkaError::MetadataFetch(e.into())) => {
+                    Err(KafkaError::MetadataFetch(e.into()))
+                }
+                _ => Ok(Some(m)),
+            },
+            topic::Answer::Missing => Ok(None),
+        }
+    });
+    let metadata = match answer {
+        Ok(Some(m)) => m,
+        Ok(None) => return Err(format!("no topic {topic}")),
         Err(e) => return Err(e.to_string()),
     };
     let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
@@ -135,11 +181,13 @@ pub(super) fn starts(
         return Err(format!("topic {topic}: {}", RDKafkaErrorCode::from(e)));
     }
     // The partitions' leaders may not serve a topic just created yet either.
-    let settle = || left().min(Duration::from_secs(5));
+    let settle = |wait: Duration| wait.min(Duration::from_secs(5));
     let mut out = Vec::new();
     for p in meta.partitions() {
-        let (low, high) =
-            topic::settled(settle(), || consumer.fetch_watermarks(topic, p.id(), left())).map_err(|e| e.to_string())?;
+        let (low, high) = retried(deadline, ridden, &mut note, |wait| {
+            topic::settled(settle(wait), || consumer.fetch_watermarks(topic, p.id(), wait.min(REQUEST)))
+        })
+        .map_err(|e| e.to_string())?;
         out.push((p.id(), low, high));
     }
     if let Some(since) = since_ns {
@@ -149,8 +197,10 @@ pub(super) fn starts(
         for &(p, _, _) in &out {
             query.add_partition_offset(topic, p, Offset::Offset(ms)).map_err(|e| e.to_string())?;
         }
-        let found = topic::settled(settle(), || consumer.offsets_for_times(query.clone(), left()))
-            .map_err(|e| e.to_string())?;
+        let found = retried(deadline, ridden, &mut note, |wait| {
+            topic::settled(settle(wait), || consumer.offsets_for_times(query.clone(), wait.min(REQUEST)))
+        })
+        .map_err(|e| e.to_string())?;
         for (p, low, high) in out.iter_mut() {
             *low = match found.find_partition(topic, *p).map(|e| e.offset()) {
                 Some(Offset::Offset(o)) => o.clamp(*low, *high),
@@ -162,9 +212,17 @@ pub(super) fn starts(
     Ok(out)
 }
 
-/// Orders the timeline, and warns of the records that were too large to ship.
-fn finish(timeline: Timeline, warn: &mut impl FnMut(String)) -> Fleet {
-    let fleet = timeline.finish();
+/// The warning of a read's first transient error: what it is, and how long the read
+/// goes on trying.
+fn first_transient(topic: &str, e: &KafkaError, left: Duration) -> String {
+    format!("{topic}: {e}: a transient Kafka error (a broker down, a leader moving): retrying for up to {left:.0?}")
+}
+
+/// Orders the timeline, counts the `ridden` transient errors, and warns of the records
+/// that were too large to ship.
+fn finish(timeline: Timeline, ridden: u64, warn: &mut impl FnMut(String)) -> Fleet {
+    let mut fleet = timeline.finish();
+    fleet.ridden_through(ridden);
     for (host, source, seq, len) in fleet.too_large() {
         warn(format!(
             "{host} {source}: record {seq} ({len} bytes) was too large for a Kafka message: its agent shipped a marker in its place"

@@ -27,6 +27,10 @@ pub struct FleetStats {
     /// A followed topic put in time order ([`Follow::reorder`](super::Follow::reorder)):
     /// records handed out after a newer one, having arrived later than the window.
     pub late: u64,
+    /// Transient Kafka errors ridden through (a broker down, a partition's leader
+    /// moving: see [`read_topic`](super::read_topic)): requests made again, and the
+    /// consumer's errors it recovered from.
+    pub transient: u64,
 }
 
 /// `Lane::recs` length of a marker: payloads are at most
@@ -133,6 +137,11 @@ impl Fleet {
     /// The counters: batches, records, copies dropped, gaps, damaged messages.
     pub fn stats(&self) -> FleetStats {
         self.stats
+    }
+
+    /// Counts `n` transient errors the read rode through.
+    pub(super) fn ridden_through(&mut self, n: u64) {
+        self.stats.transient += n;
     }
 
     /// The `(host, source)` pairs, sorted.

@@ -71,7 +71,9 @@ impl RecordSource for Kafka {
     }
 
     fn stat(&mut self, _path: &Path, format: ReportFormat) -> Result<(), Failure> {
-        crate::report::fleet::stat(&self.read_all()?, format)
+        let read = self.read_all()?;
+        crate::fleet::ridden(&read.topic, read.fleet.stats());
+        crate::report::fleet::stat(&read, format)
     }
 }
 
