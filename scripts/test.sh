@@ -19,7 +19,7 @@ export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_LTO=false CA
 # libbpf's own consumer, loaded at run time by the kernel-bpf bench rows and their test.
 if ! ldconfig -p 2>/dev/null | grep -q 'libbpf.so.1 '; then
   echo "== installing libbpf1 (libbpf's consumer, compared in the kernel-bpf bench)"
-  (apt-get update -qq && apt-get install -y -qq libbpf1) >/dev/null 2>&1 || echo "warning: could not install libbpf1; the libbpf rows and test will be skipped" >&2
+  (apt-get update -qq && apt-get install -y -qq libbpf1) >/dev/null 2>&1 || echo "warning: could not install libbpf1; the libbpf rows are left out and their test fails" >&2
 fi
 
 # babeltrace2 (EfficiOS's CTF reader) reads the CTF export in the tests.
@@ -114,9 +114,11 @@ echo "== module graph: imports run one way (no module cycles)"
 bash scripts/acyclic.sh lib cli tracing ffi ship
 
 # The kernel and TSC tests fail, rather than skip, where BPF, perf_event_open or an
-# invariant TSC is missing (docs/verification.md): this runs as root on x86-64, which
-# has all three. `RINGTRACE_REQUIRE= bash scripts/test.sh` lets them skip elsewhere.
-export RINGTRACE_REQUIRE=${RINGTRACE_REQUIRE-bpf,perf,tsc}
+# invariant TSC is missing, or where they need root (docs/verification.md): this runs as root on x86-64, which
+# has all four. The libbpf consumer's test needs libbpf.so.1, and the CTF tests
+# babeltrace2, both installed above: `libbpf`, `babeltrace2`.
+# `RINGTRACE_REQUIRE= bash scripts/test.sh` lets them skip elsewhere.
+export RINGTRACE_REQUIRE=${RINGTRACE_REQUIRE-bpf,perf,tsc,root,libbpf,babeltrace2}
 
 echo "== the Kafka cluster for ringtrace-ship's tests"
 wait "$kafka_start" || true
@@ -230,7 +232,7 @@ for d in "$dump" target/c-typed-events.rtt; do
   python3 scripts/check-perfetto.py target/example.pftrace target/example.jsonl
 done
 
-echo "== the CTF export read by babeltrace2, event by event against decode"
+echo "== the CTF export read by the project's own CTF reader and by babeltrace2, event by event against decode"
 for d in "$dump" target/c-typed-events.rtt; do
   rm -rf target/example.ctf
   ./target/release/ringtrace export --format ctf "$d" -o target/example.ctf 2>/dev/null

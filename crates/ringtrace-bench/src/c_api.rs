@@ -285,7 +285,12 @@ mod tests {
 
     #[test]
     fn rust_rows_write_records_of_both_sizes() {
-        let Ok(tsc) = Tsc::shared() else { return };
+        let tsc = match Tsc::shared() {
+            Ok(tsc) => tsc,
+            Err(e) => {
+                return ringtrace_fixtures::skip(ringtrace_fixtures::Feature::Tsc, format!("no invariant TSC: {e}"))
+            }
+        };
         let cfg = RunCfg { warmup: Duration::from_millis(5), duration: Duration::from_millis(20) };
         for bytes in BYTES {
             let r = rust_rows(&cfg, tsc, bytes, 1).row_of(BENCH, "ringtrace-rust", "x", 1);

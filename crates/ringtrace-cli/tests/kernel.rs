@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ringtrace_fixtures::{
-    create_array_map, expected_payload, have_bpf, skip, BpfFs, Feature, ProgSpec, RingMap, SeqProgram,
+    create_array_map, expected_payload, have_bpf, have_root, skip, BpfFs, Feature, ProgSpec, RingMap, SeqProgram,
 };
 
 mod common;
@@ -287,26 +287,26 @@ struct Nobody {
 }
 
 impl Nobody {
-    /// Can the test run `ringtrace` as another user? `Err`: why not (then it skips).
-    fn new(map_src: &str) -> Result<Nobody, String> {
-        if !rustix::process::geteuid().is_root() {
-            return Err("not root: cannot run a reader as another user".into());
+    /// `ringtrace` ready to run as another user, or `None` where the test is not root
+    /// (after [`have_root`], which fails the test instead where `RINGTRACE_REQUIRE`
+    /// lists `root`). As root, anything else that keeps it from running fails the test.
+    fn new(map_src: &str) -> Option<Nobody> {
+        if !have_root("run a reader as another user") {
+            return None;
         }
         match Command::new("setpriv").arg("--version").output() {
             Ok(o) if o.status.success() => {}
-            _ => return Err("no setpriv (util-linux) to run a reader as another user".into()),
+            _ => panic!("no setpriv (util-linux) to run a reader as another user"),
         }
         let dir = std::env::temp_dir().join(format!("ringtrace-kernel-test-{}", std::process::id()));
         let nobody = Nobody { dir };
-        std::fs::DirBuilder::new().mode(0o755).create(&nobody.dir).map_err(|e| e.to_string())?;
-        std::fs::copy(BIN, nobody.bin()).map_err(|e| format!("copying {BIN}: {e}"))?;
-        std::fs::set_permissions(nobody.bin(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+        std::fs::DirBuilder::new().mode(0o755).create(&nobody.dir).unwrap();
+        std::fs::copy(BIN, nobody.bin()).unwrap_or_else(|e| panic!("copying {BIN}: {e}"));
+        std::fs::set_permissions(nobody.bin(), std::fs::Permissions::from_mode(0o755)).unwrap();
         // The map opens (stat takes no reader lock).
         let o = nobody.run(&["stat", map_src]);
-        if o.code != 0 {
-            return Err(format!("`ringtrace stat {map_src}` as uid {NOBODY} failed: {}", o.stderr.trim()));
-        }
-        Ok(nobody)
+        assert_eq!(o.code, 0, "`ringtrace stat {map_src}` as uid {NOBODY}: {}", o.stderr.trim());
+        Some(nobody)
     }
 
     fn bin(&self) -> PathBuf {
@@ -349,17 +349,10 @@ impl Drop for Nobody {
 
 #[test]
 fn a_reader_of_another_user_is_refused() {
-    let test = "a_reader_of_another_user_is_refused";
     let Some(_fs) = setup() else { return };
     let (map, prog) = ring(8);
     let src = format!("bpf-id:{}", map.id().unwrap());
-    let nobody = match Nobody::new(&src) {
-        Ok(n) => n,
-        Err(reason) => {
-            eprintln!("{test}: skipped: {reason}");
-            return;
-        }
-    };
+    let Some(nobody) = Nobody::new(&src) else { return };
     // A map id is the same for every user, and so is its reader lock. Refused readers
     // give up within 2 s if they are let in (and then take no record).
     let refused = |o: Output, holder: &Guard, uid: u32, what: &str| {

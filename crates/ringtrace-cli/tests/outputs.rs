@@ -137,16 +137,16 @@ fn a_failed_write_leaves_the_old_file_whole_and_no_temporary_file() {
 
 /// A character device node of the tests' own, the null device (1:3), so that a
 /// command that wrongly replaced it could not touch the machine's /dev/null; `None`
-/// where this user may not make device nodes (only root may), said on stderr.
+/// where this user may not make device nodes (only root may: the device cases are
+/// left out after `have_root` said so, or fail where `RINGTRACE_REQUIRE` lists `root`).
 fn private_null() -> Option<std::path::PathBuf> {
-    let node = temp("null");
-    let made = Command::new("mknod").arg(&node).args(["c", "1", "3"]).stderr(Stdio::null()).status();
-    if made.is_ok_and(|s| s.success()) {
-        Some(node)
-    } else {
-        eprintln!("cannot make a device node (not root): the device cases use FIFOs only");
-        None
+    if !ringtrace_fixtures::have_root("make a device node (mknod): the device cases use FIFOs only") {
+        return None;
     }
+    let node = temp("null");
+    let made = Command::new("mknod").arg(&node).args(["c", "1", "3"]).output().unwrap();
+    assert!(made.status.success(), "mknod {} c 1 3 as root: {}", node.display(), String::from_utf8_lossy(&made.stderr));
+    Some(node)
 }
 
 #[test]

@@ -124,9 +124,11 @@ fn a_recorder_directory_of_many_threads_decodes_in_order_in_flat_memory() {
 /// PER_THREAD_BYTES`, e.g. `RINGTRACE_PAIR="/tmp/m 256 10000 1048576" cargo test
 /// --release -p ringtrace-cli --test recorder_memory -- --ignored`).
 #[test]
-#[ignore]
+#[ignore = "a measurement helper: run by hand with RINGTRACE_PAIR set"]
 fn write_a_pair_to_measure() {
-    let Ok(spec) = std::env::var("RINGTRACE_PAIR") else { return };
+    let Ok(spec) = std::env::var("RINGTRACE_PAIR") else {
+        panic!("not a test: RINGTRACE_PAIR=\"DIR THREADS EVENTS PER_THREAD_BYTES\" names the pair to write")
+    };
     let [root, threads, events, per_thread] = spec.split_whitespace().collect::<Vec<_>>()[..] else {
         panic!("RINGTRACE_PAIR: DIR THREADS EVENTS PER_THREAD_BYTES")
     };

@@ -32,13 +32,17 @@ mod map;
 mod prog;
 mod require;
 mod sys;
+mod tmpfs;
 
 use std::sync::OnceLock;
 
 pub use bpffs::BpfFs;
 pub use map::{create_array_map, pin_fd, RingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
-pub use require::{have_bpf, jaeger, kafka_brokers, required, skip, Feature, Jaeger, REQUIRE_VAR};
+pub use require::{
+    have_babeltrace2, have_bpf, have_root, jaeger, kafka_brokers, required, skip, Feature, Jaeger, REQUIRE_VAR,
+};
+pub use tmpfs::Tmpfs;
 
 /// `None` when BPF ring buffer maps can be created here; else a one-line reason for a bench
 /// or example to print when it leaves them out (a test calls [`have_bpf`]), e.g. "BPF unavailable: bpf(BPF_MAP_CREATE) of a ring buffer map

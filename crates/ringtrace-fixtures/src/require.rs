@@ -1,10 +1,10 @@
 //! The one way a test skips for want of BPF, `perf_event_open`, an invariant TSC, a
-//! Kafka cluster or a Jaeger, and the variable that turns those skips into failures: [`REQUIRE_VAR`].
+//! Kafka cluster, a Jaeger, root, libbpf or babeltrace2, and the variable that turns those skips into failures: [`REQUIRE_VAR`].
 
 use std::fmt::Display;
 
 /// The environment variable naming, comma-separated, the features a run requires:
-/// `RINGTRACE_REQUIRE=bpf,perf,tsc,kafka,jaeger`. A test that needs a listed feature the machine
+/// `RINGTRACE_REQUIRE=bpf,perf,tsc,root,libbpf,babeltrace2,kafka,jaeger`. A test that needs a listed feature the machine
 /// lacks fails with the reason instead of skipping; unset or empty, every such test
 /// skips. The test command sets it, so that CI cannot pass by skipping.
 pub const REQUIRE_VAR: &str = "RINGTRACE_REQUIRE";
@@ -28,6 +28,16 @@ pub enum Feature {
     /// deliver OTLP to, named by `RINGTRACE_JAEGER_GRPC`, `RINGTRACE_JAEGER_HTTP` (each
     /// `HOST:PORT`) and `RINGTRACE_JAEGER_QUERY` (`http://HOST:PORT`): `jaeger`.
     Jaeger,
+    /// Running as root (effective uid 0): giving a file to another user (`chown`),
+    /// mounting a small tmpfs, running a reader as another user: `root`.
+    Root,
+    /// libbpf's shared library (`libbpf.so.1`, Debian's `libbpf1`), whose `ring_buffer`
+    /// consumer the `kernel-bpf` bench compares: `libbpf`. Apart from [`Feature::Bpf`]:
+    /// a machine may create BPF maps without having libbpf installed.
+    Libbpf,
+    /// `babeltrace2` (EfficiOS's CTF reader, Debian's `babeltrace2`), which reads the CTF
+    /// exports back in the tests: `babeltrace2`.
+    Babeltrace2,
 }
 
 impl Feature {
@@ -39,8 +49,23 @@ impl Feature {
             Feature::Tsc => "tsc",
             Feature::Kafka => "kafka",
             Feature::Jaeger => "jaeger",
+            Feature::Root => "root",
+            Feature::Libbpf => "libbpf",
+            Feature::Babeltrace2 => "babeltrace2",
         }
     }
+
+    /// Every feature, in the order [`REQUIRE_VAR`]'s error lists them.
+    pub const ALL: [Feature; 8] = [
+        Feature::Bpf,
+        Feature::Perf,
+        Feature::Tsc,
+        Feature::Root,
+        Feature::Libbpf,
+        Feature::Babeltrace2,
+        Feature::Kafka,
+        Feature::Jaeger,
+    ];
 }
 
 /// Whether [`REQUIRE_VAR`] lists `feature`. Panics on a name it does not know: a
@@ -49,12 +74,12 @@ pub fn required(feature: Feature) -> bool {
     let list = std::env::var(REQUIRE_VAR).unwrap_or_default();
     let mut found = false;
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        match [Feature::Bpf, Feature::Perf, Feature::Tsc, Feature::Kafka, Feature::Jaeger]
-            .into_iter()
-            .find(|f| f.name() == name)
-        {
+        match Feature::ALL.into_iter().find(|f| f.name() == name) {
             Some(f) => found |= f == feature,
-            None => panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: bpf, perf, tsc, kafka, jaeger)"),
+            None => {
+                let known: Vec<&str> = Feature::ALL.into_iter().map(Feature::name).collect();
+                panic!("{REQUIRE_VAR}={list:?}: unknown feature {name:?} (known: {})", known.join(", "))
+            }
         }
     }
     found
@@ -93,6 +118,39 @@ pub fn kafka_brokers() -> Option<String> {
         _ => {
             skip(Feature::Kafka, "no Kafka cluster: RINGTRACE_KAFKA_BROKERS is not set (scripts/kafka.sh start DIR)");
             None
+        }
+    }
+}
+
+/// Whether this process runs as root (effective uid 0). If not, skips or fails the
+/// calling test as [`skip`] does, for the reason `why` (what the test needs root for),
+/// and returns false: `if !have_root("chown a ring file to another user") { return; }`.
+#[track_caller]
+pub fn have_root(why: &str) -> bool {
+    required(Feature::Root);
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    skip(Feature::Root, format_args!("not root: {why}"));
+    false
+}
+
+/// Whether `babeltrace2` runs here (`babeltrace2 --version`). If not, skips or fails
+/// the calling test as [`skip`] does, and returns false: `if have_babeltrace2() { ... }`
+/// around the part that reads a CTF export back with it.
+#[track_caller]
+pub fn have_babeltrace2() -> bool {
+    required(Feature::Babeltrace2);
+    match std::process::Command::new("babeltrace2").arg("--version").output() {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            let why = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+            skip(Feature::Babeltrace2, format_args!("`babeltrace2 --version` failed ({}): {why}", o.status));
+            false
+        }
+        Err(e) => {
+            skip(Feature::Babeltrace2, format_args!("babeltrace2 does not run: {e}"));
+            false
         }
     }
 }

@@ -16,10 +16,12 @@ use ringtrace_tracing::Builder;
 const EVENTS: u64 = 1000;
 
 /// The child's part: records `EVENTS` events into a recorder directory (and a panic
-/// hook's dump path), says "ready" on stdout, then panics, or waits to be killed.
+/// hook's dump path), says "ready" on stdout, then panics, or waits to be killed. Not
+/// a test: ignored, and run by [`spawn`] with `--ignored`.
 #[test]
+#[ignore = "a child role: run by this binary's dump tests"]
 fn child() {
-    let Ok(what) = std::env::var("CHILD") else { return };
+    let Ok(what) = std::env::var("CHILD") else { panic!("not a test: run by this binary's dump tests with CHILD set") };
     let dir = std::path::PathBuf::from(std::env::var("CHILD_DIR").unwrap());
     let (layer, recorder) =
         Builder::flight_recorder().per_thread_bytes(256 << 10).directory(dir.join("rec")).build().unwrap();
@@ -41,7 +43,7 @@ fn child() {
 
 fn spawn(what: &str, dir: &Path) -> std::process::Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
         .env("CHILD", what)
         .env("CHILD_DIR", dir)
         .stdout(Stdio::piped())

@@ -5,7 +5,8 @@
 //! attacker planted, and what it writes must stay its own and private (mode 0600).
 //!
 //! Parts that need root (giving files to another user) are skipped, with a line on
-//! stderr, when the tests run as another user.
+//! stderr, when the tests run as another user; where `RINGTRACE_REQUIRE` lists `root`
+//! they fail instead (`ringtrace_fixtures::have_root`).
 
 mod common;
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{dispatch, TempDir};
+use ringtrace_fixtures::have_root;
 use ringtrace_tracing::decode::Trace;
 use ringtrace_tracing::{Builder, Recorder, CATALOG_FILE, RINGS_FILE};
 
@@ -27,10 +29,6 @@ fn assert_untouched(canary: &Path, what: &str) {
     assert!(std::fs::read(canary).unwrap() == CANARY.as_bytes(), "{what}");
 }
 
-fn root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 fn me() -> u32 {
     rustix::process::geteuid().as_raw()
 }
@@ -40,9 +38,10 @@ fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
 }
 
-/// Gives `p` (not what it links to) to the attacker, if this process may.
+/// Gives `p` (not what it links to) to the attacker, if this process may (else the
+/// calling test goes on without that part, after [`have_root`] said so, or fails).
 fn give_to_attacker(p: &Path) {
-    if root() {
+    if have_root("give a file to another user (lchown)") {
         lchown(p, Some(ATTACKER), Some(ATTACKER)).unwrap();
     }
 }
@@ -136,9 +135,8 @@ fn a_symlink_at_the_dump_name_is_replaced_not_followed() {
 
 #[test]
 fn a_dump_over_files_the_attacker_planted_is_roots_and_private() {
-    if !root() {
-        eprintln!("not root: the planted files stay this user's (the modes are still checked)");
-    }
+    // Not root: the planted files stay this user's (give_to_attacker says so), and the
+    // modes are still checked.
     let dir = attacker_dir("attack-planted-files");
     let (target, partial) = (dir.join("dump.rtt"), dir.join("dump.rtt.partial"));
     for (p, m) in [(&target, 0o644), (&partial, 0o666)] {
@@ -217,10 +215,13 @@ fn a_ctf_export_replaces_planted_symlinks_and_writes_private_files() {
 }
 
 /// The child's part of [`a_panic_dump_steps_over_a_planted_symlink`]: records, installs
-/// the panic hook, panics.
+/// the panic hook, panics. Not a test: ignored, and run by that test with `--ignored`.
 #[test]
+#[ignore = "a child role: run by a_panic_dump_steps_over_a_planted_symlink"]
 fn panic_child() {
-    let Ok(dir) = std::env::var("ATTACK_CHILD_DIR") else { return };
+    let Ok(dir) = std::env::var("ATTACK_CHILD_DIR") else {
+        panic!("not a test: run by a_panic_dump_steps_over_a_planted_symlink with ATTACK_CHILD_DIR set")
+    };
     let recorder = recorded();
     recorder.install_panic_hook(Path::new(&dir).join("panic.rtt")).unwrap();
     println!("ready");
@@ -233,7 +234,7 @@ fn a_panic_dump_steps_over_a_planted_symlink() {
     let canary = canary(&dir.0);
     plant_symlink(&canary, &dir.join("panic.rtt.partial"));
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "panic_child", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "panic_child", "--ignored", "--nocapture", "--test-threads=1"])
         .env("ATTACK_CHILD_DIR", &dir.0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -283,8 +284,7 @@ fn a_recorder_directory_others_can_write_is_refused() {
 
 #[test]
 fn a_recorder_directory_of_another_user_is_refused() {
-    if !root() {
-        eprintln!("skipped: giving a directory to another user needs root");
+    if !have_root("give a directory to another user (chown)") {
         return;
     }
     let dir = TempDir::new("recdir-owner");

@@ -49,11 +49,11 @@ fn peek(path: &Path, at: usize) -> u32 {
     u32::from_ne_bytes(b)
 }
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
-    let Ok(role) = std::env::var("RINGTRACE_CHILD") else { return };
-    let args: Vec<String> = std::env::var("RINGTRACE_CHILD_ARGS").unwrap().split('\u{1f}').map(str::to_owned).collect();
+    let (role, args) = common::child_role();
     match role.as_str() {
         // Writes a record, waits for the parent's byte on stdin saying it was
         // delivered, pauses in a drawn way, for `args[2]` ms; the last record's tag is
@@ -153,7 +153,7 @@ fn no_commit_from_another_process_is_left_unread() {
     let mut kids: Vec<Kid> = (0..WRITERS)
         .map(|t| {
             let child = Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+                .args(common::CHILD_TEST)
                 .env("RINGTRACE_CHILD", "paced")
                 .env("RINGTRACE_CHILD_ARGS", [p, &t.to_string(), "1500"].join("\u{1f}"))
                 .stdin(Stdio::piped())

@@ -28,11 +28,11 @@ fn temp_path(name: &str) -> PathBuf {
 use common::channel::{parse, record};
 use common::{result_of as finish, spawn_child as spawn, Kid};
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
-    let Ok(role) = std::env::var("RINGTRACE_CHILD") else { return };
-    let args: Vec<String> = std::env::var("RINGTRACE_CHILD_ARGS").unwrap().split('\u{1f}').map(str::to_owned).collect();
+    let (role, args) = common::child_role();
     let tag: u64 = args[1].parse().unwrap();
     let refused = match role.as_str() {
         "write-discard" => {

@@ -25,11 +25,11 @@ fn temp_path(name: &str) -> PathBuf {
     common::temp_file(name, "chan")
 }
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
-    let Ok(role) = std::env::var("RINGTRACE_CHILD") else { return };
-    let args: Vec<String> = std::env::var("RINGTRACE_CHILD_ARGS").unwrap().split('\u{1f}').map(str::to_owned).collect();
+    let (role, args) = common::child_role();
     match role.as_str() {
         // Takes slot 0's consumer, reads everything without handing it back, and
         // waits to be killed.

@@ -15,7 +15,7 @@ use common::bpf::{seq, setup, Checker};
 use ringtrace::kernel::bpf::{BpfRingBuf, KernelError, BPF_F_RB_OVERWRITE};
 use ringtrace::ConsumeError;
 use ringtrace_fixtures::{
-    create_array_map, expected_payload, skip, BpfFs, Feature, Method, ProgSpec, RingMap, SeqProgram,
+    create_array_map, expected_payload, have_root, skip, BpfFs, Feature, Method, ProgSpec, RingMap, SeqProgram,
 };
 
 #[test]
@@ -182,6 +182,9 @@ fn bad_input_gives_errors_that_say_which() {
 #[test]
 fn missing_privileges_are_a_permission_error() {
     need_bpf!();
+    if !have_root("run a child as nobody (setresuid)") {
+        return;
+    }
     let fs = match BpfFs::mount() {
         Ok(fs) => fs,
         Err(e) => return skip(Feature::Bpf, format!("cannot mount a bpffs: {e}")),
@@ -192,7 +195,7 @@ fn missing_privileges_are_a_permission_error() {
     // A child without CAP_SYS_ADMIN/CAP_BPF: run as nobody.
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["--exact", "unprivileged_child", "--nocapture", "--include-ignored"])
+        .args(["--exact", "unprivileged_child", "--nocapture", "--ignored"])
         .env("RINGTRACE_UNPRIV_ID", id.to_string())
         .env("RINGTRACE_UNPRIV_PIN", fs.path("rb"))
         .output()
@@ -203,12 +206,12 @@ fn missing_privileges_are_a_permission_error() {
 }
 
 /// Runs in the child of `missing_privileges_are_a_permission_error`: drops to uid
-/// 65534 and checks the errors.
+/// 65534 and checks the errors. Not a test: without the parent's variables it panics.
 #[test]
-#[ignore = "run by missing_privileges_are_a_permission_error"]
+#[ignore = "a child role: run by missing_privileges_are_a_permission_error"]
 fn unprivileged_child() {
     let (Ok(id), Ok(pin)) = (std::env::var("RINGTRACE_UNPRIV_ID"), std::env::var("RINGTRACE_UNPRIV_PIN")) else {
-        return;
+        panic!("not a test: run by missing_privileges_are_a_permission_error with RINGTRACE_UNPRIV_ID and _PIN set");
     };
     // Credentials are per thread on Linux: this test's thread becomes nobody, and
     // leaving uid 0 clears its capabilities.
@@ -228,8 +231,16 @@ fn unprivileged_child() {
 fn overwrite_maps_skip_on_kernels_without_them() {
     need_bpf!();
     match RingMap::create_with_flags(1 << 14, BPF_F_RB_OVERWRITE) {
+        // The flag came with Linux 6.19 (kernel/bpf/ringbuf.c, RINGBUF_CREATE_FLAG_MASK):
+        // an older kernel refuses it as an unknown map flag, with EINVAL, and only an
+        // older one may refuse it.
         Err(e) => {
-            eprintln!("skipped: BPF_F_RB_OVERWRITE needs Linux 6.19 or later; this kernel refused it: {e}");
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+            let mut v = release.trim().split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
+            let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+            assert!((major, minor) < (6, 19), "Linux {} refused BPF_F_RB_OVERWRITE: {e}", release.trim());
+            assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "an older kernel refuses the unknown flag: {e}");
+            eprintln!("Linux {}: BPF_F_RB_OVERWRITE refused as expected before 6.19: {e}", release.trim());
         }
         Ok(map) => {
             let prog = SeqProgram::load(map.as_fd(), ProgSpec { payload: 64, ..Default::default() }).unwrap();

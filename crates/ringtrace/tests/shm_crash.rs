@@ -16,8 +16,9 @@ use common::shm::*;
 use ringtrace::config::ProducerKind;
 use ringtrace::{Error, FlightRecorder, MpscRing, Producer, RingBuf, Wakeup};
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
     common::shm::child();
 }

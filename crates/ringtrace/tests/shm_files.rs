@@ -11,8 +11,9 @@ use std::os::unix::process::ExitStatusExt;
 use common::shm::*;
 use ringtrace::{Access, Error, FlightRecorder, MpscRing, Owners, Wakeup};
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
     common::shm::child();
 }
@@ -159,8 +160,7 @@ fn a_ring_file_of_another_user_is_attached_only_when_asked() {
     assert!(open_any().unwrap_err().to_string().contains("writable by every user"));
     std::fs::set_permissions(&path, PermissionsExt::from_mode(0o600)).unwrap();
     MpscRing::open(&path).expect("this user's private ring");
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped the other-owner half: only root can give a file away (chown)");
+    if !ringtrace_fixtures::have_root("the other-owner half: give a file away (chown)") {
         return;
     }
     // Another user's file (nobody's): its owner could truncate it under root's mapping.

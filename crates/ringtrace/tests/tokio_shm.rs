@@ -16,8 +16,9 @@ use ringtrace::{ConsumeError, FlightRecorder, MpscRing, Wakeup};
 use tokio::time::timeout;
 use tokio_stream::StreamExt;
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
     common::shm::child();
 }

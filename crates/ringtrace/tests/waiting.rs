@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use common::shm::*;
 use ringtrace::{ConsumeError, MpscRing, ReserveError, SpscRing, Wakeup};
 
-/// The child side. Does nothing in a normal test run.
+/// The child side: not a test (see `common::child_role`).
 #[test]
+#[ignore = "a child role: run by this binary's multi-process tests (common::spawn_child)"]
 fn child() {
     common::shm::child();
 }

@@ -1,6 +1,7 @@
 //! What the integration tests share. The multi-process tests: children are the test
-//! binary run again with `RINGTRACE_CHILD` naming their role (its `child` test runs it
-//! and exits), and they report with one `RESULT n n ...` line on stdout. Checksums and
+//! binary run again with `RINGTRACE_CHILD` naming their role (its ignored `child` test,
+//! which [`child_role`] keeps from passing as a test, runs it and exits), and they
+//! report with one `RESULT n n ...` line on stdout. Checksums and
 //! temporary files; the records of the channel tests ([`channel`]); the shared-ring
 //! tests' records, files and child roles ([`shm`]); the BPF map tests' skip and checks
 //! ([`bpf`]); whether a thread sleeps in a wait, and whether a doorbell rang ([`asleep`]).
@@ -35,10 +36,24 @@ pub fn temp_file(name: &str, ext: &str) -> PathBuf {
     p
 }
 
+/// The arguments that run this test binary's ignored `child` test alone.
+pub const CHILD_TEST: [&str; 6] = ["--exact", "child", "--ignored", "--nocapture", "--test-threads=1", "-q"];
+
+/// The role (`RINGTRACE_CHILD`) and arguments (`RINGTRACE_CHILD_ARGS`) of a child run by
+/// [`spawn_child`]. The `child` tests are `#[ignore]`d, so that a test run counts only
+/// real tests; run without a role (`--ignored`), this panics rather than pass.
+pub fn child_role() -> (String, Vec<String>) {
+    let Ok(role) = std::env::var("RINGTRACE_CHILD") else {
+        panic!("not a test: the child role of this binary's multi-process tests, run by them with RINGTRACE_CHILD set")
+    };
+    let args = std::env::var("RINGTRACE_CHILD_ARGS").unwrap_or_default().split('\u{1f}').map(str::to_owned).collect();
+    (role, args)
+}
+
 /// Runs this test binary as a child in `role`, with `args`.
 pub fn spawn_child(role: &str, args: &[&str]) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+        .args(CHILD_TEST)
         .env("RINGTRACE_CHILD", role)
         .env("RINGTRACE_CHILD_ARGS", args.join("\u{1f}"))
         .stdout(Stdio::piped())

@@ -79,11 +79,10 @@ pub fn finish(mut kid: Kid) -> Vec<u64> {
     result_of(kid.0.take().unwrap())
 }
 
-/// The child side, which each test binary's `child` test calls: runs the role that
-/// `RINGTRACE_CHILD` names and exits; does nothing in a normal test run.
+/// The child side, which each test binary's ignored `child` test calls: runs the role
+/// that `RINGTRACE_CHILD` names and exits ([`child_role`](super::child_role)).
 pub fn child() {
-    let Ok(role) = std::env::var("RINGTRACE_CHILD") else { return };
-    let args: Vec<String> = std::env::var("RINGTRACE_CHILD_ARGS").unwrap().split('\u{1f}').map(str::to_owned).collect();
+    let (role, args) = super::child_role();
     let result = match role.as_str() {
         "produce-discard" => produce(MpscRing::open(&args[0]).unwrap().producer().unwrap(), &args[1]),
         "produce-overwrite" => produce(FlightRecorder::open(&args[0]).unwrap().producer().unwrap(), &args[1]),

@@ -352,16 +352,13 @@ impl Drop for TempDir {
     }
 }
 
-/// `babeltrace2 DIR`'s output, or `None` where babeltrace2 is not installed.
+/// `babeltrace2 DIR`'s output, or `None` where babeltrace2 does not run (after
+/// `have_babeltrace2`, which fails the test instead where `RINGTRACE_REQUIRE` lists it).
 fn babeltrace(dir: &Path) -> Option<String> {
-    let out = match Command::new("babeltrace2").arg(dir).output() {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("babeltrace2 is not installed: the CTF output is not read back");
-            return None;
-        }
-        Err(e) => panic!("babeltrace2: {e}"),
-    };
+    if !ringtrace_fixtures::have_babeltrace2() {
+        return None;
+    }
+    let out = Command::new("babeltrace2").arg(dir).output().unwrap();
     assert!(out.status.success(), "babeltrace2 {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
     Some(String::from_utf8(out.stdout).unwrap())
 }

@@ -155,9 +155,9 @@ fn a_stamped_records_time_is_its_writing_time_on_the_wall_clock() {
 
 #[test]
 fn a_tsc_channels_stamps_become_wall_clock_times_too() {
-    let Ok(tsc) = Tsc::shared() else {
-        eprintln!("no invariant TSC here: skipped");
-        return;
+    let tsc = match Tsc::shared() {
+        Ok(tsc) => tsc,
+        Err(e) => return ringtrace_fixtures::skip(ringtrace_fixtures::Feature::Tsc, format!("no invariant TSC: {e}")),
     };
     let at = TempChan::new("tsc");
     let channel = Channel::<Discard, Tsc>::builder(1 << 16).max_producers(2).create(&at.0, tsc).unwrap();
