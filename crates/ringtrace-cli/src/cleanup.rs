@@ -46,6 +46,14 @@ pub fn install() {
                 STOP.store(signal as u8, Ordering::Relaxed);
                 continue;
             }
+            // A command that reports what it did says it, then exits as a command that
+            // stopped cleanly does.
+            let report = REPORT.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(report) = report {
+                report(signal as u8);
+                run_cleanup();
+                std::process::exit(128 + signal);
+            }
             run_cleanup();
             // Dies of the signal, as without the handler.
             let _ = signal_hook::low_level::emulate_default_handler(signal);
@@ -83,6 +91,19 @@ pub fn stop_requested() -> Option<u8> {
         0 => None,
         s => Some(s),
     }
+}
+
+/// What a command says when a signal stops it ([`report_on_signal`]).
+type Report = Box<dyn FnOnce(u8) + Send>;
+static REPORT: Mutex<Option<Report>> = Mutex::new(None);
+
+/// From now on SIGINT, SIGTERM and SIGHUP run `report` (on the signal thread, with the
+/// signal), remove what is registered and exit with status 128 + the signal (130 for
+/// Ctrl-C), instead of dying of it: for `write`, which says what it wrote however it
+/// stops, even while it waits for input or for room. `report` runs while the command
+/// goes on: what it says, it takes under the command's own lock.
+pub fn report_on_signal(report: impl FnOnce(u8) + Send + 'static) {
+    *REPORT.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(report));
 }
 
 fn run_cleanup() {

@@ -72,7 +72,10 @@ pub enum Command {
         /// text: the payload with escapes; hex: the payload in hex; json: one object per
         /// line with pos, pid, len and data (UTF-8) or hex. Channel files: text and hex
         /// lines start with "SLOT TS " (TS "-" without timestamps), json objects with slot
-        /// and ts; the payload is shown without its timestamp.
+        /// and ts; the payload is shown without its timestamp. kafka:// topics: text
+        /// lines are "TIME HOST SOURCE SEQ PAYLOAD" (TIME in RFC 3339, UTC), json objects
+        /// have time, ts_ns (wall-clock ns since the epoch, a string), host, source, seq,
+        /// len and data or hex.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// The same as --format json.
@@ -154,13 +157,16 @@ pub enum Command {
     },
     /// Print a ringtrace-tracing trace, one event a line, merged across threads by time.
     ///
-    /// SOURCE: a trace file (a flight recorder's dump, a stream) or a recorder directory,
-    /// read live without stopping its process, or after the process died. Text lines
+    /// SOURCE: a trace file (a flight recorder's dump, a stream) or a recorder directory
+    /// (or its rings.chan, read with the catalog.rtt beside it), read live without
+    /// stopping its process, or after the process died. A channel file of raw records
+    /// prints each record as an event on its slot's track. Text lines
     /// are in the spirit of tracing-subscriber's fmt: time (UTC), level, thread, span
     /// context, target, message, fields. Lost events print as lines of their own; what
     /// was lost, overwritten or unreadable is summed up on stderr.
     Decode {
-        /// A trace file, a recorder directory, or kafka://BROKERS/TOPIC.
+        /// A trace file, a recorder directory (or its rings.chan), a channel file, or
+        /// kafka://BROKERS/TOPIC.
         source: PathBuf,
         /// text: one event a line; json: one JSON object a line (time, ts_ns, level,
         /// thread, tid, target, name, spans, fields). kafka:// sources: one record a line,
@@ -182,9 +188,10 @@ pub enum Command {
     /// named "ringtrace: events lost"; times exact to the nanosecond. perfetto: the
     /// same as Perfetto's protobuf TrackEvent packets (a track per thread under the
     /// process, names interned per thread), for ui.perfetto.dev and trace_processor.
-    /// ctf: CTF 1.8 for babeltrace2 and Trace Compass. A channel file of raw records
-    /// exports too: each record an event on its slot's track, with its length and its
-    /// first 16 bytes in hex.
+    /// ctf: CTF 1.8 for babeltrace2 and Trace Compass. A recorder directory's rings.chan
+    /// is read as the directory, with the catalog.rtt beside it. A channel file of raw
+    /// records exports too: each record an event on its slot's track, with its length
+    /// and its first 16 bytes in hex.
     ///
     /// kafka://BROKERS/TOPIC: the records a fleet's agents shipped, merged by time, a
     /// process per host and a thread per source, each record an instant with its
@@ -196,7 +203,8 @@ pub enum Command {
     /// batches, retried while the endpoint is unavailable; it exits 1 unless every span
     /// and log record was acknowledged, and says what was not.
     Export {
-        /// A trace file, a recorder directory, a channel file, or kafka://BROKERS/TOPIC.
+        /// A trace file, a recorder directory (or its rings.chan), a channel file, or
+        /// kafka://BROKERS/TOPIC.
         source: PathBuf,
         /// The output format (not with --to).
         #[arg(long, value_enum, required_unless_present = "to", conflicts_with = "to")]
@@ -233,11 +241,13 @@ pub enum Command {
     ///
     /// Attaches as one more producer and writes one record per line of each INPUT
     /// (stdin if none, or "-"), the newline not included; says on stderr how many
-    /// records were written and refused. A record the ring refuses (discard mode: the
-    /// ring is full; overwrite mode: paused, or making room would overwrite a record
-    /// still being written) is an error, exit status 1, unless --drop is given. With
-    /// --wait, a full discard ring is waited on until its consumer makes room (a
-    /// `consume` running on it): no record is refused for want of room.
+    /// records were written and refused, however it ends (the inputs' end, an input
+    /// that cannot be read, SIGINT, SIGTERM or SIGHUP: exit status 128 + the signal). A
+    /// record the ring refuses (discard mode: the ring is full; overwrite mode: paused,
+    /// or making room would overwrite a record still being written) is an error, exit
+    /// status 1, unless --drop is given. With --wait, a full discard ring is waited on
+    /// until its consumer makes room (a `consume` running on it; one that went away may
+    /// be followed by another).
     Write {
         /// The ring file (made by `ringtrace create` or a program using the library).
         path: PathBuf,
@@ -251,9 +261,12 @@ pub enum Command {
         #[arg(long)]
         drop: bool,
         /// Wait for room instead of refusing a record: for ever, or at most TIMEOUT
-        /// per record (--wait=2s). Overwrite rings: wait out a pause or a record being
-        /// written. A record still refused (the time ran out, the consumer went away)
-        /// counts as refused.
+        /// for each record (--wait=2s). Once a record has waited all of TIMEOUT in
+        /// vain, the records after it do not wait: each is written if it fits and
+        /// refused at once if not, until one fits again; then they wait again.
+        /// Overwrite rings: wait out a pause or a record being written. A record still
+        /// refused (the time ran out; the consumer went away while it waited) counts as
+        /// refused.
         #[arg(long, value_name = "TIMEOUT", num_args = 0..=1, require_equals = true, default_missing_value = "forever", value_parser = parse_wait)]
         wait: Option<Wait>,
         /// Attach to a ring file of another user, or one its group may write (refused
@@ -307,12 +320,18 @@ pub enum Command {
         #[command(flatten)]
         otlp: OtlpArgs,
     },
-    /// Ship a host's rings into Apache Kafka (needs the command built with its kafka
-    /// feature; `ringtrace-ship ship` is the same agent).
+    /// Ship recorders to an OpenTelemetry endpoint (--to); into Apache Kafka with the
+    /// kafka feature.
+    ///
+    /// With --to otlp://HOST:PORT (or otlp+http://), follows ringtrace-tracing recorder
+    /// directories and stream trace files as export --follow does. Shipping into Kafka
+    /// (--brokers, --topic, --config, ...) needs the command built with its kafka
+    /// feature, from a checkout: cargo install --path crates/ringtrace-cli --features
+    /// kafka (or use ringtrace-ship ship).
     #[cfg(not(feature = "kafka"))]
     Ship {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<std::ffi::OsString>,
+        #[command(flatten)]
+        ship: ShipOtlp,
     },
     /// Print a shell completion script: `ringtrace completions bash > ringtrace.bash`.
     Completions {
@@ -325,7 +344,7 @@ pub enum Command {
     /// subcommand) into DIR instead.
     Man {
         /// The subcommand whose page to print (default: the ringtrace page).
-        #[arg(value_name = "SUBCOMMAND")]
+        #[arg(value_name = "SUBCOMMAND", value_parser = clap::builder::PossibleValuesParser::new(crate::commands::docs::MAN_PAGES))]
         page: Option<String>,
         /// Write every page into this directory.
         #[arg(long, value_name = "DIR", conflicts_with = "page")]
@@ -462,10 +481,9 @@ fn parse_header(s: &str) -> Result<(String, String), String> {
     Ok((k, v.to_owned()))
 }
 
-/// `ringtrace ship --to ENDPOINT` in a command built without its kafka feature: the
-/// OTLP follower alone.
-#[derive(Parser, Debug)]
-#[command(name = "ringtrace ship")]
+/// `ringtrace ship` in a command built without its kafka feature: the OTLP follower
+/// alone (`--to`).
+#[derive(Args, Debug)]
 pub struct ShipOtlp {
     /// ringtrace-tracing recorder directories and stream trace files to follow.
     #[arg(required = true)]

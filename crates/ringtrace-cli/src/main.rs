@@ -82,7 +82,7 @@ fn main() -> ExitCode {
         let p = DemoProducer::parse_from(std::env::args_os().skip(1));
         demo::producer(&p.file, p.id, p.millis)
     } else {
-        run(Cli::parse().command)
+        run(parse().command)
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
@@ -96,6 +96,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// The command line; a usage error ends the command (exit status 2).
+fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| {
+        #[cfg(not(feature = "kafka"))]
+        let e = with_kafka_tip(e);
+        e.exit()
+    })
+}
+
+/// A usage error of `ship` in a command built without its kafka feature: an option it
+/// does not know is likely Kafka's, and the error says how to get them.
+#[cfg(not(feature = "kafka"))]
+fn with_kafka_tip(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let ship = std::env::args_os().nth(1).is_some_and(|a| a == "ship");
+    if ship && e.kind() == ErrorKind::UnknownArgument {
+        let tip = format!("ship's other options are Kafka's. {}", fleet::KAFKA_FEATURE);
+        e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip.into()]));
+    }
+    e
+}
+
 /// Runs a command; every error of a command on a source names it (a `kafka://`
 /// topic's errors name it themselves).
 fn run(command: Command) -> Result<(), Failure> {
@@ -104,6 +126,12 @@ fn run(command: Command) -> Result<(), Failure> {
     let on_any = |path: &Path, window: fleet::Window, f: Run<'_>| match kafka(path, window)? {
         Some(topic) => f(&mut *source::open_topic(topic, window)?),
         None => on(path, f),
+    };
+    // `decode` and `export`: a channel file read as a trace (a recorder's rings file as
+    // its directory).
+    let on_trace = |path: &Path, window: fleet::Window, f: Run<'_>| match kafka(path, window)? {
+        Some(topic) => f(&mut *source::open_topic(topic, window)?),
+        None => f(&mut *source::open_trace(path)?).map_err(|e| e.about(path)),
     };
     match command {
         Command::Stat { source, format, json, window } => {
@@ -133,7 +161,7 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Decode { source, format, json, window } => {
             let format = if json || format == cli::EventFormat::Json { Format::Json } else { Format::Text };
-            on_any(&source, window.get(), &|s| decode::run(s, format))
+            on_trace(&source, window.get(), &|s| decode::run(s, format))
         }
         Command::Export { source, format, output, otlp, window } => {
             #[cfg(feature = "otlp")]
@@ -144,7 +172,10 @@ fn run(command: Command) -> Result<(), Failure> {
                 return export::follow(vec![source], None, &otlp);
             }
             refuse_source(output.as_deref(), &source)?;
-            on_any(&source, window.get(), &|s| export::run(s, format, output.as_deref(), &otlp))
+            if let Some(dir) = source::recorder_of(&source) {
+                refuse_source(output.as_deref(), &dir)?;
+            }
+            on_trace(&source, window.get(), &|s| export::run(s, format, output.as_deref(), &otlp))
         }
         Command::Create { path, capacity, mode, producers, force } => {
             create::run(&path, capacity, mode, producers, force).map_err(|e| e.about(&path))
@@ -164,18 +195,17 @@ fn run(command: Command) -> Result<(), Failure> {
             fleet::ship(args)
         }
         #[cfg(all(not(feature = "kafka"), feature = "otlp"))]
-        Command::Ship { args } if args.iter().any(|a| a == "--to" || a.to_string_lossy().starts_with("--to=")) => {
-            let s = cli::ShipOtlp::try_parse_from(std::iter::once("ringtrace ship".into()).chain(args))
-                .unwrap_or_else(|e| e.exit());
+        Command::Ship { ship: s } if s.otlp.to.is_some() => {
             let duration = seconds(s.duration)?;
             let otlp = cli::OtlpArgs { host_name: s.otlp.host_name.or(s.host), ..s.otlp };
             export::follow(s.rings, duration, &otlp)
         }
         #[cfg(not(feature = "kafka"))]
-        Command::Ship { .. } => Err(Failure::msg(
-            "ship needs the command built with its kafka feature (cargo install ringtrace-cli --features kafka), \
-             which links librdkafka; or run ringtrace-ship ship",
-        )),
+        Command::Ship { .. } => Err(Failure::msg(format!(
+            "ship without --to ships into Kafka. {}. ship --to otlp://HOST:PORT delivers recorders to an \
+             OpenTelemetry endpoint",
+            fleet::KAFKA_FEATURE
+        ))),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
     }

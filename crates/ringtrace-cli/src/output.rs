@@ -11,6 +11,7 @@
 //! ...) stay numbers: they reach 2^53 only after 9 * 10^15 records or bytes have passed
 //! through a ring (104 days at 1 GB/s).
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -43,10 +44,51 @@ pub fn warn_corrupt(records: &ringtrace::inspect::Records, label: &str) {
     }
 }
 
-/// Writes `text` to stdout and flushes it.
+/// Stdout, on which every write error is an error: a handle on descriptor 1.
+/// `io::stdout()` takes EBADF (a descriptor 1 open only for reading: `1<FILE`) for a
+/// sink that accepts everything (`handle_ebadf` in the standard library's
+/// `io/stdio.rs`), so a command writing through it would go on as if it had printed.
+/// A stdout that cannot be written is refused here (the commands that read a source
+/// and print its records ask for it before they read).
+pub fn stdout() -> Result<File, Failure> {
+    use rustix::fs::OFlags;
+    use std::os::fd::AsFd;
+    let out = io::stdout();
+    let fd = out.as_fd();
+    let access = rustix::fs::fcntl_getfl(fd).map(|flags| flags & OFlags::ACCMODE);
+    if !access.is_ok_and(|a| a == OFlags::WRONLY || a == OFlags::RDWR) {
+        return Err(Failure::msg("cannot write to stdout: it is not open for writing (1<FILE)"));
+    }
+    fd.try_clone_to_owned().map(File::from).map_err(stdout_err)
+}
+
+/// [`stdout`] for records that are consumed (their space handed back once written):
+/// refused as well when it is `/dev/null` opened for reading and writing, which is what
+/// a closed stdout (`>&-`) has become by the time the command runs: the Rust runtime
+/// opens `/dev/null` read-write in place of a closed descriptor 0, 1 or 2 before
+/// `main` (`sanitize_standard_fds` in the standard library's `sys/pal/unix`), and every
+/// record written there would be lost. `> /dev/null` (opened for writing only) throws
+/// the records away on purpose, and is taken.
+pub fn stdout_for_consumed() -> Result<File, Failure> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let out = stdout()?;
+    let is_null = |m: std::fs::Metadata| {
+        m.file_type().is_char_device() && std::fs::metadata("/dev/null").is_ok_and(|n| n.rdev() == m.rdev())
+    };
+    let read_write =
+        rustix::fs::fcntl_getfl(&out).is_ok_and(|f| f & rustix::fs::OFlags::ACCMODE == rustix::fs::OFlags::RDWR);
+    if read_write && out.metadata().is_ok_and(is_null) {
+        return Err(Failure::msg(
+            "stdout is closed (>&-), or /dev/null opened for reading and writing, which is what the runtime \
+             makes of a closed stdout: the records would be lost (> /dev/null throws them away on purpose)",
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes `text` to stdout ([`stdout`]).
 pub fn print(text: &str) -> Result<(), Failure> {
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(stdout_err)
+    stdout()?.write_all(text.as_bytes()).map_err(stdout_err)
 }
 
 /// Prints `value` as one line of compact JSON.
@@ -79,7 +121,10 @@ pub fn lost_one(e: io::Error) -> Failure {
 /// FIFO is written in place.
 pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
     match output {
-        None => write(&mut io::stdout().lock()).map_err(stdout_err),
+        None => {
+            let mut out = io::BufWriter::new(stdout()?);
+            write(&mut out).and_then(|()| out.flush()).map_err(stdout_err)
+        }
         Some(file) => {
             let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
             let mut out = Output::create(file).map_err(err)?;

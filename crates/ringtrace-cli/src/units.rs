@@ -72,28 +72,30 @@ pub fn parse_capacity(s: &str) -> Result<u64, String> {
 }
 
 /// The longest duration a command takes (`--timeout`, `--wait=`, `demo --seconds`):
-/// 365 days, far inside what a monotonic deadline can hold.
+/// 365 days (`365d`), far inside what a monotonic deadline can hold.
 pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
-/// Parses a duration as typed: a number with an optional unit `ms`, `s`, `m` or `h`
-/// (`250ms`, `2s`, `1.5s`, `5m`); a bare number is seconds. From 1 ms to
-/// [`MAX_DURATION`].
+/// The units of a duration as typed, and their seconds: every one the parser takes,
+/// and the only ones its messages name.
+const DURATION_UNITS: [(&str, f64); 6] =
+    [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("min", 60.0), ("h", 3600.0), ("d", 86_400.0)];
+
+/// Parses a duration as typed: a number with an optional unit `ms`, `s`, `m` (or
+/// `min`), `h` or `d` (`250ms`, `2s`, `1.5s`, `5m`, `7d`); a bare number is seconds.
+/// From 1 ms to [`MAX_DURATION`] (365d).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let bad = || format!("`{s}` is not a duration: write a number with ms, s, m or h (250ms, 2s, 5m)");
+    let bad = || format!("`{s}` is not a duration: write a number with ms, s, m (or min), h or d (250ms, 2s, 5m, 7d)");
     let scale = match unit.trim() {
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(bad()),
+        "" => 1.0,
+        u => DURATION_UNITS.iter().find(|(name, _)| *name == u).ok_or_else(bad)?.1,
     };
     let n: f64 = number.parse().map_err(|_| bad())?;
     let secs = n * scale;
     if !secs.is_finite() || secs < 1e-3 || secs > MAX_DURATION.as_secs_f64() {
-        return Err(format!("`{s}`: a duration is from 1ms to 365 days"));
+        return Err(format!("`{s}`: a duration is from 1ms to 365d"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }
@@ -158,12 +160,18 @@ pub fn duration_ns(ns: u64) -> String {
 
 /// A rate in records per second: `2.1 M/s`, `350 k/s`, `12/s`.
 pub fn rate(per_sec: f64) -> String {
-    if per_sec >= 1e6 {
-        format!("{:.1} M/s", per_sec / 1e6)
-    } else if per_sec >= 1e3 {
-        format!("{:.0} k/s", per_sec / 1e3)
+    format!("{}/s", decimal_prefix(per_sec))
+}
+
+/// A number with a decimal prefix, for a column whose header gives the unit: `2.1 M`,
+/// `350 k`, `12`.
+pub fn decimal_prefix(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.0} k", n / 1e3)
     } else {
-        format!("{per_sec:.0}/s")
+        format!("{n:.0}")
     }
 }
 
@@ -211,11 +219,43 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("365d"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("1.5d"), Ok(Duration::from_secs(129_600)));
+        assert!(parse_duration("366d").is_err());
         for zero in ["0", "0s", "0ms"] {
             assert_eq!(parse_duration_or_zero(zero), Ok(Duration::ZERO));
         }
         assert_eq!(parse_duration_or_zero("2s"), Ok(Duration::from_secs(2)));
         assert!(parse_duration_or_zero("0.0001s").is_err());
+    }
+
+    /// Every duration a message writes (`250ms`, `365d`) is one the parser takes, and
+    /// every unit it names is one: a refusal never suggests what it would refuse.
+    #[test]
+    fn duration_messages_name_only_what_is_taken() {
+        let units: Vec<&str> = DURATION_UNITS.iter().map(|(u, _)| *u).collect();
+        for bad in ["365 days", "1 week", "2x", "", "0", "366d", "1e400", "8761h", "0.0001s", "5 fortnights"] {
+            let e = parse_duration(bad).unwrap_err();
+            // What the message says, without the input it quotes.
+            let e: String = e.split('`').step_by(2).collect();
+            for word in e.split(|c: char| !c.is_ascii_alphanumeric() && c != '.') {
+                let word = word.trim_end_matches('.');
+                let digits = word.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(word.len());
+                let (number, unit) = word.split_at(digits);
+                if !number.is_empty() && !unit.is_empty() && number != "." {
+                    assert!(parse_duration(word).is_ok(), "{bad:?}: the message names {word:?}, which is refused: {e}");
+                }
+            }
+            for named in ["days", "day", "weeks", "w", "seconds", "minutes", "hours"] {
+                assert!(
+                    !e.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == named),
+                    "{bad:?}: the message names {named:?}, not a unit: {e}"
+                );
+            }
+        }
+        for unit in units {
+            assert!(parse_duration(&format!("1{unit}")).is_ok(), "{unit}");
+        }
     }
 
     #[test]
@@ -236,5 +276,7 @@ mod tests {
         assert_eq!(duration_ns(850), "850 ns");
         assert_eq!(duration_ns(4_000_000), "4.0 ms");
         assert_eq!(rate(2_100_000.0), "2.1 M/s");
+        assert_eq!((rate(350_000.0), rate(12.0)), ("350 k/s".into(), "12/s".into()));
+        assert_eq!((decimal_prefix(2_100_000.0), decimal_prefix(12.0)), ("2.1 M".into(), "12".into()));
     }
 }

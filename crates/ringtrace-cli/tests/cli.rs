@@ -483,10 +483,14 @@ fn snapshot_files_are_read_and_damage_is_reported() {
 }
 
 /// Run as a child process by `stat_says_which_processes_have_exited`: attaches a
-/// consumer to the ring file named in the environment and exits holding it.
+/// consumer to the ring file named in the environment and exits holding it. Not a
+/// test: ignored, and run by that test with `--ignored`.
 #[test]
+#[ignore = "a child role: run by stat_says_which_processes_have_exited"]
 fn child_role_attach_consumer_and_exit() {
-    let Ok(path) = std::env::var("RINGTRACE_CLI_TEST_ATTACH") else { return };
+    let Ok(path) = std::env::var("RINGTRACE_CLI_TEST_ATTACH") else {
+        panic!("not a test: run by stat_says_which_processes_have_exited with RINGTRACE_CLI_TEST_ATTACH set")
+    };
     let ring = ringtrace::MpscRing::open(&path).unwrap();
     let mut p = ring.producer().unwrap();
     p.output(b"from the child", Wakeup::Default).unwrap();
@@ -500,7 +504,7 @@ fn stat_says_which_processes_have_exited() {
     let ring = ringtrace::MpscRing::builder(4096).create(&path).unwrap();
     let _live = ring.producer().unwrap(); // slot 0; the child's producer takes slot 1
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role_attach_consumer_and_exit", "--test-threads=1"])
+        .args(["--exact", "child_role_attach_consumer_and_exit", "--ignored", "--test-threads=1"])
         .env("RINGTRACE_CLI_TEST_ATTACH", &path)
         .stdout(Stdio::null())
         .spawn()
@@ -519,4 +523,16 @@ fn stat_says_which_processes_have_exited() {
     assert!(o.stdout.contains(&format!("\"consumer_attached\":{child_pid},\"consumer_alive\":false")), "{}", o.stdout);
     assert!(o.stdout.contains(&format!("\"pid\":{child_pid},\"alive\":false")), "{}", o.stdout);
     assert!(o.stdout.contains(&format!("\"pid\":{me},\"alive\":true")), "{}", o.stdout);
+}
+
+/// `tail --help` names the fields of every source's records, a kafka:// topic's
+/// included (its JSON objects and text lines are not a ring's).
+#[test]
+fn tail_help_names_the_fields_of_a_kafka_topics_records() {
+    let o = run(&["tail", "--help"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let help = o.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("kafka:// topics: text lines are \"TIME HOST SOURCE SEQ PAYLOAD\""), "{help}");
+    assert!(help.contains("json objects have time, ts_ns"), "{help}");
+    assert!(help.contains("host, source, seq, len and data or hex"), "{help}");
 }

@@ -229,11 +229,11 @@ fn man_pages_one_per_subcommand_render_cleanly() {
         let g = Command::new("groff").args(["-man", "-Tutf8", "-ww", "-z"]).arg(dir.join(page)).output().unwrap();
         assert!(g.status.success() && g.stderr.is_empty(), "{page}: {}", String::from_utf8_lossy(&g.stderr));
     }
-    // The same page on stdout, by name; an unknown name is an error that lists them.
+    // The same page on stdout, by name; an unknown name is a usage error that lists them.
     let o = run(&["man", "tail"]);
     assert_eq!(o.stdout, std::fs::read_to_string(dir.join("ringtrace-tail.1")).unwrap());
     let o = run(&["man", "nosuch"]);
-    assert_eq!(o.code, 1);
+    assert_eq!(o.code, 2);
     assert!(o.stderr.contains("consume"), "{}", o.stderr);
 }
 

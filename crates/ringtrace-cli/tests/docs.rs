@@ -11,6 +11,14 @@
 //!   placeholders become sample values (an endpoint's `HOST` and `PORT` too), the first
 //!   of each alternative is taken, and
 //!   `--help` is appended; a flag or value the command does not take fails with exit 2.
+//! * A command that delivers to an OTLP endpoint (`--to otlp://HOST:PORT`,
+//!   `otlp+http://HOST:PORT`) runs against the test command's Jaeger
+//!   (`ringtrace_fixtures::jaeger`): its address replaces the one written, and without a
+//!   Jaeger the line is skipped through that helper. One that follows until Ctrl-C
+//!   (`--follow`) gets SIGINT after [`FOLLOW`] and must exit 130 having delivered.
+//!
+//! Every repository path the documents name (`crates/...`, `scripts/...`, `docs/...`,
+//! a crate's `src/...`, `tests/...`, `include/...`, and every relative link) exists.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,6 +32,9 @@ use common::{temp, Guard, BIN};
 
 /// How long one block may run.
 const BLOCK: Duration = Duration::from_secs(120);
+
+/// How long a command that follows until Ctrl-C runs before it gets SIGINT.
+const FOLLOW: Duration = Duration::from_secs(5);
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -196,6 +207,39 @@ fn into_sandbox(line: &str, sandbox: &str) -> String {
         .join(" ")
 }
 
+/// Whether a command line delivers to an OTLP endpoint.
+fn delivers(line: &str) -> bool {
+    line.split_whitespace().any(|w| w.starts_with("otlp://") || w.starts_with("otlp+http://"))
+}
+
+/// `line` with each OTLP endpoint's `HOST:PORT` replaced by `jaeger`'s receiver of its
+/// protocol (a path after it kept), and, for a command that runs until Ctrl-C
+/// (`--follow`), run for [`FOLLOW`], stopped with SIGINT and required to exit 130 with
+/// what it delivered said on stderr.
+fn against(line: &str, jaeger: &ringtrace_fixtures::Jaeger) -> String {
+    let line = line
+        .split(' ')
+        .map(|w| {
+            for (scheme, addr) in [("otlp://", &jaeger.grpc), ("otlp+http://", &jaeger.http)] {
+                if let Some(rest) = w.strip_prefix(scheme) {
+                    let path = rest.find('/').map_or("", |i| &rest[i..]);
+                    return format!("{scheme}{addr}{path}");
+                }
+            }
+            w.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !line.split_whitespace().any(|w| w == "--follow") {
+        return line;
+    }
+    format!(
+        "s=0; timeout --preserve-status -s INT {} {line} 2> follow.err || s=$?; cat follow.err >&2; \
+         [ $s -eq 130 ] && grep -q ' delivered ' follow.err",
+        FOLLOW.as_secs()
+    )
+}
+
 fn check(file: &str) -> usize {
     let sandbox = temp("sandbox");
     std::fs::create_dir_all(&sandbox).unwrap();
@@ -205,6 +249,8 @@ fn check(file: &str) -> usize {
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     let sb = sandbox.to_str().unwrap();
     let mut checked = 0;
+    // The test command's Jaeger, asked for once a command needs it.
+    let mut jaeger: Option<Option<ringtrace_fixtures::Jaeger>> = None;
     for shown in extract(file) {
         let (synopses, runnable): (Vec<&String>, Vec<&String>) = shown.lines.iter().partition(|l| is_synopsis(l));
         for line in synopses {
@@ -219,7 +265,18 @@ fn check(file: &str) -> usize {
             checked += usize::from(parses(&shown.at, runnable[0]));
             continue;
         }
-        let script = runnable.iter().map(|l| into_sandbox(l, sb)).collect::<Vec<_>>().join("\n");
+        let mut lines = Vec::new();
+        for line in runnable {
+            if !delivers(line) {
+                lines.push(line.clone());
+            } else if let Some(jaeger) = jaeger.get_or_insert_with(ringtrace_fixtures::jaeger) {
+                lines.push(against(line, jaeger));
+            }
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        let script = lines.iter().map(|l| into_sandbox(l, sb)).collect::<Vec<_>>().join("\n");
         let log = sandbox.join("block.log");
         let child = Command::new("bash")
             .args(["-c", &format!("set -e -o pipefail\n{script}")])
@@ -235,7 +292,7 @@ fn check(file: &str) -> usize {
         let mut err = String::new();
         std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
         assert!(status.success(), "{}: the block\n{script}\nfailed ({status}): {err}", shown.at);
-        checked += runnable.len();
+        checked += lines.len();
     }
     checked
 }
@@ -265,4 +322,202 @@ fn the_extraction_finds_blocks_synopses_and_inline_commands() {
         sample_argv("ringtrace write PATH [INPUT]... [--wait[=TIMEOUT]]").unwrap(),
         ["write", "x", "x", "--wait=1s", "--help"]
     );
+}
+
+/// The documents a reader follows: README.md and every Markdown file under docs/.
+fn documents() -> Vec<String> {
+    let mut files = vec!["README.md".to_owned()];
+    let mut dirs = vec![PathBuf::from("docs")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(repo().join(&dir)).unwrap() {
+            let e = e.unwrap();
+            let rel = dir.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(rel);
+            } else if rel.extension().is_some_and(|x| x == "md") {
+                files.push(rel.to_str().unwrap().to_owned());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The repository paths `text` names: each word of a backquoted span that starts with
+/// a top-level directory (`crates/`, `scripts/`, `docs/`), and, as `None`-rooted, each
+/// that starts with a crate's own (`src/`, `tests/`, `examples/`, `benches/`,
+/// `include/`, `c/`); `(path, top_level, line)`. Words with placeholders or patterns
+/// (`NAME`, `*`, `{a,b}`, `...`) are not paths.
+fn named_paths(text: &str) -> Vec<(String, bool, usize)> {
+    const TOP: [&str; 3] = ["crates/", "scripts/", "docs/"];
+    const IN_CRATE: [&str; 6] = ["src/", "tests/", "examples/", "benches/", "include/", "c/"];
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for span in line.split('`').skip(1).step_by(2) {
+            for w in span.split(|c: char| c.is_whitespace() || "()[],;:=\"'".contains(c)) {
+                let w = w.trim_end_matches('.');
+                let placeholder = w.split('/').any(|seg| seg.len() > 1 && seg.chars().all(|c| c.is_ascii_uppercase()));
+                if placeholder || w.contains(['*', '{', '<', '$']) || w.contains("...") {
+                    continue;
+                }
+                if TOP.iter().any(|t| w.starts_with(t)) {
+                    found.push((w.to_owned(), true, n + 1));
+                } else if IN_CRATE.iter().any(|t| w.starts_with(t)) {
+                    found.push((w.to_owned(), false, n + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The targets of `text`'s relative Markdown links, `(file, anchor, line)`: the file
+/// empty for a link within `text`, the anchor empty for none.
+fn links(text: &str) -> Vec<(String, String, usize)> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for part in line.split("](").skip(1) {
+            let Some(end) = part.find(')') else { continue };
+            let (file, anchor) = part[..end].split_once('#').unwrap_or((&part[..end], ""));
+            if !part[..end].is_empty() && !file.contains("://") && !file.starts_with("mailto:") {
+                found.push((file.to_owned(), anchor.to_owned(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// The anchors GitHub gives `text`'s headings: lowercased, punctuation other than `-`
+/// and `_` dropped, spaces made `-`.
+fn anchors(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| {
+            l.trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_repository_path_in_the_docs_exists() {
+    let root = repo();
+    let crates: Vec<PathBuf> =
+        std::fs::read_dir(root.join("crates")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for file in documents() {
+        let text = std::fs::read_to_string(root.join(&file)).unwrap();
+        for (path, top, line) in named_paths(&text) {
+            let exists = if top {
+                root.join(&path).exists()
+            } else {
+                // Relative to the crate the text is about: one of them holds it.
+                crates.iter().any(|c| c.join(&path).exists())
+            };
+            if !exists {
+                missing.push(format!("{file}:{line}: `{path}`"));
+            }
+            checked += 1;
+        }
+        let dir = Path::new(&file).parent().unwrap();
+        for (target, anchor, line) in links(&text) {
+            let path = if target.is_empty() { root.join(&file) } else { root.join(dir).join(&target) };
+            if !path.exists() {
+                missing.push(format!("{file}:{line}: link ({target})"));
+            } else if !anchor.is_empty()
+                && path.is_file()
+                && !anchors(&std::fs::read_to_string(&path).unwrap_or_default()).contains(&anchor)
+            {
+                missing.push(format!("{file}:{line}: link ({target}#{anchor}): no such heading"));
+            }
+            checked += 1;
+        }
+    }
+    assert!(missing.is_empty(), "the docs name files that do not exist:\n{}", missing.join("\n"));
+    assert!(checked >= 50, "only {checked} paths found in the docs: is the extraction broken?");
+}
+
+#[test]
+fn the_path_extraction_finds_top_level_and_crate_paths() {
+    let text = "see `crates/ringtrace/src/lib.rs` and `src/wait/mod.rs`, run `bash scripts/test.sh`;\n\
+                not `crates/*/examples`, `crates/NAME`, `/tmp/x` nor `target/release/x`; [a](docs/cli.md#x)";
+    let paths: Vec<(String, bool)> = named_paths(text).into_iter().map(|(p, top, _)| (p, top)).collect();
+    assert_eq!(
+        paths,
+        [
+            ("crates/ringtrace/src/lib.rs".to_owned(), true),
+            ("src/wait/mod.rs".to_owned(), false),
+            ("scripts/test.sh".to_owned(), true)
+        ]
+    );
+    assert_eq!(links(text), [("docs/cli.md".to_owned(), "x".to_owned(), 2)]);
+    assert_eq!(
+        anchors("# A\n## OpenTelemetry: `--to otlp://`\ntext\n### `otel`: the layer"),
+        ["a", "opentelemetry---to-otlp", "otel-the-layer"]
+    );
+}
+
+/// A figure of `table`'s row whose first cells are `first`: the cell `col` (0-based).
+fn cell(table: &str, first: &[&str], col: usize) -> f64 {
+    let row = table
+        .lines()
+        .map(|l| l.split('|').map(str::trim).skip(1).collect::<Vec<_>>())
+        .find(|cells| cells.len() > col && cells[..first.len()] == *first)
+        .unwrap_or_else(|| panic!("docs/benchmark.md has no row {first:?}"));
+    row[col].parse().unwrap_or_else(|_| panic!("row {first:?}: {:?} is not a number", row[col]))
+}
+
+#[test]
+fn the_readmes_cost_per_span_is_the_benchmarks() {
+    let bench = std::fs::read_to_string(repo().join("docs/benchmark.md")).unwrap();
+    let otel = &bench[bench.find("### `otel`").expect("docs/benchmark.md's otel section")..];
+    // Writer CPU ns a span, one writer: the floor (the registry alone) and the layer.
+    let floor = cell(otel, &["noop-layer", "registry", "1"], 3).round() as u64;
+    let all = cell(otel, &["ringtrace-tracing", "flight", "1"], 3).round() as u64;
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let at = readme.find("### Into Jaeger").expect("README's Jaeger section");
+    let section = &readme[at..at + readme[at..].find("\n## ").unwrap_or(readme.len() - at)];
+    for (what, ns) in [("in all", all), ("the floor", floor), ("over the floor", all - floor)] {
+        assert!(
+            section.contains(&format!("about {ns} ns")),
+            "README's Jaeger section does not give the otel group's {what}, about {ns} ns a span \
+             (docs/benchmark.md)"
+        );
+    }
+    assert!(section.contains("docs/benchmark.md"), "README's figures name their source");
+}
+
+#[test]
+fn the_readmes_otlp_commands_run_against_the_scripts_jaeger() {
+    // scripts/jaeger.sh's ports: OTLP/gRPC at BASE + 7, OTLP/HTTP at BASE + 8.
+    let script = std::fs::read_to_string(repo().join("scripts/jaeger.sh")).unwrap();
+    let base: u16 = script
+        .lines()
+        .find_map(|l| l.strip_prefix("BASE=${JAEGER_BASE_PORT:-")?.strip_suffix('}')?.parse().ok())
+        .expect("scripts/jaeger.sh's BASE port");
+    let endpoints = [format!("otlp://127.0.0.1:{}", base + 7), format!("otlp+http://127.0.0.1:{}", base + 8)];
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.contains("bash scripts/jaeger.sh start "), "README does not start the script's Jaeger");
+    let lines: Vec<String> = extract("README.md")
+        .into_iter()
+        .filter(|s| !s.inline)
+        .flat_map(|s| s.lines)
+        .filter(|l| delivers(l) && !is_synopsis(l))
+        .collect();
+    for endpoint in &endpoints {
+        assert!(
+            lines.iter().any(|l| l.split_whitespace().any(|w| w == endpoint)),
+            "no command in README.md delivers to the script's Jaeger at {endpoint}: {lines:?}"
+        );
+    }
+    for l in &lines {
+        // Jaeger refuses log records: a command that sends them fails against it.
+        assert!(l.contains("--signals traces"), "README.md: `{l}` sends log records, which Jaeger refuses");
+    }
 }

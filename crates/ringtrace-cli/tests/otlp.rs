@@ -1,8 +1,8 @@
 //! `export --to otlp://` and `otlp+http://`: a recorded trace delivered to the test
 //! command's Jaeger (started by `scripts/jaeger.sh`) and read back through its query
 //! API; through a proxy that holds connections (a slow endpoint) or answers 503 (an
-//! overloaded one); to a port nobody listens on; and to a server that answers with a
-//! partial success.
+//! overloaded one); to a port nobody listens on; to a server that answers with a
+//! partial success; and to one that answers with a web page.
 
 #![cfg(feature = "otlp")]
 
@@ -319,6 +319,46 @@ fn a_partial_success_is_counted_and_said_and_fails_the_export() {
     assert!(o.stderr.contains("3 spans and log records not delivered"), "{}", o.stderr);
 }
 
+/// A server of the test's own that answers every request with `head` and `body`
+/// (HTTP/1.1, one request a connection); requests are counted.
+fn answering(head: &'static str, body: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            common::sink::read_request(&c);
+            seen.fetch_add(1, Ordering::SeqCst);
+            let head = format!("HTTP/1.1 {head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = c.write_all(head.as_bytes()).and_then(|()| c.write_all(body));
+        }
+    });
+    (addr, count)
+}
+
+#[test]
+fn a_success_that_is_not_an_otlp_answer_is_a_failure_naming_the_endpoint() {
+    let (_rec, dir) = recorded(0);
+    // A web UI on the port (Jaeger's query port answers any POST so).
+    let (addr, posts) = answering("200 OK\r\nContent-Type: text/html; charset=utf-8", b"<!doctype html><html></html>");
+    let endpoint = format!("otlp+http://{addr}");
+    let o = deliver(&dir, &endpoint, "web", &["--signals", "traces"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{endpoint}: delivered 0 of {SPANS} spans in 0 batches")), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("http://{addr}/v1/traces")) && o.stderr.contains("not an OTLP"), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{endpoint}: {SPANS} spans and log records not delivered")), "{}", o.stderr);
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "not retried, and the batches after it not sent");
+    // An empty success in OTLP's media type is a full success.
+    let (addr, posts) = answering("200 OK\r\nContent-Type: application/x-protobuf", b"");
+    let o = deliver(&dir, &format!("otlp+http://{addr}"), "empty", &["--signals", "traces"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans in 3 batches")), "{}", o.stderr);
+    assert_eq!(posts.load(Ordering::SeqCst), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn to_refuses_what_it_cannot_do_before_reading_anything() {
     for (args, msg) in [
@@ -553,4 +593,142 @@ fn over_grpc_a_pause_asked_for_is_kept_and_a_partial_success_counted() {
     );
     assert!(o.stderr.contains("rejected 6 spans (partial success): too old"), "{}", o.stderr);
     assert_eq!(taken.load(Ordering::SeqCst) as u64, SPANS, "each batch taken once");
+}
+
+/// `ship --help` lists the options `ship --to` takes in either build; without the kafka
+/// feature, what `ship` says of Kafka gives a command that builds it (from a checkout:
+/// the crates are not published). Run by the test command in that build too.
+#[test]
+fn ship_to_an_otlp_endpoint_is_in_ship_help_and_kafka_is_said_how_to_get() {
+    let o = run(&["ship", "--help"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for option in ["--to <ENDPOINT>", "--host", "--duration", "--interval", "--service", "--signals"] {
+        assert!(o.stdout.contains(option), "ship --help does not list {option}:\n{}", o.stdout);
+    }
+    let top = run(&["--help"]);
+    let line = top.stdout.lines().find(|l| l.trim_start().starts_with("ship ")).expect("ship in the help");
+    if cfg!(feature = "kafka") {
+        return;
+    }
+    assert!(line.contains("OpenTelemetry") || line.contains("--to"), "{line}");
+    let (_rec, dir) = recorded(1);
+    let checkout = "cargo install --path crates/ringtrace-cli --features kafka";
+    // Without --to: Kafka, refused with how to get it.
+    let o = run(&["ship", &dir]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(checkout) && o.stderr.contains("--to"), "{}", o.stderr);
+    // A Kafka option: not one this build has (a usage error), with how to get it.
+    let o = run(&["ship", "--brokers", "k1:9092", "--topic", "t", &dir]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains(checkout), "{}", o.stderr);
+    let o = run(&["decode", "kafka://k1:9092/t"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(checkout), "{}", o.stderr);
+    for o in [run(&["ship", &dir]), run(&["decode", "kafka://k1:9092/t"])] {
+        assert!(!o.stderr.contains("cargo install ringtrace-cli"), "{}", o.stderr);
+    }
+}
+
+/// A codec of bytes as they are: a call's request taken whole, its answer sent as given.
+#[derive(Clone, Copy, Default)]
+struct Bytes;
+
+impl tonic::codec::Codec for Bytes {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = Bytes;
+    type Decoder = Bytes;
+
+    fn encoder(&mut self) -> Bytes {
+        *self
+    }
+
+    fn decoder(&mut self) -> Bytes {
+        *self
+    }
+}
+
+impl tonic::codec::Encoder for Bytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Vec<u8>, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Bytes {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+        use bytes::Buf;
+        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
+    }
+}
+
+/// A gRPC service on the OTLP trace service's path that is not one: it answers every
+/// call with an `ExportTracePartialSuccess`, whose field 1 is an integer where an
+/// `ExportTraceServiceResponse`'s is a message, so the answer does not decode as one.
+/// Calls are counted.
+#[derive(Clone)]
+struct NotOtlp(Arc<AtomicUsize>);
+
+impl tonic::server::NamedService for NotOtlp {
+    const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+}
+
+/// [`NotOtlp`]'s answer to a call.
+struct WrongAnswer;
+
+impl tonic::server::UnaryService<Vec<u8>> for WrongAnswer {
+    type Response = Vec<u8>;
+    type Future = std::future::Ready<Result<tonic::Response<Vec<u8>>, tonic::Status>>;
+
+    fn call(&mut self, _: tonic::Request<Vec<u8>>) -> Self::Future {
+        let wrong = ExportTracePartialSuccess { rejected_spans: 5, error_message: String::new() };
+        std::future::ready(Ok(tonic::Response::new(wrong.encode_to_vec())))
+    }
+}
+
+impl<B> tonic::codegen::Service<http::Request<B>> for NotOtlp
+where
+    B: tonic::codegen::Body + Send + 'static,
+    B::Error: Into<tonic::codegen::StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = tonic::codegen::BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move { Ok(tonic::server::Grpc::new(Bytes).unary(WrongAnswer, request).await) })
+    }
+}
+
+#[test]
+fn over_grpc_an_answer_that_is_not_an_otlp_response_is_a_failure_naming_the_endpoint() {
+    let (_rec, dir) = recorded(0);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    rt.spawn(
+        tonic::transport::Server::builder()
+            .add_service(NotOtlp(calls.clone()))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let endpoint = format!("otlp://{addr}");
+    let o = deliver(&dir, &endpoint, "not-otlp", &["--signals", "traces"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{endpoint}: delivered 0 of {SPANS} spans in 0 batches")), "{}", o.stderr);
+    assert!(o.stderr.contains("not an OTLP export response"), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("{endpoint}: {SPANS} spans and log records not delivered")), "{}", o.stderr);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not retried, and the batches after it not sent");
+    let _ = std::fs::remove_dir_all(&dir);
 }

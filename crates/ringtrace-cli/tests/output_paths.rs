@@ -72,8 +72,7 @@ fn a_descriptor_output_is_written_where_it_stands() {
 
 #[test]
 fn another_users_link_in_a_sticky_directory_is_not_followed() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: only root can give a link to another user (lchown)");
+    if !ringtrace_fixtures::have_root("give a link to another user (lchown)") {
         return;
     }
     let (ring, _handle) = ring3();
@@ -136,4 +135,41 @@ fn a_ring_file_is_private_whatever_the_umask() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::metadata(&ring).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn an_output_in_a_missing_directory_says_the_directory_is_missing() {
+    let (ring, _handle) = ring3();
+    let missing = temp("gone").join("sub");
+    let out = missing.join("x");
+    let (o, m) = (out.to_str().unwrap(), missing.display().to_string());
+    let said = format!("the directory {m} does not exist");
+    // A trace to export: a recorder directory.
+    let dir = temp("rec");
+    let (layer, _recorder) =
+        ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).directory(&dir).build().unwrap();
+    let d = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&d, || tracing::info!("one"));
+    let d = dir.to_str().unwrap();
+    for args in [
+        &["snapshot", &ring, "-o", o][..],
+        &["export", d, "--format", "chrome", "-o", o],
+        &["export", d, "--format", "ctf", "-o", o],
+        &["create", o, "--capacity", "4k"],
+        &["demo", o, "--seconds", "1"],
+    ] {
+        refused(args, &said);
+        let e = run(args).stderr;
+        assert!(!e.contains("symbolic link") && !e.contains(".ringtrace-"), "{args:?}: {e}");
+    }
+    // A path through a file: that file is not a directory.
+    let file = temp("plain");
+    std::fs::write(&file, "x").unwrap();
+    let through = file.join("x");
+    refused(&["snapshot", &ring, "-o", through.to_str().unwrap()], &format!("{} is not a directory", file.display()));
+    // Only a link that names a place in a missing directory is said to be one.
+    let link = temp("link");
+    std::os::unix::fs::symlink(&out, &link).unwrap();
+    refused(&["snapshot", &ring, "-o", link.to_str().unwrap()], "symbolic link");
+    assert!(!missing.exists(), "a directory was made");
 }

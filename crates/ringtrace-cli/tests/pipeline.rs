@@ -1,8 +1,9 @@
 //! The command as a pipeline: `write --wait` producers and a `consume` reader carry
 //! any number of records through a small ring, exactly once and in each writer's
 //! order; `consume` takes the ring's one consumer role and hands back only what it has
-//! printed (a failed stdout leaves the records in the ring); a signal the caller
-//! ignores stays ignored; `tail --timeout` ends a follow.
+//! printed (a failed stdout, or one closed or open only for reading, leaves the records
+//! in the ring); a signal the caller ignores stays ignored; `tail --timeout` ends a
+//! follow.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -275,8 +276,7 @@ fn a_signal_the_caller_ignores_stays_ignored() {
 
 #[test]
 fn write_and_consume_attach_to_another_users_ring_only_when_asked() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: only root can give a ring file to another user (chown)");
+    if !ringtrace_fixtures::have_root("give a ring file to another user (chown)") {
         return;
     }
     let path = temp("theirs.ring");
@@ -298,4 +298,58 @@ fn write_and_consume_attach_to_another_users_ring_only_when_asked() {
     assert!(writer.wait().unwrap().success());
     let o = run(&["consume", p, "--any-owner"]);
     assert_eq!((o.code, o.stdout.as_str()), (0, "shared on purpose\n"), "{}", o.stderr);
+}
+
+/// Runs the binary through bash with stdout as `redirect` makes it: `>&-` closed,
+/// `1</dev/null` open only for reading. Its exit status and stderr.
+fn run_with_stdout(args: &[&str], redirect: &str) -> (i32, String) {
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn a_consume_whose_stdout_is_closed_or_read_only_takes_no_record() {
+    let lines: Vec<String> = (0..3).map(|i| format!("r{i}")).collect();
+    for overwrite in [false, true] {
+        for redirect in [">&-", "1</dev/null"] {
+            let path = temp("closed.ring");
+            let p = path.to_str().unwrap();
+            let mut args = vec!["create", p, "--capacity", "4k"];
+            if overwrite {
+                args.extend(["--mode", "overwrite"]);
+            }
+            assert_eq!(run(&args).code, 0);
+            let mut writer =
+                Command::new(BIN).args(["write", p]).stdin(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+            writer.stdin.take().unwrap().write_all(b"r0\nr1\nr2\n").unwrap();
+            assert!(writer.wait().unwrap().success());
+            let what = format!("consume {redirect} of a{} ring", if overwrite { "n overwrite" } else { " discard" });
+            let (status, err) = run_with_stdout(&["consume", p], redirect);
+            assert_eq!(status, 1, "{what}: {err}");
+            assert_eq!(err.lines().count(), 1, "{what}: {err}");
+            assert!(err.starts_with("ringtrace: error: ") && err.contains("stdout"), "{what}: {err}");
+            assert!(err.contains("no record was consumed"), "{what}: {err}");
+            // Every record is still there for the next consumer.
+            let o = run(&["consume", p]);
+            assert_eq!(o.code, 0, "{what}: {}", o.stderr);
+            assert_eq!(o.stdout.lines().collect::<Vec<_>>(), lines, "{what}: records lost");
+        }
+    }
+    // The commands that only read say so too, rather than succeed printing nothing.
+    let path = temp("read.ring");
+    let p = path.to_str().unwrap();
+    assert_eq!(run(&["create", p, "--capacity", "4k"]).code, 0);
+    for cmd in ["snapshot", "tail", "stat"] {
+        let (status, err) = run_with_stdout(&[cmd, p], "1</dev/null");
+        assert_eq!(status, 1, "{cmd}: {err}");
+        assert!(err.contains("cannot write to stdout"), "{cmd}: {err}");
+    }
 }

@@ -206,3 +206,60 @@ fn export_reads_a_channel_file_of_raw_records() {
         (Some("ringtrace: record"), Some(3), Some("616263"))
     );
 }
+
+#[test]
+fn decode_and_export_read_a_recorder_directorys_rings_file_as_the_directory() {
+    let (_recorder, dir) = recorder();
+    let rings = format!("{dir}/{}", ringtrace_tracing::RINGS_FILE);
+    let from_dir = run(&["decode", &dir, "--format", "json"]);
+    assert_eq!(from_dir.code, 0, "{}", from_dir.stderr);
+    assert_eq!(from_dir.stdout.lines().count(), 3, "{}", from_dir.stdout);
+    // The same events, decoded with the catalog beside the rings, not raw records.
+    let from_rings = run(&["decode", &rings, "--format", "json"]);
+    assert_eq!((from_rings.code, from_rings.stdout.as_str()), (0, from_dir.stdout.as_str()), "{}", from_rings.stderr);
+    for format in ["chrome", "otlp-json"] {
+        let (a, b) = (run(&["export", &dir, "--format", format]), run(&["export", &rings, "--format", format]));
+        assert_eq!((a.code, b.code), (0, 0), "{format}: {} / {}", a.stderr, b.stderr);
+        assert!(b.stdout.contains("slow write"), "{format}: {}", b.stdout);
+        assert_eq!(a.stdout, b.stdout, "{format}");
+    }
+    // Run from inside the directory: `rings.chan` alone names it too.
+    let in_dir = temp("in-dir.out");
+    let child = std::process::Command::new(common::BIN)
+        .args(["decode", ringtrace_tracing::RINGS_FILE, "--format", "json"])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&in_dir).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = common::Guard(child).wait(common::DEADLINE, "decode rings.chan");
+    assert!(status.success(), "decode rings.chan in the directory: {status}");
+    assert_eq!(std::fs::read_to_string(&in_dir).unwrap(), from_dir.stdout);
+    // An output that would land in the directory read is refused, as for the directory.
+    let out = format!("{dir}/{}", ringtrace_tracing::CATALOG_FILE);
+    let o = run(&["export", &rings, "--format", "chrome", "-o", &out]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("inside the source directory"), "{}", o.stderr);
+}
+
+#[test]
+fn decode_reads_a_channel_file_of_raw_records() {
+    use ringtrace::channel::Channel;
+    use ringtrace::clock::Monotonic;
+    use ringtrace::config::Discard;
+    // A channel file named as a recorder's rings, without a catalog beside it: raw records.
+    let dir = temp("raw-rings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(ringtrace_tracing::RINGS_FILE);
+    let ch = Channel::<Discard, Monotonic>::builder(4096).max_producers(1).create(&path, Monotonic).unwrap();
+    ch.output(b"abc", ringtrace::Wakeup::Default).unwrap();
+    let o = run(&["decode", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(o.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (v["level"].as_str(), v["name"].as_str(), v["fields"]["len"].as_u64(), v["fields"]["head"].as_str()),
+        (Some("INFO"), Some("ringtrace: record"), Some(3), Some("616263")),
+        "{v}"
+    );
+}

@@ -1,15 +1,20 @@
 //! A flight recorder: producers write without ever waiting for a reader, the ring
 //! keeps the newest records that fit, and a snapshot copies them out when something
-//! happens (here: at the end), newest first, and saves them to a file.
+//! happens (here: at the end), newest first, and saves them to a file, which it leaves
+//! for the `ringtrace` command to read.
 //!
-//! Run: `cargo run --release -p ringtrace --example flight_recorder`
+//!     cargo run --release -p ringtrace --example flight_recorder
+//!     ringtrace snapshot /tmp/ringtrace-example/flight.rtsnap --reverse
+//!
+//! (`$TMPDIR` in place of `/tmp` where it is set.)
 
 use ringtrace::{FlightRecorder, Snapshot, Wakeup};
 
 const THREADS: u64 = 2;
 const EVENTS_PER_THREAD: u64 = 100_000;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+// `pub`: crates/ringtrace-cli/tests/examples.rs runs it, then the commands above.
+pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Overwrite mode: a full ring gives up its oldest records to make room.
     let ring = FlightRecorder::new(1 << 16)?; // the newest ~64 KiB of records
     std::thread::scope(|s| -> Result<(), ringtrace::Error> {
@@ -45,13 +50,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  thread {thread} event {seq}");
     }
 
-    // Save it (CRC32C-checked file format), and read it back as a tool would
-    // (`ringtrace snapshot FILE` prints such a file too).
-    let path = std::env::temp_dir().join(format!("ringtrace-example-{}.rtsnap", std::process::id()));
-    let bytes = snap.write_to(std::fs::File::create(&path)?)?;
-    let again = Snapshot::read_from(std::io::BufReader::new(std::fs::File::open(&path)?))?;
-    println!("wrote {} ({bytes} bytes), read back {} records", path.display(), again.len());
+    // Save it (CRC32C-checked file format), and read it back as a tool would. Written
+    // under a name of this process's, then renamed into place: two runs at once each
+    // leave a whole file.
+    let dir = std::env::temp_dir().join("ringtrace-example");
+    std::fs::create_dir_all(&dir)?;
+    let (path, part) = (dir.join("flight.rtsnap"), dir.join(format!("flight.rtsnap.{}", std::process::id())));
+    let bytes = snap.write_to(std::fs::File::create(&part)?)?;
+    let again = Snapshot::read_from(std::io::BufReader::new(std::fs::File::open(&part)?))?;
     assert!(again.iter().eq(snap.iter()));
-    std::fs::remove_file(&path)?;
+    std::fs::rename(&part, &path)?;
+    println!("wrote {} ({bytes} bytes), read back {} records", path.display(), again.len());
+    println!("read it: ringtrace snapshot {} --reverse", path.display());
     Ok(())
 }

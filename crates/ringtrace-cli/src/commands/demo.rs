@@ -20,7 +20,7 @@ use ringtrace::{FlightRecorder, ReserveError, Wakeup};
 use crate::cleanup;
 use crate::failure::{chain, Failure};
 use crate::output::stdout_err;
-use crate::units::{bytes, duration_ns, rate};
+use crate::units::{bytes, decimal_prefix, duration_ns, rate};
 
 fn fail(what: &str) -> impl FnOnce(ringtrace::Error) -> Failure + '_ {
     move |e| Failure::msg(format!("{what}: {}", chain(&e)))
@@ -117,6 +117,8 @@ fn default_path() -> PathBuf {
 pub fn run(file: Option<PathBuf>, seconds: u64, producers: u32, capacity: u64) -> Result<(), Failure> {
     let keep = file.is_some();
     let path = file.unwrap_or_else(default_path);
+    crate::destination::directory_of(&path)
+        .map_err(|e| Failure::msg(format!("cannot create the demo ring {}: {e}", path.display())))?;
     let ring = FlightRecorder::builder(capacity).create(&path).map_err(fail("creating the demo ring"))?;
     // Ctrl-C (or SIGTERM) removes the ring file it made and stops the producers.
     let _cleanup = (!keep).then(|| cleanup::remove_on_signal(&path));
@@ -125,6 +127,17 @@ pub fn run(file: Option<PathBuf>, seconds: u64, producers: u32, capacity: u64) -
         let _ = std::fs::remove_file(&path);
     }
     result
+}
+
+/// The live table's header: the time, each shown producer's rate of records written,
+/// the ring's (written, overwritten), then its running counts (records lost so far,
+/// records it holds). Every column says its unit.
+fn live_header(shown: usize) -> String {
+    let mut header = format!("{:>7}", "time");
+    for id in 0..shown {
+        header += &format!(" {:>11}", format!("p{id} rec/s"));
+    }
+    header + &format!(" {:>11} {:>19} {:>14} {:>14}", "all rec/s", "overwritten rec/s", "lost records", "held records")
 }
 
 /// Records each producer process committed, from the ring file's counter slots (by
@@ -141,8 +154,8 @@ fn committed_by(path: &Path, pids: &[u32]) -> Vec<Option<u64>> {
 }
 
 fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    let tty = std::io::stdout().is_terminal();
+    let mut out = std::io::LineWriter::new(crate::output::stdout()?);
+    let tty = out.get_ref().is_terminal();
     let exe = std::env::current_exe().map_err(|e| Failure::msg(format!("finding this program: {e}")))?;
     let cap = bytes(ring.capacity());
     writeln!(
@@ -165,21 +178,16 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
     }
     let pids: Vec<u32> = children.iter().map(Child::id).collect();
 
-    // The live display: rates per second since the last tick.
+    // The live display: rates per second since the last tick, and running counts.
     let shown = pids.len().min(SHOWN);
-    let mut header = format!("{:>7}", "time");
-    for id in 0..shown {
-        header += &format!(" {:>11}", format!("p{id} writes"));
-    }
-    header += &format!(" {:>11} {:>13} {:>10} {:>12}", "all writes", "overwritten", "lost (all)", "ring holds");
-    writeln!(out, "{header}").map_err(stdout_err)?;
+    writeln!(out, "{}", live_header(shown)).map_err(stdout_err)?;
     let t0 = Instant::now();
     let (mut last, mut last_by, mut last_t, mut last_line) = (ring.stats(), committed_by(path, &pids), t0, t0);
     while children.iter_mut().any(|c| matches!(c.try_wait(), Ok(None))) {
         std::thread::sleep(Duration::from_millis(250));
         let (now, now_by, t) = (ring.stats(), committed_by(path, &pids), Instant::now());
         let dt = (t - last_t).as_secs_f64();
-        let per_sec = |a: u64, b: u64| rate(a.saturating_sub(b) as f64 / dt);
+        let per_sec = |a: u64, b: u64| decimal_prefix(a.saturating_sub(b) as f64 / dt);
         let held = ring.snapshot().map(|s| s.len()).unwrap_or(0);
         let mut line = format!("{:>5.1} s", t0.elapsed().as_secs_f64());
         for id in 0..shown {
@@ -190,13 +198,8 @@ fn run_with(ring: &FlightRecorder, path: &Path, seconds: u64, producers: u32) ->
             };
             line += &format!(" {r:>11}");
         }
-        line += &format!(
-            " {:>11} {:>13} {:>10} {:>12}",
-            per_sec(now.committed, last.committed),
-            per_sec(now.overwritten, last.overwritten),
-            now.lost,
-            format!("{held} events")
-        );
+        let (all, overwritten) = (per_sec(now.committed, last.committed), per_sec(now.overwritten, last.overwritten));
+        line += &format!(" {all:>11} {overwritten:>19} {:>14} {held:>14}", now.lost);
         if tty {
             write!(out, "\r\x1b[2K{line}").map_err(stdout_err)?;
             out.flush().map_err(stdout_err)?;

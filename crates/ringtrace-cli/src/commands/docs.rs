@@ -14,6 +14,23 @@ use crate::destination::Output;
 use crate::failure::Failure;
 use crate::output::stdout_err;
 
+/// The subcommands `ringtrace man SUBCOMMAND` has a page for: every one (a test checks
+/// the list against the definition). The parser refuses any other name.
+pub const MAN_PAGES: [&str; 12] = [
+    "stat",
+    "tail",
+    "consume",
+    "snapshot",
+    "decode",
+    "export",
+    "create",
+    "write",
+    "demo",
+    "ship",
+    "completions",
+    "man",
+];
+
 /// Prints the completion script of `shell` for `cmd`.
 pub fn completions(mut cmd: clap::Command, shell: Shell) -> Result<(), Failure> {
     let name = cmd.get_name().to_owned();
@@ -43,6 +60,8 @@ pub fn man(cmd: clap::Command, page: Option<&str>, dir: Option<&Path>) -> Result
     }
     let roff = match page {
         None => top_page(&cmd)?,
+        // A name without a page is refused as a usage error by the parser
+        // ([`MAN_PAGES`]); this one is a failure only if the two disagree.
         Some(name) => {
             let sub = subcommands(&cmd).find(|s| s.get_name() == name).ok_or_else(|| {
                 let names: Vec<_> = subcommands(&cmd).map(|s| s.get_name()).collect();
@@ -225,6 +244,19 @@ fn text(s: &str) -> String {
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
-    let mut o = std::io::stdout().lock();
-    o.write_all(bytes).and_then(|()| o.flush()).map_err(stdout_err)
+    crate::output::stdout()?.write_all(bytes).map_err(stdout_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn man_takes_the_name_of_every_page_and_no_other() {
+        let mut cmd = crate::cli::Cli::command();
+        cmd.build();
+        let names: Vec<&str> = subcommands(&cmd).map(|s| s.get_name()).collect();
+        assert_eq!(names, MAN_PAGES, "MAN_PAGES and the subcommands differ");
+    }
 }

@@ -72,7 +72,7 @@ pub fn follow(sources: Vec<std::path::PathBuf>, duration: Option<Duration>, otlp
     let names = Options { service: otlp.service.clone(), host: otlp.host_name.clone() };
     let f = follow::Follow { sources, interval: otlp.interval.unwrap_or(Duration::from_secs(1)), duration };
     let mut read = |p: &Path| -> Result<Timeline, Failure> {
-        let mut s = crate::pipeline::source::open(p)?;
+        let mut s = crate::pipeline::source::open_trace(p)?;
         match s.timeline() {
             Some(t) => t,
             None => Err(Failure::msg(format!(

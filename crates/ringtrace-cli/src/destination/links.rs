@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::paths::real_parent;
+use super::paths::{directory_of, real_parent};
 
 /// The open descriptor a path names: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
 /// `/proc/self/fd/N` (or a link to one of them).
@@ -52,7 +52,7 @@ const MAX_LINKS: usize = 40;
 /// write, owned by neither the caller nor the directory's owner.
 pub(super) fn resolve(path: &Path) -> io::Result<PathBuf> {
     let mut path = path.to_path_buf();
-    for _ in 0..MAX_LINKS {
+    for followed in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.file_type().is_symlink() => {
                 let dir = match path.parent() {
@@ -73,16 +73,15 @@ pub(super) fn resolve(path: &Path) -> io::Result<PathBuf> {
                 path = dir.join(next);
             }
             Ok(_) => return Ok(path),
-            // The last link names nothing yet: the new file goes where it points, which
-            // must be a directory that exists.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return match real_parent(&path) {
-                    Some(_) => Ok(path),
-                    None => Err(io::Error::new(
-                        e.kind(),
-                        format!("it is a symbolic link to {}, whose directory does not exist", path.display()),
-                    )),
-                };
+            // A new name, given or where the last link points: the new file goes there,
+            // in a directory that must exist.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && real_parent(&path).is_some() => return Ok(path),
+            Err(e) if followed == 0 => return directory_of(&path).and(Err(e)),
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("it is a symbolic link to {}, whose directory does not exist", path.display()),
+                ));
             }
             Err(e) => return Err(e),
         }

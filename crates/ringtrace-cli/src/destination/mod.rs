@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use crate::cleanup;
 use crate::failure::Failure;
 
+pub use paths::directory_of;
 use paths::{real_parent, sync_parent, temp_beside};
 pub use place::{create_file, write_dir};
 

@@ -15,6 +15,30 @@ pub(super) fn real_parent(path: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(parent).ok()
 }
 
+/// Refuses a name whose directory is missing: `the directory DIR does not exist`, or
+/// `DIR is not a directory`, rather than the bare ENOENT or ENOTDIR of the first file
+/// made there (a temporary name the caller never gave). Any other trouble with the
+/// directory is left to that file's creation to say.
+pub fn directory_of(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => return Ok(()),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            Err(io::Error::new(io::ErrorKind::NotADirectory, format!("{} is not a directory", dir.display())))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(io::Error::new(e.kind(), format!("the directory {} does not exist", dir.display())))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => Err(io::Error::new(
+            e.kind(),
+            format!("the directory {} does not exist (a part of its path is not a directory)", dir.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Creates a fresh temporary name beside `target` with `make`, retrying names taken.
 pub(super) fn temp_beside<T>(target: &Path, mut make: impl FnMut(&Path) -> io::Result<T>) -> io::Result<(PathBuf, T)> {
     static N: AtomicU32 = AtomicU32::new(0);

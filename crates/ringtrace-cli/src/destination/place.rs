@@ -9,7 +9,7 @@ use std::path::Path;
 
 use rustix::fs::{renameat_with, RenameFlags, CWD};
 
-use super::paths::{sync_parent, temp_beside};
+use super::paths::{directory_of, sync_parent, temp_beside};
 use crate::cleanup;
 use crate::failure::Failure;
 
@@ -22,6 +22,7 @@ pub fn create_file<T>(
     make: impl FnOnce(&Path) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     let err = |e: io::Error| Failure::msg(format!("cannot create {}: {e}", path.display()));
+    directory_of(path).map_err(err)?;
     let (tmp, ()) = temp_beside(path, |p| match std::fs::symlink_metadata(p) {
         Ok(_) => Err(io::ErrorKind::AlreadyExists.into()),
         Err(_) => Ok(()),
@@ -46,6 +47,7 @@ pub fn create_file<T>(
 /// directory that holds a CTF trace and nothing else, which is then removed.
 pub fn write_dir<T>(dir: &Path, write: impl FnOnce(&Path) -> io::Result<T>) -> Result<T, Failure> {
     let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", dir.display()));
+    directory_of(dir).map_err(err)?;
     let old = match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {
             if !is_ctf_dir(dir) {

@@ -9,7 +9,7 @@ use super::output::{Format, Lines, Sink};
 use super::record::Record;
 use super::source::{Consume, RecordSource};
 use crate::failure::Failure;
-use crate::output::{stdout_err, write_output};
+use crate::output::{stdout, stdout_err, stdout_for_consumed, write_output};
 
 /// Which of the records held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,8 +64,8 @@ pub fn follow(
     format: Format,
     timeout: Option<Duration>,
 ) -> Result<(), Failure> {
+    let mut out = Lines::new(stdout()?, format.lines());
     let mut f = source.follow()?;
-    let mut out = Lines::new(std::io::stdout().lock(), format.lines());
     last(f.first(), count).iter().try_for_each(|r| out.write(r)).map_err(stdout_err)?;
     out.flush().map_err(stdout_err)?;
     let mut seen = Instant::now();
@@ -86,15 +86,21 @@ pub fn follow(
 }
 
 /// Consumes `source` (opened from `path`) to stdout in `format`; `None` for a source
-/// without a consumer.
+/// without a consumer. A stdout that cannot be written (closed, or open only for
+/// reading: [`stdout_for_consumed`]) is refused before the first record is taken:
+/// every record stays.
 pub fn consume(
     source: &mut dyn RecordSource,
     path: &Path,
     opts: &Consume,
     format: Format,
 ) -> Option<Result<(), Failure>> {
-    let mut out = Lines::new(std::io::stdout().lock(), format.lines());
-    source.consume(path, opts, &mut out)
+    let out = match stdout_for_consumed() {
+        Ok(out) => out,
+        Err(Failure::Message(m)) => return Some(Err(Failure::msg(format!("{m}: no record was consumed")))),
+        Err(e) => return Some(Err(e)),
+    };
+    source.consume(path, opts, &mut Lines::new(out, format.lines()))
 }
 
 #[cfg(test)]

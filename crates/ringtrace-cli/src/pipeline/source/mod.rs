@@ -149,6 +149,40 @@ pub fn open(arg: &Path) -> Result<Box<dyn RecordSource>, Failure> {
     open_spec(Spec::parse(arg.as_os_str())?).map_err(|e| e.about(arg))
 }
 
+/// Opens a SOURCE argument as a trace, for `decode` and `export`: as [`open`] does, but
+/// a channel file is read as a trace. A recorder directory's rings file
+/// (`DIR/rings.chan` with `DIR/catalog.rtt` beside it) is the directory, read with its
+/// catalog; any other channel file holds raw records, each an event on its slot's track
+/// (`ringtrace_tracing::decode::raw`).
+pub fn open_trace(arg: &Path) -> Result<Box<dyn RecordSource>, Failure> {
+    let opened = || -> Result<Box<dyn RecordSource>, Failure> {
+        let spec = Spec::parse(arg.as_os_str())?;
+        let Spec::File(path) = &spec else { return open_spec(spec) };
+        if path.is_dir() || !ringtrace::inspect::channel::is_channel_file(path)? {
+            return open_spec(spec);
+        }
+        match recorder_of(path) {
+            Some(dir) => Ok(Box::new(traced::open_dir(dir)?)),
+            None => Ok(Box::new(traced::open_channel(path.clone()))),
+        }
+    };
+    opened().map_err(|e| e.about(arg))
+}
+
+/// The recorder directory whose rings file `path` is: its parent, when `path` is named
+/// [`RINGS_FILE`](ringtrace_tracing::RINGS_FILE) and a
+/// [`CATALOG_FILE`](ringtrace_tracing::CATALOG_FILE) lies beside it.
+pub fn recorder_of(path: &Path) -> Option<std::path::PathBuf> {
+    if path.file_name()? != ringtrace_tracing::RINGS_FILE {
+        return None;
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    dir.join(ringtrace_tracing::CATALOG_FILE).is_file().then_some(dir)
+}
+
 /// The registry: a source of each kind, by what its argument names.
 fn open_spec(spec: Spec) -> Result<Box<dyn RecordSource>, Failure> {
     Ok(match spec {
@@ -188,9 +222,10 @@ pub fn open_topic(topic: Topic, window: Window) -> Result<Box<dyn RecordSource>,
     {
         let _ = window;
         Err(Failure::msg(format!(
-            "kafka://{}/{}: this ringtrace was built without Kafka (cargo install ringtrace-cli --features kafka; \
-             or read the topic with ringtrace-ship read)",
-            topic.brokers, topic.topic
+            "kafka://{}/{}: this ringtrace was built without Kafka. {} (ringtrace-ship read reads the topic)",
+            topic.brokers,
+            topic.topic,
+            crate::fleet::KAFKA_FEATURE
         )))
     }
 }

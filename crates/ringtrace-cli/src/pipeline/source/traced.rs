@@ -18,12 +18,14 @@ pub struct Traced {
     path: PathBuf,
     /// A recorder directory, not a trace file.
     dir: bool,
+    /// A channel file of raw records, read as a trace.
+    channel: bool,
 }
 
 /// A recorder directory: one with the recorder's rings file.
 pub fn open_dir(path: PathBuf) -> Result<Traced, Failure> {
     if path.join(ringtrace_tracing::RINGS_FILE).exists() {
-        Ok(Traced { path, dir: true })
+        Ok(Traced { path, dir: true, channel: false })
     } else {
         Err(Failure::msg(format!(
             "{} is a directory, not a regular file, nor a recorder directory (it has no {})",
@@ -35,7 +37,13 @@ pub fn open_dir(path: PathBuf) -> Result<Traced, Failure> {
 
 /// A trace file (told by its magic).
 pub fn open_file(path: PathBuf) -> Traced {
-    Traced { path, dir: false }
+    Traced { path, dir: false, channel: false }
+}
+
+/// A channel file of raw records, read as a trace: each record an event on its slot's
+/// track (`ringtrace_tracing::decode::raw`).
+pub fn open_channel(path: PathBuf) -> Traced {
+    Traced { path, dir: false, channel: true }
 }
 
 /// Reads and checks the trace at `path`; what was skipped is said on stderr.
@@ -52,6 +60,8 @@ impl RecordSource for Traced {
     fn kind(&self) -> &'static str {
         if self.dir {
             "a recorder directory"
+        } else if self.channel {
+            "a channel file"
         } else {
             "a trace file"
         }
