@@ -28,8 +28,8 @@ use reorder::Reorder;
 /// dropped and counted; a jump counts the numbers skipped as missing. Partitions added
 /// to the topic after the start are not read.
 ///
-/// Transient errors (a broker down, a partition's leader moving:
-/// [`transient`](super::transient)) are ridden through and counted in
+/// Transient errors (a broker down, a partition's leader moving: the module
+/// `fleet::transient` lists them) are ridden through and counted in
 /// [`FleetStats::transient`]: the consumer recovers by itself. Only errors that go on,
 /// without a batch between them, for longer than the `timeout` given to
 /// [`start`](Self::start) end the follow.

@@ -31,7 +31,7 @@ impl std::error::Error for FleetError {}
 /// when the read began, within `timeout`; calls `warn` with a message for each
 /// message that is not a valid ringtrace batch (skipped and counted) and for each
 /// record its agent could not ship (too large for a message). Transient errors (a
-/// broker down, a partition's leader moving: [`super::transient`]) are ridden through
+/// broker down, a partition's leader moving: the module `fleet::transient` lists them) are ridden through
 /// until `timeout` and counted in [`FleetStats::transient`](super::FleetStats::transient).
 pub fn read_topic(
     brokers: &str,
