@@ -117,7 +117,14 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
 
     /// Attaches a producer. [`Mpsc`] rings take any number (and `Producer` is `Clone`);
     /// a [`Spsc`](crate::config::Spsc) ring takes one at a time, else [`Error::ProducerAttached`].
+    ///
+    /// A slot's ring of a channel file ([`Channel::slot_ring`](crate::Channel::slot_ring))
+    /// has its data pages reserved here first, before the role is taken: a filesystem
+    /// without room for them is [`Error::NoSpace`] and the slot stays free.
     pub fn producer(&self) -> Result<Producer<K, M>, Error> {
+        if let Some(d) = self.shared.deferred.get() {
+            d.reserve(self.shared.region.file())?;
+        }
         Producer::attach(self.shared.clone())
     }
 
@@ -269,7 +276,14 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         // Last: the header's magic says the ring is ready to attach to.
         let init = MetaInit { kind: K::CODE, mode: M::CODE, capacity, data_offset, watermark, flags, clock: 0, ahead };
         region.view().control().init_meta(&init);
-        let shared = Shared { core, region, batch, writable: true, last_snapshot: std::sync::Mutex::new(0) };
+        let shared = Shared {
+            core,
+            region,
+            batch,
+            writable: true,
+            last_snapshot: std::sync::Mutex::new(0),
+            deferred: Default::default(),
+        };
         Ok(RingBuf::from_shared(shared))
     }
 }

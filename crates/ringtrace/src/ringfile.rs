@@ -16,6 +16,13 @@
 //!   [`Error::File`] (`AlreadyExists`), and nobody ever opens half a ring.
 //! * Attaching checks the header, the file's size and the positions before anything is
 //!   mapped, and says what does not match ([`Error::InvalidRing`]).
+//! * A file's space is reserved (`fallocate`) when it is created, and the ring image's
+//!   again before it is mapped by a process that attaches: a full filesystem is
+//!   [`Error::NoSpace`] naming the file and the size, never a `SIGBUS` at a page the
+//!   filesystem cannot back. A sparse file whose holes cannot be reserved (no
+//!   `fallocate` on its filesystem) is refused ([`Error::Sparse`]). A channel file's
+//!   slot is reserved in two steps: its head (control block, first data page) with the
+//!   file, its data pages when a producer takes it (or at attach, if it was written).
 //! * A memfd is sealed against shrinking and growing, and a received memfd without
 //!   those seals is refused, so no process can make another die of `SIGBUS`.
 //!   **A named file cannot be sealed**: if a process with write access truncates it,
@@ -45,12 +52,13 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use crate::attach::{check_file_at, check_positions, dup, Access, Owners};
+use crate::attach::{check_file_at, check_positions, dup, image_len, Access, Owners};
 use crate::config::{Mode, ProducerKind};
 use crate::error::Error;
 use crate::protocol::core::Core;
 use crate::region::file::{self, Backing};
 use crate::region::mmap::{Mapping, MmapRegion};
+use crate::region::reserve::{reserve_existing, slot_head, Deferred, Name};
 use crate::ring::{Builder, RingBuf};
 use crate::shared::Shared;
 
@@ -90,11 +98,23 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     /// ring, attached. `offset` must be page-aligned, the file at least `offset +
     /// image_len(capacity)` bytes long and zeroes there (as a new file is); else
     /// [`Error::InvalidRing`]. The ring's mapping holds its own duplicate of `fd`.
-    /// Other processes attach with [`RingBuf::open_at`].
+    /// Other processes attach with `RingBuf::open_at` ([`RingBuf::open_slot_at`] for a
+    /// channel's slot). The image's space is the caller's to reserve (`file::create_len`
+    /// reserves the ranges it is given).
     pub(crate) fn init_at(self, fd: BorrowedFd<'_>, offset: u64) -> Result<RingBuf<K, M>, Error> {
         let settings = self.settings()?;
         file::check_room(fd, offset, settings.capacity)?;
         Self::init_image(settings, dup(fd)?, offset, true)
+    }
+
+    /// [`init_at`](Self::init_at) for slot `offset` of the channel file at `path`, whose
+    /// creator reserved the slot's head ([`slot_head`]): the rest of the image is
+    /// reserved when a producer is given the ring ([`Deferred`]).
+    pub(crate) fn init_slot_at(self, fd: BorrowedFd<'_>, offset: u64, path: &Path) -> Result<RingBuf<K, M>, Error> {
+        let ring = self.init_at(fd, offset)?;
+        let len = image_len(ring.capacity());
+        let _ = ring.shared.deferred.set(Deferred { offset, len, path: path.to_path_buf() });
+        Ok(ring)
     }
 }
 
@@ -115,7 +135,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// [`Builder::build_shared`]). A named file must be this user's and writable by
     /// no other ([`Owners::Mine`]); a memfd must be sealed against shrinking.
     pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Self, Error> {
-        Self::attach(fd, 0, access, Owners::Mine)
+        Self::attach(fd, 0, access, Owners::Mine, None)
     }
 
     /// [`from_fd`](Self::from_fd), attaching also to files of other users when
@@ -135,7 +155,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_fd_owned_by(fd: OwnedFd, access: Access, owners: Owners) -> Result<Self, Error> {
-        Self::attach(fd, 0, access, owners)
+        Self::attach(fd, 0, access, owners, None)
     }
 
     /// Attaches to the ring image at `offset` of `fd` (a file holding several rings,
@@ -143,12 +163,26 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
     /// of the whole file (seals, permissions) and of the image (header, kind and mode,
     /// size, positions). `offset` must be page-aligned and the image inside the file;
     /// other bytes may follow it. The ring's mapping holds its own duplicate of `fd`.
+    /// The whole image is reserved (channel slots: [`open_slot_at`](Self::open_slot_at)).
+    #[cfg(test)]
     pub(crate) fn open_at(fd: BorrowedFd<'_>, offset: u64, access: Access, owners: Owners) -> Result<Self, Error> {
-        Self::attach(dup(fd)?, offset, access, owners)
+        Self::attach(dup(fd)?, offset, access, owners, None)
     }
 
-    /// [`open_at`](Self::open_at) with a descriptor of its own, which the mapping keeps.
-    fn attach(fd: OwnedFd, offset: u64, access: Access, owners: Owners) -> Result<Self, Error> {
+    /// `open_at` (its checks, of the whole file and of the image) for a slot of the
+    /// channel file at `path`, with [`Access::Full`]: only the
+    /// slot's head ([`slot_head`]) is reserved before it is mapped, and the rest of its
+    /// image only if the slot was ever written (its producer position is not 0: a file
+    /// of a version that did not reserve, sparse where its producers wrote, is covered),
+    /// else when a producer is given the ring ([`Deferred`]). Readers of a slot never
+    /// written touch nothing past its head.
+    pub(crate) fn open_slot_at(fd: BorrowedFd<'_>, offset: u64, owners: Owners, path: &Path) -> Result<Self, Error> {
+        Self::attach(dup(fd)?, offset, Access::Full, owners, Some(path))
+    }
+
+    /// `open_at` with a descriptor of its own, which the mapping keeps.
+    /// `slot`: the channel file whose slot this is ([`open_slot_at`](Self::open_slot_at)).
+    fn attach(fd: OwnedFd, offset: u64, access: Access, owners: Owners, slot: Option<&Path>) -> Result<Self, Error> {
         let meta = check_file_at(fd.as_fd(), offset, owners)?;
         if meta.kind.code() != K::CODE || meta.mode.code() != M::CODE {
             let at = if offset == 0 { String::new() } else { format!(" at offset {offset}") };
@@ -169,6 +203,15 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
             data_writable,
             futex: true,
         };
+        // Every page of the image backed before any is touched: a sparse file (made by
+        // hand, or by a version that did not reserve) on a full filesystem is an error
+        // here, not a SIGBUS later. Within the file: `check_file_at` checked its size.
+        // A channel slot: its head now, the rest below or by its producer.
+        let image = meta.data_offset.saturating_add(meta.capacity);
+        match slot {
+            Some(path) => reserve_existing(fd.as_fd(), offset, slot_head(meta.data_offset, image), Name::Path(path))?,
+            None => reserve_existing(fd.as_fd(), offset, image, Name::Fd)?,
+        }
         let region = MmapRegion::map(fd, mapping)?;
         let core = if M::OVERWRITE {
             Core::new_overwrite(region.view(), meta.watermark, meta.retire_ahead)
@@ -176,9 +219,26 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
             Core::new(region.view(), meta.watermark, K::MULTI)
         };
         check_positions(&core, M::OVERWRITE)?;
+        let deferred = slot.map(|path| Deferred { offset, len: image, path: path.to_path_buf() });
+        if let Some(d) = &deferred {
+            // Written: readers go past the head. (Relaxed: a producer that writes it
+            // after this load reserved it first.)
+            if core.positions().1 != 0 {
+                d.reserve(region.file())?;
+            }
+        }
         let batch = (meta.capacity / 4) & !7;
-        let shared =
-            Shared { core, region, batch, writable: access == Access::Full, last_snapshot: std::sync::Mutex::new(0) };
+        let shared = Shared {
+            core,
+            region,
+            batch,
+            writable: access == Access::Full,
+            last_snapshot: std::sync::Mutex::new(0),
+            deferred: Default::default(),
+        };
+        if let Some(d) = deferred {
+            let _ = shared.deferred.set(d);
+        }
         Ok(RingBuf::from_shared(shared))
     }
 

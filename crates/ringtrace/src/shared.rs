@@ -25,6 +25,10 @@ pub(crate) struct Shared {
     /// Overwrite mode: committed records that lay before the end of the last snapshot
     /// (for [`Snapshot::missed`](crate::Snapshot::missed)).
     pub(crate) last_snapshot: std::sync::Mutex<u64>,
+    /// A channel file's slot: its image's data pages, reserved before a producer is
+    /// given the ring ([`crate::RingBuf::producer`]). Unset for every other ring, whose
+    /// file is reserved whole.
+    pub(crate) deferred: std::sync::OnceLock<crate::region::reserve::Deferred>,
 }
 
 /// Counters and positions of a ring ([`crate::RingBuf::stats`]).

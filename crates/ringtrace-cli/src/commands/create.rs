@@ -92,8 +92,13 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// Creates the ring file; returns the largest record it takes.
 fn create<K: ProducerKind, M: Mode>(path: &Path, capacity: u64) -> Result<usize, Failure> {
-    let ring = RingBuf::<K, M>::builder(capacity)
-        .create(path)
-        .map_err(|e| Failure::msg(format!("cannot create it: {}", chain(&e))))?;
+    let ring = RingBuf::<K, M>::builder(capacity).create(path).map_err(|e| match &e {
+        // The library names the temporary file it was making; the message names the
+        // ring file asked for (`Failure::about`).
+        ringtrace::Error::NoSpace { bytes: size, source, .. } => {
+            Failure::msg(format!("cannot create it: reserving {} for it: {source}", bytes(*size)))
+        }
+        _ => Failure::msg(format!("cannot create it: {}", chain(&e))),
+    })?;
     Ok(ring.max_record_len())
 }

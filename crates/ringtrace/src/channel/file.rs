@@ -1,6 +1,7 @@
 //! Channels in shared memory: a channel file holds a header page and one ring image per
 //! producer slot ([`crate::inspect::channel`] has the layout and its one parser). Every
-//! slot's ring is made when the file is; a producer, in any process, takes a slot whose
+//! slot's ring is made when the file is (its data pages reserved when a producer first
+//! takes the slot: [`Builder::create`]); a producer, in any process, takes a slot whose
 //! ring has no live producer (the ring's own producer ownership, by pid, so a slot of a
 //! process that died is taken over, its unfinished record stepped over), preferring
 //! the slot with the fewest unread bytes, so an empty slot before one whose producer
@@ -15,7 +16,7 @@ use super::bell::ChannelBell;
 use super::handle::{Builder, Channel};
 use super::inner::{realtime_ns, ring_builder, short, Inner};
 use super::lane::Lane;
-use crate::attach::{image_len, Access, Owners};
+use crate::attach::{image_len, Owners};
 use crate::clock::Clock;
 use crate::config::Mode;
 use crate::config::Spsc;
@@ -23,6 +24,7 @@ use crate::error::Error;
 use crate::inspect::channel::{ChannelFile, ChannelHeader};
 use crate::inspect::RingMode;
 use crate::region::file::{self, Backing};
+use crate::region::reserve::{reserve_existing, slot_head, Name};
 use crate::ring::RingBuf;
 
 impl<M: Mode, C: Clock> Builder<M, C> {
@@ -35,9 +37,17 @@ impl<M: Mode, C: Clock> Builder<M, C> {
 
     /// Creates the channel in a new file at `path` (mode 0600; never replacing a file
     /// that exists), for producers and readers in any process
-    /// ([`Channel::open`]). The file takes a page plus
-    /// [`max_producers`](Self::max_producers) rings; `ringtrace stat|tail|snapshot`
+    /// ([`Channel::open`]). The file is a page plus
+    /// [`max_producers`](Self::max_producers) rings long; `ringtrace stat|tail|snapshot`
     /// read it.
+    ///
+    /// Its space is reserved (`fallocate`) in parts: at once the header page and each
+    /// slot's head (its ring's control block and first data page, which readers look
+    /// at), and a slot's data pages when a producer first takes the slot
+    /// ([`Channel::producer`]): so a file of 256 slots of 1 MiB takes a little over
+    /// 3 MiB plus 1 MiB per slot in use, not 256 MiB. A filesystem without room for the
+    /// first part is [`Error::NoSpace`] here (and no file is left), for a slot's ring
+    /// at its claim.
     ///
     /// ```
     /// use ringtrace::{Channel, Wakeup};
@@ -81,10 +91,16 @@ impl<M: Mode, C: Clock> Builder<M, C> {
             creator_pid: crate::owner::my_pid(),
             created_ns: realtime_ns(),
         };
-        let new = file::create_len(header.file_len(), Backing::Path(path))?;
+        // Reserved now: the header page and each slot's head (what every process
+        // touches); a slot's data pages when a producer takes it (`claim_slot`), so a
+        // file of 256 slots takes the space of the slots its producers use.
+        let head = slot_head(file::data_offset(), image);
+        let reserve: Vec<(u64, u64)> =
+            std::iter::once((0, page)).chain((0..slots).map(|i| (header.ring_offset(i), head))).collect();
+        let new = file::create_len(header.file_len(), &reserve, Backing::Path(path))?;
         let mut lanes = Vec::with_capacity(slots as usize);
         for i in 0..slots {
-            let r = ring().init_at(new.fd.as_fd(), header.ring_offset(i))?;
+            let r = ring().init_slot_at(new.fd.as_fd(), header.ring_offset(i), path)?;
             lanes.push(Arc::new(Lane::slot(i, r)));
         }
         // The header last: where the file already has its name (no O_TMPFILE), its
@@ -111,6 +127,11 @@ impl<M: Mode, C: Clock> Channel<M, C> {
     /// stamps with the creator's calibration, so their timestamps compare exactly.
     ///
     /// The file must be this user's and writable by no other ([`Owners::Mine`]).
+    ///
+    /// Attaching reserves the header page, each slot's head and the whole ring of each
+    /// slot ever written (a file of an older version, made sparse, is covered); a slot
+    /// never written is reserved by its first producer. A filesystem without room for
+    /// them is [`Error::NoSpace`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         Self::open_owned_by(path, Owners::Mine)
     }
@@ -148,12 +169,14 @@ impl<M: Mode, C: Clock> Channel<M, C> {
         let clock = C::from_calibration(header.calibration).ok_or(Error::NoInvariantTsc)?;
         let mut lanes = Vec::with_capacity(header.slots as usize);
         for i in 0..header.slots {
-            let r = RingBuf::<Spsc, M>::open_at(file.as_fd(), header.ring_offset(i), Access::Full, owners)?;
+            let r = RingBuf::<Spsc, M>::open_slot_at(file.as_fd(), header.ring_offset(i), owners, path)?;
             if r.capacity() != header.capacity {
                 return Err(Error::invalid(format!("slot {i}'s ring is not of the channel's capacity")));
             }
             lanes.push(Arc::new(Lane::slot(i, r)));
         }
+        // The header page is mapped for the bell line: backed first, as the rings were.
+        reserve_existing(file.as_fd(), 0, header.first, Name::Path(path))?;
         // Version 1: no bell line (its writers never ring): the reader polls.
         let bell = match header.has_bell() {
             true => Some(ChannelBell::file(file.as_fd()).map_err(bell_err(path))?),
@@ -292,19 +315,30 @@ impl<M: Mode, C: Clock> Inner<M, C> {
     /// start on a ring that is already full of another's unread records (discard mode:
     /// refused as `Full` while other slots stood empty) or, in overwrite mode,
     /// overwrite another's history while an empty ring was free.
+    ///
+    /// A slot's ring is reserved whole before its role is taken (`RingBuf::producer`):
+    /// a slot without room is passed over, and if no slot could be taken for want of
+    /// room the claim is that [`Error::NoSpace`] (the slots stay free).
     pub(crate) fn claim_slot(&self) -> Result<Claimed<M>, Error> {
         let mut lanes: Vec<_> = self.registry().lanes.iter().map(|l| (l.ring.stats().available, l.clone())).collect();
         lanes.sort_by_key(|&(unread, _)| unread); // stable: slot order among equals
+        let mut no_space = None;
         for (_, lane) in lanes {
+            // Reserves the slot's data pages before it takes the role.
             match lane.ring.producer() {
                 Ok(p) => {
                     lane.reopen();
                     return Ok((p, lane));
                 }
                 Err(Error::ProducerAttached { .. }) => continue,
+                // No room for this slot's pages: a slot reserved before (one a producer
+                // left) may still be taken.
+                Err(e @ (Error::NoSpace { .. } | Error::Sparse { .. })) => {
+                    no_space.get_or_insert(e);
+                }
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::ChannelFull { max: self.max_producers })
+        Err(no_space.unwrap_or(Error::ChannelFull { max: self.max_producers }))
     }
 }

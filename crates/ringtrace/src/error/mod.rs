@@ -56,3 +56,14 @@ pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     }
     message
 }
+
+/// `bytes` as a person reads a file's size: whole MiB or KiB where it is one (`1 MiB`,
+/// `1028 KiB`), else bytes.
+pub(crate) fn size_text(bytes: u64) -> String {
+    match bytes {
+        0 => "0 bytes".into(),
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}

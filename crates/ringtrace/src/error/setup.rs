@@ -92,6 +92,42 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The space of a ring or channel file (or a memfd) could not be reserved before
+    /// it was mapped (`fallocate`): a full filesystem (`ENOSPC`), a quota, a memory
+    /// limit. A page the filesystem cannot back would stop the process that touches it
+    /// with SIGBUS, so the file is not used: a new one is removed again.
+    #[error("reserving {} for {}", super::size_text(*bytes), path.display())]
+    NoSpace {
+        /// The bytes asked for: the whole file, or the ring image being attached.
+        bytes: u64,
+        /// The file (a memfd: `memfd:ringtrace`).
+        path: std::path::PathBuf,
+        /// The error the kernel returned.
+        #[source]
+        source: io::Error,
+    },
+    /// A ring file being attached has holes (a sparse file, not made by this version
+    /// of ringtrace, or cut by hand) that this process cannot reserve: its filesystem
+    /// has no `fallocate`, or the descriptor is not writable. Touching a page in a
+    /// hole on a full filesystem would stop the process with SIGBUS, so the file is
+    /// refused.
+    #[error(
+        "{} has holes (unreserved space) in the {} from offset {offset}, which could not be reserved: \
+         a page the filesystem cannot back would stop this process with SIGBUS",
+        path.display(),
+        super::size_text(*bytes)
+    )]
+    Sparse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where the ring image starts in it.
+        offset: u64,
+        /// The image's length.
+        bytes: u64,
+        /// Why the holes could not be filled: `fallocate`'s error.
+        #[source]
+        source: io::Error,
+    },
     /// The handle was opened for consuming only ([`Access::Consumer`](crate::Access)).
     #[error("this ring handle was opened for consuming only: {what} needs Access::Full")]
     ReadOnly {

@@ -17,6 +17,8 @@ fn every_type_formats_to_one_line() {
     one_line(&Error::PauseBusy { waited: std::time::Duration::from_millis(5) });
     one_line(&Error::TscCalibration("0 ticks in 20000000 ns".into()));
     one_line(&Error::Io { what: "mapping the ring", source: io() });
+    one_line(&Error::NoSpace { bytes: 1 << 20, path: "/dev/shm/r".into(), source: io() });
+    one_line(&Error::Sparse { path: "/dev/shm/r".into(), offset: 0, bytes: 4096, source: io() });
     one_line(&ReserveError::OutOfBounds { offset: 8, len: 16, record_len: 16 });
     one_line(&ConsumeError::<Infallible>::Busy);
     one_line(&ConsumeError::<io::Error>::Callback(io()));
@@ -105,4 +107,13 @@ fn with_causes_does_not_repeat_a_cause_the_message_holds() {
     }
     assert_eq!(with_causes(&Embeds(cause())), format!("outer: {CAUSE}"));
     assert_eq!(with_causes(&Error::AlreadyPaused), "the ring is already paused");
+}
+
+#[test]
+fn sizes_read_as_whole_units() {
+    assert_eq!(size_text(1 << 20), "1 MiB");
+    assert_eq!(size_text((1 << 20) + 4096), "1028 KiB");
+    assert_eq!(size_text(4097), "4097 bytes");
+    let e = Error::NoSpace { bytes: 1 << 20, path: "/mnt/x/big.ring".into(), source: io::Error::from_raw_os_error(28) };
+    assert_eq!(with_causes(&e), "reserving 1 MiB for /mnt/x/big.ring: No space left on device (os error 28)");
 }

@@ -1,6 +1,7 @@
 //! Ring files: creating them (memfd, or a named file created exclusively, mode 0600,
-//! never through a symlink, and visible only once initialized), checking a file another
-//! process made before mapping it, and handing a memfd to another process.
+//! never through a symlink, its space reserved ([`super::reserve`]), and visible only
+//! once initialized), checking a file another process made before mapping it, and
+//! handing a memfd to another process.
 //!
 //! Everything read here comes from a file some other process wrote, so every field is
 //! checked against what this build can map before anything is mapped: a bad file is an
@@ -21,6 +22,7 @@ use rustix::net::{
     SendFlags,
 };
 
+use super::reserve::{reserve_new, Name};
 use crate::error::Error;
 use crate::format::control::CONTROL_SIZE;
 use crate::format::control::FD_HELLO;
@@ -61,17 +63,23 @@ pub(crate) fn image_len(capacity: u64) -> u64 {
 
 /// Creates the file of a ring of `capacity` data bytes.
 pub(crate) fn create(capacity: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
-    create_len(image_len(capacity), backing)
+    let len = image_len(capacity);
+    create_len(len, &[(0, len)], backing)
 }
 
 /// Creates a file of `len` bytes (a ring file, or a channel file holding several ring
-/// images), zero-filled, the way [`create`] describes.
-pub(crate) fn create_len(len: u64, backing: Backing<'_>) -> Result<NewFile, Error> {
+/// images), zero-filled, the way [`create`] describes, the `(offset, len)` ranges of
+/// `reserve` reserved ([`reserve_new`]: a ring file's whole, a channel file's header
+/// and slot heads): a filesystem without room for them is [`Error::NoSpace`], and no
+/// file is left.
+pub(crate) fn create_len(len: u64, reserve: &[(u64, u64)], backing: Backing<'_>) -> Result<NewFile, Error> {
     let path = match backing {
         Backing::Private | Backing::Memfd => {
             let fd = memfd_create("ringtrace", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
                 .map_err(Error::io("memfd_create"))?;
             ftruncate(&fd, len).map_err(Error::io("ftruncate of the ring's memfd"))?;
+            // Its pages too: a memfd counts against tmpfs and memory limits like a file.
+            reserve_new(fd.as_fd(), len, reserve, Name::Memfd)?;
             // No process that gets this memfd can shrink it under a mapping (SIGBUS) or
             // grow it; receivers check these seals (`check_file_at`).
             fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
@@ -89,6 +97,8 @@ pub(crate) fn create_len(len: u64, backing: Backing<'_>) -> Result<NewFile, Erro
     match open(dir, OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC, mode) {
         Ok(fd) => {
             ftruncate(&fd, len).map_err(Error::file("sizing ring file", path))?;
+            // Unnamed, the file goes away with its descriptor if this fails.
+            reserve_new(fd.as_fd(), len, reserve, Name::Path(path))?;
             // Fail early, before the caller initializes it, if the name is taken.
             if std::fs::symlink_metadata(path).is_ok() {
                 return Err(Error::File { what: "creating ring file", path: path.into(), source: exists() });
@@ -100,9 +110,12 @@ pub(crate) fn create_len(len: u64, backing: Backing<'_>) -> Result<NewFile, Erro
         Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
             let flags = OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::RDWR | OFlags::CLOEXEC;
             let fd = open(path, flags, mode).map_err(Error::file("creating ring file", path))?;
-            if let Err(e) = ftruncate(&fd, len) {
+            let sized = ftruncate(&fd, len)
+                .map_err(Error::file("sizing ring file", path))
+                .and_then(|()| reserve_new(fd.as_fd(), len, reserve, Name::Path(path)));
+            if let Err(e) = sized {
                 let _ = std::fs::remove_file(path);
-                return Err(Error::file("sizing ring file", path)(e));
+                return Err(e);
             }
             Ok(NewFile { fd, link: None })
         }

@@ -12,6 +12,8 @@ pub(crate) mod file;
 pub(crate) mod heap;
 #[cfg(not(loom))]
 pub(crate) mod mmap;
+#[cfg(not(loom))]
+pub(crate) mod reserve;
 
 /// A ring's memory: control block, data area and doorbell.
 ///
