@@ -51,26 +51,6 @@
 #define RINGTRACE_VERSION_PATCH 0
 
 /**
- * No timestamps (`clock`).
- */
-#define RINGTRACE_CLOCK_NONE 0
-
-/**
- * The invariant TSC, calibrated once per process (`clock`; -ENOTSUP without one).
- */
-#define RINGTRACE_CLOCK_TSC 1
-
-/**
- * `CLOCK_MONOTONIC` (`clock`).
- */
-#define RINGTRACE_CLOCK_MONOTONIC 2
-
-/**
- * The TSC where it is invariant, `CLOCK_MONOTONIC` elsewhere (`clock`).
- */
-#define RINGTRACE_CLOCK_BEST 3
-
-/**
  * `ringtrace_field.type`: an unsigned integer in `value.u`.
  */
 #define RINGTRACE_FIELD_U64 1
@@ -132,6 +112,26 @@
  * The most fields a callsite has (a value names its field by a byte).
  */
 #define RINGTRACE_MAX_FIELDS 255
+
+/**
+ * No timestamps (`clock`).
+ */
+#define RINGTRACE_CLOCK_NONE 0
+
+/**
+ * The invariant TSC, calibrated once per process (`clock`; -ENOTSUP without one).
+ */
+#define RINGTRACE_CLOCK_TSC 1
+
+/**
+ * `CLOCK_MONOTONIC` (`clock`).
+ */
+#define RINGTRACE_CLOCK_MONOTONIC 2
+
+/**
+ * The TSC where it is invariant, `CLOCK_MONOTONIC` elsewhere (`clock`).
+ */
+#define RINGTRACE_CLOCK_BEST 3
 
 /**
  * Commit or discard with the ring's wakeup policy.

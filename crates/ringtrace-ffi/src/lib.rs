@@ -19,6 +19,7 @@
 
 mod bpf;
 mod bpf_set;
+mod callsite;
 mod channel;
 mod channel_file;
 pub mod consumer;
@@ -39,6 +40,8 @@ use std::ffi::{c_char, c_int};
 pub use bpf::*;
 #[allow(unused_imports)]
 pub use bpf_set::*;
+#[allow(unused_imports)]
+pub use callsite::*;
 #[allow(unused_imports)]
 pub use channel::*;
 #[allow(unused_imports)]

@@ -15,8 +15,8 @@
 use std::ffi::{c_char, CStr};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use crate::callsite::{ringtrace_callsite, ringtrace_field, RINGTRACE_CALLSITE_SPAN};
 use crate::error::Fail;
-use crate::events::{ringtrace_callsite, ringtrace_field, RINGTRACE_CALLSITE_SPAN};
 
 /// One field of a shape.
 #[derive(Debug)]

@@ -290,7 +290,9 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                             entry.counts.overwritten = overwritten;
                             match to {
                                 // Records delivered whole: the markers are `too_large`'s.
-                                Delivered::Kafka => entry.counts.shipped += filled.records - filled.too_large,
+                                Delivered::Kafka => {
+                                    entry.counts.shipped += filled.records.saturating_sub(filled.too_large)
+                                }
                                 Delivered::Spool => entry.counts.spooled += filled.records,
                             }
                             entry.counts.too_large += filled.too_large;
@@ -315,7 +317,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     stored.map_err(|e| ShipError::State(e.to_string()))?;
                     match to {
                         Delivered::Kafka => {
-                            stats.shipped += read - too_large;
+                            stats.shipped += read.saturating_sub(too_large);
                             stats.batches += sent;
                         }
                         Delivered::Spool => stats.spooled += read,

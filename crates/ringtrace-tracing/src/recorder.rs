@@ -32,7 +32,9 @@ pub struct Stats {
     /// before its next record), or never (the thread exited with its ring still full,
     /// or a stream finished first). A trace counts these in its stats.
     pub unreported: u64,
-    /// Records of threads that found no free ring (recorder directory full).
+    /// Records of threads that found no free ring: the recorder directory full (every
+    /// slot taken), or its filesystem without room to reserve the thread's ring (a
+    /// thread does not try again).
     pub no_ring: u64,
     /// Records emitted while a thread was exiting (its state gone).
     pub teardown: u64,

@@ -132,7 +132,7 @@ pub(crate) fn check_file_at(fd: BorrowedFd<'_>, offset: u64, owners: Owners) -> 
 
 /// Bytes a ring image of `capacity` data bytes takes in a file holding several rings
 /// (control block and data area), a multiple of the page size: where the next image
-/// can start ([`crate::Builder::init_at`], [`crate::RingBuf::open_at`]).
+/// can start ([`crate::Builder::init_at`], [`crate::RingBuf::open_slot_at`]).
 pub(crate) fn image_len(capacity: u64) -> u64 {
     crate::region::file::image_len(capacity)
 }

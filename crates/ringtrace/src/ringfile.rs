@@ -113,7 +113,7 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
     pub(crate) fn init_slot_at(self, fd: BorrowedFd<'_>, offset: u64, path: &Path) -> Result<RingBuf<K, M>, Error> {
         let ring = self.init_at(fd, offset)?;
         let len = image_len(ring.capacity());
-        let _ = ring.shared.deferred.set(Deferred { offset, len, path: path.to_path_buf() });
+        let _ = ring.shared.deferred.set(Deferred::new(offset, len, path));
         Ok(ring)
     }
 }
@@ -219,7 +219,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
             Core::new(region.view(), meta.watermark, K::MULTI)
         };
         check_positions(&core, M::OVERWRITE)?;
-        let deferred = slot.map(|path| Deferred { offset, len: image, path: path.to_path_buf() });
+        let deferred = slot.map(|path| Deferred::new(offset, image, path));
         if let Some(d) = &deferred {
             // Written: readers go past the head. (Relaxed: a producer that writes it
             // after this load reserved it first.)

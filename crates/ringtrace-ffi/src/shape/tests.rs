@@ -13,6 +13,7 @@ use proptest::prelude::*;
 
 use super::slot;
 use super::{FIRST_BITS, SEGMENTS};
+use crate::callsite::*;
 use crate::events::*;
 use crate::recorder::*;
 

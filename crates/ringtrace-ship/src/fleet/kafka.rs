@@ -136,6 +136,11 @@ pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
         .create()
 }
 
+/// How long a reader rides through transient errors before any broker has answered
+/// its first metadata request: no broker of the list reachable (a mistyped host or
+/// port, or the whole cluster down when the read starts) fails after this.
+pub(super) const FIRST_ANSWER: Duration = Duration::from_secs(30);
+
 /// Each partition of `topic`: `(id, first offset to read, end offset now)`. The first
 /// offset is the partition's first, or with `since_ns` that of its first message
 /// timestamped at or after it (the end if none is). Transient errors are ridden through
@@ -157,8 +162,11 @@ pub(super) fn starts(
     };
     // A topic created a moment ago may be unknown to the broker asked: ask again for
     // up to 5 s before calling it missing. A topic-wide error that a leader moving
-    // explains is asked about again too.
-    let answer = retried(deadline, ridden, &mut note, |wait| {
+    // explains is asked about again too. Until a broker has answered once, the errors
+    // are ridden through for [`FIRST_ANSWER`] at most: a mistyped broker list fails
+    // then, not at the read's deadline.
+    let first = deadline.min(Instant::now() + FIRST_ANSWER);
+    let answer = retried(first, ridden, &mut note, |wait| {
         match topic::ask(consumer.client(), topic, wait.min(Duration::from_secs(5)))? {
             topic::Answer::Known(m) => match m.topics().iter().find(|t| t.name() == topic).and_then(|t| t.error()) {
                 Some(e) if is_transient(&KafkaError::MetadataFetch(e.into())) => {

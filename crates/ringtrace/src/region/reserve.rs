@@ -14,6 +14,7 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{fallocate, fstat, seek, FallocateFlags, SeekFrom};
 use rustix::io::Errno;
@@ -94,17 +95,34 @@ pub(crate) fn slot_head(data_offset: u64, image: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct Deferred {
     /// Where the image starts in the file.
-    pub(crate) offset: u64,
+    offset: u64,
     /// The image's bytes (control block and data area).
-    pub(crate) len: u64,
+    len: u64,
     /// The channel file, for messages.
-    pub(crate) path: PathBuf,
+    path: PathBuf,
+    /// Whether this process reserved it already: a producer claiming a slot tries the
+    /// channel's slots in turn, and each would otherwise pay a `fallocate` of its whole
+    /// image (taking the file's lock) before finding the slot taken.
+    reserved: AtomicBool,
 }
 
 impl Deferred {
-    /// Reserves the whole image in `fd` (its file): [`reserve_existing`].
+    /// The image at `offset`, `len` bytes, of the channel file at `path`, not reserved yet.
+    pub(crate) fn new(offset: u64, len: u64, path: &Path) -> Self {
+        Deferred { offset, len, path: path.to_path_buf(), reserved: AtomicBool::new(false) }
+    }
+
+    /// Reserves the whole image in `fd` (its file), once per process: [`reserve_existing`].
     pub(crate) fn reserve(&self, fd: BorrowedFd<'_>) -> Result<(), Error> {
-        reserve_existing(fd, self.offset, self.len, Name::Path(&self.path))
+        // Acquire: pairs with the Release store below, so a thread that skips the call
+        // comes after the `fallocate` that reserved the image.
+        if self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        reserve_existing(fd, self.offset, self.len, Name::Path(&self.path))?;
+        // Release: pairs with the Acquire load above.
+        self.reserved.store(true, Ordering::Release);
+        Ok(())
     }
 }
 
