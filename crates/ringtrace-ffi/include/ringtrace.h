@@ -637,7 +637,9 @@ void ringtrace_bpf_ringbuf_free(struct ringtrace_bpf_ringbuf *rb);
 /**
  * Calls `fn(ctx, data, len)` for every record available now, in order.
  *
- * Returns the number delivered, or -EINVAL, -ECANCELED, -EBADMSG.
+ * Returns the number delivered, or -EINVAL, -ECANCELED, -EBADMSG, or -EBUSY (another
+ * reader, in this process or another, holds the map: its first consuming call takes
+ * the map's reader lock, held until the handle is freed).
  *
  * Threads: one thread at a time per handle (one reader per map, as with libbpf).
  *

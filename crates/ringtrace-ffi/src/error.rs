@@ -108,6 +108,8 @@ fn errno_of_kernel(e: &KernelError) -> c_int {
         KernelError::NoSuchMap { .. } => libc::ENOENT,
         KernelError::Permission { .. } => libc::EPERM,
         KernelError::BadSize { .. } | KernelError::BadPositions { .. } => libc::EBADMSG,
+        // Another reader holds the map's reader lock.
+        KernelError::MapBusy { .. } => libc::EBUSY,
         other => os_errno(other).unwrap_or(libc::EIO),
     }
 }
@@ -241,5 +243,17 @@ mod tests {
         assert_eq!(f.message, format!("mapping the ring: {text}"));
         let f = Fail::from(KernelError::Dup(cause()));
         assert_eq!(f.message.matches(&text).count(), 1, "{}", f.message);
+    }
+
+    /// A map another reader holds: -EBUSY, the message naming the holder, from opening
+    /// and from a consuming call alike.
+    #[test]
+    fn a_map_another_reader_holds_is_ebusy() {
+        let busy = || KernelError::MapBusy { id: 7, holder: Some((42, 0)) };
+        let f = Fail::from(busy());
+        assert_eq!(f.code, -libc::EBUSY);
+        assert!(f.message.starts_with("map 7 already has a reader (pid 42, uid 0)"), "{}", f.message);
+        let f = Fail::from(ringtrace::ConsumeError::<std::convert::Infallible>::Kernel(busy()));
+        assert_eq!(f.code, -libc::EBUSY);
     }
 }

@@ -1,9 +1,8 @@
 //! Rings: one opaque `ringtrace_ring` over the four `RingBuf<K, M>` combinations.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int};
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Mutex;
 
 use ringtrace::config::{Discard, Mpsc, Overwrite, Spsc, WakeupPolicy};
@@ -13,6 +12,9 @@ use ringtrace::{Access, Builder, Error, RingBuf, Stats};
 use crate::error::Fail;
 use crate::guard::{self, call, call_or, handle};
 use crate::pause::PauseHold;
+
+mod args;
+pub(crate) use args::{dup_fd, path_arg, read_sized};
 
 /// Multi-producer ring (`kind`).
 pub const RINGTRACE_MPSC: c_int = 0;
@@ -162,48 +164,6 @@ unsafe fn read_opts(opts: *const ringtrace_ring_opts) -> Result<ringtrace_ring_o
     Ok(o)
 }
 
-/// Reads a libbpf-style options struct whose first field is `size_t sz` (`None` for
-/// NULL), copying no more than `sz` bytes: a caller built against an older header
-/// passes a shorter struct (its missing fields stay zero), and one built against a
-/// newer header a longer one, refused unless its unknown bytes are all zero (libbpf's
-/// `OPTS_VALID` does the same).
-///
-/// # Safety
-///
-/// `opts` is null or points to at least `opts->sz` readable bytes; `T` is a
-/// `#[repr(C)]` struct of integers (every bit pattern valid) starting with a `usize`.
-pub(crate) unsafe fn read_sized<T: Copy + Default>(opts: *const T, name: &str) -> Result<Option<T>, Fail> {
-    if opts.is_null() {
-        return Ok(None);
-    }
-    let mut o = T::default();
-    // SAFETY: not null; the caller promises `sz` readable bytes, which include `sz`.
-    let sz = unsafe { opts.cast::<usize>().read_unaligned() };
-    if sz < std::mem::size_of::<usize>() {
-        return Err(Fail::inval(format!("{name}.sz must be sizeof(struct {name})")));
-    }
-    let known = std::mem::size_of::<T>();
-    if sz > 4096 {
-        return Err(Fail::inval(format!("{name}.sz is {sz}: set it to sizeof(struct {name})")));
-    }
-    if sz > known {
-        // SAFETY: the caller promises `sz` readable bytes at `opts`.
-        let extra = unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), sz - known) };
-        if let Some(at) = extra.iter().position(|&b| b != 0) {
-            return Err(Fail::inval(format!(
-                "{name}: byte {} is set, past the {known} bytes of the fields this library knows \
-                 (sz is {sz}: built against a newer ringtrace.h?)",
-                known + at
-            )));
-        }
-    }
-    let n = sz.min(known);
-    // SAFETY: `n` <= `sz` bytes are readable at `opts` (caller) and writable at `o`;
-    // every bit pattern is valid for `T` (caller).
-    unsafe { std::ptr::copy_nonoverlapping(opts.cast::<u8>(), (&raw mut o).cast::<u8>(), n) };
-    Ok(Some(o))
-}
-
 fn configure<K: ringtrace::config::ProducerKind, M: ringtrace::config::Mode>(o: &ringtrace_ring_opts) -> Builder<K, M> {
     let mut b = RingBuf::<K, M>::builder(o.capacity);
     if o.watermark != 0 {
@@ -264,21 +224,6 @@ fn attach(fd: OwnedFd, access: c_int) -> Result<AnyRing, Fail> {
     })
 }
 
-/// A C path argument.
-///
-/// # Safety
-///
-/// `path` is null (refused) or a NUL-terminated string.
-pub(crate) unsafe fn path_arg<'a>(path: *const c_char) -> Result<&'a Path, Fail> {
-    if path.is_null() {
-        return Err(Fail::inval("null path"));
-    }
-    // SAFETY: not null; the caller promises a NUL-terminated string.
-    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
-    Ok(Path::new(std::ffi::OsStr::from_bytes(bytes)))
-}
-
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 
 /// Creates a ring private to this process, in memory.
@@ -441,20 +386,6 @@ pub unsafe extern "C" fn ringtrace_ring_from_fd(fd: c_int, access: c_int, out: *
     })
 }
 
-/// Duplicates a caller's descriptor (close-on-exec), checking it is open first.
-pub(crate) fn dup_fd(fd: c_int) -> Result<OwnedFd, Fail> {
-    if fd < 0 {
-        return Err(Fail::new(libc::EBADF, format!("invalid file descriptor {fd}")));
-    }
-    // SAFETY: F_GETFD only reads the descriptor table; `fd` need not be open.
-    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: `fd` is open (checked above) and only borrowed for the duplication.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    Ok(borrowed.try_clone_to_owned()?)
-}
-
 /// Frees a ring handle (NULL is ignored). Producers, consumers and snapshots made from it
 /// stay valid: they hold their own reference to the ring. A pause this handle holds is
 /// ended.
@@ -517,20 +448,4 @@ pub unsafe extern "C" fn ringtrace_ring_max_record_len(ring: *const ringtrace_ri
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `ringtrace_stats` is `ringtrace::Stats` field for field: the same names in the
-    /// same order, each copied from its namesake.
-    #[test]
-    fn stats_mirror_the_library_field_for_field() {
-        let mut s = Stats::default();
-        // Distinct values, none zero: a field copied from another, or left out, shows.
-        (s.committed, s.discarded, s.lost, s.refused_paused, s.overwritten) = (1, 2, 3, 4, 5);
-        (s.overwritten_unread, s.dead, s.overwrite_pos, s.too_large, s.consumed) = (6, 7, 8, 9, 10);
-        (s.skipped, s.consumer_pos, s.producer_pos, s.available, s.capacity) = (11, 12, 13, 14, 15);
-        let c = ringtrace_stats::from(s);
-        assert_eq!(format!("{c:?}"), format!("{s:?}").replacen("Stats", "ringtrace_stats", 1));
-        assert!(!format!("{s:?}").contains(": 0"), "a field of Stats is not set here: {s:?}");
-    }
-}
+mod tests;

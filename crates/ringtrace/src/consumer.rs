@@ -4,27 +4,22 @@
 #![cfg(not(loom))]
 
 use std::fmt;
-use std::io;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use crate::callback::{Iter, Outcome};
 use crate::config::{Mpsc, ProducerKind};
 use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
-use crate::wait::poll::byte_reader_poll;
-use crate::wait::sleep::{arm_for_fd, sleep_until_ready};
-use crate::wait::DEAD_CHECK;
 
 /// The consumer's partial publication hands space back in lines of this many bytes
 /// (which the ring's largest record leaves room for: [`Region::RELEASE_LINE`]).
 const LINE: u64 = <MmapView as Region>::RELEASE_LINE;
 /// Empty consume calls between two readings of the clock while the consumer is stuck
 /// (reading the clock costs more than an empty call): whether to check for a dead
-/// producer is decided by time ([`DEAD_CHECK`]), not by this count.
+/// producer is decided by time ([`DEAD_CHECK`](crate::wait::DEAD_CHECK)), not by this count.
 const STALL_CLOCK_EVERY: u32 = 8;
 use crate::disconnect;
 use crate::format::control::SEEN_CONSUMER;
@@ -33,6 +28,8 @@ use crate::region::mmap::MmapView;
 use crate::region::Region;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
+
+mod wait;
 
 /// Reads a ring's records in reservation order, in place. One per ring at a time.
 ///
@@ -43,7 +40,7 @@ use crate::sync::Ordering::Relaxed;
 /// # Waiting
 ///
 /// [`poll`](Self::poll) and [`wait`](Self::wait) block. An event loop instead waits on
-/// [`as_fd`](AsFd::as_fd) (readable when woken; edge-triggered `EPOLLET` is fine, as
+/// [`as_fd`](std::os::fd::AsFd::as_fd) (readable when woken; edge-triggered `EPOLLET` is fine, as
 /// mio and tokio's `AsyncFd` use): drain, then call [`arm`](Self::arm); wait on the fd
 /// only if it returns `true`, else drain again.
 ///
@@ -352,128 +349,6 @@ impl<K: ProducerKind> Consumer<K> {
         self.core.ready(self.rd.pos)
     }
 
-    /// Sleeps until a record is ready or `timeout` passes; true if one is ready.
-    /// Returns false at once when every producer is gone
-    /// ([`is_disconnected`](Self::is_disconnected)).
-    ///
-    /// While a record is claimed and not finished at its position, wakes every 200 ms
-    /// to see whether its producer died (then steps over it: see
-    /// [`Stats::dead`](crate::Stats)). With nothing claimed, it sleeps until woken.
-    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            self.publish();
-            let core = self.core.clone();
-            let (pos, published) = (self.rd.pos, self.rd.published);
-            // A whole ring read and not handed back: producers cannot have written anything.
-            let ready = |c: &Core<MmapView>| pos - published < c.capacity() && c.ready(pos);
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            // Something claimed and not ready: its producer may be dead; check now and
-            // then. (A claim made after this look, by a producer that then dies, is
-            // found after the next commit wakes us: before that there is nothing to
-            // deliver anyway.) A ring shared between processes: look now and then
-            // whether every producer process died (a handle dropped rings the doorbell).
-            let slice = if self.available() > 0 || self.core.region.is_futex() {
-                Some(left.map_or(DEAD_CHECK, |l| l.min(DEAD_CHECK)))
-            } else {
-                left
-            };
-            let r = sleep_until_ready(&core, published, slice, &mut self.armed, |c| {
-                ready(c) || disconnect::producers_gone(c)
-            });
-            self.disarm();
-            if r? {
-                return Ok(ready(&core));
-            }
-            if self.step_over_dead() {
-                return Ok(true);
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(false);
-            }
-        }
-    }
-
-    /// A consume call found nothing. Once consume calls have found nothing for
-    /// [`DEAD_CHECK`] (as [`wait`](Self::wait) does; the clock is read every
-    /// [`STALL_CLOCK_EVERY`] calls), checks whether the record at the cursor was left
-    /// unfinished by a dead process, so a consumer that polls steps over it as soon as
-    /// one that sleeps, however often it calls.
-    #[cold]
-    #[inline(never)]
-    fn stalled(&mut self) -> bool {
-        self.stalls = self.stalls.wrapping_add(1);
-        if self.stalls % STALL_CLOCK_EVERY != 1 {
-            return false;
-        }
-        let now = Instant::now();
-        let since = *self.stalled_since.get_or_insert(now);
-        if now.duration_since(since) < DEAD_CHECK {
-            return false;
-        }
-        self.stalled_since = Some(now);
-        self.step_over_dead()
-    }
-
-    /// A consume call delivered something: the consumer is not stuck.
-    #[inline]
-    fn unstall(&mut self) {
-        if self.stalls != 0 {
-            self.stalls = 0;
-            self.stalled_since = None;
-        }
-    }
-
-    /// Steps the cursor over the record at it if its producer died before finishing
-    /// it (counted in the consumer line's `dead`).
-    fn skip_dead(&self, rd: &mut ReadCursor) -> bool {
-        if rd.pos - rd.published >= self.core.capacity() {
-            return false;
-        }
-        let Some(len) = self.core.dead_claim_in(rd.pos, usize::MAX, !K::MULTI) else {
-            return false;
-        };
-        // Never past a ring's worth of unreleased space (a hostile producer position
-        // could say otherwise): release zeroes what the cursor passed.
-        if rd.pos + len - rd.published > self.core.capacity() {
-            return false;
-        }
-        rd.pos += len;
-        // Relaxed: a statistic; this consumer is its only writer in discard mode.
-        self.core.control().consumer.0.dead.fetch_add(1, Relaxed);
-        true
-    }
-
-    /// Prepares to wait on [`as_fd`](AsFd::as_fd): publishes the consumer position,
-    /// resets the doorbell, and announces the wait. `Ok(true)`: nothing is ready, wait
-    /// on the fd. `Ok(false)`: something is ready (or arrived meanwhile, or every
-    /// producer is gone: see [`is_disconnected`](Self::is_disconnected)): consume first.
-    ///
-    /// In a ring shared between processes this also switches the ring's doorbell from
-    /// its futex to this consumer's socket (an abstract Unix socket, which is what
-    /// `as_fd` lends): producers in other processes must then share this process's
-    /// network namespace to wake it. `Unsupported` if this process could not make the
-    /// socket. A consumer that waits this way should also look every 200 ms or so
-    /// whether every producer process died (`is_disconnected`), as `poll` does: a
-    /// killed process rings nothing.
-    pub fn arm(&mut self) -> io::Result<bool> {
-        self.publish();
-        if self.ready() {
-            return Ok(false);
-        }
-        self.arm_inner()
-    }
-
-    fn arm_inner(&mut self) -> io::Result<bool> {
-        let at = self.rd.published;
-        let core = self.core.clone();
-        let armed = arm_for_fd(&core, at, &mut self.armed, disconnect::producers_gone);
-        if !matches!(armed, Ok(true)) {
-            self.disarm();
-        }
-        armed
-    }
-
     /// Whether a producer handle attached once and none is left: every one dropped, or
     /// its process died. What they committed before they left is still there to read
     /// ([`poll`](Self::poll) delivers it, then returns
@@ -526,25 +401,6 @@ impl<K: ProducerKind> Consumer<K> {
     /// The consumer's read position (bytes since the ring was created).
     pub fn position(&self) -> u64 {
         self.rd.pos
-    }
-}
-
-byte_reader_poll! {
-    /// Consumes what is available; if nothing is, sleeps until a producer wakes it
-    /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
-    /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
-    ///
-    /// [`ConsumeError::Disconnected`] once every producer is gone and their records
-    /// are read (see [`is_disconnected`](Self::is_disconnected)).
-    impl[K: ProducerKind] Consumer<K> { read: read_all, disconnected: is_disconnected }
-}
-
-impl<K: ProducerKind> AsFd for Consumer<K> {
-    /// The doorbell: a descriptor that becomes readable when a producer wakes this
-    /// consumer (an eventfd; in a ring shared between processes, a socket, rung once
-    /// [`Consumer::arm`] named it). See [`Consumer::arm`].
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.region.doorbell()
     }
 }
 

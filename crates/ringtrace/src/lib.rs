@@ -139,6 +139,8 @@ mod region;
 mod ring;
 mod ringfile;
 mod shared;
+#[cfg(not(loom))]
+pub mod source;
 mod sync;
 #[cfg(all(feature = "tokio", not(loom)))]
 pub mod tokio;

@@ -130,6 +130,49 @@ fn a_second_reader_resumes_where_the_first_stopped() {
     assert_eq!(got, (4..10).collect::<Vec<_>>());
 }
 
+/// One reader per map, within a process too: a second handle of the map is refused its
+/// reader lock (and so every consuming call) while the first holds it, naming this
+/// process; it may still copy what the map holds. Dropping the first releases it.
+#[test]
+fn a_second_reader_of_one_map_is_refused_until_the_first_is_dropped() {
+    need_bpf!();
+    let map = RingMap::create(1 << 16).unwrap();
+    let prog = SeqProgram::load(map.as_fd(), ProgSpec::default()).unwrap();
+    let id = map.id().unwrap();
+    prog.run(3).unwrap();
+    let mut first = BpfRingBuf::open_id(id).unwrap();
+    first.lock_reader().unwrap();
+    let mut second = BpfRingBuf::open_id(id).unwrap();
+    let busy = |e: &KernelError| {
+        let KernelError::MapBusy { id: busy_id, holder } = e else { panic!("not MapBusy: {e}") };
+        assert_eq!(*busy_id, id);
+        let me = (std::process::id(), rustix::process::getuid().as_raw());
+        if std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns.as_os_str() == "pid:[4026531836]") {
+            assert_eq!(*holder, Some(me), "{e}");
+            let said = format!("map {id} already has a reader (pid {}, uid {}): ", me.0, me.1);
+            assert!(e.to_string().starts_with(&said), "{e:?} does not say {said:?}");
+        }
+    };
+    busy(&second.lock_reader().unwrap_err());
+    match second.consume(|_| Ok::<(), Infallible>(())) {
+        Err(ConsumeError::Kernel(e)) => busy(&e),
+        other => panic!("a second reader consumed: {other:?}"),
+    }
+    assert_eq!(second.snapshot().unwrap().len(), 3, "a copy takes no lock");
+    assert_eq!(first.consume_n(1, |_| Ok::<(), Infallible>(())).unwrap(), 1);
+    drop(first);
+    let mut got = Vec::new();
+    second
+        .consume(|r| {
+            got.push(seq(r));
+            Ok::<(), Infallible>(())
+        })
+        .unwrap();
+    assert_eq!(got, [1, 2], "released when the first was dropped");
+    // And it holds the lock now: a third is refused.
+    busy(&BpfRingBuf::open_id(id).unwrap().lock_reader().unwrap_err());
+}
+
 #[test]
 fn attach_by_pinned_path_and_by_id() {
     need_bpf!();

@@ -204,6 +204,13 @@ int main(void) {
     CHECK_EQ(run_prog(prog_fd, 1), 0);
     CHECK_EQ(ringtrace_bpf_ringbuf_consume(rb, on_record, &seen), 1);
 
+    /* One reader per map: a second handle of it may open, but its reads are refused
+     * with -EBUSY while the first holds the map's reader lock. */
+    ringtrace_bpf_ringbuf *second = NULL;
+    CHECK_EQ(ringtrace_bpf_ringbuf_from_fd(map_fd, &second), 0);
+    CHECK_EQ(ringtrace_bpf_ringbuf_consume(second, on_record, &seen), -EBUSY);
+    ringtrace_bpf_ringbuf_free(second);
+
     /* misuse: not a map, nothing pinned, null handles */
     ringtrace_bpf_ringbuf *bad = NULL;
     CHECK_EQ(ringtrace_bpf_ringbuf_from_fd(prog_fd, &bad), -EINVAL);

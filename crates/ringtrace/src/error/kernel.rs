@@ -75,6 +75,21 @@ pub enum KernelError {
         /// `producer_pos`.
         producer: u64,
     },
+    /// Another reader holds the map's reader lock (see
+    /// [`BpfRingBuf`](crate::kernel::bpf::BpfRingBuf)): a ringtrace reader in this or
+    /// another process, or whoever bound the lock's name first.
+    #[error(
+        "map {id} already has a reader{}: a BPF ring buffer has one consumer position, and two \
+         readers would each miss records",
+        holder_text(.holder)
+    )]
+    MapBusy {
+        /// The map's id.
+        id: u32,
+        /// The holder's pid and uid, where they can be told (not from outside the
+        /// initial pid namespace).
+        holder: Option<(u32, u32)>,
+    },
     /// Another system call failed.
     #[error("{what}")]
     Io {
@@ -224,4 +239,10 @@ impl std::fmt::Display for CorruptReason {
             }
         }
     }
+}
+
+/// ` (pid P, uid U)`, or nothing: who holds a map's reader lock, for
+/// [`KernelError::MapBusy`].
+fn holder_text(holder: &Option<(u32, u32)>) -> String {
+    holder.map(|(pid, uid)| format!(" (pid {pid}, uid {uid})")).unwrap_or_default()
 }

@@ -30,6 +30,9 @@
 //! file's bell. Code that knows only version 1 refuses a version 2 file (its parser
 //! requires version 1), so a writer that would never ring cannot attach to a file whose
 //! reader sleeps on the bell, and its tools say which version they found.
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 /// The first 8 bytes of a channel file.
 pub const CHANNEL_MAGIC: u64 = u64::from_le_bytes(*b"RTCHAN\0\x01");

@@ -19,6 +19,9 @@
 //!  offset 768   slots[58]     per-producer counters, one 128-byte line each
 //!  offset 8192  data          capacity bytes, mapped twice back to back
 //! ```
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 use crate::sync::{AtomicU32, AtomicU64};
 

@@ -14,6 +14,9 @@
 //! Writers, the fast path, the untrusted readers of [`inspect`](crate::inspect) and the
 //! kernel ring readers all import their constants from here; this module imports
 //! nothing of the rest of the crate but its atomics and error types.
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 pub mod channel;
 pub mod control;

@@ -11,6 +11,9 @@
 //! single producer zeroes ahead of itself instead), so an all-zero header means
 //! "reserved, header not yet written" (or nothing reserved at all): that is what lets
 //! producers claim space with a compare-and-swap instead of the kernel's lock.
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 /// Size of the record header in bytes.
 pub const HDR_SIZE: u64 = 8;

@@ -30,6 +30,9 @@
 //! a checksum that does not match is [`FormatError::Checksum`], naming the part and
 //! its byte range; anything else inconsistent is [`FormatError::InvalidSnapshot`].
 //! Version 1 files (no checksums) are refused: take the snapshot again.
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 use std::io::{self, Read};
 

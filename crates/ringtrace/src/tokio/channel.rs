@@ -1,21 +1,15 @@
-//! [`Source`] for a [`ChannelReader`]: a private channel's doorbell is an eventfd, which
+//! [`Source`] for a [`ChannelReader`] (its reading is its
+//! [`Reader`](crate::source::Reader)): a private channel's doorbell is an eventfd, which
 //! the runtime waits on; a channel file's reader looks again every millisecond (its
 //! doorbell, a futex word in the file, cannot be waited on in an event loop).
 
-use std::convert::Infallible;
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use super::items::ChannelItem;
-use super::source::{counted, finish, sealed::Sealed, take_one, Source};
-use crate::callback::Outcome;
-use crate::channel::ChannelRecord;
+use super::source::Source;
 use crate::clock::Clock;
 use crate::config::Mode;
-use crate::error::ConsumeError;
 use crate::ChannelReader;
-
-impl<M: Mode, C: Clock> Sealed for ChannelReader<M, C> {}
 
 /// A private channel: its doorbell's eventfd, and a recheck when records wait for the
 /// slack (they are due then, with no commit to ring). A channel file: no descriptor.
@@ -25,9 +19,6 @@ impl<M: Mode, C: Clock> Sealed for ChannelReader<M, C> {}
 /// consumer daemon reads its channels on a timer (the socket doorbell with which a
 /// ring shared between processes wakes an event loop is not built for channel files).
 impl<M: Mode, C: Clock> Source for ChannelReader<M, C> {
-    type Record<'a> = ChannelRecord<'a>;
-    type Item = ChannelItem;
-
     fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
         self.bell_fd()
     }
@@ -41,24 +32,5 @@ impl<M: Mode, C: Clock> Source for ChannelReader<M, C> {
 
     fn recheck(&self) -> Option<std::time::Duration> {
         self.held_back()
-    }
-
-    fn read<F, R>(&mut self, max: usize, mut f: F) -> Result<usize, ConsumeError<R::Error>>
-    where
-        F: FnMut(ChannelRecord<'_>) -> R,
-        R: Outcome,
-    {
-        if max == 0 {
-            return Ok(0);
-        }
-        // The reader counts the record its callback fails on as delivered, and keeps
-        // the rest staged for the next call.
-        let mut n = 0;
-        let result = self.consume(|rec| counted(&mut n, max, f(rec).into_result()));
-        finish(result, n)
-    }
-
-    fn take(&mut self) -> Result<Option<ChannelItem>, ConsumeError<Infallible>> {
-        take_one(self, |r| ChannelItem { producer: r.producer, timestamp: r.timestamp, data: r.data.to_vec() })
     }
 }

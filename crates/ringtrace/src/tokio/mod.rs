@@ -72,7 +72,6 @@
 //! blocking its thread, woken by the consumer through the same kind of doorbell.
 
 mod channel;
-mod items;
 mod perf;
 mod producer;
 mod reader;
@@ -84,7 +83,7 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use items::{ChannelItem, PerfItem};
+pub use crate::source::{ChannelItem, PerfItem};
 pub use producer::AsyncProducer;
 pub use reader::{AsyncReader, IntoRecords, Records};
 pub use source::Source;

@@ -74,7 +74,8 @@ impl<S: Source> AsyncReader<S> {
     ///
     /// For a channel reader, which has no doorbell, it returns after a 1 ms nap: records
     /// may or may not be there. It also returns at once when every writer is gone
-    /// ([`Source::disconnected`]): a read then finds what they left, or nothing.
+    /// ([`Reader::disconnected`](crate::source::Reader::disconnected)): a read then
+    /// finds what they left, or nothing.
     ///
     /// # Cancel safety
     ///
@@ -88,7 +89,8 @@ impl<S: Source> AsyncReader<S> {
     /// Waits for records and calls `f` with every one available then, in place (the
     /// reader's zero-copy read); returns how many `f` saw (at least one). Stops at the
     /// first error of `f`, as the reader's `consume` does. Once every writer is gone and
-    /// their records are read ([`Source::disconnected`]), returns
+    /// their records are read
+    /// ([`Reader::disconnected`](crate::source::Reader::disconnected)), returns
     /// [`ConsumeError::Disconnected`], as the reader's `poll` does.
     ///
     /// # Cancel safety
@@ -130,7 +132,7 @@ impl<S: Source> AsyncReader<S> {
 }
 
 /// A stream of a reader's records, each copied out (`Vec<u8>`, or the reader's
-/// [`Source::Item`]), made by [`AsyncReader::stream`].
+/// [`Reader::Item`](crate::source::Reader::Item)), made by [`AsyncReader::stream`].
 ///
 /// A record is taken from the reader only when the stream hands it out: the stream
 /// reads one record per item and buffers none. So it can be dropped, or the future of
@@ -140,7 +142,8 @@ impl<S: Source> AsyncReader<S> {
 ///
 /// After [`YIELD_EVERY`](super::YIELD_EVERY) items in a row without waiting, it yields
 /// to the runtime once. It ends (`None`) once every writer is gone and their records
-/// were handed out ([`Source::disconnected`]). An error ends the stream (it yields `None` after it), except
+/// were handed out ([`Reader::disconnected`](crate::source::Reader::disconnected)).
+/// An error ends the stream (it yields `None` after it), except
 /// [`ConsumeError::Busy`] (an overwrite ring's producers outran the copy: the next item
 /// is read from the oldest record still there).
 ///

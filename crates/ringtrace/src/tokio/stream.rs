@@ -15,7 +15,7 @@ pub const YIELD_EVERY: u32 = 256;
 
 /// What a record stream yields: an item copied out of the reader, or the error that
 /// stopped it.
-pub type Item<S> = Result<<S as Source>::Item, ConsumeError<Infallible>>;
+pub type Item<S> = Result<<S as crate::source::Reader>::Item, ConsumeError<Infallible>>;
 
 /// A stream's state besides its reader.
 #[derive(Debug, Default)]

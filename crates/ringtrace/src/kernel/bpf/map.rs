@@ -115,10 +115,22 @@ impl RingMem for KernelMap {
         let len = len.min(self.size as usize);
         let at = self.page + (pos & (self.size - 1)) as usize;
         // SAFETY: `at + len <= page + 2 * size`, inside the mapping (the data area mapped
-        // twice). The bytes of a committed record are not written by the kernel until
-        // the consumer position passes them (discard mode); in overwrite mode the caller
-        // checks `overwrite_pos` after copying and discards whatever may have been
-        // rewritten (see `super::overwrite`).
+        // twice), which lives as long as the borrow of `self`. Only discard-mode maps
+        // lend bytes (overwrite mode copies with `copy` and checks `overwrite_pos`
+        // after). In discard mode the kernel writes a record only in space it reserved,
+        // and `__bpf_ringbuf_reserve` (kernel/bpf/ringbuf.c) reserves only while
+        // `new_prod_pos - smp_load_acquire(&rb->consumer_pos) <= rb->mask`: the bytes of
+        // a record committed between `consumer_pos` and `producer_pos` are not written
+        // again until `consumer_pos` passes them. This reader moves `consumer_pos` past
+        // a record only after the borrow of its bytes ended (`Reader::publish_to`, a
+        // Release store, after the callback returned), and no other ringtrace reader
+        // moves it: every consuming `BpfRingBuf` holds the map's reader lock
+        // (`super::lock`), in this process and in every other one in this network
+        // namespace. What the lock cannot keep out is a reader outside ringtrace
+        // (libbpf's `ring_buffer__poll` in another process, or a ringtrace reader in
+        // another network namespace) storing `consumer_pos` past a lent record: the
+        // kernel may then rewrite bytes while they are read, which is running two
+        // consumers on one map, a misuse the kernel itself does not guard against.
         unsafe { std::slice::from_raw_parts(self.producer.as_ptr().add(at), len) }
     }
     fn copy(&self, pos: u64, out: &mut [u8]) {

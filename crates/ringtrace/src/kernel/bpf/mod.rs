@@ -21,6 +21,7 @@
 //! without consuming it, in either mode.
 
 mod error;
+mod lock;
 mod map;
 mod reader;
 mod ringbuf;

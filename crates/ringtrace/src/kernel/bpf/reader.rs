@@ -125,6 +125,18 @@ impl<M: RingMem> Reader<M> {
         })
     }
 
+    /// Starts again at the ring's consumer position, as [`new`](Self::new) does: for a
+    /// handle that becomes the ring's reader only now (its reader lock taken), whose
+    /// cursor, set when it was made, another reader may have left behind since.
+    pub(crate) fn restart(&mut self) {
+        // Acquire: pairs with the release store of the previous consumer, so its records
+        // are not read again.
+        let cons = self.mem.consumer_pos().load(Ordering::Acquire);
+        self.pos = cons;
+        self.published = cons;
+        self.last = cons;
+    }
+
     /// Stores the read position to `consumer_pos`, handing all the space read back.
     #[inline]
     pub(crate) fn publish(&mut self) {

@@ -12,6 +12,7 @@ use crate::error::ConsumeError;
 use crate::recorder::snapshot::Snapshot;
 
 use super::error::{is_permission, map_type_name};
+use super::lock::ReaderLock;
 use super::map::KernelMap;
 use super::reader::{BpfStats, Reader, RingMem};
 use super::sys::{self, BPF_F_RB_OVERWRITE};
@@ -22,6 +23,21 @@ use crate::wait::poll::byte_reader_poll;
 
 /// One BPF ring buffer map, attached for reading. One reader per map at a time: the
 /// consumer position is the map's, shared with any other process that reads it.
+///
+/// So a handle consumes only while it holds the map's reader lock (an abstract Unix
+/// socket, `@ringtrace-bpf-map-ID`, released when the handle is dropped or its process
+/// dies). Whichever way the handle was made ([`open_pinned`](Self::open_pinned),
+/// [`open_id`](Self::open_id), [`from_fd`](Self::from_fd)), its first consuming call
+/// (`consume`, `consume_n`, `consume_at`, `iter`, `poll`, and a [`RingSet`]'s reads of
+/// it) takes the lock, or [`lock_reader`](Self::lock_reader) takes it at once; while
+/// another reader holds it, these fail with [`KernelError::MapBusy`], naming the
+/// holder's pid and uid. Another handle of the same map in the same process is refused
+/// too. What does not move the consumer position takes no lock: a handle used only for
+/// [`snapshot`](Self::snapshot), [`stats`](Self::stats) or the positions reads beside
+/// the map's reader. Readers in other network namespaces, and readers other than
+/// ringtrace's (libbpf's), are not kept out.
+///
+/// [`RingSet`]: super::RingSet
 ///
 /// ```
 /// use ringtrace::kernel::bpf::BpfRingBuf;
@@ -53,6 +69,8 @@ pub struct BpfRingBuf {
     linger: Duration,
     /// The records of the last [`iter`](Self::iter) call.
     batch: BatchBuf,
+    /// The map's reader lock, taken by the first consuming call.
+    lock: Option<ReaderLock>,
 }
 
 /// The default [`BpfRingBuf::set_linger`].
@@ -117,6 +135,7 @@ impl BpfRingBuf {
             epoll: None,
             linger: DEFAULT_LINGER,
             batch: BatchBuf::default(),
+            lock: None,
         })
     }
 
@@ -152,6 +171,19 @@ impl BpfRingBuf {
         Self::from_fd(fd)
     }
 
+    /// Takes the map's reader lock now, if this handle does not hold it yet (the first
+    /// consuming call takes it otherwise), and holds it until the handle is dropped.
+    /// Fails with [`KernelError::MapBusy`] while another reader, in this process or
+    /// another, holds it.
+    pub fn lock_reader(&mut self) -> Result<(), KernelError> {
+        if self.lock.is_none() {
+            self.lock = Some(ReaderLock::take(self.id)?);
+            // Another reader may have consumed since this handle was made.
+            self.reader.restart();
+        }
+        Ok(())
+    }
+
     /// Calls `f` with every record available now, in order, then hands the space back,
     /// all but the last record's if that one is small (at most a sixteenth of the map;
     /// see [`release`](Self::release)). Returns how many records `f` saw. Stops at the
@@ -165,6 +197,7 @@ impl BpfRingBuf {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
+        self.lock_reader()?;
         self.reader.consume(usize::MAX, move |_, d| f(d).into_result())
     }
 
@@ -176,6 +209,7 @@ impl BpfRingBuf {
         F: FnMut(&[u8]) -> R,
         R: Outcome,
     {
+        self.lock_reader()?;
         self.reader.consume(max, move |_, d| f(d).into_result())
     }
 
@@ -184,6 +218,7 @@ impl BpfRingBuf {
     where
         F: FnMut(&[u8]) -> Result<(), E>,
     {
+        self.lock_reader()?;
         self.reader.consume(usize::MAX, |_, d| f(d))
     }
 
@@ -207,6 +242,7 @@ impl BpfRingBuf {
         F: FnMut(u64, &[u8]) -> R,
         R: Outcome,
     {
+        self.lock_reader()?;
         self.reader.consume(max, move |pos, d| f(pos, d).into_result())
     }
 

@@ -1,10 +1,11 @@
-//! The owned items the record streams of the readers with more than bytes hand out:
+//! The owned items that the readers with more than bytes hand out from
+//! [`Reader::take`](super::Reader::take) (and the async record streams):
 //! [`ChannelItem`], [`PerfItem`].
 
 use crate::kernel::perf::PerfRecord;
 
-/// A channel record copied out: what a [`Records`](super::Records) stream of a
-/// [`ChannelReader`](crate::ChannelReader) hands out.
+/// A channel record copied out: what [`Reader::take`](super::Reader::take) of a
+/// [`ChannelReader`](crate::ChannelReader) hands out (and its async record stream).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChannelItem {
     /// The producer's number in its channel.
@@ -16,9 +17,10 @@ pub struct ChannelItem {
     pub data: Vec<u8>,
 }
 
-/// A perf record copied out: what a [`Records`](super::Records) stream of a
+/// A perf record copied out: what [`Reader::take`](super::Reader::take) of a
 /// [`ForwardRing`](crate::kernel::perf::ForwardRing) hands out (and, in batches newest
-/// first, of a [`BackwardRing`](crate::kernel::perf::BackwardRing)).
+/// first, of a [`BackwardRing`](crate::kernel::perf::BackwardRing)), and their async
+/// record streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfItem {
     /// `header.type` (`PERF_RECORD_SAMPLE`, `PERF_RECORD_LOST`, ...).

@@ -1,0 +1,123 @@
+//! A BPF ring buffer map's one reader: the lock every consuming [`BpfRingBuf`] holds.
+//!
+//! The kernel keeps one consumer position per map and does not know who advances it:
+//! two readers would each deliver some records and hand back the other's. So a reader
+//! holds a lock on the map: a listening Unix socket bound to the abstract name
+//! `ringtrace-bpf-map-ID` (see unix(7)). A map id is global, and so is that name for
+//! every user: root's reader and another user's (one who may open the map: by id with
+//! `CAP_SYS_ADMIN`, or through a pin it may read) take the same lock. An abstract name
+//! is no file, so nobody can plant a link, a file or a directory where it is taken;
+//! the kernel releases it when the reader is dropped, or its process exits or dies. A
+//! second reader fails to bind the name and is refused with
+//! [`KernelError::MapBusy`], naming the holder's pid and uid (the `SO_PEERCRED` of a
+//! connection to it; the connection is never accepted). That holds within one process
+//! too: a second handle consuming the same map is refused, naming its own process.
+//!
+//! What the lock does not cover:
+//! - The abstract names are per network namespace: readers in different network
+//!   namespaces (containers, `unshare -n`) take different locks and are not kept apart.
+//! - A reader outside ringtrace (libbpf's `ring_buffer__poll`) takes no such lock and
+//!   cannot be seen.
+//! - Any local user may bind the name first and so keep ringtrace readers of that map
+//!   out; the refusal then names that user's pid and uid.
+//!
+//! A refused reader outside the initial pid namespace is not told the holder's pid and
+//! uid (see [`holder`]).
+//!
+//! [`BpfRingBuf`]: super::BpfRingBuf
+
+use std::io::ErrorKind;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::time::{Duration, Instant};
+
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+
+use crate::error::KernelError;
+
+/// How long a reader goes on binding the lock name while the holder it finds has just
+/// gone (its name still bound a moment, or another reader in the middle of the same).
+const RETRY_FOR: Duration = Duration::from_millis(200);
+
+/// A map's reader lock, held until it is dropped (or the process exits).
+#[derive(Debug)]
+pub(crate) struct ReaderLock {
+    /// Bound to the map's lock name and listening, never accepting.
+    _socket: UnixListener,
+}
+
+/// The abstract socket name of a map's reader lock.
+fn lock_name(map_id: u32) -> String {
+    format!("ringtrace-bpf-map-{map_id}")
+}
+
+impl ReaderLock {
+    /// Takes map `id`'s reader lock, or says who holds it.
+    pub(crate) fn take(id: u32) -> Result<ReaderLock, KernelError> {
+        let name = lock_name(id);
+        let io = |source| KernelError::Io { what: "taking the map's reader lock (an abstract Unix socket)", source };
+        let addr = SocketAddr::from_abstract_name(&name).map_err(io)?;
+        // A holder may go between a bind that fails and the connection that asks who it
+        // is: then bind again, until the deadline.
+        let deadline = Instant::now() + RETRY_FOR;
+        loop {
+            match UnixListener::bind_addr(&addr) {
+                Ok(socket) => return Ok(ReaderLock { _socket: socket }),
+                Err(e) if e.kind() == ErrorKind::AddrInUse => match holder(&name) {
+                    Holder::Gone if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+                    Holder::Gone | Holder::Unknown => return Err(KernelError::MapBusy { id, holder: None }),
+                    Holder::Known(pid, uid) => return Err(KernelError::MapBusy { id, holder: Some((pid, uid)) }),
+                },
+                Err(e) => return Err(io(e)),
+            }
+        }
+    }
+}
+
+/// Who holds a lock name, as a connection to it tells.
+enum Holder {
+    /// Its pid and uid, as this process's namespaces number them.
+    Known(u32, u32),
+    /// The name is no longer bound.
+    Gone,
+    /// Bound, but who holds it cannot be told.
+    Unknown,
+}
+
+/// Connects to the lock name and reads the listener's credentials (recorded by the
+/// kernel when it started listening). The connection is non-blocking: a holder never
+/// accepts, so the connections of refused readers stay queued on it until it exits,
+/// and once its queue is full a blocking connect would wait for that.
+fn holder(name: &str) -> Holder {
+    let Ok(addr) = SocketAddrUnix::new_abstract_name(name.as_bytes()) else { return Holder::Unknown };
+    let Ok(sock) = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    ) else {
+        return Holder::Unknown;
+    };
+    match rustix::net::connect(&sock, &addr) {
+        Ok(()) => {}
+        // Not bound any more (or bound by a socket that does not listen yet).
+        Err(rustix::io::Errno::CONNREFUSED) => return Holder::Gone,
+        Err(_) => return Holder::Unknown,
+    }
+    // SO_PEERCRED gives pid 0 for a process outside this one's pid namespace, and
+    // rustix's `UCred` holds the pid as a non-zero `Pid`: it is asked only where every
+    // process is visible, in the initial pid namespace.
+    if !in_initial_pid_namespace() {
+        return Holder::Unknown;
+    }
+    match rustix::net::sockopt::socket_peercred(&sock) {
+        Ok(c) => Holder::Known(c.pid.as_raw_nonzero().get() as u32, c.uid.as_raw()),
+        Err(_) => Holder::Unknown,
+    }
+}
+
+/// Whether this process is in the initial pid namespace, whose inode number is fixed
+/// (`PROC_PID_INIT_INO` of the kernel's `proc_ns.h`).
+fn in_initial_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self/ns/pid").is_ok_and(|ns| ns.as_os_str() == "pid:[4026531836]")
+}
