@@ -63,7 +63,7 @@ struct Report {
 
 /// The child: opens `trace`, exports it to `format` at `out`, prints a [`Report`].
 pub fn child_main(format: &str, trace: &Path, out: &Path) -> std::io::Result<()> {
-    use ringtrace_tracing::export::{chrome, ctf, perfetto};
+    use ringtrace_export::{chrome, ctf, perfetto};
     let (t0, c0) = (Instant::now(), process_cpu());
     let tr = ringtrace_tracing::decode::Trace::open(trace).map_err(std::io::Error::other)?;
     let x = match format {

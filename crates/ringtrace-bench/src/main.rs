@@ -5,6 +5,8 @@
 //! Exit status: 0 on success; 1 with one line `ringtrace-bench: error: <message>` on
 //! stderr; 2 for usage errors.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

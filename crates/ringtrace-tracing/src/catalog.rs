@@ -14,6 +14,9 @@
 //! A lane can be taken by several threads one after another (a recorder directory's
 //! slots are reused once their thread exits): a record belongs to the thread that took
 //! its lane last at or before the record's time (`since_ns`, in the records' time base).
+//!
+//! Every byte format of the project, with this one, is laid out in one page:
+//! `docs/formats.md` in the repository.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -44,7 +47,7 @@ pub struct Callsite {
 
 /// The name of field `index` of `callsite`: its own, or `field{index}` where the trace
 /// lacks the callsite or the callsite has no such field.
-pub(crate) fn field_name(callsite: Option<&Callsite>, index: u8) -> Cow<'_, str> {
+pub fn field_name(callsite: Option<&Callsite>, index: u8) -> Cow<'_, str> {
     match callsite.and_then(|c| c.fields.get(index as usize)) {
         Some(name) => Cow::Borrowed(name),
         None => Cow::Owned(format!("field{index}")),

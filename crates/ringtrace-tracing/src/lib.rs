@@ -62,13 +62,14 @@
 //! handles and the stream's drain; `private` creates the files and directories they
 //! write (new, never through a symlink, mode 0600 and 0700); `decode` reads it all back.
 
+#![forbid(unsafe_code)]
+
 mod builder;
 mod catalog;
 pub mod decode;
 mod directory;
 mod emitter;
 mod error;
-pub mod export;
 mod file;
 mod layer;
 mod local;
@@ -82,7 +83,7 @@ pub use builder::{Builder, DEFAULT_MAX_RECORD, DEFAULT_MAX_THREADS, DEFAULT_MAX_
 pub use directory::{snapshot, Snapshotted};
 pub use emitter::{CallsiteInfo, CallsiteKind, Emitter};
 pub use error::Error;
-pub use file::{CATALOG_FILE, MAGIC as TRACE_MAGIC, RINGS_FILE};
+pub use file::{CATALOG_FILE, MAGIC as TRACE_MAGIC, RINGS_FILE, VERSION as TRACE_VERSION};
 pub use layer::RingLayer;
 pub use recorder::{Dumped, Recorder, Stats};
 /// A callsite's level, as [`CallsiteInfo`] takes it.

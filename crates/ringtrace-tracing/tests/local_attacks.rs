@@ -151,7 +151,7 @@ fn a_dump_over_files_the_attacker_planted_is_roots_and_private() {
 }
 
 #[test]
-fn dumps_catalogs_streams_and_exports_are_mode_0600() {
+fn dumps_catalogs_and_streams_are_mode_0600() {
     let dir = TempDir::new("attack-modes");
     let (layer, recorder) =
         Builder::flight_recorder().per_thread_bytes(64 << 10).directory(dir.join("rec")).build().unwrap();
@@ -181,37 +181,6 @@ fn a_stream_file_is_never_made_through_a_symlink() {
     }
     assert_untouched(&canary, "a symlink was followed");
     assert!(std::fs::symlink_metadata(&dangling).is_err());
-}
-
-#[test]
-fn a_ctf_export_replaces_planted_symlinks_and_writes_private_files() {
-    let dir = attacker_dir("attack-ctf");
-    let recorder = recorded();
-    recorder.dump(dir.join("dump.rtt")).unwrap();
-    let trace = Trace::open(dir.join("dump.rtt")).unwrap();
-    let canary = canary(&dir.0);
-    let out = dir.join("ctf");
-    std::fs::create_dir(&out).unwrap();
-    give_to_attacker(&out);
-    let mut planted = vec![out.join("metadata")];
-    planted.extend(trace.threads().iter().map(|t| out.join(format!("stream-{}", t.tid))));
-    assert!(planted.len() >= 2, "the trace names its thread");
-    for p in &planted {
-        plant_symlink(&canary, p);
-    }
-    ringtrace_tracing::export::ctf::write(&trace, &out).unwrap();
-    assert_untouched(&canary, "the export wrote through a symlink");
-    for p in &planted {
-        let m = std::fs::symlink_metadata(p).unwrap();
-        assert!(m.file_type().is_file(), "{}", p.display());
-        assert_eq!((m.uid(), m.mode() & 0o7777), (me(), 0o600), "{}", p.display());
-    }
-    let fresh = dir.join("ctf-new");
-    ringtrace_tracing::export::ctf::write(&trace, &fresh).unwrap();
-    assert_eq!(mode(&fresh), 0o700);
-    for e in std::fs::read_dir(&fresh).unwrap() {
-        assert_eq!(mode(&e.unwrap().path()), 0o600);
-    }
 }
 
 /// The child's part of [`a_panic_dump_steps_over_a_planted_symlink`]: records, installs

@@ -21,7 +21,7 @@ mod ring_scan;
 mod rings;
 pub mod text;
 mod trace;
-pub(crate) mod view;
+pub mod view;
 
 pub use crate::catalog::{Callsite, ThreadInfo};
 pub use crate::file::{Damage, Process};

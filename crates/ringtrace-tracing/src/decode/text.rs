@@ -28,6 +28,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
+use super::records::{Rec, Records};
 use super::trace::{Entry, EntryKind, Event, Field, SpanContext, Trace};
 use crate::wire::Value;
 
@@ -100,7 +101,7 @@ fn spans_text(out: &mut String, spans: &[SpanContext]) {
 pub(crate) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// An identifier or an absolute time: a decimal string, whatever its value.
-pub(crate) fn json_id(x: u64) -> Json {
+pub fn json_id(x: u64) -> Json {
     Json::String(x.to_string())
 }
 
@@ -137,7 +138,7 @@ pub fn json_int(x: i128) -> Json {
 /// A recorded value in a JSON line and in the Chrome export's `args` (see the module's
 /// docs): a 64-bit integer as [`json_int`] has it; a 128-bit one a string; a double as
 /// [`json_f64`] has it; bytes in hex.
-pub(crate) fn json_line_value(v: &Value) -> Json {
+pub fn json_line_value(v: &Value) -> Json {
     match v {
         Value::U64(x) => json_int(i128::from(*x)),
         Value::I64(x) => json_int(i128::from(*x)),
@@ -152,7 +153,7 @@ pub(crate) fn json_line_value(v: &Value) -> Json {
 }
 
 /// Fields as a JSON object ([`json_line_value`]).
-pub(crate) fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
+pub fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
     fields.iter().map(|f| (f.name.to_string(), json_line_value(&f.value))).collect()
 }
 
@@ -357,4 +358,67 @@ pub fn summary(trace: &Trace) -> String {
         let _ = write!(s, "first error: {e}; ");
     }
     s.trim_end_matches("; ").to_owned()
+}
+
+impl Trace {
+    /// Decodes `records`, each `(lane, CLOCK_MONOTONIC ns, record bytes without the
+    /// stamp)`, in the order given (a span's `new span` record before the events in it),
+    /// with this trace's callsites, threads and process: for each, the JSON object
+    /// [`entry_json`] writes, or why its bytes do not
+    /// decode. The trace's own records are left as they were.
+    pub fn decode_json(&mut self, records: &[(u32, u64, &[u8])]) -> Vec<Result<String, String>> {
+        let mut out: Vec<Result<String, String>> = vec![Err(String::new()); records.len()];
+        let (mut held, mut at) = (Vec::with_capacity(records.len()), Vec::with_capacity(records.len()));
+        for (i, &(lane, ts, bytes)) in records.iter().enumerate() {
+            match crate::wire::decode(bytes) {
+                Ok(raw) => {
+                    held.push(Rec { ts, lane, raw });
+                    at.push(i);
+                }
+                Err(e) => out[i] = Err(e.to_string()),
+            }
+        }
+        let own = std::mem::replace(&mut self.records, Records::Held(held));
+        // One entry for each held record, in their order.
+        for (k, entry) in self.entries().enumerate() {
+            if let Some(&i) = at.get(k) {
+                out[i] = Ok(entry_json(self, &entry));
+            }
+        }
+        self.records = own;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::file::{self, Process};
+    use crate::wire::{kind, simple};
+
+    /// Each record's object lands on that record, whatever shares its time: an
+    /// undecodable record between two of the same stamp moves nothing. A catalog cut
+    /// inside a chunk (a write in progress) decodes what it holds.
+    #[test]
+    fn decode_json_maps_each_result_to_its_record() {
+        let mut catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
+        catalog.extend_from_slice(&file::encode_chunk(file::chunk::PROCESS, b"cut short")[..14]);
+        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
+        assert!(t.process.is_some());
+        let (mut enter, mut exit) = (Vec::new(), Vec::new());
+        simple(&mut enter, kind::ENTER, 5, None);
+        simple(&mut exit, kind::EXIT, 6, None);
+        let out = t.decode_json(&[(0, 7, &enter), (0, 7, &[0xee, 1]), (0, 7, &exit), (0, 3, &enter)]);
+        let span = |r: &Result<String, String>| {
+            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
+            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
+        };
+        assert_eq!(span(&out[0]), ("enter".into(), "5".into()));
+        assert!(out[1].is_err(), "{:?}", out[1]);
+        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
+        assert_eq!(span(&out[3]), ("enter".into(), "5".into()));
+        assert!(t.is_empty(), "the trace's own records are left as they were");
+    }
 }

@@ -74,34 +74,6 @@ impl Trace {
         Ok(Trace::assemble(parts, problems))
     }
 
-    /// Decodes `records`, each `(lane, CLOCK_MONOTONIC ns, record bytes without the
-    /// stamp)`, in the order given (a span's `new span` record before the events in it),
-    /// with this trace's callsites, threads and process: for each, the JSON object
-    /// [`text::entry_json`](super::text::entry_json) writes, or why its bytes do not
-    /// decode. The trace's own records are left as they were.
-    pub fn decode_json(&mut self, records: &[(u32, u64, &[u8])]) -> Vec<Result<String, String>> {
-        let mut out: Vec<Result<String, String>> = vec![Err(String::new()); records.len()];
-        let (mut held, mut at) = (Vec::with_capacity(records.len()), Vec::with_capacity(records.len()));
-        for (i, &(lane, ts, bytes)) in records.iter().enumerate() {
-            match crate::wire::decode(bytes) {
-                Ok(raw) => {
-                    held.push(super::records::Rec { ts, lane, raw });
-                    at.push(i);
-                }
-                Err(e) => out[i] = Err(e.to_string()),
-            }
-        }
-        let own = std::mem::replace(&mut self.records, Records::Held(held));
-        // One entry for each held record, in their order.
-        for (k, entry) in self.entries().enumerate() {
-            if let Some(&i) = at.get(k) {
-                out[i] = Ok(super::text::entry_json(self, &entry));
-            }
-        }
-        self.records = own;
-        out
-    }
-
     /// Reads a recorder directory: its catalog, and every ring of its channel file as
     /// it is now (a live process goes on writing; a record being written is stepped
     /// over and counted in [`Problems::unfinished`]). Its records are read again, in
@@ -433,13 +405,13 @@ impl Trace {
 
     /// Every record, resolved, but events without their span context
     /// ([`Event::spans`] empty): for the exporters, which draw spans as slices.
-    pub(crate) fn entries_without_context(&self) -> Entries<'_> {
+    pub fn entries_without_context(&self) -> Entries<'_> {
         self.read(false)
     }
 
     /// A time that splits the records in two halves of about as many (see
     /// `Records::middle`).
-    pub(crate) fn middle(&self) -> Option<u64> {
+    pub fn middle(&self) -> Option<u64> {
         self.records.middle()
     }
 
@@ -491,35 +463,5 @@ impl Trace {
         }
         chain.reverse();
         chain
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::wire::{kind, simple};
-
-    /// Each record's object lands on that record, whatever shares its time: an
-    /// undecodable record between two of the same stamp moves nothing. A catalog cut
-    /// inside a chunk (a write in progress) decodes what it holds.
-    #[test]
-    fn decode_json_maps_each_result_to_its_record() {
-        let mut catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
-        catalog.extend_from_slice(&file::encode_chunk(file::chunk::PROCESS, b"cut short")[..14]);
-        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
-        assert!(t.process.is_some());
-        let (mut enter, mut exit) = (Vec::new(), Vec::new());
-        simple(&mut enter, kind::ENTER, 5, None);
-        simple(&mut exit, kind::EXIT, 6, None);
-        let out = t.decode_json(&[(0, 7, &enter), (0, 7, &[0xee, 1]), (0, 7, &exit), (0, 3, &enter)]);
-        let span = |r: &Result<String, String>| {
-            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
-            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
-        };
-        assert_eq!(span(&out[0]), ("enter".into(), "5".into()));
-        assert!(out[1].is_err(), "{:?}", out[1]);
-        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
-        assert_eq!(span(&out[3]), ("enter".into(), "5".into()));
-        assert!(t.is_empty(), "the trace's own records are left as they were");
     }
 }

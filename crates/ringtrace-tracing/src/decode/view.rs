@@ -1,61 +1,110 @@
-//! Records seen in place, for the exporters: an event's values are read out of the
-//! trace file's chunk as they are written, text borrowed, nothing copied or allocated;
-//! span records other than enter and exit (a few per span) are resolved as
-//! [`EntryKind`]s.
+//! Records seen in place, for exporters: an event's values are read out of the trace
+//! file's chunk as they are written, text borrowed, nothing copied or allocated; span
+//! records other than enter and exit (a few per span) are resolved as [`EntryKind`]s.
+//! The `ringtrace-export` crate's Perfetto and CTF exports read a trace this way.
+//!
+//! ```
+//! # use tracing_subscriber::layer::SubscriberExt;
+//! use ringtrace_tracing::decode::view::{ViewKind, Views};
+//!
+//! let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).build()?;
+//! tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+//!     tracing::info!(n = 7u64, "step");
+//! });
+//! let mut dump = Vec::new();
+//! recorder.dump_to(&mut dump)?;
+//! let trace = ringtrace_tracing::decode::Trace::from_bytes(&dump, "dump".as_ref())?;
+//! let mut views = Views::new(&trace, 0..u64::MAX, None);
+//! let mut values = 0;
+//! while let Some(view) = views.next() {
+//!     if let ViewKind::Event { values: v, .. } = view.kind {
+//!         values += v.iter().count();
+//!     }
+//! }
+//! assert_eq!(values, 2); // the message and `n`
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+use std::fmt;
 use std::ops::Range;
 
 use foldhash::HashMap;
 
 use super::records::{Got, Reading, Unread};
 use super::trace::{EntryKind, Field, Trace};
+pub use crate::catalog::field_name;
 use crate::catalog::{self, Callsite, ThreadInfo};
-use crate::wire::{self, RawRecord, RawValue, ValueAt, ValueIn};
+use crate::wire::{self, RawRecord, RawValue};
+pub use crate::wire::{hex, is_span_kind, ValueAt, ValueIn};
 
-/// An event's values, where they lie.
+/// An event's values, where they lie: in a record's bytes in a trace file's chunk, or
+/// in a record held in memory. [`iter`](ViewValues::iter) reads them.
 #[derive(Clone, Copy)]
-pub(crate) enum ViewValues<'b> {
-    /// A record's value bytes in a trace file's chunk.
+pub struct ViewValues<'b>(Where<'b>);
+
+#[derive(Clone, Copy)]
+enum Where<'b> {
     Bytes(&'b [u8]),
-    /// A held record's values.
     Held(&'b [RawValue]),
+}
+
+impl fmt::Debug for ViewValues<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// The values of [`ViewValues`]: (field index, cut, value). A value that does not
 /// decode ends them (the trace's opening counted its record as bad).
-pub(crate) enum ViewValuesIter<'b> {
+pub struct ViewValuesIter<'b>(Iter<'b>);
+
+enum Iter<'b> {
     Bytes(wire::Values<'b>),
     Held(std::slice::Iter<'b, RawValue>),
+}
+
+impl fmt::Debug for ViewValuesIter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ViewValuesIter")
+    }
 }
 
 impl<'b> Iterator for ViewValuesIter<'b> {
     type Item = ValueAt<'b>;
 
     fn next(&mut self) -> Option<ValueAt<'b>> {
-        match self {
-            ViewValuesIter::Bytes(v) => v.next()?.ok(),
-            ViewValuesIter::Held(it) => it.next().map(|r| (r.field, r.cut, ValueIn::of(&r.value))),
+        match &mut self.0 {
+            Iter::Bytes(v) => v.next()?.ok(),
+            Iter::Held(it) => it.next().map(|r| (r.field, r.cut, ValueIn::of(&r.value))),
         }
     }
 }
 
 impl<'b> ViewValues<'b> {
+    /// The values, in the record's order.
     pub fn iter(&self) -> ViewValuesIter<'b> {
-        match *self {
-            ViewValues::Bytes(b) => ViewValuesIter::Bytes(wire::Values::new(b)),
-            ViewValues::Held(v) => ViewValuesIter::Held(v.iter()),
-        }
+        ViewValuesIter(match self.0 {
+            Where::Bytes(b) => Iter::Bytes(wire::Values::new(b)),
+            Where::Held(v) => Iter::Held(v.iter()),
+        })
     }
 }
 
 /// What a record is, seen in place.
-pub(crate) enum ViewKind<'t, 'b> {
+#[derive(Debug)]
+pub enum ViewKind<'t, 'b> {
+    /// An event: its callsite (if the catalog has it) and its values.
     Event {
+        /// The event's callsite.
         callsite: Option<&'t Callsite>,
+        /// The event's values.
         values: ViewValues<'b>,
     },
+    /// A thread entered the span.
     Enter(u64),
+    /// A thread exited the span.
     Exit(u64),
+    /// This many events were lost here.
     Lost(u64),
     /// New span, record, close, follows-from: resolved.
     Other(EntryKind<'t>),
@@ -64,15 +113,20 @@ pub(crate) enum ViewKind<'t, 'b> {
 }
 
 /// A record, seen in place.
-pub(crate) struct View<'t, 'b> {
+#[derive(Debug)]
+pub struct View<'t, 'b> {
+    /// Its time, in the trace's clock (nanoseconds).
     pub ts_ns: u64,
+    /// The ring (lane) it was written to.
     pub lane: u32,
+    /// The thread that wrote it, if the trace names it.
     pub thread: Option<&'t ThreadInfo>,
+    /// What it is.
     pub kind: ViewKind<'t, 'b>,
 }
 
 /// The index of `callsite`'s `message` field.
-pub(crate) fn message_index(callsite: &Callsite) -> Option<u8> {
+pub fn message_index(callsite: &Callsite) -> Option<u8> {
     callsite.fields.iter().position(|f| f == "message").map(|i| i as u8)
 }
 
@@ -84,7 +138,7 @@ fn fields<'t>(callsite: Option<&'t Callsite>, values: ViewValues<'_>) -> Vec<Fie
 }
 
 /// A trace's records seen in place, in time order (the order [`Trace::entries`] gives).
-pub(crate) struct Views<'t> {
+pub struct Views<'t> {
     trace: &'t Trace,
     reading: Reading<'t>,
     unread: Unread,
@@ -94,8 +148,15 @@ pub(crate) struct Views<'t> {
     thread: Option<(u32, u64, u64, Option<&'t ThreadInfo>)>,
 }
 
+impl fmt::Debug for Views<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Views").field("unread_chunks", &self.unread.chunks).finish_non_exhaustive()
+    }
+}
+
 impl<'t> Views<'t> {
-    /// The records of times `times`; with `kinds`, only those whose kind byte it accepts.
+    /// The records of times `times`; with `kinds`, only those whose kind byte it accepts
+    /// (e.g. [`is_span_kind`]).
     pub fn new(trace: &'t Trace, times: Range<u64>, kinds: Option<fn(u8) -> bool>) -> Self {
         Views {
             trace,
@@ -112,7 +173,9 @@ impl<'t> Views<'t> {
         self.unread.chunks
     }
 
-    /// The next record.
+    /// The next record. Not an `Iterator`: the record borrows what `self` holds (its
+    /// values may lie in the chunk read last), so it is gone at the next call.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<View<'t, '_>> {
         let t = self.trace;
         let split;
@@ -120,7 +183,7 @@ impl<'t> Views<'t> {
             Got::Bytes { ts, lane, bytes } => match wire::split(bytes) {
                 Ok((rec, rest)) => {
                     split = rec;
-                    (ts, lane, &split, ViewValues::Bytes(rest))
+                    (ts, lane, &split, ViewValues(Where::Bytes(rest)))
                 }
                 Err(_) => return Some(View { ts_ns: ts, lane, thread: None, kind: ViewKind::Bad }),
             },
@@ -131,7 +194,7 @@ impl<'t> Views<'t> {
                     | RawRecord::Record { values, .. } => values.as_slice(),
                     _ => &[],
                 };
-                (r.ts, r.lane, &r.raw, ViewValues::Held(values))
+                (r.ts, r.lane, &r.raw, ViewValues(Where::Held(values)))
             }
         };
         let kind = match *rec {

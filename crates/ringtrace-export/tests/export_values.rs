@@ -12,9 +12,9 @@ mod common;
 use common::{dispatch, TempDir};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use proptest::prelude::*;
+use ringtrace_export::{chrome, ctf, otlp};
 use ringtrace_tracing::decode::text::{self, Format};
 use ringtrace_tracing::decode::Trace;
-use ringtrace_tracing::export::{chrome, ctf, otlp};
 use ringtrace_tracing::Builder;
 use serde_json::Value as Json;
 

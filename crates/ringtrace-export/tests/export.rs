@@ -4,8 +4,8 @@
 mod common;
 
 use common::{dispatch, TempDir};
+use ringtrace_export::chrome;
 use ringtrace_tracing::decode::{Trace, Value};
-use ringtrace_tracing::export::chrome;
 use ringtrace_tracing::Builder;
 use serde_json::Value as Json;
 
@@ -184,7 +184,7 @@ fn a_large_perfetto_export_in_halves_holds_every_event() {
 /// order, every loss, every slice closed. The sequences the packets came on.
 fn perfetto_matches(trace: &Trace) -> usize {
     use prost::Message;
-    use ringtrace_tracing::export::perfetto::{self, proto};
+    use ringtrace_export::perfetto::{self, proto};
 
     let mut out = Vec::new();
     let x = perfetto::write(trace, &mut out).unwrap();
@@ -252,7 +252,7 @@ fn perfetto_matches(trace: &Trace) -> usize {
                                 (look(&st.1, i), value)
                             })
                             .collect();
-                        if name == ringtrace_tracing::export::LOST_NAME {
+                        if name == ringtrace_export::LOST_NAME {
                             let Some((_, proto::debug_annotation::Value::UintValue(c))) = args.first() else {
                                 panic!()
                             };
@@ -302,7 +302,7 @@ fn perfetto_matches(trace: &Trace) -> usize {
 /// the losses in the packets' `events_discarded`; and babeltrace2 reads it all.
 #[test]
 fn ctf_streams_are_whole_packets_that_count_losses_and_babeltrace2_reads() {
-    use ringtrace_tracing::export::ctf;
+    use ringtrace_export::ctf;
 
     let dir = TempDir::new("ctf");
     let trace = trace_with_spans_events_and_losses(&dir);
@@ -380,6 +380,6 @@ fn a_channel_of_raw_records_exports_each_record_as_an_event_on_its_writers_track
     let instants = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "i").count();
     assert_eq!(instants, 3);
     let mut pb = Vec::new();
-    assert_eq!(ringtrace_tracing::export::perfetto::write(&trace, &mut pb).unwrap().events, 3);
-    assert_eq!(ringtrace_tracing::export::ctf::write(&trace, &dir.join("ctf")).unwrap().events, 3);
+    assert_eq!(ringtrace_export::perfetto::write(&trace, &mut pb).unwrap().events, 3);
+    assert_eq!(ringtrace_export::ctf::write(&trace, &dir.join("ctf")).unwrap().events, 3);
 }

@@ -7,7 +7,7 @@
 //!   conventions' value where the name is not known), `host.name` ([`Options::host`],
 //!   where given), `process.pid` and `process.executable.name` (where the trace's
 //!   process chunk gives them).
-//! * **Scope**: `ringtrace-tracing` and its version.
+//! * **Scope**: `ringtrace-tracing` (the recorder that wrote the trace) and its version.
 //! * **A span** per span of the trace (a `tracing` span id is reused once its span
 //!   closed: each `new span` record starts a new one): its callsite's name; start at its
 //!   `new span` record and end at its close, in Unix nanoseconds (the trace's process
@@ -15,7 +15,7 @@
 //!   their types (integers of any width, 128-bit ones too, as `int` where they fit in
 //!   an i64, else a decimal string; finite f64 as `double`; NaN and the infinities as
 //!   the strings `NaN`, `Infinity` and `-Infinity`, the spelling of every JSON output of
-//!   ringtrace ([`crate::decode::text::non_finite_text`]), since
+//!   ringtrace ([`ringtrace_tracing::decode::text::non_finite_text`]), since
 //!   `opentelemetry-proto`'s serde form writes a double as a JSON number, which holds
 //!   none of them (`serde_json` writes `null`); bool; text and formatted
 //!   values as strings; bytes as `bytes`); `code.namespace` (its target),
@@ -54,7 +54,7 @@
 //!
 //! ```
 //! # use tracing_subscriber::layer::SubscriberExt;
-//! use ringtrace_tracing::export::otlp::{convert, trace_batches, Limits, Options};
+//! use ringtrace_export::otlp::{convert, trace_batches, Limits, Options};
 //!
 //! let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder().per_thread_bytes(64 << 10).build()?;
 //! tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
@@ -86,13 +86,13 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, Instrumentatio
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
-use tracing_core::Level;
+use ringtrace_tracing::Level;
 
 pub use batches::{log_batches, trace_batches, Limits};
 pub use spans::SpanSource;
 use spans::{finish, Building};
 
-use crate::decode::{EntryKind, Field, Trace, Value};
+use ringtrace_tracing::decode::{EntryKind, Field, Trace, Value};
 
 /// What the export names the resource by.
 #[derive(Clone, Debug, Default)]
@@ -129,7 +129,7 @@ pub struct Converted {
     /// chunk holds no wall-clock reading (a channel file of raw records).
     pub clock_unknown: bool,
     /// Records chunks of a trace file skipped because the file changed on disk after
-    /// the trace was opened ([`Entries::unread_chunks`](crate::decode::Entries::unread_chunks)).
+    /// the trace was opened ([`Entries::unread_chunks`](ringtrace_tracing::decode::Entries::unread_chunks)).
     pub unread_chunks: u64,
     /// Where each span of [`traces`](Self::traces) comes from, in their order: what
     /// tells a span apart across reads of a live recorder, whose spans' starts (and so
@@ -171,7 +171,9 @@ fn value(v: &Value) -> any_value::Value {
     match v {
         Value::U64(x) => int(i128::from(*x)),
         Value::I64(x) => any_value::Value::IntValue(*x),
-        Value::F64(x) => crate::decode::text::non_finite_text(*x).map_or(any_value::Value::DoubleValue(*x), string),
+        Value::F64(x) => {
+            ringtrace_tracing::decode::text::non_finite_text(*x).map_or(any_value::Value::DoubleValue(*x), string)
+        }
         Value::Bool(x) => any_value::Value::BoolValue(*x),
         Value::U128(x) => i128::try_from(*x).map_or_else(|_| string(x.to_string()), int),
         Value::I128(x) => int(*x),
@@ -217,7 +219,7 @@ fn log_record(ts: u64, level: Option<Level>, body: String, attributes: Vec<KeyVa
 }
 
 /// The resource of a trace of process `process` (`None` if the trace lacks its chunk).
-fn resource(process: Option<&crate::decode::Process>, opts: &Options) -> Resource {
+fn resource(process: Option<&ringtrace_tracing::decode::Process>, opts: &Options) -> Resource {
     let program = process.map(|p| p.program.as_str()).filter(|p| !p.is_empty());
     let service = opts.service.clone().or(program.map(str::to_owned)).unwrap_or_else(|| "unknown_service".into());
     let mut a = vec![kv("service.name", string(service))];

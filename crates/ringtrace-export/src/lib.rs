@@ -1,7 +1,25 @@
-//! Traces in the formats other tools read. [`chrome`]: Chrome's Trace Event Format
-//! (JSON), which `chrome://tracing`, Perfetto's UI (ui.perfetto.dev) and
-//! `trace_processor` open. [`perfetto`]: Perfetto's protobuf trace of `TrackEvent`
-//! packets. `ringtrace export` runs these.
+//! Every exporter of ringtrace's traces, in the formats other tools read:
+//!
+//! * [`chrome`] (feature `chrome`): Chrome's Trace Event Format (JSON), which
+//!   `chrome://tracing`, Perfetto's UI (ui.perfetto.dev) and `trace_processor` open.
+//! * [`perfetto`] (feature `perfetto`): Perfetto's protobuf trace of `TrackEvent`
+//!   packets.
+//! * [`ctf`] (feature `ctf`): a Common Trace Format 1.8 directory that babeltrace2 and
+//!   Trace Compass read.
+//! * [`otlp`] (feature `otlp`): OpenTelemetry's data model (spans, span events, log
+//!   records), as OTLP requests or OTLP/JSON lines.
+//! * `delivery` (feature `otlp-delivery`, off by default): those requests delivered to
+//!   an OTLP/gRPC or OTLP/HTTP endpoint in bounded batches, with retries and partial
+//!   success, as `ringtrace export --to` does.
+//!
+//! A trace's entries and a fleet's records (`ringtrace-ship`'s) reach Chrome's format
+//! and CTF through one writer each, over one [record model](record) (the other formats
+//! are to follow).
+//!
+//! They read a trace the `ringtrace-tracing` crate's [`decode`](ringtrace_tracing::decode)
+//! opens (a dump, a stream's trace file, a recorder directory); `ringtrace export` runs
+//! them. The tracing layer itself builds no protobuf crate: the Perfetto and OTLP message
+//! types are built here, and only with the features that need them.
 //!
 //! ```
 //! # use tracing_subscriber::layer::SubscriberExt;
@@ -14,25 +32,41 @@
 //! recorder.dump_to(&mut dump)?;
 //! let trace = ringtrace_tracing::decode::Trace::from_bytes(&dump, "dump".as_ref())?;
 //! let mut json = Vec::new();
-//! let done = ringtrace_tracing::export::chrome::write(&trace, &mut json)?;
+//! # #[cfg(feature = "chrome")] {
+//! let done = ringtrace_export::chrome::write(&trace, &mut json)?;
 //! assert_eq!((done.events, done.slices), (1, 1));
 //! let v: serde_json::Value = serde_json::from_slice(&json)?;
 //! assert!(v["traceEvents"].as_array().unwrap().iter().any(|e| e["ph"] == "i" && e["name"] == "step"));
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+// The helpers below serve several formats: with some of them left out, some go unused.
+#![cfg_attr(not(all(feature = "chrome", feature = "ctf", feature = "perfetto")), allow(dead_code, unused_imports))]
+
+#[cfg(feature = "chrome")]
 pub mod chrome;
+#[cfg(feature = "ctf")]
 pub mod ctf;
+#[cfg(feature = "otlp-delivery")]
+pub mod delivery;
+#[cfg(feature = "perfetto")]
 mod halves;
+#[cfg(feature = "otlp")]
 pub mod otlp;
+#[cfg(feature = "perfetto")]
 pub mod perfetto;
+#[cfg(feature = "ctf")]
+mod private;
+pub mod record;
 
 use std::io;
 
 use foldhash::HashMap;
 
-use crate::decode::view::{View, Views};
-use crate::decode::{Entry, EntryKind, Field, ThreadInfo, Trace};
+use ringtrace_tracing::decode::view::{View, Views};
+use ringtrace_tracing::decode::{Entry, EntryKind, Field, ThreadInfo, Trace};
 
 /// The name of the instant event that marks events lost.
 pub const LOST_NAME: &str = "ringtrace: events lost";
@@ -50,7 +84,7 @@ pub struct Exported {
     /// Lost-event markers written.
     pub lost_markers: u64,
     /// Records chunks of a trace file skipped because the file changed on disk after the
-    /// trace was opened ([`Entries::unread_chunks`](crate::decode::Entries::unread_chunks)).
+    /// trace was opened ([`Entries::unread_chunks`](ringtrace_tracing::decode::Entries::unread_chunks)).
     pub unread_chunks: u64,
 }
 

@@ -9,7 +9,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use proptest::prelude::*;
 use prost::Message;
-use ringtrace_tracing::export::otlp::{log_batches, trace_batches, Limits};
+use ringtrace_export::otlp::{log_batches, trace_batches, Limits};
 
 /// Resources (the length of an attribute), each with scopes (the length of a
 /// name), each with items (the length of a name); empty ones too.

@@ -34,12 +34,10 @@ use std::io::{self, Write};
 use foldhash::HashMap;
 use prost::Message;
 
-use super::halves::{self, Half};
-use super::{each_view, Exported, Slices, LOST_NAME};
-use crate::catalog;
-use crate::decode::view::{self, View, ViewKind, Views};
-use crate::decode::Trace;
-use crate::wire::{self, ValueIn};
+use crate::halves::{self, Half};
+use crate::{each_view, Exported, Slices, LOST_NAME};
+use ringtrace_tracing::decode::view::{self, ValueIn, View, ViewKind, Views};
+use ringtrace_tracing::decode::Trace;
 use sequence::{args, Arg, Name, Sequence};
 
 /// The Perfetto message types the export writes (generated from
@@ -173,7 +171,7 @@ impl<'t> Part<'t> {
                             ValueIn::Number(_) => "",
                         }));
                     }
-                    let name = match catalog::field_name(cs, field) {
+                    let name = match view::field_name(cs, field) {
                         Cow::Borrowed(n) => Name::Kept(n),
                         Cow::Owned(n) => Name::Made(n),
                     };
@@ -186,7 +184,7 @@ impl<'t> Part<'t> {
                         (None, None) => Name::Kept("?"),
                     })
                 };
-                let level = cs.map_or(tracing_core::Level::TRACE, |c| c.level);
+                let level = cs.map_or(ringtrace_tracing::Level::TRACE, |c| c.level);
                 let level = [(Name::Kept("level"), Arg::Kept(level.as_str()))];
                 let target = Name::Kept(cs.map_or("?", |c| c.target.as_str()));
                 seq.packet(p, ts, Type::Instant, Some(target), fields.chain(level), name);
@@ -276,7 +274,7 @@ pub fn write_with_progress(
             if half.index == 1 {
                 // The names of the spans the first half made, and the slices it left
                 // open, which end in this one.
-                let mut spans = Views::new(trace, first.clone(), Some(wire::is_span_kind));
+                let mut spans = Views::new(trace, first.clone(), Some(view::is_span_kind));
                 while let Some(v) = spans.next() {
                     part.replay(&v);
                 }

@@ -5,8 +5,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+use ringtrace_export::otlp::{convert, Options};
 use ringtrace_tracing::decode::Trace;
-use ringtrace_tracing::export::otlp::{convert, Options};
 use tracing_subscriber::layer::SubscriberExt;
 
 fn record(per_thread: u64, f: impl FnOnce()) -> Trace {
@@ -21,7 +21,7 @@ fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a V> {
     attrs.iter().find(|a| a.key == key).and_then(|a| a.value.as_ref()).and_then(|v| v.value.as_ref())
 }
 
-fn spans(c: &ringtrace_tracing::export::otlp::Converted) -> &[Span] {
+fn spans(c: &ringtrace_export::otlp::Converted) -> &[Span] {
     &c.traces.resource_spans[0].scope_spans[0].spans
 }
 
@@ -142,7 +142,7 @@ fn json_lines_hold_the_traces_then_the_logs() {
         tracing::info!("inside");
     });
     let mut out = Vec::new();
-    let w = ringtrace_tracing::export::otlp::write_json_lines(&trace, &Options::default(), &mut out).unwrap();
+    let w = ringtrace_export::otlp::write_json_lines(&trace, &Options::default(), &mut out).unwrap();
     assert_eq!((w.spans, w.span_events, w.log_records), (1, 1, 1));
     let lines: Vec<serde_json::Value> =
         std::str::from_utf8(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -323,7 +323,7 @@ fn an_event_of_unknown_level_is_unspecified() {
 /// What every export must hold to: span ids unique, every parent among the spans and
 /// of the same trace, no cycle, a parent starting no later than its children, and as
 /// many spans marked `ringtrace.start_unknown` as counted.
-fn check_tree(c: &ringtrace_tracing::export::otlp::Converted) {
+fn check_tree(c: &ringtrace_export::otlp::Converted) {
     let s = spans(c);
     let mut ids: Vec<&[u8]> = s.iter().map(|x| x.span_id.as_slice()).collect();
     ids.sort_unstable();
@@ -485,7 +485,7 @@ fn json_lines_are_batches() {
         }
     });
     let mut out = Vec::new();
-    let w = ringtrace_tracing::export::otlp::write_json_lines(&trace, &Options::default(), &mut out).unwrap();
+    let w = ringtrace_export::otlp::write_json_lines(&trace, &Options::default(), &mut out).unwrap();
     assert_eq!((w.spans, w.log_records, w.lines), (2100, 1, 3));
     let lines: Vec<serde_json::Value> =
         std::str::from_utf8(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();

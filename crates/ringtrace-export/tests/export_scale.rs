@@ -5,8 +5,8 @@
 mod common;
 
 use common::{dispatch, TempDir};
+use ringtrace_export::{chrome, ctf, perfetto};
 use ringtrace_tracing::decode::Trace;
-use ringtrace_tracing::export::{chrome, ctf, perfetto};
 use ringtrace_tracing::Builder;
 
 #[derive(serde::Deserialize)]

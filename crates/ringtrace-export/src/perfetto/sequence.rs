@@ -10,8 +10,8 @@ use super::proto::{
     DebugAnnotation, DebugAnnotationName, EventCategory, EventName, InternedData, InternedString, TracePacket,
     TracePacketDefaults, TrackEvent, TrackEventDefaults,
 };
-use crate::decode::{Field, Value};
-use crate::wire::ValueIn;
+use ringtrace_tracing::decode::view::{self, ValueIn};
+use ringtrace_tracing::decode::{Field, Value};
 
 const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
@@ -147,7 +147,7 @@ fn set_value(slot: &mut Option<AnnotationValue>, a: Arg<'_>) {
         Arg::Value(Value::U128(x)) => return set_str(slot, &x.to_string()),
         Arg::Value(Value::I128(x)) => return set_str(slot, &x.to_string()),
         Arg::Value(Value::Str(s) | Value::Debug(s) | Value::Error(s)) => return set_str(slot, s),
-        Arg::Value(Value::Bytes(b)) => return set_str(slot, &crate::wire::hex(b)),
+        Arg::Value(Value::Bytes(b)) => return set_str(slot, &view::hex(b)),
         Arg::Kept(s) | Arg::In(ValueIn::Str(s) | ValueIn::Debug(s) | ValueIn::Error(s)) => return set_str(slot, s),
         Arg::In(ValueIn::Number(v)) => return set_value(slot, Arg::Value(&v)),
     });

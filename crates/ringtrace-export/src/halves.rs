@@ -15,8 +15,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use super::Exported;
-use crate::decode::Trace;
+use crate::Exported;
+use ringtrace_tracing::decode::Trace;
 
 /// Bytes a half hands to the writer at a time.
 pub(crate) const BLOCK: usize = 256 << 10;
