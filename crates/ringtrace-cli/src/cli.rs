@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
+// `--header NAME=VALUE`: read as `ship --header` reads it.
+use ringtrace_ship::command::parse_header;
 
 use crate::commands::create::{ModeArg, ProducersArg};
 use crate::output::ReportFormat;
@@ -297,41 +299,24 @@ pub enum Command {
         #[arg(long, default_value = "1MiB", value_name = "SIZE", value_parser = parse_capacity)]
         capacity: u64,
     },
-    /// Ship a host's rings into Apache Kafka, exactly once across restarts.
+    /// Ship a host's rings into Apache Kafka, or recorders to an OpenTelemetry endpoint.
     ///
-    /// The agent (the same as `ringtrace-ship ship`): one process per host drains ring
-    /// files, flight recorders, channel files (a source per slot, PATH#SLOT),
-    /// ringtrace-tracing recorder directories (a source per ring, each record decoded
-    /// on the host and shipped as one JSON object) and BPF ring buffer maps into a
-    /// topic. A ring gets a record's space back only after Kafka acknowledged it; a
-    /// restarted agent sends again only what was not, under the same numbers, which
-    /// readers (`decode kafka://...`) drop as copies. The first SIGINT or SIGTERM ends
-    /// the round in flight and stops; a second kills it (safe too). Needs the command
-    /// built with its kafka feature.
+    /// --to kafka://BROKERS/TOPIC: the agent (the same as `ringtrace-ship ship`): one
+    /// process per host drains ring files, flight recorders, channel files (a source
+    /// per slot, PATH#SLOT), ringtrace-tracing recorder directories (a source per
+    /// ring, each record decoded on the host and shipped as one JSON object) and BPF
+    /// ring buffer maps into a topic. A ring gets a record's space back only after
+    /// Kafka acknowledged it; a restarted agent sends again only what was not, under
+    /// the same numbers, which readers (`decode kafka://...`) drop as copies. The first
+    /// SIGINT or SIGTERM ends the round in flight and stops; a second kills it (safe
+    /// too). Needs the command built with its kafka feature.
     ///
-    /// With --to otlp://HOST:PORT (or otlp+http://), it follows ringtrace-tracing
-    /// recorder directories and stream trace files instead, delivering each span once
-    /// it closed and each event outside a span as a log record (as export --follow
-    /// does; --host is then OpenTelemetry's host.name).
-    #[cfg(feature = "kafka")]
+    /// --to otlp://HOST:PORT (or otlp+http://): follows ringtrace-tracing recorder
+    /// directories and stream trace files, delivering each span once it closed and each
+    /// event outside a span as a log record (as export --follow does).
     Ship {
         #[command(flatten)]
         args: ringtrace_ship::command::ShipArgs,
-        #[command(flatten)]
-        otlp: OtlpArgs,
-    },
-    /// Ship recorders to an OpenTelemetry endpoint (--to); into Apache Kafka with the
-    /// kafka feature.
-    ///
-    /// With --to otlp://HOST:PORT (or otlp+http://), follows ringtrace-tracing recorder
-    /// directories and stream trace files as export --follow does. Shipping into Kafka
-    /// (--brokers, --topic, --config, ...) needs the command built with its kafka
-    /// feature, from a checkout: cargo install --path crates/ringtrace-cli --features
-    /// kafka (or use ringtrace-ship ship).
-    #[cfg(not(feature = "kafka"))]
-    Ship {
-        #[command(flatten)]
-        ship: ShipOtlp,
     },
     /// Print a shell completion script: `ringtrace completions bash > ringtrace.bash`.
     Completions {
@@ -365,7 +350,7 @@ fn parse_wait(s: &str) -> Result<Wait, String> {
     if s == "forever" {
         Ok(Wait::Forever)
     } else {
-        parse_duration(s).map(Wait::For)
+        parse_duration(s).map(Wait::For).map_err(|e| e.to_string())
     }
 }
 
@@ -453,47 +438,11 @@ pub struct OtlpArgs {
     /// open, marked ringtrace.end_unknown.
     #[arg(long, requires = "to")]
     pub follow: bool,
-    /// The pause between --follow's (and ship --to's) rounds. [default: 1s]
+    /// The pause between --follow's rounds. [default: 1s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub interval: Option<Duration>,
     /// A header sent with every request (gRPC metadata), NAME=VALUE: an API key, a
     /// tenant. Repeatable.
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_header, requires = "to")]
     pub header: Vec<(String, String)>,
-}
-
-/// `NAME=VALUE`: a name of letters, digits, `-`, `_` and `.` (lowercased: gRPC
-/// metadata keys are), not one the protocols set themselves; a value of printable ASCII.
-fn parse_header(s: &str) -> Result<(String, String), String> {
-    const RESERVED: [&str; 8] =
-        ["content-type", "content-length", "host", "te", "connection", "transfer-encoding", "upgrade", "user-agent"];
-    let Some((k, v)) = s.split_once('=') else { return Err(format!("{s:?}: a header is NAME=VALUE")) };
-    let k = k.trim().to_ascii_lowercase();
-    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
-        return Err(format!("{s:?}: a header's name is letters, digits, '-', '_' and '.'"));
-    }
-    if RESERVED.contains(&k.as_str()) || k.starts_with("grpc-") || k.ends_with("-bin") {
-        return Err(format!("{k}: a header the protocol sets itself"));
-    }
-    if !v.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-        return Err(format!("{k}: a header's value is printable ASCII"));
-    }
-    Ok((k, v.to_owned()))
-}
-
-/// `ringtrace ship` in a command built without its kafka feature: the OTLP follower
-/// alone (`--to`).
-#[derive(Args, Debug)]
-pub struct ShipOtlp {
-    /// ringtrace-tracing recorder directories and stream trace files to follow.
-    #[arg(required = true)]
-    pub rings: Vec<PathBuf>,
-    /// OpenTelemetry's host.name.
-    #[arg(long)]
-    pub host: Option<String>,
-    /// Stop after this many seconds.
-    #[arg(long)]
-    pub duration: Option<f64>,
-    #[command(flatten)]
-    pub otlp: OtlpArgs,
 }

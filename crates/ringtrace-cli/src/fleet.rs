@@ -20,8 +20,7 @@ pub const STATE_MAGIC: [u8; 8] = *b"RTSHIPST";
 /// How to get a command with Kafka: built with its kafka feature, from a checkout of
 /// the repository (its crates are not published).
 #[cfg_attr(feature = "kafka", allow(dead_code))]
-pub const KAFKA_FEATURE: &str = "Kafka needs the command built with its kafka feature, which links librdkafka \
-     (from a checkout of ringtrace: cargo install --path crates/ringtrace-cli --features kafka), or ringtrace-ship";
+pub const KAFKA_FEATURE: &str = ringtrace_ship::command::KAFKA_FEATURE;
 
 /// The prefix of a Kafka source.
 pub const SCHEME: &str = "kafka://";
@@ -144,7 +143,7 @@ pub fn ridden(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
 pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
     #[cfg(feature = "kafka")]
     {
-        crate::report::fleet::agent_state(path, format)
+        crate::report::agent::agent_state(path, format)
     }
     #[cfg(not(feature = "kafka"))]
     {
@@ -157,15 +156,17 @@ pub fn stat_agent_state(path: &std::path::Path, format: ReportFormat) -> Result<
     }
 }
 
-/// `ringtrace ship`: the agent until it ends, or a first SIGINT/SIGTERM/SIGHUP asks it
-/// to stop after its round in flight; as `ringtrace-ship ship`
-/// ([`ringtrace_ship::command::ShipArgs::run_until_signalled`]), with this command's
-/// signal thread ([`crate::cleanup`]) taking the signals.
-#[cfg(feature = "kafka")]
-pub fn ship(args: ringtrace_ship::command::ShipArgs) -> Result<(), Failure> {
+/// `ringtrace ship --to kafka://...`: the agent until it ends, or a first
+/// SIGINT/SIGTERM/SIGHUP asks it to stop after its round in flight; as `ringtrace-ship
+/// ship` ([`ringtrace_ship::command::KafkaShip::run_until_signalled`]), with this
+/// command's signal thread ([`crate::cleanup`]) taking the signals. Prints the agent's
+/// counters on stdout.
+pub fn ship(agent: ringtrace_ship::command::KafkaShip) -> Result<(), Failure> {
     crate::cleanup::stop_gracefully();
     let signalled = || crate::cleanup::stop_requested().map(i32::from);
-    match args.run_until_signalled(signalled).map_err(Failure::msg)? {
+    let shipped = agent.run_until_signalled(signalled).map_err(|e| Failure::msg(e.to_string()))?;
+    println!("{}", shipped.report);
+    match shipped.signal {
         Some(signal) => Err(Failure::Interrupted(u8::try_from(signal).unwrap_or(u8::MAX))),
         None => Ok(()),
     }

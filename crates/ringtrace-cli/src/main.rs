@@ -41,7 +41,6 @@
 //!   (one module per output) above `record`.
 //! * `report`: what `stat` prints of each kind of source.
 //! * `fleet`: `kafka://BROKERS/TOPIC`, a fleet's records in Kafka (the `kafka` feature).
-//! * `bpf`: a BPF map's one reader (its lock).
 //! * `output`: stdout, stderr, output files, JSON reports.
 //! * `destination`: output files written beside their name and renamed into place,
 //!   never over a source.
@@ -50,7 +49,8 @@
 //!   whether a pid lives.
 //! * `failure`: the error every command returns.
 
-mod bpf;
+#![forbid(unsafe_code)]
+
 mod cleanup;
 mod cli;
 mod commands;
@@ -98,24 +98,7 @@ fn main() -> ExitCode {
 
 /// The command line; a usage error ends the command (exit status 2).
 fn parse() -> Cli {
-    Cli::try_parse().unwrap_or_else(|e| {
-        #[cfg(not(feature = "kafka"))]
-        let e = with_kafka_tip(e);
-        e.exit()
-    })
-}
-
-/// A usage error of `ship` in a command built without its kafka feature: an option it
-/// does not know is likely Kafka's, and the error says how to get them.
-#[cfg(not(feature = "kafka"))]
-fn with_kafka_tip(mut e: clap::Error) -> clap::Error {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    let ship = std::env::args_os().nth(1).is_some_and(|a| a == "ship");
-    if ship && e.kind() == ErrorKind::UnknownArgument {
-        let tip = format!("ship's other options are Kafka's. {}", fleet::KAFKA_FEATURE);
-        e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip.into()]));
-    }
-    e
+    Cli::try_parse().unwrap_or_else(|e| e.exit())
 }
 
 /// Runs a command; every error of a command on a source names it (a `kafka://`
@@ -137,8 +120,10 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Stat { source, format, json, window } => {
             let format = if json { ReportFormat::Json } else { format };
             if kafka(&source, window.get())?.is_none()
-                && source.is_file()
-                && source::first_bytes(&source).is_ok_and(|(head, _)| head == fleet::STATE_MAGIC)
+                && matches!(
+                    ringtrace::source::Kind::of(&source),
+                    Ok(ringtrace::source::Kind::Unknown(head)) if head.bytes == fleet::STATE_MAGIC
+                )
             {
                 return fleet::stat_agent_state(&source, format).map_err(|e| e.about(&source));
             }
@@ -187,71 +172,43 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Demo { path, file, seconds, processes, capacity } => {
             demo::run(path.or(file), seconds, processes, capacity)
         }
-        #[cfg(feature = "kafka")]
-        Command::Ship { args, otlp } => {
-            if otlp.to.is_some() {
-                return ship_otlp(args, otlp);
-            }
-            fleet::ship(args)
-        }
-        #[cfg(all(not(feature = "kafka"), feature = "otlp"))]
-        Command::Ship { ship: s } if s.otlp.to.is_some() => {
-            let duration = seconds(s.duration)?;
-            let otlp = cli::OtlpArgs { host_name: s.otlp.host_name.or(s.host), ..s.otlp };
-            export::follow(s.rings, duration, &otlp)
-        }
-        #[cfg(not(feature = "kafka"))]
-        Command::Ship { .. } => Err(Failure::msg(format!(
-            "ship without --to ships into Kafka. {}. ship --to otlp://HOST:PORT delivers recorders to an \
-             OpenTelemetry endpoint",
-            fleet::KAFKA_FEATURE
-        ))),
+        Command::Ship { args } => ship(args),
         Command::Completions { shell } => docs::completions(Cli::command(), shell),
         Command::Man { page, dir } => docs::man(Cli::command(), page.as_deref(), dir.as_deref()),
     }
 }
 
-/// `--duration` seconds.
+/// `ringtrace ship`, defined with `ringtrace-ship ship`: the agent into Kafka, or the
+/// recorders followed into an OTLP endpoint; the library's log lines on stderr as
+/// `ringtrace-ship ship` prints them.
+fn ship(args: ringtrace_ship::command::ShipArgs) -> Result<(), Failure> {
+    use ringtrace_ship::command::Ship;
+    ringtrace_ship::command::log_to_stderr();
+    match args.resolve().map_err(|e| Failure::msg(e.to_string()))? {
+        Ship::Kafka(agent) => fleet::ship(agent),
+        Ship::Otlp(o) => ship_otlp(o),
+    }
+}
+
+/// `ringtrace ship --to otlp://...`: the recorder directories and trace files given,
+/// followed into the endpoint by the code `ringtrace-ship ship --to otlp://` runs; what
+/// was delivered on stderr, exit 1 where anything was not, 128 + a signal's number
+/// where one stopped it.
 #[cfg(feature = "otlp")]
-fn seconds(s: Option<f64>) -> Result<Option<std::time::Duration>, Failure> {
-    s.map(|s| {
-        std::time::Duration::try_from_secs_f64(s)
-            .map_err(|_| Failure::msg(format!("--duration {s}: not a number of seconds")))
-    })
-    .transpose()
+fn ship_otlp(o: ringtrace_ship::command::OtlpShip) -> Result<(), Failure> {
+    crate::cleanup::stop_gracefully();
+    let signalled = || crate::cleanup::stop_requested().map(i32::from);
+    let delivered = o.run_until_signalled(signalled).map_err(|e| Failure::msg(e.to_string()))?;
+    output::eprint_line(format_args!("{}", delivered.summary));
+    if let Some(why) = delivered.failure {
+        return Err(Failure::msg(why));
+    }
+    delivered.signal.map_or(Ok(()), |s| Err(Failure::Interrupted(u8::try_from(s).unwrap_or(u8::MAX))))
 }
 
-/// `ringtrace ship --to ENDPOINT`: the OTLP follower of the recorder directories and
-/// trace files given, the Kafka options refused.
-#[cfg(all(feature = "kafka", feature = "otlp"))]
-fn ship_otlp(args: ringtrace_ship::command::ShipArgs, otlp: cli::OtlpArgs) -> Result<(), Failure> {
-    let kafka = [
-        ("--config", args.config.is_some()),
-        ("--brokers", args.brokers.is_some()),
-        ("--topic", args.topic.is_some()),
-        ("--state", args.state.is_some()),
-        ("--compression", args.compression.is_some()),
-        ("--spool", args.spool.is_some()),
-        ("--until-disconnected", args.until_disconnected),
-        ("--ack-timeout", args.ack_timeout.is_some()),
-        ("--max-message", args.max_message.is_some()),
-        ("--spool-max", args.spool_max.is_some()),
-        ("--spool-wait", args.spool_wait.is_some()),
-    ];
-    if let Some((name, _)) = kafka.iter().find(|(_, given)| *given) {
-        return Err(Failure::msg(format!("{name} is Kafka's: ship --to delivers to an OTLP endpoint instead")));
-    }
-    if args.rings.is_empty() {
-        return Err(Failure::msg("ship --to needs the recorder directories or trace files to follow"));
-    }
-    let duration = seconds(args.duration)?;
-    let otlp = cli::OtlpArgs { host_name: otlp.host_name.or(args.host), ..otlp };
-    export::follow(args.rings, duration, &otlp)
-}
-
-#[cfg(all(feature = "kafka", not(feature = "otlp")))]
-fn ship_otlp(_: ringtrace_ship::command::ShipArgs, _: cli::OtlpArgs) -> Result<(), Failure> {
-    Err(Failure::msg("--to needs the command built with its otlp feature (on by default)"))
+#[cfg(not(feature = "otlp"))]
+fn ship_otlp(_: ringtrace_ship::command::OtlpShip) -> Result<(), Failure> {
+    Err(Failure::msg("--to otlp:// needs the command built with its otlp feature (on by default)"))
 }
 
 /// Whose ring files `write` and `consume` attach to.

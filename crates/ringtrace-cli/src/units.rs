@@ -1,5 +1,5 @@
 //! Units for people: sizes (`64 KiB`), wakeup watermarks in words, UTC times, ages;
-//! and sizes as people type them (`1MiB`, `64k`, `65536`).
+//! and sizes and durations as people type them (`1MiB`, `64k`, `65536`; `500ms`, `2s`).
 
 use ringtrace::format::control::{HALF_RING, NEVER_WAKE as NEVER};
 
@@ -71,43 +71,9 @@ pub fn parse_capacity(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
-/// The longest duration a command takes (`--timeout`, `--wait=`, `demo --seconds`):
-/// 365 days (`365d`), far inside what a monotonic deadline can hold.
-pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
-
-/// The units of a duration as typed, and their seconds: every one the parser takes,
-/// and the only ones its messages name.
-const DURATION_UNITS: [(&str, f64); 6] =
-    [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("min", 60.0), ("h", 3600.0), ("d", 86_400.0)];
-
-/// Parses a duration as typed: a number with an optional unit `ms`, `s`, `m` (or
-/// `min`), `h` or `d` (`250ms`, `2s`, `1.5s`, `5m`, `7d`); a bare number is seconds.
-/// From 1 ms to [`MAX_DURATION`] (365d).
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let bad = || format!("`{s}` is not a duration: write a number with ms, s, m (or min), h or d (250ms, 2s, 5m, 7d)");
-    let scale = match unit.trim() {
-        "" => 1.0,
-        u => DURATION_UNITS.iter().find(|(name, _)| *name == u).ok_or_else(bad)?.1,
-    };
-    let n: f64 = number.parse().map_err(|_| bad())?;
-    let secs = n * scale;
-    if !secs.is_finite() || secs < 1e-3 || secs > MAX_DURATION.as_secs_f64() {
-        return Err(format!("`{s}`: a duration is from 1ms to 365d"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
-
-/// [`parse_duration`], or zero written `0` (`0s`, `0ms`): for an option whose zero
-/// turns something off (`tail --reorder 0`).
-pub fn parse_duration_or_zero(s: &str) -> Result<std::time::Duration, String> {
-    match s.trim() {
-        "0" | "0s" | "0ms" => Ok(std::time::Duration::ZERO),
-        _ => parse_duration(s),
-    }
-}
+/// Every duration option's parser: one syntax for both commands, a number and its
+/// unit (`500ms`, `2s`, `1m`, `1h30m`; a bare number refused), defined with `ship`'s.
+pub use ringtrace_ship::command::{parse_duration, parse_duration_or_zero};
 
 /// The watermark of `WakeupPolicy::CaughtUp` in a ring header (the others are the
 /// library's `NEVER_WAKE` and `HALF_RING`).
@@ -208,54 +174,12 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
+    fn durations_need_their_unit() {
         use std::time::Duration;
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("365 days").ok(), None);
-        for bad in ["", "s", "0", "0.0001s", "-1s", "1e400", "nan", "1 week", "18446744073709551615", "8761h"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
-        assert_eq!(parse_duration("365d"), Ok(MAX_DURATION));
-        assert_eq!(parse_duration("1.5d"), Ok(Duration::from_secs(129_600)));
-        assert!(parse_duration("366d").is_err());
-        for zero in ["0", "0s", "0ms"] {
-            assert_eq!(parse_duration_or_zero(zero), Ok(Duration::ZERO));
-        }
-        assert_eq!(parse_duration_or_zero("2s"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration_or_zero("0.0001s").is_err());
-    }
-
-    /// Every duration a message writes (`250ms`, `365d`) is one the parser takes, and
-    /// every unit it names is one: a refusal never suggests what it would refuse.
-    #[test]
-    fn duration_messages_name_only_what_is_taken() {
-        let units: Vec<&str> = DURATION_UNITS.iter().map(|(u, _)| *u).collect();
-        for bad in ["365 days", "1 week", "2x", "", "0", "366d", "1e400", "8761h", "0.0001s", "5 fortnights"] {
-            let e = parse_duration(bad).unwrap_err();
-            // What the message says, without the input it quotes.
-            let e: String = e.split('`').step_by(2).collect();
-            for word in e.split(|c: char| !c.is_ascii_alphanumeric() && c != '.') {
-                let word = word.trim_end_matches('.');
-                let digits = word.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(word.len());
-                let (number, unit) = word.split_at(digits);
-                if !number.is_empty() && !unit.is_empty() && number != "." {
-                    assert!(parse_duration(word).is_ok(), "{bad:?}: the message names {word:?}, which is refused: {e}");
-                }
-            }
-            for named in ["days", "day", "weeks", "w", "seconds", "minutes", "hours"] {
-                assert!(
-                    !e.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == named),
-                    "{bad:?}: the message names {named:?}, not a unit: {e}"
-                );
-            }
-        }
-        for unit in units {
-            assert!(parse_duration(&format!("1{unit}")).is_ok(), "{unit}");
-        }
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2").unwrap_err().to_string(), "`2`: a duration needs a unit, as in 2s or 2ms");
+        assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
     }
 
     #[test]

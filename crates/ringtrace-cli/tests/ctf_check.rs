@@ -74,7 +74,7 @@ fn labels(text: &str) -> Vec<(u64, String)> {
 
 /// A copy of the export `ctf` in which event `i`'s empty label holds `value`, the
 /// packet holding it grown to match (content_size and packet_size, in bits, at bytes
-/// 40 and 48 of each packet; see `ringtrace_tracing::export::ctf`).
+/// 40 and 48 of each packet; see `ringtrace_export::ctf`).
 fn broken_copy(ctf: &Path, i: u64, value: &str) -> PathBuf {
     let out = temp("broken.ctf");
     std::fs::create_dir(&out).unwrap();

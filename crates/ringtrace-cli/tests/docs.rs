@@ -324,9 +324,16 @@ fn the_extraction_finds_blocks_synopses_and_inline_commands() {
     );
 }
 
-/// The documents a reader follows: README.md and every Markdown file under docs/.
+/// The documents a reader follows: README.md, CHANGELOG.md, each crate's README.md
+/// and every Markdown file under docs/.
 fn documents() -> Vec<String> {
-    let mut files = vec!["README.md".to_owned()];
+    let mut files = vec!["README.md".to_owned(), "CHANGELOG.md".to_owned()];
+    for e in std::fs::read_dir(repo().join("crates")).unwrap() {
+        let readme = Path::new("crates").join(e.unwrap().file_name()).join("README.md");
+        if repo().join(&readme).is_file() {
+            files.push(readme.to_str().unwrap().to_owned());
+        }
+    }
     let mut dirs = vec![PathBuf::from("docs")];
     while let Some(dir) = dirs.pop() {
         for e in std::fs::read_dir(repo().join(&dir)).unwrap() {
@@ -344,11 +351,13 @@ fn documents() -> Vec<String> {
 }
 
 /// The repository paths `text` names: each word of a backquoted span that starts with
-/// a top-level directory (`crates/`, `scripts/`, `docs/`), and, as `None`-rooted, each
+/// a top-level directory (`crates/`, `scripts/`, `docs/`); as [`Root::Crate`], each
 /// that starts with a crate's own (`src/`, `tests/`, `examples/`, `benches/`,
-/// `include/`, `c/`); `(path, top_level, line)`. Words with placeholders or patterns
-/// (`NAME`, `*`, `{a,b}`, `...`) are not paths.
-fn named_paths(text: &str) -> Vec<(String, bool, usize)> {
+/// `include/`, `c/`); as [`Root::Src`], each other Rust file (`protocol/lock.rs`,
+/// `repair.rs`), named from one of a crate's directories or by its name alone;
+/// `(path, root, line)`. Words with placeholders or patterns (`NAME`, `foo`, `dir`, `*`,
+/// `{a,b}`, `...`) are not paths.
+fn named_paths(text: &str) -> Vec<(String, Root, usize)> {
     const TOP: [&str; 3] = ["crates/", "scripts/", "docs/"];
     const IN_CRATE: [&str; 6] = ["src/", "tests/", "examples/", "benches/", "include/", "c/"];
     let mut found = Vec::new();
@@ -356,14 +365,20 @@ fn named_paths(text: &str) -> Vec<(String, bool, usize)> {
         for span in line.split('`').skip(1).step_by(2) {
             for w in span.split(|c: char| c.is_whitespace() || "()[],;:=\"'".contains(c)) {
                 let w = w.trim_end_matches('.');
-                let placeholder = w.split('/').any(|seg| seg.len() > 1 && seg.chars().all(|c| c.is_ascii_uppercase()));
+                let placeholder = w.split('/').any(|seg| {
+                    let stem = seg.split('.').next().unwrap_or(seg);
+                    (seg.len() > 1 && seg.chars().all(|c| c.is_ascii_uppercase()))
+                        || ["foo", "bar", "dir"].contains(&stem)
+                });
                 if placeholder || w.contains(['*', '{', '<', '$']) || w.contains("...") {
                     continue;
                 }
                 if TOP.iter().any(|t| w.starts_with(t)) {
-                    found.push((w.to_owned(), true, n + 1));
+                    found.push((w.to_owned(), Root::Top, n + 1));
                 } else if IN_CRATE.iter().any(|t| w.starts_with(t)) {
-                    found.push((w.to_owned(), false, n + 1));
+                    found.push((w.to_owned(), Root::Crate, n + 1));
+                } else if w.ends_with(".rs") && !w.starts_with(['/', '.', '~']) && !w.contains("::") {
+                    found.push((w.to_owned(), Root::Src, n + 1));
                 }
             }
         }
@@ -404,21 +419,51 @@ fn anchors(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where a path [`named_paths`] found is looked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Root {
+    /// The repository's top level.
+    Top,
+    /// One of the crates' directories.
+    Crate,
+    /// The end of the path of a crate's file (`protocol/lock.rs`, `repair.rs`): a
+    /// path within one of its directories, or a file name alone.
+    Src,
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn every_repository_path_in_the_docs_exists() {
     let root = repo();
     let crates: Vec<PathBuf> =
         std::fs::read_dir(root.join("crates")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let sources: Vec<PathBuf> = crates.iter().flat_map(|c| files_under(c)).collect();
     let mut missing = Vec::new();
     let mut checked = 0;
     for file in documents() {
         let text = std::fs::read_to_string(root.join(&file)).unwrap();
-        for (path, top, line) in named_paths(&text) {
-            let exists = if top {
-                root.join(&path).exists()
-            } else {
+        for (path, at, line) in named_paths(&text) {
+            let exists = match at {
+                Root::Top => root.join(&path).exists(),
                 // Relative to the crate the text is about: one of them holds it.
-                crates.iter().any(|c| c.join(&path).exists())
+                Root::Crate => crates.iter().any(|c| c.join(&path).exists()),
+                Root::Src => sources.iter().any(|f| f.ends_with(&path)),
             };
             if !exists {
                 missing.push(format!("{file}:{line}: `{path}`"));
@@ -446,14 +491,17 @@ fn every_repository_path_in_the_docs_exists() {
 #[test]
 fn the_path_extraction_finds_top_level_and_crate_paths() {
     let text = "see `crates/ringtrace/src/lib.rs` and `src/wait/mod.rs`, run `bash scripts/test.sh`;\n\
-                not `crates/*/examples`, `crates/NAME`, `/tmp/x` nor `target/release/x`; [a](docs/cli.md#x)";
-    let paths: Vec<(String, bool)> = named_paths(text).into_iter().map(|(p, top, _)| (p, top)).collect();
+                not `crates/*/examples`, `crates/NAME`, `/tmp/x` nor `target/release/x`; [a](docs/cli.md#x)\n\
+                `protocol/lock.rs` holds it, `repair.rs` too, not `foo/tests.rs`";
+    let paths: Vec<(String, Root)> = named_paths(text).into_iter().map(|(p, at, _)| (p, at)).collect();
     assert_eq!(
         paths,
         [
-            ("crates/ringtrace/src/lib.rs".to_owned(), true),
-            ("src/wait/mod.rs".to_owned(), false),
-            ("scripts/test.sh".to_owned(), true)
+            ("crates/ringtrace/src/lib.rs".to_owned(), Root::Top),
+            ("src/wait/mod.rs".to_owned(), Root::Crate),
+            ("scripts/test.sh".to_owned(), Root::Top),
+            ("protocol/lock.rs".to_owned(), Root::Src),
+            ("repair.rs".to_owned(), Root::Src)
         ]
     );
     assert_eq!(links(text), [("docs/cli.md".to_owned(), "x".to_owned(), 2)]);

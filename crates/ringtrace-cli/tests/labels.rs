@@ -25,9 +25,12 @@ fn durations_take_days_and_a_refusal_names_only_units_taken() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let o = run(&["tail", "-n", "0", "--timeout", "365d", &r]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    for (arg, said) in
-        [("366d", "365d"), ("2w", "ms, s, m (or min), h or d"), ("365 days", "ms, s, m (or min), h or d")]
-    {
+    for (arg, said) in [
+        ("366d", "365d"),
+        ("2x", "as in 500ms, 2s, 1m or 1h30m"),
+        ("5", "a duration needs a unit, as in 5s or 5ms"),
+        ("0.5", "as in 0.5s or 0.5ms"),
+    ] {
         let o = run(&["tail", "--timeout", arg, &r]);
         assert_eq!(o.code, 2, "--timeout {arg}: {}", o.stderr);
         assert!(o.stderr.contains(said), "--timeout {arg}: {}", o.stderr);

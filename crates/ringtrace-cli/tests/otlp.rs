@@ -445,10 +445,10 @@ fn ship_to_an_otlp_endpoint_follows_recorders_under_the_host_name() {
         "ship",
         "--to",
         &format!("otlp+http://{addr}"),
-        "--host",
+        "--host-name",
         "h1",
         "--duration",
-        "0.3",
+        "300ms",
         "--interval",
         "100ms",
         &dir,
@@ -471,14 +471,19 @@ fn ship_to_an_otlp_endpoint_follows_recorders_under_the_host_name() {
         }
     }
     assert_eq!(spans, SPANS, "every span once");
-    // Kafka's options are not taken with --to (where the command has them).
-    let o = run(&["ship", "--to", &format!("otlp+http://{addr}"), "--topic", "t", &dir]);
-    assert!(
-        o.stderr.contains("--topic is Kafka's") || o.stderr.contains("unexpected argument '--topic'"),
-        "{}",
-        o.stderr
-    );
-    assert_ne!(o.code, 0);
+    // Kafka's options are not taken with --to otlp://; --host is the host's name in
+    // Kafka records, and says which option is OpenTelemetry's.
+    let to = format!("otlp+http://{addr}");
+    let o = run(&["ship", "--to", &to, "--state", "s", &dir]);
+    assert!(o.stderr.contains("--state is Kafka's"), "{}", o.stderr);
+    assert_eq!(o.code, 1);
+    let o = run(&["ship", "--to", &to, "--host", "h1", &dir]);
+    assert!(o.stderr.contains("OpenTelemetry's host.name is --host-name"), "{}", o.stderr);
+    assert_eq!(o.code, 1);
+    // A duration is written with its unit.
+    let o = run(&["ship", "--to", &to, "--duration", "0.3", &dir]);
+    assert!(o.stderr.contains("`0.3`: a duration needs a unit, as in 0.3s or 0.3ms"), "{}", o.stderr);
+    assert_eq!(o.code, 2);
 }
 
 #[test]
@@ -602,9 +607,13 @@ fn over_grpc_a_pause_asked_for_is_kept_and_a_partial_success_counted() {
 fn ship_to_an_otlp_endpoint_is_in_ship_help_and_kafka_is_said_how_to_get() {
     let o = run(&["ship", "--help"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    for option in ["--to <ENDPOINT>", "--host", "--duration", "--interval", "--service", "--signals"] {
+    for option in ["--to <DESTINATION>", "--host-name", "--duration", "--interval", "--service", "--signals"] {
         assert!(o.stdout.contains(option), "ship --help does not list {option}:\n{}", o.stdout);
     }
+    // The old spelling of the destination, in either build: a usage error naming the new.
+    let o = run(&["ship", "--brokers", "k1:9092", "x"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--to kafka://BROKERS/TOPIC"), "{}", o.stderr);
     let top = run(&["--help"]);
     let line = top.stdout.lines().find(|l| l.trim_start().starts_with("ship ")).expect("ship in the help");
     if cfg!(feature = "kafka") {
@@ -617,10 +626,10 @@ fn ship_to_an_otlp_endpoint_is_in_ship_help_and_kafka_is_said_how_to_get() {
     let o = run(&["ship", &dir]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains(checkout) && o.stderr.contains("--to"), "{}", o.stderr);
-    // A Kafka option: not one this build has (a usage error), with how to get it.
-    let o = run(&["ship", "--brokers", "k1:9092", "--topic", "t", &dir]);
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains(checkout), "{}", o.stderr);
+    // A Kafka destination: not one this build has, with how to get it.
+    let o = run(&["ship", "--to", "kafka://k1:9092/t", &dir]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(checkout) && o.stderr.contains("kafka://k1:9092/t"), "{}", o.stderr);
     let o = run(&["decode", "kafka://k1:9092/t"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains(checkout), "{}", o.stderr);

@@ -30,6 +30,7 @@
 //! before any newer round once Kafka is back. Only a full spool leaves records in the
 //! rings.
 
+#[cfg(feature = "command")]
 mod config_file;
 mod error;
 mod kafka;
@@ -40,11 +41,13 @@ mod stats;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-pub use config_file::FileConfig;
+#[cfg(feature = "command")]
+pub use config_file::{ConfigError, FileConfig, ParseError};
 pub use error::ShipError;
 pub use kafka::Compression;
 use kafka::{Round, Sender};
 use source::Source;
+pub use source::{SourceError, SourceErrorKind};
 pub use stats::ShipStats;
 
 use crate::spool::SpoolPart;
@@ -118,6 +121,7 @@ impl Config {
     }
 }
 
+#[cfg(feature = "command")]
 impl Config {
     /// Sets what a configuration file says (its `None`s leave this configuration's
     /// values); its sources are added to these.
@@ -164,25 +168,17 @@ fn now_ns() -> u64 {
 }
 
 /// Runs the agent until `config` says to stop (or `stop` returns true); returns its
-/// counters. Logs to stderr when a round fails and when it recovers.
+/// counters. Logs (`tracing` events, warnings and infos) when a round fails and when
+/// it recovers.
 pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats, ShipError> {
     let start = Instant::now();
-    let mut state = State::load(&config.state)
-        .map_err(|e| ShipError::State(e.to_string()))?
-        .unwrap_or_else(|| State { host: config.host.clone(), ..State::default() });
+    let mut state =
+        State::load(&config.state)?.unwrap_or_else(|| State { host: config.host.clone(), ..State::default() });
     if state.host != config.host {
-        return Err(ShipError::State(format!(
-            "state file {} belongs to host {:?}, not {:?}",
-            config.state.display(),
-            state.host,
-            config.host
-        )));
+        return Err(ShipError::OtherHost { path: config.state.clone(), found: state.host, host: config.host.clone() });
     }
     if !(MIN_MAX_MESSAGE..=MAX_MAX_MESSAGE).contains(&config.max_message) {
-        return Err(ShipError::Config(format!(
-            "the largest message is {} bytes; it must be from {MIN_MAX_MESSAGE} to {MAX_MAX_MESSAGE}",
-            config.max_message
-        )));
+        return Err(ShipError::MaxMessage(config.max_message));
     }
     let mut stats = ShipStats::default();
     let mut spooling = match &config.spool {
@@ -190,11 +186,10 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             Some(Spooling::open(dir, config.spool_max, config.spool_wait, &mut state, &config.state, &mut stats)?)
         }
         None if state.spool_tail > state.spool_head => {
-            return Err(ShipError::Config(format!(
-                "state file {} says {} round(s) wait in a spool directory: give it (--spool)",
-                config.state.display(),
-                state.spool_tail - state.spool_head
-            )))
+            return Err(ShipError::SpoolNeeded {
+                path: config.state.clone(),
+                rounds: state.spool_tail - state.spool_head,
+            })
         }
         None => None,
     };
@@ -203,10 +198,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
         let found = s.recover(state.get(&s.name), Instant::now() + Duration::from_secs(10))?;
         stats.recovered += found.acknowledged;
         if found.acknowledged > 0 {
-            eprintln!(
-                "ringtrace-ship: {}: stepped over {} record(s) acknowledged before a restart",
-                s.name, found.acknowledged
-            );
+            tracing::info!("{}: stepped over {} record(s) acknowledged before a restart", s.name, found.acknowledged);
         }
         sources.push(s);
     }
@@ -270,7 +262,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     match sp.keep(parts) {
                         Some(serial) => {
                             if first {
-                                eprintln!("ringtrace-ship: rounds go to the spool ({why})");
+                                tracing::warn!("rounds go to the spool ({why})");
                             }
                             state.spool_tail = serial + 1;
                             Ok(Delivered::Spool)
@@ -314,7 +306,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                             s.acknowledged();
                         }
                     }
-                    stored.map_err(|e| ShipError::State(e.to_string()))?;
+                    stored?;
                     match to {
                         Delivered::Kafka => {
                             stats.shipped += read.saturating_sub(too_large);
@@ -324,7 +316,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     }
                     stats.too_large += too_large;
                     if backoff > Duration::ZERO {
-                        eprintln!("ringtrace-ship: delivering again");
+                        tracing::info!("delivering again");
                         backoff = Duration::ZERO;
                     }
                 }
@@ -339,14 +331,12 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
                     for s in &sources {
                         counts_of(&mut state, &s.name, |c| c.ring_lost = s.stats().lost);
                     }
-                    state.store(&config.state).map_err(|e| ShipError::State(e.to_string()))?;
+                    state.store(&config.state)?;
                     if let Some(fatal) = sender.renew_if_fatal()? {
-                        eprintln!("ringtrace-ship: the producer failed for good ({fatal}); a new one takes over");
+                        tracing::warn!("the producer failed for good ({fatal}); a new one takes over");
                     }
                     backoff = (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
-                    eprintln!(
-                        "ringtrace-ship: a round failed ({why}); its records stay in the rings, retry in {backoff:?}"
-                    );
+                    tracing::warn!("a round failed ({why}); its records stay in the rings, retry in {backoff:?}");
                     std::thread::sleep(backoff);
                 }
             }

@@ -13,11 +13,16 @@
 //! process per host and a thread per source, or as OpenTelemetry log records (OTLP).
 
 pub mod export;
+#[cfg(feature = "kafka")]
 mod follow;
+#[cfg(feature = "kafka")]
 mod kafka;
 mod timeline;
+#[cfg(feature = "kafka")]
 mod transient;
 
+#[cfg(feature = "kafka")]
 pub use follow::{Follow, FollowError};
-pub use kafka::{read_topic, read_topic_since, FleetError};
+#[cfg(feature = "kafka")]
+pub use kafka::{read_topic, read_topic_since, FleetError, OffsetsError};
 pub use timeline::{Entry, Fleet, FleetStats, Merged, Timeline};

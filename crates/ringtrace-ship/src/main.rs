@@ -1,12 +1,17 @@
-//! `ringtrace-ship`: ships a host's ring files into Kafka (`ship`), and reads a
-//! fleet's records back as one timeline (`read`).
+//! `ringtrace-ship`: ships a host's ring files into Kafka (`ship`), or follows
+//! recorders into an OpenTelemetry endpoint (`ship --to otlp://`), and reads a fleet's
+//! records back as one timeline (`read`).
 //!
 //! A first SIGINT, SIGTERM or SIGHUP ends the agent's round in flight: it prints its
 //! counters and exits 128 + the signal's number, as `ringtrace ship` does (one code
-//! path: [`ShipArgs::run_until_signalled`]). Stopping it by any signal at any moment is
+//! path: [`command::KafkaShip::run_until_signalled`]); into an OTLP endpoint, a last round
+//! sends the spans still open, then it prints what was delivered and exits likewise
+//! ([`command::OtlpShip::run_until_signalled`]). Stopping it by any signal at any moment is
 //! safe all the same: what Kafka acknowledged is in the state file before the rings get
 //! the space back, and what it did not is sent again, under the same sequence numbers,
 //! by the next agent on the same state file.
+
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,11 +19,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use ringtrace_ship::command::{self, ShipArgs};
+use ringtrace_ship::command::{self, parse_duration, Ship, ShipArgs};
 use ringtrace_ship::fleet;
 
 #[derive(Parser)]
-#[command(name = "ringtrace-ship", version, about = "Ships ringtrace rings into Apache Kafka and reads a fleet back")]
+#[command(
+    name = "ringtrace-ship",
+    version,
+    about = "Ships ringtrace rings into Apache Kafka or an OTLP endpoint and reads a fleet back"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,11 +35,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Drains a host's rings into a topic, exactly once across restarts: ring files
-    /// (discard rings and flight recorders), channel files (a source per slot,
-    /// PATH#SLOT), ringtrace-tracing recorder directories (a source per ring, its
-    /// records decoded), BPF ring buffer maps (bpf-pin:PATH, bpf-id:N).
-    Ship(ShipArgs),
+    /// Drains a host's rings into a topic (--to kafka://BROKERS/TOPIC), exactly once
+    /// across restarts: ring files (discard rings and flight recorders), channel files
+    /// (a source per slot, PATH#SLOT), ringtrace-tracing recorder directories (a source
+    /// per ring, its records decoded), BPF ring buffer maps (bpf-pin:PATH, bpf-id:N).
+    /// Or follows recorder directories and stream trace files into an OpenTelemetry
+    /// endpoint (--to otlp://HOST:PORT or otlp+http://HOST:PORT/PREFIX), their spans
+    /// delivered as they close. `ringtrace ship` is the same command.
+    Ship(Box<ShipArgs>),
     /// Prints an agent's state file: each source's counters (records shipped, too large
     /// to ship, refused by its ring), its next sequence number and position, the rounds
     /// that failed, and when the file was last stored.
@@ -54,9 +66,9 @@ enum Command {
         /// The topic.
         #[arg(long)]
         topic: String,
-        /// Give up after this many seconds.
-        #[arg(long, default_value_t = 60.0)]
-        timeout: f64,
+        /// Give up after this long (30s, 2m).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+        timeout: Duration,
     },
 }
 
@@ -74,16 +86,23 @@ enum Ended {
     Signalled(i32),
 }
 
-fn seconds(s: f64, what: &str) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(s).map_err(|_| format!("{what}: {s} is not a number of seconds"))
-}
-
 fn run(cli: Cli) -> Result<Ended, String> {
     match cli.command {
-        Command::Ship(args) => Ok(match args.run_until_signalled(command::stop_signals())? {
-            Some(signal) => Ended::Signalled(signal),
-            None => Ended::Done,
-        }),
+        Command::Ship(args) => match (*args).resolve().map_err(|e| e.to_string())? {
+            Ship::Kafka(agent) => {
+                let shipped = agent.run_until_signalled(command::stop_signals()).map_err(|e| e.to_string())?;
+                println!("{}", shipped.report);
+                Ok(shipped.signal.map_or(Ended::Done, Ended::Signalled))
+            }
+            Ship::Otlp(o) => {
+                let delivered = o.run_until_signalled(command::stop_signals()).map_err(|e| e.to_string())?;
+                eprintln!("{}", delivered.summary);
+                match (delivered.failure, delivered.signal) {
+                    (Some(why), _) => Err(why),
+                    (None, signal) => Ok(signal.map_or(Ended::Done, Ended::Signalled)),
+                }
+            }
+        },
         Command::Stat { state, format } => match ringtrace_ship::state::State::load(&state) {
             Ok(Some(s)) if format == Format::Text => {
                 print!("{s}");
@@ -97,10 +116,8 @@ fn run(cli: Cli) -> Result<Ended, String> {
             Err(e) => Err(e.to_string()),
         },
         Command::Read { brokers, topic, timeout } => {
-            let fleet = fleet::read_topic(&brokers, &topic, seconds(timeout, "--timeout")?, |w| {
-                eprintln!("ringtrace-ship: {w}")
-            })
-            .map_err(|e| e.to_string())?;
+            let fleet = fleet::read_topic(&brokers, &topic, timeout, |w| eprintln!("ringtrace-ship: {w}"))
+                .map_err(|e| e.to_string())?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             for e in fleet.timeline() {
                 let hex: String = e.payload.iter().map(|b| format!("{b:02x}")).collect();
@@ -118,6 +135,7 @@ fn run(cli: Cli) -> Result<Ended, String> {
 }
 
 fn main() -> ExitCode {
+    command::log_to_stderr();
     match run(Cli::parse()) {
         Ok(Ended::Done) => ExitCode::SUCCESS,
         Ok(Ended::Signalled(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),

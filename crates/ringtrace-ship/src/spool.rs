@@ -54,7 +54,6 @@
 //! | end − 4 | 4 | CRC32C (Castagnoli), u32, of all the bytes before it |
 
 use std::collections::VecDeque;
-use std::error::Error;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -63,141 +62,20 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{flock, FlockOperation};
 
-use crate::disk::{self, len_u32, Cursor};
+use crate::disk::{self, Damage};
 
 #[cfg(test)]
 mod tests;
 
-/// The first 8 bytes of a spool file.
-pub const MAGIC: [u8; 8] = *b"RTSPOOL\x01";
-const VERSION: u32 = 1;
-const MAX_HOST: usize = 255;
-const MAX_NAME: usize = 4096;
-/// The largest message a part holds (the agent's largest `max_message`).
-const MAX_MESSAGE: usize = 999_000_000;
-const HEADER: usize = 28;
-const PART: usize = 16;
-const CRC: usize = 4;
-/// The suffix of a spool file's name.
-const SUFFIX: &str = ".spool";
+mod error;
+mod layout;
+mod round;
 
-/// One source's share of a spooled round.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpoolPart {
-    /// The source's name (the key's second half).
-    pub source: String,
-    /// Records the messages hold, markers included.
-    pub records: u64,
-    /// The batches, as sent.
-    pub messages: Vec<Vec<u8>>,
-}
+pub use error::{Refusal, SpoolError};
+pub use layout::MAGIC;
+use layout::{MAX_PENDING, SUFFIX};
 
-/// A round kept in the spool.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpoolRound {
-    /// The host the round's records come from.
-    pub host: String,
-    /// The round's place in the spool (its file's name).
-    pub serial: u64,
-    /// The round's sources with records, in the order they were read.
-    pub parts: Vec<SpoolPart>,
-}
-
-impl SpoolRound {
-    /// The bytes of the file (see the [module documentation](self)).
-    pub fn encode(&self) -> Vec<u8> {
-        let len: usize = self
-            .parts
-            .iter()
-            .map(|p| PART + p.source.len() + p.messages.iter().map(|m| 4 + m.len()).sum::<usize>())
-            .sum();
-        let mut out = Vec::with_capacity(HEADER + self.host.len() + len + CRC);
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&len_u32(self.host.len()).to_le_bytes());
-        out.extend_from_slice(&self.serial.to_le_bytes());
-        out.extend_from_slice(&len_u32(self.parts.len()).to_le_bytes());
-        out.extend_from_slice(self.host.as_bytes());
-        for p in &self.parts {
-            out.extend_from_slice(&len_u32(p.source.len()).to_le_bytes());
-            out.extend_from_slice(&p.records.to_le_bytes());
-            out.extend_from_slice(&len_u32(p.messages.len()).to_le_bytes());
-            out.extend_from_slice(p.source.as_bytes());
-            for m in &p.messages {
-                out.extend_from_slice(&len_u32(m.len()).to_le_bytes());
-                out.extend_from_slice(m);
-            }
-        }
-        let crc = crc32c::crc32c(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
-    }
-
-    /// Parses a file's bytes, refusing ([`SpoolError::Damaged`], saying what is wrong)
-    /// a bad magic, version or checksum, a length past the end or over its limit, a
-    /// name that is not UTF-8, and bytes after the last part. Never panics, and
-    /// allocates no more than the bytes given hold.
-    pub fn decode(bytes: &[u8]) -> Result<SpoolRound, SpoolError> {
-        Self::parse(bytes).map_err(SpoolError::Damaged)
-    }
-
-    fn parse(bytes: &[u8]) -> Result<SpoolRound, String> {
-        if bytes.len() < HEADER + CRC {
-            return Err(format!("truncated: {} bytes, fewer than the {} of an empty round", bytes.len(), HEADER + CRC));
-        }
-        let mut r = Cursor::new(&bytes[..bytes.len() - CRC]);
-        let magic = r.take(MAGIC.len(), "the magic")?;
-        if magic != MAGIC {
-            return Err(format!("bad magic \"{}\", not a ringtrace-ship spool file", magic.escape_ascii()));
-        }
-        let version = r.u32("the version")?;
-        if version != VERSION {
-            return Err(format!("unsupported version {version} (this agent reads version {VERSION})"));
-        }
-        disk::checked(bytes)?;
-        let host_len = r.u32("the host length")? as usize;
-        let serial = r.u64("the serial")?;
-        let count = r.u32("the part count")? as usize;
-        if host_len > MAX_HOST {
-            return Err(format!("host name of {host_len} bytes, more than {MAX_HOST}"));
-        }
-        let host = r.text(host_len, "the host name")?;
-        if count > r.remaining() / PART {
-            return Err(format!("{count} parts announced, but only {} bytes follow", r.remaining()));
-        }
-        let mut parts = Vec::with_capacity(count);
-        for i in 0..count {
-            let name_len = r.u32("a name length")? as usize;
-            let records = r.u64("a record count")?;
-            let n = r.u32("a message count")? as usize;
-            if name_len > MAX_NAME {
-                return Err(format!("part #{i}: name of {name_len} bytes, more than {MAX_NAME}"));
-            }
-            let source = r.text(name_len, &format!("the name of part #{i}"))?;
-            if n > r.remaining() / 4 {
-                return Err(format!("part #{i}: {n} messages announced, but only {} bytes follow", r.remaining()));
-            }
-            let mut messages = Vec::with_capacity(n);
-            for j in 0..n {
-                let len = r.u32("a message length")? as usize;
-                if len > MAX_MESSAGE {
-                    return Err(format!("part #{i}, message #{j}: {len} bytes, more than {MAX_MESSAGE}"));
-                }
-                messages.push(r.take(len, "a message")?.to_vec());
-            }
-            parts.push(SpoolPart { source, records, messages });
-        }
-        if r.remaining() != 0 {
-            return Err(format!("{} bytes after the last part", r.remaining()));
-        }
-        Ok(SpoolRound { host, serial, parts })
-    }
-
-    /// Records the round holds, by source.
-    pub fn counts(&self) -> Vec<(String, u64)> {
-        self.parts.iter().map(|p| (p.source.clone(), p.records)).collect()
-    }
-}
+pub use round::{SpoolPart, SpoolRound};
 
 /// A spooled round waiting in the directory: its serial, its file's length, and how
 /// many records of which source it holds.
@@ -254,9 +132,7 @@ impl Spool {
     /// whole, checking it. Refuses a directory that is not safe (see there), another
     /// agent's (locked), or holding another host's rounds.
     pub fn open(dir: &Path, host: &str, max_bytes: u64, head: u64, tail: u64) -> Result<(Spool, Opened), SpoolError> {
-        let io_err = |doing: &str, path: &Path, e: io::Error| {
-            SpoolError::Io(io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display())))
-        };
+        let io_err = |doing, path: &Path, source| SpoolError::Io { doing, path: path.to_path_buf(), source };
         match fs::DirBuilder::new().mode(0o700).create(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -264,18 +140,15 @@ impl Spool {
         }
         let meta = fs::symlink_metadata(dir).map_err(|e| io_err("reading", dir, e))?;
         let me = rustix::process::geteuid().as_raw();
-        let unsafe_dir = |why: &str| SpoolError::Unsafe(format!("{}: {why}", dir.display()));
+        let unsafe_dir = |why| SpoolError::Unsafe { path: dir.to_path_buf(), why };
         if !meta.file_type().is_dir() {
-            return Err(unsafe_dir("not a directory (a symbolic link or a file)"));
+            return Err(unsafe_dir(Refusal::NotADirectory));
         }
         if meta.uid() != me {
-            return Err(unsafe_dir(&format!("owned by uid {}, not this agent's ({me})", meta.uid())));
+            return Err(unsafe_dir(Refusal::Owner { uid: meta.uid(), me }));
         }
         if meta.permissions().mode() & 0o022 != 0 {
-            return Err(unsafe_dir(&format!(
-                "mode {:o}: writable by other users (make it 0700)",
-                meta.permissions().mode() & 0o7777
-            )));
+            return Err(unsafe_dir(Refusal::Writable { mode: meta.permissions().mode() & 0o7777 }));
         }
         let lock_path = dir.join(".lock");
         let lock = OpenOptions::new()
@@ -287,10 +160,7 @@ impl Spool {
             .open(&lock_path)
             .map_err(|e| io_err("opening the lock", &lock_path, e))?;
         if let Err(e) = flock(&lock, FlockOperation::NonBlockingLockExclusive) {
-            return Err(SpoolError::Unsafe(format!(
-                "{}: another agent holds this spool directory ({e})",
-                dir.display()
-            )));
+            return Err(unsafe_dir(Refusal::Locked(e.into())));
         }
         let mut spool = Spool {
             dir: dir.to_path_buf(),
@@ -302,10 +172,7 @@ impl Spool {
             _lock: lock,
         };
         if head > tail || tail - head > MAX_PENDING {
-            return Err(SpoolError::Unsafe(format!(
-                "{}: the state names rounds {head} to {tail} pending (at most {MAX_PENDING})",
-                dir.display()
-            )));
+            return Err(unsafe_dir(Refusal::Pending { head, tail }));
         }
         let mut opened = Opened::default();
         let mut serials = Vec::new();
@@ -330,12 +197,10 @@ impl Spool {
             // only a round of this host: another's is not ours to remove.
             let round = spool.read_file(&path)?;
             if round.host != host {
-                return Err(SpoolError::Unsafe(format!(
-                    "{} holds a round of host {:?}, not {:?}: another agent's spool",
-                    path.display(),
-                    round.host,
-                    host
-                )));
+                return Err(SpoolError::Unsafe {
+                    path,
+                    why: Refusal::OtherHost { found: round.host, host: host.to_string() },
+                });
             }
             fs::remove_file(&path).map_err(|e| io_err("removing", &path, e))?;
             opened.removed += 1;
@@ -357,7 +222,7 @@ impl Spool {
                     ));
                     spool.set_aside(&path);
                 }
-                Err(SpoolError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
+                Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                     opened.damaged.push(format!("{}: missing", path.display()));
                 }
                 Err(e) => {
@@ -409,7 +274,7 @@ impl Spool {
         let written = disk::write_new(&tmp, &bytes).and_then(|()| fs::rename(&tmp, &path));
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
-            return Err(SpoolError::Io(io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))));
+            return Err(SpoolError::Io { doing: "writing", path, source: e });
         }
         sync_dir(&self.dir)?;
         self.bytes += bytes.len() as u64;
@@ -422,13 +287,13 @@ impl Spool {
     pub fn read(&self, serial: u64) -> Result<SpoolRound, SpoolError> {
         let round = self.read_file(&self.path(serial))?;
         if round.serial != serial || round.host != self.host {
-            return Err(SpoolError::Damaged(format!(
-                "{}: round {} of host {:?} where round {serial} of {:?} was expected",
-                self.path(serial).display(),
-                round.serial,
-                round.host,
-                self.host
-            )));
+            return Err(SpoolError::Damaged {
+                path: Some(self.path(serial)),
+                damage: Damage::Format(format!(
+                    "round {} of host {:?} where round {serial} of {:?} was expected",
+                    round.serial, round.host, self.host
+                )),
+            });
         }
         Ok(round)
     }
@@ -465,28 +330,25 @@ impl Spool {
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(path)
-            .map_err(|e| SpoolError::Io(io::Error::new(e.kind(), format!("opening {}: {e}", path.display()))))?;
-        let damaged = |what: &str| SpoolError::Damaged(format!("{}: {what}", path.display()));
-        let meta = file.metadata().map_err(SpoolError::Io)?;
+            .map_err(|source| SpoolError::Io { doing: "opening", path: path.to_path_buf(), source })?;
+        let damaged = |damage| SpoolError::Damaged { path: Some(path.to_path_buf()), damage };
+        let reading = |source| SpoolError::Io { doing: "reading", path: path.to_path_buf(), source };
+        let meta = file.metadata().map_err(reading)?;
         if !meta.is_file() {
-            return Err(damaged("not a regular file"));
+            return Err(damaged(Damage::Format("not a regular file".into())));
         }
         let limit = self.max_bytes.max(1 << 20);
         if meta.len() > limit {
-            return Err(damaged(&format!("{} bytes, more than the spool's limit", meta.len())));
+            return Err(damaged(Damage::Format(format!("{} bytes, more than the spool's limit", meta.len()))));
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(limit + 1).read_to_end(&mut bytes).map_err(SpoolError::Io)?;
+        file.take(limit + 1).read_to_end(&mut bytes).map_err(reading)?;
         SpoolRound::decode(&bytes).map_err(|e| match e {
-            SpoolError::Damaged(what) => damaged(&what),
+            SpoolError::Damaged { path: None, damage } => damaged(damage),
             e => e,
         })
     }
 }
-
-/// The most rounds a state may say are pending: a bound on the work of opening a spool
-/// whatever a damaged state says (a round a second for 115 days).
-const MAX_PENDING: u64 = 10_000_000;
 
 /// `{serial:020}.spool` → serial.
 fn parse_name(name: &str) -> Option<u64> {
@@ -495,50 +357,9 @@ fn parse_name(name: &str) -> Option<u64> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| {
-        SpoolError::Io(io::Error::new(e.kind(), format!("syncing the spool directory {}: {e}", dir.display())))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|source| SpoolError::Io {
+        doing: "syncing the spool directory",
+        path: dir.to_path_buf(),
+        source,
     })
-}
-
-/// Why the spool could not be opened, written or read.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum SpoolError {
-    /// Reading or writing failed (the message names the file).
-    Io(io::Error),
-    /// A file is damaged (the message names it and says what is wrong).
-    Damaged(String),
-    /// The directory is not safe to use, or another agent's (the message says why).
-    Unsafe(String),
-    /// A round does not fit within the spool's limit.
-    Full {
-        /// The round's bytes.
-        need: u64,
-        /// Bytes the pending rounds take.
-        used: u64,
-        /// The limit.
-        max: u64,
-    },
-}
-
-impl fmt::Display for SpoolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SpoolError::Io(e) => write!(f, "spool: {e}"),
-            SpoolError::Damaged(what) => write!(f, "damaged spool file {what}"),
-            SpoolError::Unsafe(what) => write!(f, "spool directory refused: {what}"),
-            SpoolError::Full { need, used, max } => {
-                write!(f, "spool full: a round of {need} bytes does not fit ({used} of {max} bytes used)")
-            }
-        }
-    }
-}
-
-impl Error for SpoolError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            SpoolError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
 }

@@ -68,14 +68,13 @@
 //!
 //! Entries are sorted by name (byte order), and no two have the same name.
 
-use std::error::Error;
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::disk::{self, len_u32, Cursor};
+use crate::disk::{self, len_u32, Cursor, Damage};
 
 mod json;
 #[cfg(test)]
@@ -190,19 +189,19 @@ impl State {
         };
         let meta = file.metadata().map_err(|e| io_error("reading the metadata of", path, e))?;
         if !meta.is_file() {
-            return Err(damaged(path, "not a regular file"));
+            return Err(damaged(path, Damage::Format("not a regular file".into())));
         }
         if meta.len() > MAX_FILE {
-            return Err(damaged(path, &format!("{} bytes, more than the 1 GiB limit", meta.len())));
+            return Err(damaged(path, Damage::Format(format!("{} bytes, more than the 1 GiB limit", meta.len()))));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io_error("reading", path, e))?;
         if bytes.len() as u64 > MAX_FILE {
-            return Err(damaged(path, "grew past the 1 GiB limit while read"));
+            return Err(damaged(path, Damage::Format("grew past the 1 GiB limit while read".into())));
         }
         match State::decode(&bytes) {
             Ok(state) => Ok(Some(state)),
-            Err(StateError::Damaged(what)) => Err(damaged(path, &what)),
+            Err(StateError::Damaged { path: None, damage }) => Err(damaged(path, damage)),
             Err(e) => Err(e),
         }
     }
@@ -217,9 +216,9 @@ impl State {
     /// Refuses ([`StateError::Invalid`]) a state whose host or a name is too long or
     /// whose entries are not sorted by unique names: it would not load back.
     pub fn store(&self, path: &Path) -> Result<(), StateError> {
-        let invalid = |what: &str| StateError::Invalid(format!("{}: {what}", path.display()));
-        self.check().map_err(|what| invalid(&what))?;
-        let name = path.file_name().ok_or_else(|| invalid("not a file name"))?;
+        let invalid = |why| StateError::Invalid { path: path.to_path_buf(), why };
+        self.check().map_err(invalid)?;
+        let name = path.file_name().ok_or_else(|| invalid(Damage::Format("not a file name".into())))?;
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -230,7 +229,7 @@ impl State {
         let tmp = dir.join(tmp_name);
 
         let written = disk::write_new(&tmp, &self.encode()).map_err(|e| io_error("writing", &tmp, e)).and_then(|()| {
-            fs::rename(&tmp, path).map_err(|e| io_error(&format!("renaming {} to", tmp.display()), path, e))
+            fs::rename(&tmp, path).map_err(|e| io_error(format!("renaming {} to", tmp.display()), path, e))
         });
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
@@ -273,30 +272,37 @@ impl State {
     /// version or checksum, a length past the end or over its limit, a string that is
     /// not UTF-8, names out of order or repeated, and bytes after the last entry.
     pub fn decode(bytes: &[u8]) -> Result<State, StateError> {
-        Self::parse(bytes).map_err(StateError::Damaged)
+        Self::parse(bytes).map_err(|damage| StateError::Damaged { path: None, damage })
     }
 
-    fn parse(bytes: &[u8]) -> Result<State, String> {
+    fn parse(bytes: &[u8]) -> Result<State, Damage> {
         if bytes.len() < HEADER_V2 + CRC {
-            return Err(format!(
+            return Err(Damage::Format(format!(
                 "truncated: {} bytes, fewer than the {} of an empty state",
                 bytes.len(),
                 HEADER_V2 + CRC
-            ));
+            )));
         }
         let mut r = Cursor::new(&bytes[..bytes.len() - CRC]);
         let magic = r.take(MAGIC.len(), "the magic")?;
         if magic != MAGIC {
-            return Err(format!("bad magic \"{}\", not a ringtrace-ship state file", magic.escape_ascii()));
+            return Err(Damage::Format(format!(
+                "bad magic \"{}\", not a ringtrace-ship state file",
+                magic.escape_ascii()
+            )));
         }
         let version = r.u32("the version")?;
         if version == 1 {
-            return Err("version 1, written by an earlier ringtrace-ship (this one reads versions 2 to 4): move it \
+            return Err(Damage::Format(
+                "version 1, written by an earlier ringtrace-ship (this one reads versions 2 to 4): move it \
                         aside to start the sources over from their rings' positions"
-                .into());
+                    .into(),
+            ));
         }
         if !(2..=VERSION).contains(&version) {
-            return Err(format!("unsupported version {version} (this agent reads versions 2 to {VERSION})"));
+            return Err(Damage::Format(format!(
+                "unsupported version {version} (this agent reads versions 2 to {VERSION})"
+            )));
         }
         let v3 = version >= 3;
         disk::checked(bytes)?;
@@ -307,10 +313,10 @@ impl State {
         let (spool_head, spool_tail) =
             if v3 { (r.u64("the spool's head")?, r.u64("the spool's tail")?) } else { (0, 0) };
         if spool_head > spool_tail {
-            return Err(format!("the spool's head {spool_head} is past its tail {spool_tail}"));
+            return Err(Damage::Format(format!("the spool's head {spool_head} is past its tail {spool_tail}")));
         }
         if host_len > MAX_HOST {
-            return Err(format!("host name of {host_len} bytes, more than {MAX_HOST}"));
+            return Err(Damage::Format(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
         }
         let host = r.text(host_len, "the host name")?;
         let entry = match version {
@@ -319,13 +325,13 @@ impl State {
             _ => ENTRY,
         };
         if count > r.remaining() / entry {
-            return Err(format!("{count} sources announced, but only {} bytes follow", r.remaining()));
+            return Err(Damage::Format(format!("{count} sources announced, but only {} bytes follow", r.remaining())));
         }
         let mut sources: Vec<SourceState> = Vec::with_capacity(count);
         for i in 0..count {
             let name_len = r.u32("a name length")? as usize;
             if name_len > MAX_NAME {
-                return Err(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}"));
+                return Err(Damage::Format(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}")));
             }
             let (dev, ino) = (r.u64("a device number")?, r.u64("an inode number")?);
             let (position, next_seq) = (r.u64("a position")?, r.u64("a sequence number")?);
@@ -348,33 +354,42 @@ impl State {
             let source = r.text(name_len, &format!("the name of source #{i}"))?;
             if let Some(prev) = sources.last() {
                 if prev.source >= source {
-                    return Err(format!("source #{i}: {source:?} after {:?}: unsorted or repeated", prev.source));
+                    return Err(Damage::Format(format!(
+                        "source #{i}: {source:?} after {:?}: unsorted or repeated",
+                        prev.source
+                    )));
                 }
             }
             sources.push(SourceState { source, dev, ino, position, next_seq, consumed, skipped, counts });
         }
         if r.remaining() != 0 {
-            return Err(format!("{} bytes after the last entry", r.remaining()));
+            return Err(Damage::Format(format!("{} bytes after the last entry", r.remaining())));
         }
         Ok(State { host, sources, updated_ns, failed_rounds, spool_head, spool_tail })
     }
 
     /// What would make the encoded state fail to decode.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Damage> {
         if self.host.len() > MAX_HOST {
-            return Err(format!("host name of {} bytes, more than {MAX_HOST}", self.host.len()));
+            return Err(Damage::Format(format!("host name of {} bytes, more than {MAX_HOST}", self.host.len())));
         }
         if u32::try_from(self.sources.len()).is_err() {
-            return Err(format!("{} sources, more than a state file holds", self.sources.len()));
+            return Err(Damage::Format(format!("{} sources, more than a state file holds", self.sources.len())));
         }
         if let Some(s) = self.sources.iter().find(|s| s.source.len() > MAX_NAME) {
-            return Err(format!("source name of {} bytes, more than {MAX_NAME}", s.source.len()));
+            return Err(Damage::Format(format!("source name of {} bytes, more than {MAX_NAME}", s.source.len())));
         }
         if self.spool_head > self.spool_tail {
-            return Err(format!("the spool's head {} is past its tail {}", self.spool_head, self.spool_tail));
+            return Err(Damage::Format(format!(
+                "the spool's head {} is past its tail {}",
+                self.spool_head, self.spool_tail
+            )));
         }
         if let Some(w) = self.sources.windows(2).find(|w| w[0].source >= w[1].source) {
-            return Err(format!("source {:?} after {:?}: unsorted or repeated", w[1].source, w[0].source));
+            return Err(Damage::Format(format!(
+                "source {:?} after {:?}: unsorted or repeated",
+                w[1].source, w[0].source
+            )));
         }
         Ok(())
     }
@@ -425,43 +440,47 @@ impl fmt::Display for State {
 }
 
 /// Why a state file could not be read or written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StateError {
-    /// Reading or writing failed; the message names the operation and the file.
-    Io(io::Error),
-    /// The file exists but is damaged; the message says where and what (and, from
-    /// [`State::load`], names the file).
-    Damaged(String),
+    /// Reading or writing failed.
+    #[error("state file: {doing} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`opening`, `writing`, `renaming TMP to`, ...).
+        doing: String,
+        /// The file (or directory).
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file exists but is damaged ([`State::load`] names it; [`State::decode`] has
+    /// no file to name).
+    #[error("damaged state file: {}{damage}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Damaged {
+        /// The file.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        #[source]
+        damage: Damage,
+    },
     /// [`State::store`] was given a state that would not load back (a host or name too
-    /// long, entries out of order or repeated); the message names the file.
-    Invalid(String),
+    /// long, entries out of order or repeated).
+    #[error("cannot store an invalid state to {}: {why}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What would not load back.
+        #[source]
+        why: Damage,
+    },
 }
 
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StateError::Io(e) => write!(f, "state file: {e}"),
-            StateError::Damaged(what) => write!(f, "damaged state file: {what}"),
-            StateError::Invalid(what) => write!(f, "cannot store an invalid state to {what}"),
-        }
-    }
+/// An I/O error that says what was done to which file.
+fn io_error(doing: impl Into<String>, path: &Path, source: io::Error) -> StateError {
+    StateError::Io { doing: doing.into(), path: path.to_path_buf(), source }
 }
 
-impl Error for StateError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            StateError::Io(e) => Some(e),
-            StateError::Damaged(_) | StateError::Invalid(_) => None,
-        }
-    }
-}
-
-/// An I/O error that says what was done to which file (keeping the error's kind).
-fn io_error(doing: &str, path: &Path, e: io::Error) -> StateError {
-    StateError::Io(io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display())))
-}
-
-fn damaged(path: &Path, what: &str) -> StateError {
-    StateError::Damaged(format!("{}: {what}", path.display()))
+fn damaged(path: &Path, damage: Damage) -> StateError {
+    StateError::Damaged { path: Some(path.to_path_buf()), damage }
 }

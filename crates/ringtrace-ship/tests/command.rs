@@ -79,3 +79,125 @@ fn a_first_sigterm_or_sigint_ends_the_round_with_the_counters_printed() {
         assert!(err.contains("records=1000 duplicates=0"), "{err}");
     }
 }
+
+/// `ship` is one command: its destination is `--to`, the old `--brokers`/`--topic` are
+/// usage errors naming it, every duration is written with its unit, options of the
+/// other destination are refused by name, and a source an OTLP delivery cannot read is
+/// named. None of these needs a cluster or an endpoint: all are refused before one is
+/// asked.
+#[test]
+fn ship_takes_its_destination_from_to_and_durations_with_their_unit() {
+    let tmp = TempDir::new("ship-usage");
+    let kafka = "kafka://127.0.0.1:1/t";
+    for (args, code, says) in [
+        (
+            &["ship", "--brokers", "b:1", "r"][..],
+            2,
+            "--brokers is gone: write the destination as --to kafka://BROKERS/TOPIC",
+        ),
+        (&["ship", "--topic", "t", "r"], 2, "--topic is gone"),
+        (&["ship", "--to", "b:1/t", "r"], 2, "a destination is kafka://BROKERS/TOPIC"),
+        (&["ship", "--to", kafka, "--duration", "5", "r"], 2, "`5`: a duration needs a unit, as in 5s or 5ms"),
+        (&["ship", "--to", kafka, "--ack-timeout", "2", "r"], 2, "as in 2s or 2ms"),
+        (&["ship", "--to", kafka, "--spool-wait", "0.5", "r"], 2, "as in 0.5s or 0.5ms"),
+        (&["read", "--brokers", "b:1", "--topic", "t", "--timeout", "60"], 2, "as in 60s or 60ms"),
+        (&["ship", "--to", kafka, "--service", "s", "--host", "h", "--state", "s", "r"], 1, "--service is OTLP's"),
+        (&["ship", "--to", kafka, "--state", "s", "r"], 1, "ship needs --host"),
+        (&["ship", "--host", "h", "--state", "s", "r"], 1, "ship needs --to kafka://BROKERS/TOPIC"),
+        (&["ship", "--to", "otlp://127.0.0.1:1", "--state", "s", "r"], 1, "--state is Kafka's"),
+        (&["ship", "--to", "otlp://127.0.0.1:1", "r"], 1, "ringtrace-ship: r: "),
+    ] {
+        let (status, _, err) = run(&tmp, args);
+        assert_eq!(status, Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// The agent's log lines (here: a damaged round in its spool, counted as lost) reach
+/// stderr as it has always printed them, `ringtrace-ship: MESSAGE`, with no time or
+/// level; the counters go to stdout. Needs no cluster: the agent stops after
+/// --duration, its ring empty.
+#[test]
+fn the_agents_log_lines_are_printed_as_they_were() {
+    let tmp = TempDir::new("ship-log");
+    let ring = tmp.path().join("r.ring");
+    let _p = ring_producer(&ring, 1 << 16);
+    let state = tmp.path().join("agent.state");
+    let spool = tmp.path().join("spool");
+    std::fs::create_dir(&spool).unwrap();
+    std::fs::set_permissions(&spool, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let pending = ringtrace_ship::state::State { host: "h".into(), spool_head: 0, spool_tail: 1, ..Default::default() };
+    pending.store(&state).unwrap();
+    let damaged = spool.join(format!("{:020}.spool", 0));
+    std::fs::write(&damaged, b"not a round").unwrap();
+    let (status, out, err) = run(
+        &tmp,
+        &[
+            "ship",
+            "--to",
+            "kafka://127.0.0.1:1/t",
+            "--host",
+            "h",
+            "--duration",
+            "500ms",
+            "--spool",
+            spool.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+            ring.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(status, Some(0), "{err}");
+    let line = format!(
+        "ringtrace-ship: damaged spool file {}: truncated: 11 bytes, fewer than the 32 of an empty round: its records \
+         are lost, and counted (spool_lost)\n",
+        damaged.display()
+    );
+    assert!(err.lines().any(|l| format!("{l}\n") == line), "{err}");
+    assert!(out.starts_with("shipped=0 batches=0 "), "{out}");
+}
+
+/// The sources' log lines, printed as they always were: a file of a directory given
+/// that is not a ring is skipped with a line naming it, and a record too large for a
+/// message is said (a marker takes its place). Needs no cluster: the agent reads its
+/// round and stops after --duration.
+#[test]
+fn the_sources_log_lines_are_printed_as_they_were() {
+    let tmp = TempDir::new("ship-source-log");
+    let ring = tmp.path().join("r.ring");
+    let mut p = ring_producer(&ring, 1 << 16);
+    p.output_wait(&[7u8; 10_000], Wakeup::Default, Some(Duration::from_secs(60))).unwrap();
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let junk = plain.join("notes.txt");
+    std::fs::write(&junk, b"not a ring").unwrap();
+    let state = tmp.path().join("agent.state");
+    let (status, _, err) = run(
+        &tmp,
+        &[
+            "ship",
+            "--to",
+            "kafka://127.0.0.1:1/t",
+            "--host",
+            "h",
+            "--duration",
+            "500ms",
+            "--max-message",
+            "8192",
+            "--state",
+            state.to_str().unwrap(),
+            ring.to_str().unwrap(),
+            plain.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(status, Some(0), "{err}");
+    let skipped = format!("ringtrace-ship: skipping {}: ", junk.display());
+    assert!(err.lines().any(|l| l.starts_with(&skipped)), "{err}");
+    let too_large = format!(
+        "ringtrace-ship: {}: record 0 is 10000 bytes: with its batch's header it passes the largest message, 8192 \
+         bytes; a marker is shipped in its place",
+        ring.display()
+    );
+    assert!(err.lines().any(|l| l == too_large), "{err}");
+    drop(p);
+}

@@ -50,7 +50,7 @@ fn a_mistake_in_the_file_is_named_before_anything_is_read() {
     for (text, says) in [
         ("brokers = \"b:1\"\ntopik = \"t\"\n", "unknown field `topik`"),
         ("brokers = \"b:1\"\ntopic = \"t\"\nhost = \"h\"\nstate = \"s\"\n", "a ring"),
-        ("max_message = 12\n", "--brokers"),
+        ("max_message = 12\n", "--to kafka://BROKERS/TOPIC"),
     ] {
         std::fs::write(&file, text).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship"))

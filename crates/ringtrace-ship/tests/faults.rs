@@ -134,7 +134,7 @@ fn with_a_spool_the_whole_cluster_down_refuses_nothing_across_an_agent_killed() 
     let (state, spool) = (tmp.path().join("agent.state"), tmp.path().join("spool"));
     let start = || {
         let mut cmd = agent(&brokers, &topic, "host7", &state, std::slice::from_ref(&ring));
-        cmd.args(["--spool-wait", "0.5", "--spool"]).arg(&spool);
+        cmd.args(["--spool-wait", "500ms", "--spool"]).arg(&spool);
         cmd.spawn().unwrap()
     };
     let mut first = start();
@@ -211,7 +211,7 @@ fn the_whole_cluster_down_for_ten_seconds_is_waited_out_and_refusals_counted() {
     let p = ring_producer(&ring, 1 << 18);
     let state = tmp.path().join("agent.state");
     let mut cmd = agent(&brokers, &topic, "host6", &state, std::slice::from_ref(&ring));
-    cmd.args(["--ack-timeout", "2"]);
+    cmd.args(["--ack-timeout", "2s"]);
     let agent = cmd.spawn().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     // About 20,000 records a second, never waiting: a full ring refuses.

@@ -180,7 +180,7 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     (
         "ship",
         "A host's ring and recorder directory into a Kafka topic, until their writers are done",
-        "ringtrace ship --brokers k1:9092,k2:9092 --topic traces --host web-1 --state /var/lib/ringtrace/web-1.state --until-disconnected /dev/shm/app.ring /var/run/app-recorder",
+        "ringtrace ship --to kafka://k1:9092,k2:9092/traces --host web-1 --state /var/lib/ringtrace/web-1.state --until-disconnected /dev/shm/app.ring /var/run/app-recorder",
     ),
     ("ship", "The same from a configuration file", "ringtrace ship --config /etc/ringtrace/ship.toml"),
     ("completions", "Bash completion", "ringtrace completions bash > /etc/bash_completion.d/ringtrace"),

@@ -6,7 +6,7 @@ use std::path::Path;
 #[cfg(feature = "otlp")]
 use std::time::Duration;
 
-use ringtrace_tracing::export::otlp::Options;
+use ringtrace_export::otlp::Options;
 
 use crate::cli::OtlpArgs;
 use crate::failure::Failure;
@@ -63,8 +63,8 @@ fn deliver(timeline: &Timeline, otlp: &OtlpArgs, names: &Options) -> Result<(), 
     otlp::export::run(timeline, to, &delivery(otlp), names, otlp.signals.unwrap_or(otlp::Signals::All))
 }
 
-/// `export SOURCE --to ENDPOINT --follow`, and `ship --to ENDPOINT SOURCE...`: the
-/// sources followed (each read whole every round) until a signal or `duration`.
+/// `export SOURCE --to ENDPOINT --follow`: the sources followed (each read whole every
+/// round) until a signal or `duration`.
 #[cfg(feature = "otlp")]
 pub fn follow(sources: Vec<std::path::PathBuf>, duration: Option<Duration>, otlp: &OtlpArgs) -> Result<(), Failure> {
     use crate::pipeline::output::otlp::{self, follow};

@@ -1,5 +1,5 @@
-//! `stat` of a fleet's records in Kafka (`kafka://BROKERS/TOPIC`), and of a
-//! `ringtrace-ship` agent's state file: what they hold, as text or one JSON object.
+//! `stat` of a fleet's records in Kafka (`kafka://BROKERS/TOPIC`): what they hold, as
+//! text or one JSON object.
 
 use ringtrace_tracing::decode::text::rfc3339;
 use serde::Serialize;
@@ -111,18 +111,4 @@ pub fn stat(read: &Read, format: ReportFormat) -> Result<(), Failure> {
         ));
     }
     print(&s)
-}
-
-/// `stat` of an agent's state file.
-pub fn agent_state(path: &std::path::Path, format: ReportFormat) -> Result<(), Failure> {
-    let state = match ringtrace_ship::state::State::load(path) {
-        Ok(Some(s)) => s,
-        Ok(None) => return Err(Failure::msg(format!("{}: no such file", path.display()))),
-        Err(e) => return Err(Failure::msg(e.to_string())),
-    };
-    if format == ReportFormat::Text {
-        return print(&format!("{}: a ringtrace-ship agent's state\n{state}", path.display()));
-    }
-    // The object `ringtrace-ship stat --format json` prints.
-    print_json(&state.to_json())
 }

@@ -2,6 +2,8 @@
 //! processes, as text for people or one JSON object. Each source of the pipeline calls
 //! its kind's report.
 
+#[cfg(feature = "kafka")]
+pub mod agent;
 pub mod channel;
 #[cfg(feature = "kafka")]
 pub mod fleet;

@@ -165,7 +165,15 @@ pub fn run(bench: &Bench, rate: u64, warmup: Duration, measured: Duration) {
         let p = r.producer().expect("producer");
         let cpu0 = children_cpu();
         let mut child = Command::new(agent)
-            .args(["ship", "--brokers", brokers, "--topic", &t, "--host", "bench", "--until-disconnected", "--state"])
+            .args([
+                "ship",
+                "--to",
+                &format!("kafka://{brokers}/{t}"),
+                "--host",
+                "bench",
+                "--until-disconnected",
+                "--state",
+            ])
             .arg(&state)
             .arg(&ring)
             .stdout(Stdio::null())

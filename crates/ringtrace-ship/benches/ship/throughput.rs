@@ -90,10 +90,8 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
                 let c = Command::new(agent)
                     .args([
                         "ship",
-                        "--brokers",
-                        brokers,
-                        "--topic",
-                        &t,
+                        "--to",
+                        &format!("kafka://{brokers}/{t}"),
                         "--host",
                         "bench",
                         "--until-disconnected",

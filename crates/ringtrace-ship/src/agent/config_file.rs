@@ -25,12 +25,12 @@
 //! are values of the wrong type; the error names the key and the line. Options given on
 //! the command line take precedence over the file's.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::error::ShipError;
 use super::kafka::Compression;
 
 /// The largest configuration file read.
@@ -99,25 +99,25 @@ pub struct FileConfig {
 
 impl FileConfig {
     /// Reads and parses the file at `path` (at most 1 MiB).
-    pub fn load(path: &Path) -> Result<FileConfig, ShipError> {
-        let err = |e: &dyn std::fmt::Display| ShipError::Config(format!("{}: {e}", path.display()));
-        let meta = std::fs::metadata(path).map_err(|e| err(&e))?;
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let read = |source| ConfigError::Read { path: path.to_path_buf(), source };
+        let meta = std::fs::metadata(path).map_err(read)?;
         if !meta.is_file() || meta.len() > MAX_FILE {
-            return Err(err(&"not a regular file of at most 1 MiB"));
+            return Err(ConfigError::NotAFile { path: path.to_path_buf() });
         }
-        let text = std::fs::read_to_string(path).map_err(|e| err(&e))?;
+        let text = std::fs::read_to_string(path).map_err(read)?;
         let base = path.parent().unwrap_or(Path::new("."));
-        FileConfig::parse(&text, base).map_err(|e| err(&e))
+        FileConfig::parse(&text, base).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })
     }
 
     /// Parses `text`; relative paths are taken from `base`.
-    pub fn parse(text: &str, base: &Path) -> Result<FileConfig, String> {
-        let f: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().replace('\n', " "))?;
+    pub fn parse(text: &str, base: &Path) -> Result<FileConfig, ParseError> {
+        let f: File = toml::from_str(text)?;
         if f.batch_bytes == Some(0) || f.round_bytes == Some(0) || f.ack_timeout_ms == Some(0) {
-            return Err("batch_bytes, round_bytes and ack_timeout_ms must be above 0".into());
+            return Err(ParseError::Zero("batch_bytes, round_bytes and ack_timeout_ms"));
         }
         if f.spool_max == Some(0) || f.spool_wait_ms == Some(0) {
-            return Err("spool_max and spool_wait_ms must be above 0".into());
+            return Err(ParseError::Zero("spool_max and spool_wait_ms"));
         }
         Ok(FileConfig {
             brokers: f.brokers,
@@ -142,6 +142,54 @@ impl FileConfig {
             spool_wait: f.spool_wait_ms.map(Duration::from_millis),
         })
     }
+}
+
+/// Why a configuration file could not be used: each names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// It could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// It is not a regular file, or too large.
+    #[error("{}: not a regular file of at most 1 MiB", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// What it says is not a configuration.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: ParseError,
+    },
+}
+
+/// What is wrong in a configuration's text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Not TOML, an unknown key or a value of the wrong type (the key and line named,
+    /// on one line).
+    #[error("{}", one_line(.0))]
+    Toml(#[from] toml::de::Error),
+    /// Keys that must be above 0 (named).
+    #[error("{0} must be above 0")]
+    Zero(&'static str),
+}
+
+/// TOML's message, which spans lines (a snippet of the file), on one.
+fn one_line(e: &toml::de::Error) -> String {
+    e.to_string().trim_end().replace('\n', " ")
 }
 
 #[cfg(test)]
@@ -182,7 +230,7 @@ mod tests {
             ("sources = \"one\"", "sources"),
             ("brokers = ", "brokers"),
         ] {
-            let e = FileConfig::parse(bad, Path::new(".")).unwrap_err();
+            let e = FileConfig::parse(bad, Path::new(".")).unwrap_err().to_string();
             assert!(e.contains(says), "{bad:?}: {e}");
             assert!(!e.contains('\n'));
         }

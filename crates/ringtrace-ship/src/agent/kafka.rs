@@ -154,7 +154,7 @@ impl Sender {
         let brokers = config.get("bootstrap.servers").unwrap_or_default();
         config
             .create_with_context(Counting(reports.clone()))
-            .map_err(|e| ShipError::Kafka(format!("creating the producer for {brokers}: {e}")))
+            .map_err(|source| ShipError::Producer { brokers: brokers.to_string(), source })
     }
 
     /// After a failed round: if the producer hit a fatal error (an idempotent
@@ -197,7 +197,7 @@ impl Sender {
                         // Woken by the next delivery report; 5 ms at most.
                         drop(self.reports.changed.wait_timeout(c, Duration::from_millis(5)));
                     }
-                    Err((e, _)) => return Err(ShipError::Kafka(format!("sending to {}: {e}", self.topic))),
+                    Err((source, _)) => return Err(ShipError::Send { topic: self.topic.clone(), source }),
                 }
             }
         }
@@ -249,10 +249,7 @@ impl Sender {
         match topic::ask(self.producer.client(), &self.topic, wait) {
             Ok(topic::Answer::Missing) => {
                 let brokers = self.config.get("bootstrap.servers").unwrap_or_default();
-                Err(ShipError::Kafka(format!(
-                    "topic {} does not exist on {brokers} (create it first, e.g. kafka-topics.sh --create --topic {})",
-                    self.topic, self.topic
-                )))
+                Err(ShipError::NoTopic { topic: self.topic.clone(), brokers: brokers.to_string() })
             }
             // Known, or no answer: an outage the agent waits out.
             Ok(topic::Answer::Known(_)) | Err(_) => Ok(()),

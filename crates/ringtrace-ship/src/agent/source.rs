@@ -4,6 +4,7 @@
 
 mod bpf;
 mod channel;
+mod error;
 mod flight;
 mod round;
 mod traced;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use ringtrace::config::{Mpsc, ProducerKind, Spsc};
 use ringtrace::inspect::{RingFile, RingKind, RingMode};
+use ringtrace::source::{Kind, Spec};
 use ringtrace::{Access, Consumer, MpscRing, SpscRing, Stats};
 use ringtrace_tracing::{CATALOG_FILE, RINGS_FILE};
 
@@ -23,6 +25,8 @@ use round::{Reader, Times};
 use crate::state::{SourceCounts, SourceState};
 
 use super::error::ShipError;
+use error::opening;
+pub use error::{SourceError, SourceErrorKind};
 use round::Batcher;
 pub(super) use round::{Filled, Limits, Recovered};
 
@@ -69,22 +73,21 @@ pub(super) struct Source {
 impl Source {
     /// Attaches to the ring file at `path` as its consumer.
     pub fn open(path: &Path) -> Result<Source, ShipError> {
-        let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", path.display()));
-        let file = RingFile::open(path).map_err(|e| err(&e))?;
+        let file = RingFile::open(path).map_err(opening(path.display()))?;
         let header = file.header();
         if header.mode == RingMode::Overwrite {
-            let flight = Flight::open(path, header.kind).map_err(|e| err(&e))?;
+            let flight = Flight::open(path, header.kind).map_err(|e| SourceError::new(path.display(), e))?;
             return Source::new(path, path.display().to_string(), Ring::Own(Box::new(flight)));
         }
         let ring = match header.kind {
             RingKind::Mpsc => {
-                let r = MpscRing::open_with(path, Access::Consumer).map_err(|e| err(&e))?;
-                let c = r.consumer().map_err(|e| err(&e))?;
+                let r = MpscRing::open_with(path, Access::Consumer).map_err(opening(path.display()))?;
+                let c = r.consumer().map_err(opening(path.display()))?;
                 Ring::Mpsc(r, c)
             }
             RingKind::Spsc => {
-                let r = SpscRing::open_with(path, Access::Consumer).map_err(|e| err(&e))?;
-                let c = r.consumer().map_err(|e| err(&e))?;
+                let r = SpscRing::open_with(path, Access::Consumer).map_err(opening(path.display()))?;
+                let c = r.consumer().map_err(opening(path.display()))?;
                 Ring::Spsc(r, c)
             }
         };
@@ -92,7 +95,7 @@ impl Source {
     }
 
     fn new(path: &Path, name: String, ring: Ring) -> Result<Source, ShipError> {
-        let meta = std::fs::metadata(path).map_err(|e| ShipError::Source(format!("{}: {e}", path.display())))?;
+        let meta = std::fs::metadata(path).map_err(|e| SourceError::new(path.display(), e))?;
         Ok(Self::with_identity(path, name, ring, (meta.dev(), meta.ino())))
     }
 
@@ -112,42 +115,49 @@ impl Source {
 
     /// The sources of the files at `paths`, in order: a ring file's, or one for each
     /// slot of a channel file (named `PATH#SLOT`, every slot's consumer attached), or a
-    /// BPF map's (`bpf-pin:PATH`, `bpf-id:N`: see [`bpf`]). A `ringtrace-tracing`
-    /// recorder directory (one holding its rings and catalog files) stands for its
-    /// rings, `DIR#SLOT`, their records decoded on the host (see [`traced`]). Another
-    /// directory stands for the ring and channel files in it (not below it), by name;
-    /// its other files are skipped with a line on stderr each. Files added to it later
-    /// are not read.
+    /// BPF map's (`bpf-pin:PATH`, `bpf-id:N`: see [`bpf`]), as the library's grammar
+    /// ([`ringtrace::source`]) tells them apart. A `ringtrace-tracing` recorder
+    /// directory ([`Kind::RecorderDir`]: its rings and catalog files in it) stands for
+    /// its rings, `DIR#SLOT`, their records decoded on the host (see [`traced`]).
+    /// Another directory stands for the ring and channel files in it (not below it), by
+    /// name; its other files are skipped with a line on stderr each. Files added to it
+    /// later are not read.
     pub fn expand(paths: &[PathBuf]) -> Result<Vec<Source>, ShipError> {
         let mut sources = Vec::with_capacity(paths.len());
         for path in paths {
-            if is_recorder_directory(path) {
-                Self::expand_recorder(path, &mut sources)?;
+            let spec = Spec::parse(path).map_err(|e| SourceError::new(path.display(), e))?;
+            if let Some(opened) = spec.open_bpf() {
+                let name = path.display().to_string();
+                let (map, dev, ino) = bpf::open(&spec, opened).map_err(|e| SourceError::new(&name, e))?;
+                sources.push(Source::with_identity(path, name, Ring::Own(Box::new(map)), (dev, ino)));
                 continue;
             }
-            if !path.is_dir() {
-                Self::expand_file(path, &mut sources)?;
-                continue;
+            match Kind::of(path) {
+                Ok(Kind::RecorderDir) => {
+                    Self::expand_recorder(path, &mut sources)?;
+                    continue;
+                }
+                Ok(Kind::Directory) => {}
+                kind => {
+                    Self::expand_file(path, kind.ok(), &mut sources)?;
+                    continue;
+                }
             }
             for file in dir_files(path)? {
                 let before = sources.len();
-                if let Err(e) = Self::expand_file(&file, &mut sources) {
+                if let Err(e) = Self::expand_file(&file, Kind::of(&file).ok(), &mut sources) {
                     sources.truncate(before);
-                    eprintln!("ringtrace-ship: skipping {}: {e}", file.display());
+                    tracing::warn!("skipping {}: {e}", file.display());
                 }
             }
         }
         Ok(sources)
     }
 
-    fn expand_file(path: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
-        let spec = path.to_string_lossy();
-        if let Some(opened) = bpf::open(&spec) {
-            let (map, dev, ino) = opened.map_err(|e| ShipError::Source(format!("{spec}: {e}")))?;
-            sources.push(Source::with_identity(path, spec.into_owned(), Ring::Own(Box::new(map)), (dev, ino)));
-            return Ok(());
-        }
-        if !channel::is_channel(path) {
+    /// The sources of the file at `path`, of kind `kind` (`None`: it could not be told,
+    /// and opening it as a ring file says why).
+    fn expand_file(path: &Path, kind: Option<Kind>, sources: &mut Vec<Source>) -> Result<(), ShipError> {
+        if kind != Some(Kind::Channel) {
             sources.push(Source::open(path)?);
             return Ok(());
         }
@@ -166,8 +176,8 @@ impl Source {
     fn expand_overwrite_channel(path: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
         let slots = channel::open_overwrite(path)?;
         for slot in 0..slots.rings().len() as u32 {
-            let flight = Flight::slot(&slots, slot, None)
-                .map_err(|e| ShipError::Source(format!("{}: slot {slot}: {e}", path.display())))?;
+            let flight =
+                Flight::slot(&slots, slot, None).map_err(|e| SourceError::new(path.display(), e.slot(slot)))?;
             sources.push(Source::new(path, format!("{}#{slot}", path.display()), Ring::Own(Box::new(flight)))?);
         }
         Ok(())
@@ -178,19 +188,15 @@ impl Source {
     fn expand_recorder(dir: &Path, sources: &mut Vec<Source>) -> Result<(), ShipError> {
         let rings = dir.join(RINGS_FILE);
         if channel::mode(&rings)? != RingMode::Overwrite {
-            return Err(ShipError::Source(format!(
-                "{}: not a recorder's rings (a discard-mode channel)",
-                rings.display()
-            )));
+            return Err(SourceError::new(rings.display(), SourceErrorKind::NotRecorderRings).into());
         }
         let slots = channel::open_overwrite(&rings)?;
         let catalog_path = dir.join(CATALOG_FILE);
-        let catalog = traced::Catalog::open(&catalog_path)
-            .map_err(|e| ShipError::Source(format!("{}: {e}", catalog_path.display())))?;
+        let catalog = traced::Catalog::open(&catalog_path).map_err(|e| SourceError::new(catalog_path.display(), e))?;
         for slot in 0..slots.rings().len() as u32 {
             let decoder = traced::Decoder::new(&catalog, slot);
             let flight = Flight::slot(&slots, slot, Some(decoder))
-                .map_err(|e| ShipError::Source(format!("{}: slot {slot}: {e}", rings.display())))?;
+                .map_err(|e| SourceError::new(rings.display(), e.slot(slot)))?;
             sources.push(Source::new(&rings, format!("{}#{slot}", dir.display()), Ring::Own(Box::new(flight)))?);
         }
         Ok(())
@@ -228,16 +234,16 @@ impl Source {
             // Bounded: each step reads one record (at least 8 bytes) of at most a ring.
             while c.position() < saved.position {
                 if Instant::now() >= deadline {
-                    return Err(ShipError::Source(format!(
-                        "{}: records acknowledged before the restart not readable at position {} by the deadline",
-                        self.path.display(),
-                        c.position()
-                    )));
+                    let kind = SourceErrorKind::Unrecovered(c.position());
+                    return Err(SourceError::new(self.path.display(), kind).into());
                 }
                 match c.consume_n(1, |_: &[u8]| ()) {
                     Ok(0) => std::thread::sleep(Duration::from_millis(1)),
                     Ok(n) => stepped += n as u64,
-                    Err(e) => return Err(ShipError::Source(format!("{}: {e}", self.path.display()))),
+                    Err(e) => {
+                        let kind = SourceErrorKind::Read(Box::new(e));
+                        return Err(SourceError::new(self.path.display(), kind).into());
+                    }
                 }
             }
             c.release();
@@ -364,14 +370,8 @@ impl Source {
         debug_assert!(self.pending.is_none());
         with_consumer!(&mut self.ring, c => c.wait(Some(timeout)), f => f.wait(timeout))
             .map(drop)
-            .map_err(|e| ShipError::Source(format!("{}: {e}", self.path.display())))
+            .map_err(|e| SourceError::new(self.path.display(), SourceErrorKind::Read(Box::new(e))).into())
     }
-}
-
-/// Whether `path` is a `ringtrace-tracing` recorder directory: a directory holding its
-/// rings and catalog files.
-fn is_recorder_directory(path: &Path) -> bool {
-    path.is_dir() && path.join(RINGS_FILE).is_file() && path.join(CATALOG_FILE).is_file()
 }
 
 /// The most files a source directory may hold: a directory is read whole at start.
@@ -379,14 +379,14 @@ const MAX_DIR_FILES: usize = 4096;
 
 /// The regular files directly in `dir`, sorted by name (at most [`MAX_DIR_FILES`]).
 fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, ShipError> {
-    let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", dir.display()));
+    let err = |kind: SourceErrorKind| ShipError::from(SourceError::new(dir.display(), kind));
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| err(&e))? {
-        let entry = entry.map_err(|e| err(&e))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| err(e.into()))? {
+        let entry = entry.map_err(|e| err(e.into()))?;
         // Not followed: a link in the directory is not taken for a ring.
-        if entry.file_type().map_err(|e| err(&e))?.is_file() {
+        if entry.file_type().map_err(|e| err(e.into()))?.is_file() {
             if files.len() == MAX_DIR_FILES {
-                return Err(err(&format!("more than {MAX_DIR_FILES} files: name the rings instead")));
+                return Err(err(SourceErrorKind::TooManyFiles(MAX_DIR_FILES)));
             }
             files.push(entry.path());
         }

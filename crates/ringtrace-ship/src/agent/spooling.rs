@@ -60,14 +60,13 @@ impl Spooling {
         state_path: &Path,
         stats: &mut ShipStats,
     ) -> Result<Spooling, ShipError> {
-        let (spool, opened) = Spool::open(dir, &state.host, max_bytes, state.spool_head, state.spool_tail)
-            .map_err(|e| ShipError::Config(e.to_string()))?;
+        let (spool, opened) = Spool::open(dir, &state.host, max_bytes, state.spool_head, state.spool_tail)?;
         for d in &opened.damaged {
-            eprintln!("ringtrace-ship: {d}: its records are lost, and counted (spool_lost)");
+            tracing::warn!("{d}: its records are lost, and counted (spool_lost)");
         }
         if opened.removed > 0 {
-            eprintln!(
-                "ringtrace-ship: {}: removed {} round(s) delivered or never committed before a restart",
+            tracing::info!(
+                "{}: removed {} round(s) delivered or never committed before a restart",
                 dir.display(),
                 opened.removed
             );
@@ -84,7 +83,7 @@ impl Spooling {
             stats.spool_lost += lost;
         }
         state.spool_head = spool.head();
-        state.store(state_path).map_err(|e| ShipError::State(e.to_string()))?;
+        state.store(state_path)?;
         Ok(Spooling { spool, wait, next_attempt: Instant::now(), backoff: Duration::ZERO, in_flight: None })
     }
 
@@ -102,11 +101,11 @@ impl Spooling {
         match self.spool.write(parts) {
             Ok(serial) => Some(serial),
             Err(e @ SpoolError::Full { .. }) => {
-                eprintln!("ringtrace-ship: {e}: the round's records stay in their rings");
+                tracing::warn!("{e}: the round's records stay in their rings");
                 None
             }
             Err(e) => {
-                eprintln!("ringtrace-ship: keeping a round in the spool: {e}: its records stay in their rings");
+                tracing::warn!("keeping a round in the spool: {e}: its records stay in their rings");
                 None
             }
         }
@@ -129,7 +128,7 @@ impl Spooling {
         state_path: &Path,
         stats: &mut ShipStats,
     ) -> Result<(), ShipError> {
-        let store = |state: &State| state.store(state_path).map_err(|e| ShipError::State(e.to_string()));
+        let store = |state: &State| state.store(state_path).map_err(ShipError::from);
         if let Some((due, since)) = &self.in_flight {
             let why = match sender.settle(Some(Duration::ZERO)) {
                 Round::Unsettled(_) if since.elapsed() < timeout => return Ok(()),
@@ -157,7 +156,7 @@ impl Spooling {
                     }
                     self.in_flight = None;
                     if !self.backlog() {
-                        eprintln!("ringtrace-ship: the spool is delivered");
+                        tracing::info!("the spool is delivered");
                     }
                     self.backoff = Duration::ZERO;
                     return Ok(());
@@ -166,8 +165,8 @@ impl Spooling {
             self.in_flight = None;
             self.backoff = (self.backoff * 2).clamp(Duration::from_millis(100), RETRY_MAX);
             self.next_attempt = Instant::now() + self.backoff;
-            eprintln!(
-                "ringtrace-ship: sending the spool ({} round(s), {} bytes): {why}; retry in {:?}",
+            tracing::warn!(
+                "sending the spool ({} round(s), {} bytes): {why}; retry in {:?}",
                 self.spool.pending().len(),
                 self.spool.bytes(),
                 self.backoff
@@ -194,7 +193,7 @@ impl Spooling {
                 // behind the rounds sent waits its turn.
                 Err(_) if !sent.is_empty() => break,
                 Err(e) => {
-                    eprintln!("ringtrace-ship: {e}: its records are lost, and counted (spool_lost)");
+                    tracing::warn!("{e}: its records are lost, and counted (spool_lost)");
                     for (source, n) in &p.counts {
                         counts_of(state, source, |c| {
                             c.spooled = c.spooled.saturating_sub(*n);

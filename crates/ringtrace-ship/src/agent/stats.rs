@@ -31,3 +31,24 @@ pub struct ShipStats {
     /// Records the spool lost: their file damaged or missing (said on stderr).
     pub spool_lost: u64,
 }
+
+/// The counters on one line, `name=value` each: what `ship` prints when it ends.
+impl std::fmt::Display for ShipStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "shipped={} batches={} failed_rounds={} recovered={} ring_lost={} overwritten={} too_large={} \
+             spooled={} unspooled={} spool_lost={}",
+            self.shipped,
+            self.batches,
+            self.failed_rounds,
+            self.recovered,
+            self.ring_lost,
+            self.overwritten,
+            self.too_large,
+            self.spooled,
+            self.unspooled,
+            self.spool_lost
+        )
+    }
+}

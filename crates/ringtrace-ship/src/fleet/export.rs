@@ -21,7 +21,7 @@
 //! * [`perfetto()`]: Perfetto's protobuf trace (a `Trace` of `TracePacket`s carrying
 //!   `TrackEvent`s), which Perfetto's UI (ui.perfetto.dev) and `trace_processor` open.
 //!   The messages are the ones `ringtrace-tracing` generates from Perfetto's schema
-//!   ([`ringtrace_tracing::export::perfetto::proto`], which also decodes the output).
+//!   ([`ringtrace_export::perfetto::proto`], which also decodes the output).
 //!   A `ProcessDescriptor` track per host and a `ThreadDescriptor` track per source,
 //!   under its host's, all on packet sequence 1; each source's events on a packet
 //!   sequence of their own (2, 3, ...), whose first packet clears the sequence's
@@ -33,23 +33,28 @@
 //!   a sequence's first, the export's hot path, are encoded by hand: the same bytes
 //!   prost writes for them (the tests check), without building the message.
 //! * [`chrome()`]: Chrome's Trace Event Format, the JSON that `chrome://tracing`,
-//!   Perfetto's UI and `trace_processor` open: `{"traceEvents":[...]}`, one event a
+//!   Perfetto's UI and `trace_processor` open, written by the trace export's own writer
+//!   ([`ringtrace_export::chrome::Writer`], over its [record model](ringtrace_export::record)):
+//!   `{"displayTimeUnit":"ns","traceEvents":[...]}`, one event a
 //!   line. `M` metadata events name each process (`process_name`) and thread
 //!   (`thread_name`) and keep them in the fleet's order (`process_sort_index`,
 //!   `thread_sort_index`); each record is an `i` event of thread scope (`"s":"t"`)
 //!   with its annotations in `args`. Strings are escaped by `serde_json`.
 //! * [`ctf()`]: CTF 1.8, the Common Trace Format that babeltrace2 and Trace Compass
-//!   read, as `ringtrace_tracing::export::ctf` writes it: a directory with `metadata`
-//!   (TSDL text) and one binary stream file per source, `stream-PID-TID`, all of one
-//!   stream class. CTF 1.8 has one `env` per trace, not per stream, so each packet's
-//!   context holds the stream's `pid` and `tid` and its `host` and `source` names
+//!   read, written by the trace export's own writer ([`ringtrace_export::ctf::Writer`],
+//!   its tracks [named](ringtrace_export::ctf::Tracks::Named)): a directory (made mode
+//!   0700) with `metadata` (TSDL text) and one binary stream file per source,
+//!   `stream-PID-TID`, each created new (mode 0600), all of one stream class. CTF 1.8
+//!   has one `env` per trace, not per stream, so each packet's context holds the
+//!   stream's `pid` and `tid` and its `host` and `source` names
 //!   (strings), which babeltrace2 prints beside every event; the `env` holds
 //!   `tracer_name = "ringtrace-ship"` and `host_PID = "NAME"` for each host written.
 //!   Each record is an event `ringtrace:record` with the fields `seq`, `len`,
 //!   `time_ns` (`uint64_t`), `head` and `text` (strings; `text` is empty where the
 //!   payload is not text; a backslash in a string is written `\\`, see
-//!   [Limits](#limits)). Packets hold at most 1 MiB of events, every field
-//!   byte-aligned, little-endian.
+//!   [Limits](#limits)); it is class 2, after the `ringtrace:span_enter` and
+//!   `ringtrace:span_exit` classes every CTF export of ringtrace's declares. Packets
+//!   hold at most 1 MiB of events, every field byte-aligned, little-endian.
 //! * [`otlp()`] and [`otlp_json()`]: OpenTelemetry's log records (see [OTLP](#otlp)).
 //!
 //! # The mapping (the same in the three trace formats)
@@ -123,7 +128,7 @@
 //! * Nothing in a payload can fail an export: empty, huge or non-UTF-8 payloads are
 //!   shown by `len` and `head` alone. Host and source names are written as they are
 //!   (JSON-escaped; in CTF strings a backslash is written `\\` and a NUL, which would
-//!   end one, `\0`: `ringtrace_tracing::export::ctf::put_string`).
+//!   end one, `\0`: `ringtrace_export::ctf::put_string`).
 //!
 //! # OTLP
 //!
@@ -196,25 +201,17 @@ mod chrome;
 mod ctf;
 mod otlp;
 mod perfetto;
+mod tracks;
 
 use std::io::{self, Write};
 use std::path::Path;
 
-use foldhash::HashMap;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
-use super::{Entry, Fleet};
+pub use tracks::Exported;
+use tracks::{Tracks, Use};
 
-/// What an export wrote.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Exported {
-    /// Records written (one instant event each).
-    pub records: u64,
-    /// Hosts described (processes): those with at least one record written.
-    pub hosts: u32,
-    /// Sources described (threads): those with at least one record written.
-    pub sources: u32,
-}
+use super::{Entry, Fleet};
 
 /// Writes `entries` of `fleet` as a Perfetto protobuf trace to `out`, and flushes it
 /// (see the [module docs](self) for what the file holds).
@@ -296,36 +293,6 @@ const HEAD_BYTES: usize = 16;
 const TEXT_CHARS: usize = 64;
 /// Bytes gathered before each write to the output.
 const FLUSH_AT: usize = 64 << 10;
-/// Name addresses remembered at most (entries made by hand may each bring their own).
-const MAX_ADDRS: usize = 1 << 16;
-
-/// A host: its pid, and whether it was described.
-#[derive(Debug)]
-struct Host<'a> {
-    name: &'a str,
-    pid: u32,
-    described: bool,
-}
-
-/// A source: its host, its tid, and whether it was described.
-#[derive(Debug)]
-struct Track<'a> {
-    host: usize,
-    source: &'a str,
-    tid: u32,
-    described: bool,
-}
-
-/// What [`Tracks::first_use`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Use {
-    /// The track was described already.
-    Again,
-    /// Its first record: describe the track (its host was described already).
-    NewTrack,
-    /// The first record of its host: describe the host, then the track.
-    NewHost,
-}
 
 /// A fleet's records in OpenTelemetry's model (see the [module docs](self#otlp)).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -368,123 +335,6 @@ pub struct OtlpCounts {
     pub hosts: u32,
     /// Sources with at least one record exported (one resource each).
     pub sources: u32,
-}
-
-/// The hosts and sources of an export, numbered from the fleet.
-#[derive(Debug)]
-struct Tracks<'a> {
-    hosts: Vec<Host<'a>>,
-    sources: Vec<Track<'a>>,
-    /// Tracks by the addresses and lengths of their names: an entry of
-    /// [`Fleet::timeline`] borrows the fleet's names, so this finds its track without
-    /// hashing the texts. A `&'a str`'s bytes do not change while `'a` lasts, so one
-    /// address and length is one text.
-    by_addr: HashMap<(usize, usize, usize, usize), usize>,
-    by_text: HashMap<(&'a str, &'a str), usize>,
-    host_by_name: HashMap<&'a str, usize>,
-    /// The next id for a host or source the fleet does not have.
-    next_id: u32,
-    described_hosts: u32,
-    described_sources: u32,
-}
-
-impl<'a> Tracks<'a> {
-    /// The fleet's hosts and sources, numbered (none described yet).
-    fn new(fleet: &'a Fleet) -> Self {
-        let mut t = Tracks {
-            hosts: Vec::new(),
-            sources: Vec::new(),
-            by_addr: HashMap::default(),
-            by_text: HashMap::default(),
-            host_by_name: HashMap::default(),
-            next_id: 1,
-            described_hosts: 0,
-            described_sources: 0,
-        };
-        let sources: Vec<(&'a str, &'a str)> = fleet.sources().collect();
-        for &(host, _) in &sources {
-            t.host(host);
-        }
-        for (host, source) in sources {
-            let i = t.add(host, source);
-            t.by_addr.insert(Self::addr(host, source), i);
-        }
-        t
-    }
-
-    fn addr(host: &str, source: &str) -> (usize, usize, usize, usize) {
-        (host.as_ptr().addr(), host.len(), source.as_ptr().addr(), source.len())
-    }
-
-    fn next(&mut self) -> u32 {
-        let id = self.next_id;
-        self.next_id = self.next_id.saturating_add(1);
-        id
-    }
-
-    /// The index of `host`, numbered next if new.
-    fn host(&mut self, host: &'a str) -> usize {
-        if let Some(&i) = self.host_by_name.get(host) {
-            return i;
-        }
-        let pid = self.next();
-        self.hosts.push(Host { name: host, pid, described: false });
-        self.host_by_name.insert(host, self.hosts.len() - 1);
-        self.hosts.len() - 1
-    }
-
-    /// Numbers a new track (and its host, if new).
-    fn add(&mut self, host: &'a str, source: &'a str) -> usize {
-        if let Some(&i) = self.by_text.get(&(host, source)) {
-            return i;
-        }
-        let h = self.host(host);
-        let tid = self.next();
-        self.sources.push(Track { host: h, source, tid, described: false });
-        self.by_text.insert((host, source), self.sources.len() - 1);
-        self.sources.len() - 1
-    }
-
-    /// The track of `e`, numbered next if the fleet does not have it.
-    fn find(&mut self, e: &Entry<'a>) -> usize {
-        let key = Self::addr(e.host, e.source);
-        if let Some(&i) = self.by_addr.get(&key) {
-            return i;
-        }
-        let i = self.add(e.host, e.source);
-        if self.by_addr.len() < MAX_ADDRS {
-            self.by_addr.insert(key, i);
-        }
-        i
-    }
-
-    /// Marks track `i` (and its host) described, telling what was not yet.
-    fn first_use(&mut self, i: usize) -> Use {
-        let Some(t) = self.sources.get_mut(i) else { return Use::Again };
-        if t.described {
-            return Use::Again;
-        }
-        t.described = true;
-        self.described_sources = self.described_sources.saturating_add(1);
-        let Some(h) = self.hosts.get_mut(t.host) else { return Use::NewTrack };
-        if h.described {
-            return Use::NewTrack;
-        }
-        h.described = true;
-        self.described_hosts = self.described_hosts.saturating_add(1);
-        Use::NewHost
-    }
-
-    /// Track `i`'s host name, pid, source name and tid.
-    fn ids(&self, i: usize) -> (&'a str, u32, &'a str, u32) {
-        let Some(t) = self.sources.get(i) else { return ("", 0, "", 0) };
-        let (host, pid) = self.hosts.get(t.host).map_or(("", 0), |h| (h.name, h.pid));
-        (host, pid, t.source, t.tid)
-    }
-
-    fn exported(&self, records: u64) -> Exported {
-        Exported { records, hosts: self.described_hosts, sources: self.described_sources }
-    }
 }
 
 /// The first [`HEAD_BYTES`] of a payload in lowercase hex.

@@ -65,18 +65,23 @@ impl Follow {
     /// errors are ridden through for up to `timeout` at the start, and for up to
     /// `timeout` without a batch while following.
     pub fn start(brokers: &str, topic: &str, since_ns: Option<u64>, timeout: Duration) -> Result<Follow, FleetError> {
-        let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
-        let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
+        let fail = |doing, source| FleetError::Kafka {
+            doing,
+            topic: topic.into(),
+            brokers: brokers.into(),
+            source: Box::new(source),
+        };
+        let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", e))?;
         let mut ridden = 0;
         // Counted; the follow's own errors are told as they come (`poll`'s `warn`).
         let starts = starts(&consumer, topic, since_ns, timeout, &mut ridden, &mut |_| {})
-            .map_err(|e| fail("reading the offsets", &e))?;
+            .map_err(|source| FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })?;
         let mut assignment = TopicPartitionList::new();
         for (p, start, high) in starts {
             let at = if since_ns.is_some() { start } else { high };
-            assignment.add_partition_offset(topic, p, Offset::Offset(at)).map_err(|e| fail("assigning", &e))?;
+            assignment.add_partition_offset(topic, p, Offset::Offset(at)).map_err(|e| fail("assigning", e))?;
         }
-        consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
+        consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
         Ok(Follow {
             consumer,
             topic: topic.to_string(),
@@ -149,7 +154,12 @@ impl Follow {
                     }
                     continue;
                 }
-                Err(e) => return Err(FollowError::Kafka(FleetError(format!("reading {}: {e}", self.topic)))),
+                Err(source) => {
+                    return Err(FollowError::Kafka(FleetError::Read {
+                        topic: self.topic.clone(),
+                        source: Box::new(source),
+                    }))
+                }
             };
             self.trouble = None;
             let batch = match Batch::decode(m.payload().unwrap_or_default()) {
@@ -226,10 +236,12 @@ impl Follow {
         };
         self.trouble = Some((first, now));
         if now.duration_since(first) > self.patience {
-            return Err(FleetError(format!(
-                "reading {}: {e}: Kafka errors for {:?} without a message ({} transient errors ridden through)",
-                self.topic, self.patience, self.stats.transient
-            )));
+            return Err(FleetError::Stalled {
+                topic: self.topic.clone(),
+                source: Box::new(e.clone()),
+                patience: self.patience,
+                ridden: self.stats.transient,
+            });
         }
         Ok(())
     }

@@ -15,17 +15,106 @@ use super::timeline::{Fleet, Timeline};
 use super::transient::{is_transient, retried, REQUEST};
 use crate::topic;
 
-/// Why a topic could not be read.
-#[derive(Debug)]
-pub struct FleetError(pub(super) String);
-
-impl std::fmt::Display for FleetError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a topic could not be read (or followed): each names the topic.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// A call of the Kafka client failed.
+    #[error("{doing} ({topic} on {brokers}): {source}")]
+    Kafka {
+        /// What was being done.
+        doing: &'static str,
+        /// The topic.
+        topic: String,
+        /// The bootstrap servers.
+        brokers: String,
+        /// librdkafka's error.
+        #[source]
+        source: Box<KafkaError>,
+    },
+    /// The topic's partitions and offsets could not be had.
+    #[error("reading the offsets ({topic} on {brokers}): {source}")]
+    Offsets {
+        /// The topic.
+        topic: String,
+        /// The bootstrap servers.
+        brokers: String,
+        /// Why.
+        #[source]
+        source: OffsetsError,
+    },
+    /// The read's deadline passed before every partition's end.
+    #[error("{topic} on {brokers}: {behind} message(s) not read in {timeout:?}{}", ridden_through(*ridden, last.as_deref()))]
+    Deadline {
+        /// The topic.
+        topic: String,
+        /// The bootstrap servers.
+        brokers: String,
+        /// The messages left.
+        behind: i64,
+        /// The read's timeout.
+        timeout: Duration,
+        /// Transient errors ridden through.
+        ridden: u64,
+        /// The last of them.
+        last: Option<Box<KafkaError>>,
+    },
+    /// A follower's read failed.
+    #[error("reading {topic}: {source}")]
+    Read {
+        /// The topic.
+        topic: String,
+        /// librdkafka's error.
+        #[source]
+        source: Box<KafkaError>,
+    },
+    /// A follower had transient errors and no message for longer than its patience.
+    #[error(
+        "reading {topic}: {source}: Kafka errors for {patience:?} without a message ({ridden} transient errors ridden through)"
+    )]
+    Stalled {
+        /// The topic.
+        topic: String,
+        /// The last error.
+        #[source]
+        source: Box<KafkaError>,
+        /// How long errors were ridden through.
+        patience: Duration,
+        /// Transient errors ridden through.
+        ridden: u64,
+    },
 }
 
-impl std::error::Error for FleetError {}
+/// ` (N transient errors ridden through, the last: E)`, or nothing.
+fn ridden_through(ridden: u64, last: Option<&KafkaError>) -> String {
+    last.map(|e| format!(" ({ridden} transient errors ridden through, the last: {e})")).unwrap_or_default()
+}
+
+/// Why a topic's partitions and their offsets could not be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OffsetsError {
+    /// The cluster does not have it.
+    #[error("no topic {0}")]
+    NoTopic(String),
+    /// The cluster says the topic is in error.
+    #[error("topic {topic}: {code}")]
+    Topic {
+        /// The topic.
+        topic: String,
+        /// The error.
+        code: RDKafkaErrorCode,
+    },
+    /// A request failed.
+    #[error(transparent)]
+    Kafka(Box<KafkaError>),
+}
+
+impl From<KafkaError> for OffsetsError {
+    fn from(e: KafkaError) -> Self {
+        OffsetsError::Kafka(Box::new(e))
+    }
+}
 
 /// Reads `topic` on `brokers` from the start of every partition to the end each had
 /// when the read began, within `timeout`; calls `warn` with a message for each
@@ -57,16 +146,21 @@ pub fn read_topic_since(
 ) -> Result<Fleet, FleetError> {
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
-    let fail = |what: &str, e: &dyn std::fmt::Display| FleetError(format!("{what} ({topic} on {brokers}): {e}"));
-    let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", &e))?;
+    let fail = |doing, source| FleetError::Kafka {
+        doing,
+        topic: topic.into(),
+        brokers: brokers.into(),
+        source: Box::new(source),
+    };
+    let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", e))?;
     let mut ridden = 0;
     let starts = starts(&consumer, topic, since_ns, left(), &mut ridden, &mut warn)
-        .map_err(|e| fail("reading the offsets", &e))?;
+        .map_err(|source| FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for (p, start, high) in starts {
         if high > start {
-            assignment.add_partition_offset(topic, p, Offset::Offset(start)).map_err(|e| fail("assigning", &e))?;
+            assignment.add_partition_offset(topic, p, Offset::Offset(start)).map_err(|e| fail("assigning", e))?;
             ends.push((p, high, start));
         }
     }
@@ -74,7 +168,7 @@ pub fn read_topic_since(
     if ends.is_empty() {
         return Ok(finish(timeline, ridden, &mut warn));
     }
-    consumer.assign(&assignment).map_err(|e| fail("assigning", &e))?;
+    consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
     // `ends[i].2`: the next offset expected of partition `ends[i].0`.
     let mut open = ends.len();
     // The last transient error ridden through, said if the read gives up.
@@ -82,13 +176,14 @@ pub fn read_topic_since(
     while open > 0 {
         if left().is_zero() {
             let behind: i64 = ends.iter().map(|&(_, high, next)| (high - next).max(0)).sum();
-            let errors = match &last {
-                Some(e) => format!(" ({ridden} transient errors ridden through, the last: {e})"),
-                None => String::new(),
-            };
-            return Err(FleetError(format!(
-                "{topic} on {brokers}: {behind} message(s) not read in {timeout:?}{errors}"
-            )));
+            return Err(FleetError::Deadline {
+                topic: topic.into(),
+                brokers: brokers.into(),
+                behind,
+                timeout,
+                ridden,
+                last,
+            });
         }
         let m = match consumer.poll(left().min(Duration::from_millis(100))) {
             None => continue,
@@ -99,10 +194,10 @@ pub fn read_topic_since(
                     warn(first_transient(topic, &e, left()));
                 }
                 ridden += 1;
-                last = Some(e);
+                last = Some(Box::new(e));
                 continue;
             }
-            Some(Err(e)) => return Err(fail("reading", &e)),
+            Some(Err(e)) => return Err(fail("reading", e)),
         };
         let Some(end) = ends.iter_mut().find(|e| e.0 == m.partition()) else { continue };
         if m.offset() >= end.1 {
@@ -152,7 +247,7 @@ pub(super) fn starts(
     timeout: Duration,
     ridden: &mut u64,
     warn: &mut dyn FnMut(String),
-) -> Result<Vec<(i32, i64, i64)>, String> {
+) -> Result<Vec<(i32, i64, i64)>, OffsetsError> {
     let deadline = Instant::now() + timeout;
     let mut said = false;
     let mut note = |e: &KafkaError| {
@@ -179,14 +274,14 @@ pub(super) fn starts(
     });
     let metadata = match answer {
         Ok(Some(m)) => m,
-        Ok(None) => return Err(format!("no topic {topic}")),
-        Err(e) => return Err(e.to_string()),
+        Ok(None) => return Err(OffsetsError::NoTopic(topic.into())),
+        Err(e) => return Err(e.into()),
     };
     let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
-        return Err(format!("no topic {topic}"));
+        return Err(OffsetsError::NoTopic(topic.into()));
     };
     if let Some(e) = meta.error() {
-        return Err(format!("topic {topic}: {}", RDKafkaErrorCode::from(e)));
+        return Err(OffsetsError::Topic { topic: topic.into(), code: RDKafkaErrorCode::from(e) });
     }
     // The partitions' leaders may not serve a topic just created yet either.
     let settle = |wait: Duration| wait.min(Duration::from_secs(5));
@@ -194,8 +289,7 @@ pub(super) fn starts(
     for p in meta.partitions() {
         let (low, high) = retried(deadline, ridden, &mut note, |wait| {
             topic::settled(settle(wait), || consumer.fetch_watermarks(topic, p.id(), wait.min(REQUEST)))
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         out.push((p.id(), low, high));
     }
     if let Some(since) = since_ns {
@@ -203,12 +297,11 @@ pub(super) fn starts(
         let ms = i64::try_from(since / 1_000_000).unwrap_or(i64::MAX);
         let mut query = TopicPartitionList::new();
         for &(p, _, _) in &out {
-            query.add_partition_offset(topic, p, Offset::Offset(ms)).map_err(|e| e.to_string())?;
+            query.add_partition_offset(topic, p, Offset::Offset(ms))?;
         }
         let found = retried(deadline, ridden, &mut note, |wait| {
             topic::settled(settle(wait), || consumer.offsets_for_times(query.clone(), wait.min(REQUEST)))
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         for (p, low, high) in out.iter_mut() {
             *low = match found.find_partition(topic, *p).map(|e| e.offset()) {
                 Some(Offset::Offset(o)) => o.clamp(*low, *high),

@@ -1,5 +1,6 @@
 use proptest::prelude::*;
 
+use super::layout::{checksum, pad8, COUNT_AT, CRC_AT, RECORDS_LEN_AT};
 use super::*;
 
 /// A batch of `records` (time, payload) built by the writer.

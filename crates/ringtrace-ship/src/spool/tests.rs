@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 
+use super::layout::VERSION;
 use super::*;
 
 /// A directory of its own for each test case, removed at the end.
@@ -208,7 +209,7 @@ fn a_directory_others_can_write_or_a_link_is_refused() {
     fs::create_dir(&shared).unwrap();
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
     let e = Spool::open(&shared, "h", 1 << 20, 0, 0).unwrap_err();
-    assert!(matches!(e, SpoolError::Unsafe(_)), "{e}");
+    assert!(matches!(e, SpoolError::Unsafe { .. }), "{e}");
     assert!(e.to_string().contains("writable by other users"), "{e}");
     let link = dir.0.join("link");
     std::os::unix::fs::symlink(dir.spool(), &link).unwrap();

@@ -1,3 +1,5 @@
+use std::error::Error;
+
 use super::*;
 use proptest::prelude::*;
 use std::path::PathBuf;
@@ -63,7 +65,7 @@ fn rechecksummed(mut bytes: Vec<u8>, change: impl FnOnce(&mut Vec<u8>)) -> Vec<u
 
 fn damaged_message(result: Result<State, StateError>) -> String {
     match result {
-        Err(StateError::Damaged(what)) => what,
+        Err(StateError::Damaged { damage, .. }) => damage.to_string(),
         other => panic!("expected Damaged, got {other:?}"),
     }
 }
@@ -275,7 +277,7 @@ fn store_refuses_invalid_state_and_keeps_the_file() {
     ];
     for state in invalid {
         let err = state.store(&path).unwrap_err();
-        assert!(matches!(err, StateError::Invalid(_)), "{err:?}");
+        assert!(matches!(err, StateError::Invalid { .. }), "{err:?}");
         assert!(err.to_string().contains(&path.display().to_string()), "{err}");
         // Encoded anyway, such a state is refused when read back.
         assert!(State::decode(&state.encode()).is_err(), "{state:?}");
@@ -322,7 +324,7 @@ fn damaged_file_error_names_the_path() {
     bytes[25] ^= 0x10;
     fs::write(&path, &bytes).unwrap();
     let err = State::load(&path).unwrap_err();
-    assert!(matches!(err, StateError::Damaged(_)), "{err:?}");
+    assert!(matches!(err, StateError::Damaged { .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains(&path.display().to_string()) && message.contains("checksum"), "{message}");
 }
@@ -346,11 +348,11 @@ fn io_error_names_the_path_and_has_a_source() {
     fs::write(&file, b"").unwrap();
     let path = file.join("state"); // a path under a regular file: ENOTDIR
     let err = State::load(&path).unwrap_err();
-    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(matches!(err, StateError::Io { .. }), "{err:?}");
     assert!(err.to_string().contains(&path.display().to_string()), "{err}");
     assert!(err.source().is_some());
     let err = state_of("host", &[]).store(&path).unwrap_err();
-    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(matches!(err, StateError::Io { .. }), "{err:?}");
     assert!(err.to_string().contains(&dir.0.display().to_string()), "{err}");
     assert!(err.source().is_some());
     assert_eq!(dir.names(), ["file"]);
@@ -364,7 +366,7 @@ fn failed_store_removes_its_temporary() {
     fs::create_dir(&path).unwrap();
     fs::write(path.join("inside"), b"").unwrap();
     let err = state_of("host", &["a"]).store(&path).unwrap_err();
-    assert!(matches!(err, StateError::Io(_)), "{err:?}");
+    assert!(matches!(err, StateError::Io { .. }), "{err:?}");
     assert!(err.to_string().contains("renaming"), "{err}");
     assert_eq!(dir.names(), ["state"]);
 }

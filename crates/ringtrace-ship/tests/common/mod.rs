@@ -110,7 +110,7 @@ pub fn write_records(mut p: Producer, h: u32, s: u32, range: Range<u64>) -> u64 
 /// The agent's command for `rings`, stopping once their producers are gone.
 pub fn agent(brokers: &str, topic: &str, host: &str, state: &Path, rings: &[PathBuf]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship"));
-    c.args(["ship", "--brokers", brokers, "--topic", topic, "--host", host, "--until-disconnected", "--state"])
+    c.args(["ship", "--to", &format!("kafka://{brokers}/{topic}"), "--host", host, "--until-disconnected", "--state"])
         .arg(state)
         .args(rings)
         .stdout(Stdio::piped())

@@ -6,7 +6,7 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ringtrace_tracing::export::{chrome, ctf, perfetto};
+use ringtrace_export::{chrome, ctf, perfetto};
 
 use crate::failure::Failure;
 use crate::output::{eprint_line, warn, write_output, ExportFormat};
@@ -18,7 +18,7 @@ pub fn write(
     timeline: &Timeline,
     format: ExportFormat,
     output: Option<&Path>,
-    names: &ringtrace_tracing::export::otlp::Options,
+    names: &ringtrace_export::otlp::Options,
 ) -> Result<(), Failure> {
     if format == ExportFormat::OtlpJson {
         return otlp_json(timeline, output, names);
@@ -70,7 +70,7 @@ pub fn write(
 fn otlp_json(
     timeline: &Timeline,
     output: Option<&Path>,
-    opts: &ringtrace_tracing::export::otlp::Options,
+    opts: &ringtrace_export::otlp::Options,
 ) -> Result<(), Failure> {
     // One arm without the kafka feature, two with it.
     #[allow(clippy::infallible_destructuring_match)]
@@ -106,7 +106,7 @@ fn otlp_json(
         ExportFormat::OtlpJson,
         output,
         |_| unreachable_ctf(),
-        |w| ringtrace_tracing::export::otlp::write_json_lines(trace, opts, w),
+        |w| ringtrace_export::otlp::write_json_lines(trace, opts, w),
     )?;
     let Some(x) = x else { return Ok(()) };
     if let Some(path) = output {
@@ -198,7 +198,7 @@ fn progress() -> impl FnMut(u64, u64) {
 }
 
 /// Says on stderr what was written where.
-fn report(x: &ringtrace_tracing::export::Exported, path: &Path) {
+fn report(x: &ringtrace_export::Exported, path: &Path) {
     eprint_line(format_args!(
         "{} events, {} span slices and {} lost-event markers written to {}{}",
         x.events,

@@ -1,5 +1,6 @@
 //! A kernel BPF ring buffer map (`bpf-pin:PATH`, `bpf-id:N`): a copy of what it holds
-//! (`snapshot`), or consumed by its one reader (`tail`, `consume`; see [`crate::bpf`]).
+//! (`snapshot`), or consumed by its one reader (`tail`, `consume`): the map's reader
+//! lock ([`BpfRingBuf`]) refuses a second reader, this command's or an agent's.
 
 use std::path::Path;
 
@@ -18,10 +19,8 @@ pub struct Bpf(BpfRingBuf);
 
 /// Opens the map `spec` names (`bpf-pin:` or `bpf-id:`).
 pub fn open(spec: &Spec) -> Result<Bpf, Failure> {
-    let map = match spec {
-        Spec::BpfPin(p) => BpfRingBuf::open_pinned(p),
-        Spec::BpfId(id) => BpfRingBuf::open_id(*id),
-        _ => unreachable!("not a BPF map: {spec:?}"),
+    let Some(map) = spec.map().as_ref().and_then(ringtrace::source::Spec::open_bpf) else {
+        return Err(Failure::msg(format!("not a BPF map: {spec:?}")));
     };
     map.map(Bpf).map_err(|e| Failure::msg(chain(&e)))
 }
@@ -48,7 +47,9 @@ impl RecordSource for Bpf {
     /// Consumes and writes records until the count is reached, the timeout passed
     /// without one, or a signal asked to stop (then [`Failure::Interrupted`]).
     fn consume(&mut self, _path: &Path, opts: &Consume, out: &mut dyn Sink) -> Option<Result<(), Failure>> {
-        Some(crate::bpf::lock(&self.0).and_then(|_lock| drain(&mut self.0, opts, out)))
+        // The reader lock first, so that a refused reader prints nothing.
+        let locked = self.0.lock_reader().map_err(|e| Failure::msg(chain(&e)));
+        Some(locked.and_then(|()| drain(&mut self.0, opts, out)))
     }
 
     fn stat(&mut self, _path: &Path, format: ReportFormat) -> Result<(), Failure> {

@@ -6,13 +6,15 @@
 //!   lists them): a kernel BPF ring buffer map ([`bpf`]).
 //! * `kafka://BROKERS/TOPIC`: a fleet's records in Kafka ([`kafka`], the `kafka`
 //!   feature), read by `decode`, `export`, `tail` and `stat`.
-//! * A directory: a `ringtrace-tracing` recorder directory ([`traced`]).
-//! * Otherwise a path, told apart by its first bytes: a `ringtrace-tracing` trace file
-//!   ([`traced`]: a dump or a stream), a channel file ([`channel`]: a header page, then
-//!   one single-producer ring per slot), a snapshot file ([`snapshot`]:
-//!   `Snapshot::write_to`, its checksums checked on opening) or a ring file ([`ring`]:
-//!   its header checked); anything else is "not a ringtrace file", with its length and
-//!   first bytes.
+//! * Otherwise a path, told apart as [`ringtrace::source::Kind::of`] says (the one rule
+//!   the `ringtrace-ship` agent follows too): a `ringtrace-tracing` recorder directory
+//!   ([`traced`]: its rings and catalog files in it; any other directory is refused), a
+//!   channel file ([`channel`]: a header page, then one single-producer ring per slot),
+//!   a snapshot file ([`snapshot`]: `Snapshot::write_to`, its checksums checked on
+//!   opening), a ring file ([`ring`]: its header checked) or, by magic bytes the
+//!   library does not know, a `ringtrace-tracing` trace file ([`traced`]: a dump or a
+//!   stream); anything else is "not a ringtrace file", with its length and first
+//!   bytes.
 //!
 //! Every file is read with `pread`, never mapped: a damaged or truncated file is an
 //! error message, not a signal.
@@ -32,13 +34,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use ringtrace::inspect::{RingKind, RingMode};
+use ringtrace::source::Kind;
 
 use super::output::Sink;
 use super::record::{Record, Shape, Timeline};
 use crate::failure::Failure;
 use crate::fleet::{Topic, Window};
 use crate::output::ReportFormat;
-pub use spec::{first_bytes, Spec};
+pub use spec::Spec;
 
 /// A source, opened: what it holds read, followed, consumed, exported or reported on.
 /// Each command asks for what it does and says what it reads where a kind of source
@@ -158,11 +161,11 @@ pub fn open_trace(arg: &Path) -> Result<Box<dyn RecordSource>, Failure> {
     let opened = || -> Result<Box<dyn RecordSource>, Failure> {
         let spec = Spec::parse(arg.as_os_str())?;
         let Spec::File(path) = &spec else { return open_spec(spec) };
-        if path.is_dir() || !ringtrace::inspect::channel::is_channel_file(path)? {
+        if kind_of(path)? != Kind::Channel {
             return open_spec(spec);
         }
         match recorder_of(path) {
-            Some(dir) => Ok(Box::new(traced::open_dir(dir)?)),
+            Some(dir) => Ok(Box::new(traced::open_dir(dir))),
             None => Ok(Box::new(traced::open_channel(path.clone()))),
         }
     };
@@ -170,8 +173,8 @@ pub fn open_trace(arg: &Path) -> Result<Box<dyn RecordSource>, Failure> {
 }
 
 /// The recorder directory whose rings file `path` is: its parent, when `path` is named
-/// [`RINGS_FILE`](ringtrace_tracing::RINGS_FILE) and a
-/// [`CATALOG_FILE`](ringtrace_tracing::CATALOG_FILE) lies beside it.
+/// [`RINGS_FILE`](ringtrace_tracing::RINGS_FILE) and that parent is a recorder
+/// directory ([`Kind::RecorderDir`]).
 pub fn recorder_of(path: &Path) -> Option<std::path::PathBuf> {
     if path.file_name()? != ringtrace_tracing::RINGS_FILE {
         return None;
@@ -180,7 +183,7 @@ pub fn recorder_of(path: &Path) -> Option<std::path::PathBuf> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    dir.join(ringtrace_tracing::CATALOG_FILE).is_file().then_some(dir)
+    matches!(Kind::of(&dir), Ok(Kind::RecorderDir)).then_some(dir)
 }
 
 /// The registry: a source of each kind, by what its argument names.
@@ -188,28 +191,28 @@ fn open_spec(spec: Spec) -> Result<Box<dyn RecordSource>, Failure> {
     Ok(match spec {
         Spec::BpfPin(_) | Spec::BpfId(_) => Box::new(bpf::open(&spec)?),
         Spec::Kafka(_) => return Err(Failure::msg("a kafka:// topic is read by decode, export, tail and stat")),
-        Spec::File(path) if path.is_dir() => Box::new(traced::open_dir(path)?),
-        Spec::File(path) => {
-            // `is_channel_file` refuses what is not a regular file (a FIFO would block
-            // the magic reads below).
-            if ringtrace::inspect::channel::is_channel_file(&path)? {
-                return Ok(Box::new(channel::open(path)?));
+        // `Kind::of` refuses what is neither a directory nor a regular file (a FIFO
+        // would block the magic reads).
+        Spec::File(path) => match kind_of(&path)? {
+            Kind::RecorderDir => Box::new(traced::open_dir(path)),
+            Kind::Directory => return Err(traced::not_a_recorder(&path)),
+            Kind::Channel => Box::new(channel::open(path)?),
+            Kind::Snapshot => Box::new(snapshot::open(&path)?),
+            // A ring file, or a channel file of another format version (said so).
+            Kind::Ring => Box::new(ring::open(path)?),
+            Kind::Unknown(head) if head.bytes == ringtrace_tracing::TRACE_MAGIC => Box::new(traced::open_file(path)),
+            Kind::Unknown(head) if head.bytes == crate::fleet::STATE_MAGIC => {
+                return Err(Failure::msg("a ringtrace-ship agent state file: stat reads it"))
             }
-            let (head, len) = first_bytes(&path)?;
-            if head == ringtrace_tracing::TRACE_MAGIC {
-                Box::new(traced::open_file(path))
-            } else if head == crate::fleet::STATE_MAGIC {
-                return Err(Failure::msg("a ringtrace-ship agent state file: stat reads it"));
-            } else if head.starts_with(b"RTSNAP") {
-                Box::new(snapshot::open(&path)?)
-            } else if head == ringtrace::format::control::MAGIC.to_le_bytes() || head.starts_with(b"RTCHAN") {
-                // A ring file, or a channel file of another format version (said so).
-                Box::new(ring::open(path)?)
-            } else {
-                return Err(spec::not_ours(&head, len));
-            }
-        }
+            Kind::Unknown(head) => return Err(spec::not_ours(&head)),
+            _ => return Err(Failure::msg("a kind of file this ringtrace does not read")),
+        },
     })
+}
+
+/// What the file or directory at `path` is ([`Kind::of`]).
+pub fn kind_of(path: &Path) -> Result<Kind, Failure> {
+    Kind::of(path).map_err(|e| Failure::msg(crate::failure::chain(&e)))
 }
 
 /// A `kafka://` topic's records in `window`, as a source.

@@ -1,16 +1,17 @@
-//! What a SOURCE argument names ([`Spec`]), and the first bytes that tell files apart.
+//! What a SOURCE argument names ([`Spec`]): the library's grammar
+//! ([`ringtrace::source`]), with the command's own `kafka://` scheme tested first.
 
 use std::ffi::OsStr;
-use std::fs::File;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use ringtrace::source::{self, Head};
 
 use crate::failure::Failure;
 
 /// What a SOURCE argument names, before it is opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Spec {
-    /// A file: ring, channel or snapshot file (told by its first bytes).
+    /// A file or a directory, told apart by [`source::Kind::of`].
     File(PathBuf),
     /// `bpf-pin:PATH`.
     BpfPin(PathBuf),
@@ -23,52 +24,29 @@ pub enum Spec {
 impl Spec {
     /// Parses a SOURCE argument.
     pub fn parse(arg: &OsStr) -> Result<Spec, Failure> {
-        let Some(s) = arg.to_str() else { return Ok(Spec::File(arg.into())) };
-        if let Some(rest) = s.strip_prefix(crate::fleet::SCHEME) {
+        if let Some(rest) = arg.to_str().and_then(|s| s.strip_prefix(crate::fleet::SCHEME)) {
             return crate::fleet::Topic::parse(rest).map(Spec::Kafka);
         }
-        if let Some(p) = s.strip_prefix("bpf-pin:") {
-            if p.is_empty() {
-                return Err(Failure::msg("bpf-pin: needs a path, as in bpf-pin:/sys/fs/bpf/events"));
-            }
-            return Ok(Spec::BpfPin(PathBuf::from(p)));
-        }
-        if let Some(n) = s.strip_prefix("bpf-id:") {
-            return n.parse().map(Spec::BpfId).map_err(|_| {
-                Failure::msg(format!("bpf-id:{n}: a map id is a number from 0 to {}, as in bpf-id:42", u32::MAX))
-            });
-        }
-        Ok(Spec::File(arg.into()))
+        Ok(match source::Spec::parse(arg).map_err(|e| Failure::msg(e.to_string()))? {
+            source::Spec::Path(p) => Spec::File(p),
+            source::Spec::BpfPin(p) => Spec::BpfPin(p),
+            source::Spec::BpfId(id) => Spec::BpfId(id),
+        })
     }
-}
 
-/// The first 8 bytes of `path` (zeroes past its end) and its length.
-pub fn first_bytes(path: &Path) -> Result<([u8; 8], u64), Failure> {
-    let err = |e: std::io::Error| Failure::msg(format!("cannot read {}: {e}", path.display()));
-    let file = File::open(path).map_err(err)?;
-    let len = file.metadata().map_err(err)?.len();
-    let mut head = [0u8; 8];
-    let mut got = 0;
-    let mut reader = file.take(8);
-    while got < 8 {
-        match reader.read(&mut head[got..]).map_err(err)? {
-            0 => break,
-            n => got += n,
+    /// The library's spec of a BPF map (`bpf-pin:`, `bpf-id:`), to open it with.
+    pub fn map(&self) -> Option<source::Spec> {
+        match self {
+            Spec::BpfPin(p) => Some(source::Spec::BpfPin(p.clone())),
+            Spec::BpfId(id) => Some(source::Spec::BpfId(*id)),
+            Spec::File(_) | Spec::Kafka(_) => None,
         }
     }
-    Ok((head, len))
 }
 
 /// What a file none of whose magics match is said to be.
-pub fn not_ours(head: &[u8; 8], len: u64) -> Failure {
-    const WHAT: &str = "not a ringtrace file (ring, channel, snapshot or trace)";
-    if len == 0 {
-        return Failure::msg(format!("{WHAT}: the file is empty"));
-    }
-    let shown = &head[..len.min(8) as usize];
-    let hex: Vec<String> = shown.iter().map(|b| format!("{b:02x}")).collect();
-    let text: String = shown.iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
-    Failure::msg(format!("{WHAT}: it is {len} bytes and starts with {} ({text:?})", hex.join(" ")))
+pub fn not_ours(head: &Head) -> Failure {
+    Failure::msg(format!("not a ringtrace file (ring, channel, snapshot or trace): {head}"))
 }
 
 #[cfg(test)]
@@ -84,8 +62,16 @@ mod tests {
         assert_eq!(parse("bpf-id:42").unwrap(), Spec::BpfId(42));
         assert_eq!(parse("bpf-pin:/sys/fs/bpf/x").unwrap(), Spec::BpfPin("/sys/fs/bpf/x".into()));
         assert_eq!(parse("/dev/shm/app.ring").unwrap(), Spec::File("/dev/shm/app.ring".into()));
+        assert!(matches!(parse("kafka://b:9092/t").unwrap(), Spec::Kafka(_)));
         assert!(parse("bpf-id:x").is_err());
         assert!(parse("bpf-id:-1").is_err());
         assert!(parse("bpf-pin:").is_err());
+    }
+
+    /// The library's recorder directory is `ringtrace-tracing`'s.
+    #[test]
+    fn the_recorder_directory_files_are_the_tracing_layers() {
+        assert_eq!(source::RECORDER_RINGS, ringtrace_tracing::RINGS_FILE);
+        assert_eq!(source::RECORDER_CATALOG, ringtrace_tracing::CATALOG_FILE);
     }
 }

@@ -22,17 +22,21 @@ pub struct Traced {
     channel: bool,
 }
 
-/// A recorder directory: one with the recorder's rings file.
-pub fn open_dir(path: PathBuf) -> Result<Traced, Failure> {
-    if path.join(ringtrace_tracing::RINGS_FILE).exists() {
-        Ok(Traced { path, dir: true, channel: false })
-    } else {
-        Err(Failure::msg(format!(
-            "{} is a directory, not a regular file, nor a recorder directory (it has no {})",
-            path.display(),
-            ringtrace_tracing::RINGS_FILE
-        )))
-    }
+/// A recorder directory ([`ringtrace::source::Kind::RecorderDir`]): its rings and
+/// catalog files in it.
+pub fn open_dir(path: PathBuf) -> Traced {
+    Traced { path, dir: true, channel: false }
+}
+
+/// What a directory that is not a recorder directory ([`ringtrace::source::Kind`]) is
+/// said to be.
+pub fn not_a_recorder(path: &Path) -> Failure {
+    Failure::msg(format!(
+        "{} is a directory, not a regular file, nor a recorder directory (it has no {} and {} files)",
+        path.display(),
+        ringtrace_tracing::RINGS_FILE,
+        ringtrace_tracing::CATALOG_FILE
+    ))
 }
 
 /// A trace file (told by its magic).

@@ -11,14 +11,21 @@
 //! for a ring file. A map has no producer handles: for `--until-disconnected` it counts
 //! as disconnected, so the agent stops once it has drained it. Overwrite-mode maps
 //! (`BPF_F_RB_OVERWRITE`) are refused: their records cannot be held.
+//!
+//! The agent takes the map's reader lock as it opens it, and holds it while it runs:
+//! another reader of the map (`ringtrace consume`, `tail`, another agent) is refused
+//! while the agent holds records for Kafka, and the agent is refused while another
+//! reader holds the map (the error names its pid and uid).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ringtrace::error::KernelError;
 use ringtrace::kernel::bpf::BpfRingBuf;
+use ringtrace::source::Spec;
 use ringtrace::Stats;
 
 use super::super::error::ShipError;
+use super::error::{SourceError, SourceErrorKind};
 use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered, Times};
 use crate::frame::TimeSource;
 use crate::state::SourceState;
@@ -31,32 +38,25 @@ pub(super) struct Bpf {
     pending: Option<u64>,
 }
 
-/// The map named by `spec` (`bpf-pin:PATH` or `bpf-id:N`), if it names one: its
-/// identity for the state file (`dev`, `ino`: the pin's, or 0 and the id) too.
-pub(super) fn open(spec: &str) -> Option<Result<(Bpf, u64, u64), String>> {
-    let opened = if let Some(path) = spec.strip_prefix("bpf-pin:") {
-        identity(Path::new(path))
-            .and_then(|(dev, ino)| BpfRingBuf::open_pinned(path).map(|rb| (rb, dev, ino)).map_err(|e| e.to_string()))
-    } else if let Some(id) = spec.strip_prefix("bpf-id:") {
-        id.parse::<u32>()
-            .map_err(|_| format!("{id:?} is not a map id"))
-            .and_then(|id| BpfRingBuf::open_id(id).map(|rb| (rb, 0, u64::from(id))).map_err(|e| e.to_string()))
-    } else {
-        return None;
-    };
-    Some(opened.and_then(|(mut rb, dev, ino)| {
-        if rb.is_overwrite() {
-            return Err("an overwrite-mode BPF map (BPF_F_RB_OVERWRITE): its records cannot be held".into());
+/// The map `spec` names (`bpf-pin:PATH` or `bpf-id:N`), `opened` by
+/// [`Spec::open_bpf`], its reader lock taken: with its identity for the state file
+/// (`dev`, `ino`: the pin's, or 0 and the id).
+pub(super) fn open(spec: &Spec, opened: Result<BpfRingBuf, KernelError>) -> Result<(Bpf, u64, u64), SourceErrorKind> {
+    let mut rb = opened?;
+    let (dev, ino) = match spec {
+        Spec::BpfPin(path) => {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(path)?;
+            (meta.dev(), meta.ino())
         }
-        rb.hold(true);
-        Ok((Bpf { rb, next_seq: 0, pending: None }, dev, ino))
-    }))
-}
-
-fn identity(path: &Path) -> Result<(u64, u64), String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((meta.dev(), meta.ino()))
+        _ => (0, u64::from(rb.map_id())),
+    };
+    if rb.is_overwrite() {
+        return Err(SourceErrorKind::OverwriteMap);
+    }
+    rb.lock_reader()?;
+    rb.hold(true);
+    Ok((Bpf { rb, next_seq: 0, pending: None }, dev, ino))
 }
 
 impl Reader for Bpf {
@@ -71,16 +71,13 @@ impl Reader for Bpf {
         // Bounded: each step reads one record (at least 8 bytes) of at most a map.
         while self.rb.position() < saved.position {
             if Instant::now() >= deadline {
-                return Err(ShipError::Source(format!(
-                    "{}: records acknowledged before the restart not readable at position {} by the deadline",
-                    self.rb.name(),
-                    self.rb.position()
-                )));
+                let kind = SourceErrorKind::Unrecovered(self.rb.position());
+                return Err(SourceError::new(self.rb.name(), kind).into());
             }
             match self.rb.consume_n(1, |_: &[u8]| ()) {
                 Ok(0) => std::thread::sleep(Duration::from_millis(1)),
                 Ok(n) => stepped += n as u64,
-                Err(e) => return Err(ShipError::Source(format!("{}: {e}", self.rb.name()))),
+                Err(e) => return Err(SourceError::new(self.rb.name(), SourceErrorKind::Read(Box::new(e))).into()),
             }
         }
         self.rb.release();

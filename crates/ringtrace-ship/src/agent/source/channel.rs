@@ -35,6 +35,7 @@ use ringtrace::{Channel, Consumer, RingBuf, SpscRing};
 use rustix::time::{clock_gettime, ClockId};
 
 use super::super::error::ShipError;
+use super::error::{opening, SourceError, SourceErrorKind};
 use crate::frame::TimeSource;
 
 /// A slot's times do not step back by less than this: such a step is the offset's
@@ -98,29 +99,24 @@ pub(super) struct Slot {
     pub consumer: Consumer<Spsc>,
 }
 
-/// Whether the file at `path` is a channel file.
-pub(super) fn is_channel(path: &Path) -> bool {
-    ringtrace::inspect::channel::is_channel_file(path).unwrap_or(false)
-}
-
 /// The mode of the channel file at `path`.
 pub(super) fn mode(path: &Path) -> Result<RingMode, ShipError> {
-    let header = *ChannelFile::open(path).map_err(|e| ShipError::Source(format!("{}: {e}", path.display())))?.header();
+    let open = ChannelFile::open(path).map_err(|e| SourceError::new(path.display(), SourceErrorKind::open(e)))?;
+    let header = *open.header();
     Ok(header.mode)
 }
 
 /// Opens the channel file at `path`, of mode `M`, and every slot's ring.
 fn open_mode<M: Mode>(path: &Path) -> Result<Arc<Slots<M>>, ShipError> {
-    let err = |e: &dyn std::fmt::Display| ShipError::Source(format!("{}: {e}", path.display()));
-    let header = *ChannelFile::open(path).map_err(|e| err(&e))?.header();
+    let header = *ChannelFile::open(path).map_err(opening(path.display()))?.header();
     let channel: Box<dyn AnyChannel<M>> = match header.clock_name() {
-        "none" => Box::new(Channel::<M, NoClock>::open(path).map_err(|e| err(&e))?),
-        "mono" => Box::new(Channel::<M, Monotonic>::open(path).map_err(|e| err(&e))?),
-        "tsc" => Box::new(Channel::<M, Tsc>::open(path).map_err(|e| err(&e))?),
-        _ => Box::new(Channel::<M, BestClock>::open(path).map_err(|e| err(&e))?),
+        "none" => Box::new(Channel::<M, NoClock>::open(path).map_err(opening(path.display()))?),
+        "mono" => Box::new(Channel::<M, Monotonic>::open(path).map_err(opening(path.display()))?),
+        "tsc" => Box::new(Channel::<M, Tsc>::open(path).map_err(opening(path.display()))?),
+        _ => Box::new(Channel::<M, BestClock>::open(path).map_err(opening(path.display()))?),
     };
     let rings = (0..channel.slots()).map(|i| channel.slot_ring(i)).collect::<Result<Vec<_>, _>>();
-    let rings = rings.map_err(|e| err(&e))?;
+    let rings = rings.map_err(opening(path.display()))?;
     Ok(Arc::new(Slots { channel, rings, liveness: Mutex::new(None) }))
 }
 
@@ -129,7 +125,8 @@ pub(super) fn open(path: &Path) -> Result<Vec<Slot>, ShipError> {
     let slots = open_mode::<Discard>(path)?;
     let mut all = Vec::with_capacity(slots.rings.len());
     for (i, ring) in slots.rings.iter().enumerate() {
-        let consumer = ring.consumer().map_err(|e| ShipError::Source(format!("{}: slot {i}: {e}", path.display())))?;
+        let consumer =
+            ring.consumer().map_err(|e| SourceError::new(path.display(), SourceErrorKind::open(e).slot(i as u32)))?;
         all.push(Slot { slots: slots.clone(), slot: i as u32, ring: ring.clone(), consumer });
     }
     Ok(all)

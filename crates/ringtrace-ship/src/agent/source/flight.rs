@@ -38,6 +38,7 @@ use ringtrace::{Access, RingBuf, Stats};
 
 use super::super::error::ShipError;
 use super::channel::{self, Slots};
+use super::error::SourceErrorKind;
 use super::round::{read_outcome, Batcher, Filled, Limits, Reader, Recovered, Stop, Times};
 use super::traced::Decoder;
 use crate::frame::Content;
@@ -87,7 +88,7 @@ struct ChannelSlot {
 
 impl Flight {
     /// Attaches to the flight recorder at `path` as its consumer.
-    pub fn open(path: &Path, kind: RingKind) -> Result<Flight, String> {
+    pub fn open(path: &Path, kind: RingKind) -> Result<Flight, SourceErrorKind> {
         Ok(match kind {
             RingKind::Mpsc => Flight::Mpsc(Followed::open(path)?),
             RingKind::Spsc => Flight::Spsc(Followed::open(path)?),
@@ -96,8 +97,8 @@ impl Flight {
 
     /// Attaches to slot `slot` of an overwrite-mode channel as its consumer; with a
     /// decoder, its records are shipped decoded.
-    pub fn slot(slots: &Arc<Slots<Overwrite>>, slot: u32, decoder: Option<Decoder>) -> Result<Flight, String> {
-        let ring = slots.rings().get(slot as usize).ok_or_else(|| format!("no slot {slot}"))?.clone();
+    pub fn slot(slots: &Arc<Slots<Overwrite>>, slot: u32, decoder: Option<Decoder>) -> Result<Flight, SourceErrorKind> {
+        let ring = slots.rings().get(slot as usize).ok_or(SourceErrorKind::NoSlot(slot))?.clone();
         let mut f = Followed::of(ring)?;
         f.slot = Some(ChannelSlot { slots: slots.clone(), slot, last_ns: 0, last_ns_before: 0, decoder });
         Ok(Flight::Spsc(f))
@@ -165,12 +166,12 @@ impl Reader for Flight {
 }
 
 impl<K: ProducerKind> Followed<K> {
-    fn open(path: &Path) -> Result<Self, String> {
-        Self::of(RingBuf::<K, Overwrite>::open_with(path, Access::Consumer).map_err(|e| e.to_string())?)
+    fn open(path: &Path) -> Result<Self, SourceErrorKind> {
+        Self::of(RingBuf::<K, Overwrite>::open_with(path, Access::Consumer).map_err(SourceErrorKind::open)?)
     }
 
-    fn of(ring: RingBuf<K, Overwrite>) -> Result<Self, String> {
-        let consumer = ring.consumer().map_err(|e| e.to_string())?;
+    fn of(ring: RingBuf<K, Overwrite>) -> Result<Self, SourceErrorKind> {
+        let consumer = ring.consumer().map_err(SourceErrorKind::open)?;
         let acked = consumer.mark();
         Ok(Followed { ring, consumer, base: 0, acked, pending: None, slot: None })
     }

@@ -11,6 +11,7 @@ use ringtrace::{ConsumeError, Stats};
 
 use super::super::error::ShipError;
 use super::channel;
+use super::error::{SourceError, SourceErrorKind};
 use crate::state::SourceState;
 
 /// How much a round reads and how large its messages grow.
@@ -113,8 +114,8 @@ impl<'a> Batcher<'a> {
     pub fn push(&mut self, time_ns: u64, rec: &[u8], whole: usize) -> Result<bool, ShipError> {
         let too_large = self.too_large(rec.len());
         if too_large {
-            eprintln!(
-                "ringtrace-ship: {}: record {} is {} bytes: with its batch's header it passes the largest message, \
+            tracing::warn!(
+                "{}: record {} is {} bytes: with its batch's header it passes the largest message, \
                  {} bytes; a marker is shipped in its place",
                 self.name,
                 self.batch.next_seq(),
@@ -171,6 +172,7 @@ impl<'a> Batcher<'a> {
 }
 
 /// Why a read callback ([`Batcher::take`]) stopped the read.
+#[derive(Debug)]
 pub(super) enum Stop {
     /// The round read its bytes.
     Full,
@@ -187,6 +189,8 @@ impl std::fmt::Display for Stop {
     }
 }
 
+impl std::error::Error for Stop {}
+
 /// The outcome of a read whose callback was [`Batcher::take`]: a round that read its
 /// bytes and, with `busy_ok`, an overwrite ring overwritten faster than it was copied
 /// (the next round tries again) are not errors.
@@ -195,12 +199,12 @@ pub(super) fn read_outcome<T>(read: Result<T, ConsumeError<Stop>>, name: &str, b
         Ok(_) | Err(ConsumeError::Callback(Stop::Full)) => Ok(()),
         Err(ConsumeError::Busy) if busy_ok => Ok(()),
         Err(ConsumeError::Callback(Stop::Failed(e))) => Err(e),
-        Err(e) => Err(ShipError::Source(format!("{name}: {e}"))),
+        Err(e) => Err(SourceError::new(name, SourceErrorKind::Read(Box::new(e))).into()),
     }
 }
 
 fn frame(name: &str, e: FrameError) -> ShipError {
-    ShipError::Source(format!("{name}: {e}"))
+    SourceError::new(name, e).into()
 }
 
 /// A source that keeps its own place (a flight recorder, a BPF map), where a ring

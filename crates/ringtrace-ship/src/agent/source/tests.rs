@@ -151,3 +151,17 @@ fn a_directory_expands_to_its_ring_and_channel_files() {
     drop(sources);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A SOURCE argument the library's grammar refuses is said once, naming it; a map that
+/// does not exist names its id.
+#[test]
+fn bad_map_sources_are_refused_naming_them_once() {
+    let refused = |arg: &str| match Source::expand(&[PathBuf::from(arg)]) {
+        Ok(_) => panic!("{arg} was taken"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(refused("bpf-id:x"), "source bpf-id:x: a map id is a number from 0 to 4294967295, as in bpf-id:42");
+    assert_eq!(refused("bpf-pin:"), "source bpf-pin: needs a path, as in bpf-pin:/sys/fs/bpf/events");
+    let e = refused("bpf-id:4294967295");
+    assert!(e.starts_with("source bpf-id:4294967295: "), "{e}");
+}

@@ -33,6 +33,8 @@ use std::sync::{Arc, Mutex};
 use ringtrace_tracing::decode::Trace;
 use ringtrace_tracing::TRACE_MAGIC;
 
+use super::error::SourceErrorKind;
+
 /// The largest catalog file read.
 pub const MAX_CATALOG: u64 = 256 << 20;
 
@@ -53,18 +55,17 @@ pub(in crate::agent) struct Catalog {
 
 impl Catalog {
     /// Opens the catalog at `path` (not through a symlink) and checks its header.
-    pub fn open(path: &Path) -> Result<Arc<Mutex<Catalog>>, String> {
+    pub fn open(path: &Path) -> Result<Arc<Mutex<Catalog>>, SourceErrorKind> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .map_err(|e| e.to_string())?;
+            .open(path)?;
         let mut head = [0u8; HEADER as usize];
-        file.read_exact_at(&mut head, 0).map_err(|e| format!("reading its header: {e}"))?;
+        file.read_exact_at(&mut head, 0).map_err(SourceErrorKind::CatalogHeader)?;
         if head[..8] != TRACE_MAGIC {
-            return Err("not a catalog (no trace file header)".into());
+            return Err(SourceErrorKind::NotCatalog);
         }
-        let trace = Trace::from_catalog(&[], path).map_err(|e| e.to_string())?;
+        let trace = Trace::from_catalog(&[], path).map_err(SourceErrorKind::open)?;
         let c = Catalog { file, path: path.to_path_buf(), bytes: Vec::new(), trace, warned: false };
         Ok(Arc::new(Mutex::new(c)))
     }
@@ -96,7 +97,7 @@ impl Catalog {
     fn warn(&mut self, why: std::fmt::Arguments<'_>) {
         if !self.warned {
             self.warned = true;
-            eprintln!("ringtrace-ship: {}: {why}: later names are not read", self.path.display());
+            tracing::warn!("{}: {why}: later names are not read", self.path.display());
         }
     }
 }

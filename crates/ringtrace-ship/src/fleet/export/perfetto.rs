@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use prost::Message;
-use ringtrace_tracing::export::perfetto::proto;
+use ringtrace_export::perfetto::proto;
 
 use proto::debug_annotation::{NameField as AnnotationName, Value};
 use proto::trace_packet::{Data, OptionalTrustedPacketSequenceId as SeqId};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use proptest::prelude::*;
 use prost::Message;
-use ringtrace_tracing::export::perfetto::proto;
+use ringtrace_export::perfetto::proto;
 
 use super::*;
 use crate::fleet::Timeline;

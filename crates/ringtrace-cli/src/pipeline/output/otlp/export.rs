@@ -4,10 +4,9 @@
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use prost::Message;
-use ringtrace_tracing::export::otlp::{self as convert, Limits};
+use ringtrace_export::otlp::{self as convert, Limits};
 
-use super::{deliver, Batch, Delivery, Endpoint, Report, Signal, Signals, Tally};
+use super::{deliver, Delivery, Endpoint, Report, Signal, Signals, Tally};
 use crate::failure::Failure;
 use crate::output::{eprint_line, warn};
 use crate::pipeline::record::Timeline;
@@ -53,35 +52,9 @@ pub fn run(
         Signals::Traces => (traces, ExportLogsServiceRequest::default()),
         Signals::Logs => (ExportTraceServiceRequest::default(), logs),
     };
-    let limits = Limits::default();
-    let batches = convert::trace_batches(traces, limits)
-        .into_iter()
-        .map(|r| batch(Signal::Traces, &r))
-        .chain(convert::log_batches(logs, limits).into_iter().map(|r| batch(Signal::Logs, &r)));
+    let batches = ringtrace_export::delivery::batches(traces, logs, Limits::default());
     let report = deliver(endpoint, opts, batches, &|| false).map_err(Failure::msg)?;
     say(endpoint, &report)
-}
-
-/// Items in a request.
-pub trait Items {
-    fn items(&self) -> u64;
-}
-
-impl Items for ExportTraceServiceRequest {
-    fn items(&self) -> u64 {
-        self.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len() as u64).sum()
-    }
-}
-
-impl Items for ExportLogsServiceRequest {
-    fn items(&self) -> u64 {
-        self.resource_logs.iter().flat_map(|r| &r.scope_logs).map(|s| s.log_records.len() as u64).sum()
-    }
-}
-
-/// `request` encoded once.
-pub fn batch(signal: Signal, request: &(impl Message + Items)) -> Batch {
-    Batch { signal, body: request.encode_to_vec().into(), items: request.items() }
 }
 
 /// Says on stderr what was delivered, and fails unless everything was.
