@@ -91,7 +91,7 @@ cargo clippy --workspace --all-targets --features ringtrace-cli/kafka -- -D warn
 cargo clippy -p ringtrace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q
 RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace --no-deps --document-private-items -q --features tokio
-RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ship --no-deps -q --features ringtrace-cli/kafka
+RUSTDOCFLAGS="-D warnings" cargo doc -p ringtrace-tracing -p ringtrace-export -p ringtrace-cli -p ringtrace-ship --no-deps -q --features ringtrace-cli/kafka
 
 echo "== the user crates package and build as published (cargo publish --dry-run)"
 # Each user crate is packaged as crates.io would receive it (the files its `include`
@@ -106,12 +106,19 @@ publish_start=$SECONDS
 # from it. On a machine that runs this script more than once, an earlier run's
 # extraction and build of the same version would stand in for today's package: both go.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ringtrace*-[0-9]*
-cargo clean -q -p ringtrace -p ringtrace-tracing -p ringtrace-cli -p ringtrace-ffi -p ringtrace-ship
+cargo clean -q -p ringtrace -p ringtrace-tracing -p ringtrace-export -p ringtrace-cli -p ringtrace-ffi -p ringtrace-ship
 cargo publish --dry-run --allow-dirty -q --workspace --exclude ringtrace-fixtures --exclude ringtrace-bench
 echo "publish dry-run step: $((SECONDS - publish_start)) s"
 
-echo "== module graph: imports run one way (no module cycles)"
-bash scripts/acyclic.sh lib cli tracing ffi ship
+echo "== module graph: imports run one way (no module cycles), inline paths included"
+# Every graph: the library, command, tracing layer, C API, agent and exporters.
+bash scripts/acyclic.sh
+
+echo "== no library file over 500 lines (test modules aside)"
+bash scripts/file-length.sh
+
+echo "== README's benchmark count is the one docs/benchmark.md's verdict tables give"
+python3 scripts/bench-summary.py --check
 
 # The kernel and TSC tests fail, rather than skip, where BPF, perf_event_open or an
 # invariant TSC is missing, or where they need root (docs/verification.md): this runs as root on x86-64, which
