@@ -87,7 +87,7 @@ pub(super) struct Classes {
 }
 
 /// An event's arguments being written by
-/// [`Args::write_ctf`](crate::record::Args::write_ctf): its field values, then its
+/// [`CtfArgs::write_ctf`]: its field values, then its
 /// class.
 #[derive(Debug)]
 pub struct Event<'a> {

@@ -27,7 +27,7 @@ pub struct SpoolRound {
 }
 
 impl SpoolRound {
-    /// The bytes of the file (see the [module documentation](self)).
+    /// The bytes of the file (see the [module documentation](crate::spool)).
     pub fn encode(&self) -> Vec<u8> {
         let len: usize = self
             .parts

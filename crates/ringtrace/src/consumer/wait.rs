@@ -146,7 +146,7 @@ byte_reader_poll! {
     /// (per the wakeup policy and flags) or `timeout` passes (`None`: no timeout), then
     /// consumes. Returns the records seen. libbpf's `ring_buffer__poll`.
     ///
-    /// [`ConsumeError::Disconnected`] once every producer is gone and their records
+    /// [`ConsumeError::Disconnected`](crate::error::ConsumeError::Disconnected) once every producer is gone and their records
     /// are read (see [`is_disconnected`](Self::is_disconnected)).
     impl[K: ProducerKind] Consumer<K> { read: read_all, disconnected: is_disconnected }
 }

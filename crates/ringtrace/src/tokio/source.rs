@@ -1,5 +1,5 @@
 //! [`Source`]: what the async readers need of a reader: the sync
-//! [`Reader`](crate::source::Reader) (read records now, take one as an owned item), and
+//! [`Reader`] (read records now, take one as an owned item), and
 //! the descriptor to wait on and how to prepare to sleep.
 
 use std::io;
