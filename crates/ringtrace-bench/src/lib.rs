@@ -218,7 +218,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
         if ringtrace::config::uses_membarrier() { "membarrier" } else { "fence" }
     );
     report::print_table(&rows, &mut std::io::stdout().lock())?;
-    verdict::print(&verdict::judge(&measurements), &mut std::io::stdout().lock())?;
+    verdict::print(&judge(&measurements), &mut std::io::stdout().lock())?;
     if let Some(p) = &opts.json {
         report::write_json(p, &measurements)?;
     }
@@ -226,6 +226,12 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
         std::fs::write(p, report::svg(&rows))?;
     }
     Ok(rows)
+}
+
+/// The verdict of every target of the bench ([`verdict::TARGETS`] and the `scale`
+/// group's [`scale::TARGETS`]) both of whose rows were measured.
+pub fn judge(measurements: &[Row]) -> Vec<verdict::Verdict> {
+    verdict::judge_of(measurements, verdict::TARGETS.iter().chain(scale::TARGETS))
 }
 
 #[cfg(test)]

@@ -281,13 +281,13 @@ fn find<'a>(rows: &'a [Row], s: &Side, round: usize) -> Option<&'a Row> {
     })
 }
 
-/// The verdict of every target both of whose rows were measured, from every
-/// measurement of every round.
-pub fn judge(measurements: &[Row]) -> Vec<Verdict> {
+/// The verdict of each of `targets` both of whose rows were measured, from every
+/// measurement of every round (the bench judges [`TARGETS`] and the `scale` group's:
+/// `crate::judge`).
+pub fn judge_of<'t>(measurements: &[Row], targets: impl IntoIterator<Item = &'t Target>) -> Vec<Verdict> {
     let rounds = measurements.iter().map(|r| r.round + 1).max().unwrap_or(0);
-    TARGETS
-        .iter()
-        .chain(crate::scale::TARGETS)
+    targets
+        .into_iter()
         .filter_map(|t| {
             let ratios: Vec<f64> = (0..rounds)
                 .filter_map(|round| {
@@ -392,7 +392,7 @@ mod tests {
             rows.push(row("parallel", "disruptor", "sp", 1, round, 100.0 * scale));
         }
         rows[4].mrec_per_s = 50.0; // one unlucky round for ringtrace
-        let v = judge(&rows);
+        let v = judge_of(&rows, TARGETS);
         assert_eq!(v.len(), 1, "only the target whose rows exist");
         assert_eq!(v[0].ratios.len(), 3);
         assert!((v[0].median() - 1.3).abs() < 1e-9, "{:?}", v[0].ratios);
@@ -406,7 +406,7 @@ mod tests {
             row("back-to-back", "ringtrace", "spsc", 1, 0, 100.0), // 10 ns
             row("back-to-back", "rtrb", "spsc", 1, 0, 300.0),      // 3.3 ns
         ];
-        let v = judge(&rows);
+        let v = judge_of(&rows, TARGETS);
         let spsc = v.iter().find(|v| matches!(v.target.goal, Goal::NsAtMost(_, x) if x == 2.0)).unwrap();
         assert!((spsc.median() - 3.0).abs() < 1e-9);
         assert_eq!(spsc.rounds_met(), 0);
@@ -428,7 +428,7 @@ mod tests {
             otel_row("ringtrace-tracing", "flight", 300.0, 2000.0),
             otel_row("tracing-opentelemetry", "otlp-http/batch", 4000.0, 4000.0),
         ];
-        let v = judge(&rows);
+        let v = judge_of(&rows, TARGETS);
         assert_eq!(v.len(), 1);
         assert!((v[0].median() - 0.075).abs() < 1e-9, "{:?}", v[0].ratios);
         assert_eq!(v[0].rounds_met(), 1);
@@ -445,7 +445,7 @@ mod tests {
             row("perf-backward", "ringtrace", "buf=1MiB/per-read", 1, round, reads_per_s / 1e6)
         };
         let rows = [per_read(0, 10_000.0), per_read(1, 500.0), per_read(2, 12_000.0)];
-        let v = judge(&rows);
+        let v = judge_of(&rows, TARGETS);
         assert_eq!(v.len(), 1);
         assert!(v[0].target.peer().is_none());
         assert_eq!(v[0].ratios.len(), 3);

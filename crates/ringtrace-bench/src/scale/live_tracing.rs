@@ -44,7 +44,7 @@ const PERIOD: Duration = Duration::from_millis(16);
 const PER_THREAD: u64 = 256 << 10;
 
 /// The two rows, measured over `window` after `warmup`.
-pub(super) fn rows(warmup: Duration, window: Duration) -> [Row; 2] {
+pub(super) fn rows(bench: &'static str, warmup: Duration, window: Duration) -> [Row; 2] {
     let path = crate::layers::temp("live-tracing.rtt");
     let (layer, recorder) = ringtrace_tracing::Builder::stream(&path)
         .per_thread_bytes(PER_THREAD)
@@ -87,8 +87,8 @@ pub(super) fn rows(warmup: Duration, window: Duration) -> [Row; 2] {
         let got = Measured { delivered: drained, committed: offered - lost, drops: lost, elapsed, cpu: Some(cpu) };
         let off = Measured { delivered: offered, committed: offered - lost, drops: lost, elapsed, cpu: None };
         let mut rows = [
-            Row::new(super::merge::BENCH, "ringtrace-tracing", "live-tracing/drained", WRITERS, &got),
-            Row::new(super::merge::BENCH, "ringtrace-tracing", "live-tracing/offered", WRITERS, &off),
+            Row::new(bench, "ringtrace-tracing", "live-tracing/drained", WRITERS, &got),
+            Row::new(bench, "ringtrace-tracing", "live-tracing/offered", WRITERS, &off),
         ];
         if drained == 0 {
             // `Row::new` counts committed records for a row that delivered none.
@@ -98,7 +98,7 @@ pub(super) fn rows(warmup: Duration, window: Duration) -> [Row; 2] {
     });
     drop(dispatch);
     if let Err(e) = recorder.finish() {
-        panic!("{}: finishing the stream: {e}", super::merge::BENCH);
+        panic!("{bench}: finishing the stream: {e}");
     }
     let _ = std::fs::remove_file(&path);
     rows

@@ -68,7 +68,7 @@ pub(super) fn rows(quick: bool, round: usize, progress: &mut Progress) -> Vec<Ro
     };
     out.extend(live(LIVE_WRITERS, warmup, window));
     progress.step(&format!("{BENCH} live-tracing writers={}", super::live_tracing::WRITERS));
-    out.extend(super::live_tracing::rows(warmup, window));
+    out.extend(super::live_tracing::rows(BENCH, warmup, window));
     out
 }
 

@@ -39,7 +39,7 @@ pub use directory::child_main as decode_child_main;
 /// The benches of the group, in the order they run.
 pub const BENCHES: [&str; 4] = [merge::BENCH, wakeup::BENCH, directory::BENCH, pause::BENCH];
 
-/// The group's targets (judged with the others by `verdict::judge`).
+/// The group's targets (judged with the others by `crate::judge`).
 pub const TARGETS: &[Target] = &[
     // Reader CPU ns per record, draining: at 256 writers within 2x of 4 writers', at
     // 1024 within 3x.
@@ -172,7 +172,7 @@ mod tests {
             r.peak_mib = Some(peak);
             rows.push(r);
         }
-        let v = crate::verdict::judge(&rows);
+        let v = crate::verdict::judge_of(&rows, TARGETS);
         let ratio = |pick: fn(&Goal) -> bool| v.iter().find(|v| pick(&v.target.goal)).map(|v| v.median());
         assert_eq!(ratio(|g| matches!(g, Goal::P50AtMost(..))), Some(3.0));
         assert_eq!(ratio(|g| matches!(g, Goal::P99AtMost(..))), Some(3.0));

@@ -13,7 +13,7 @@ use crate::state::StateError;
 pub enum ShipError {
     /// A source could not be opened or read (the error names it).
     #[error("source {0}")]
-    Source(#[from] super::source::SourceError),
+    Source(#[from] super::source::error::SourceError),
     /// The Kafka producer could not be created.
     #[error("kafka: creating the producer for {brokers}: {source}")]
     Producer {

@@ -4,7 +4,7 @@
 
 mod bpf;
 mod channel;
-mod error;
+pub(super) mod error;
 mod flight;
 mod round;
 mod traced;
