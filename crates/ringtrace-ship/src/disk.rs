@@ -3,6 +3,7 @@
 //! bytes left, and a new file written whole and flushed to disk before it is renamed
 //! into place.
 
+use std::fmt;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -106,10 +107,205 @@ pub enum Damage {
         #[source]
         source: std::string::FromUtf8Error,
     },
-    /// What the format's own checks refuse: a bad magic or version, a length past its
-    /// limit, names out of order, bytes after the end (said in full).
-    #[error("{0}")]
-    Format(String),
+    /// Not a regular file (a directory, a device, ...).
+    #[error("not a regular file")]
+    NotRegular,
+    /// A path with no file name to write to.
+    #[error("not a file name")]
+    NotFileName,
+    /// Larger than its kind of file may be.
+    #[error("{len} bytes, more than {limit}")]
+    TooBig {
+        /// Its length.
+        len: u64,
+        /// The limit, named (`the 1 GiB limit`).
+        limit: &'static str,
+    },
+    /// Grew past its limit while it was read.
+    #[error("grew past {limit} while read")]
+    Grew {
+        /// The limit, named.
+        limit: &'static str,
+    },
+    /// Shorter than an empty file of its kind.
+    #[error("truncated: {len} bytes, fewer than the {min} of {empty}")]
+    TooShort {
+        /// Its length.
+        len: usize,
+        /// An empty file's.
+        min: usize,
+        /// The empty file (`an empty state`).
+        empty: &'static str,
+    },
+    /// Not the magic of its kind of file.
+    #[error("bad magic \"{}\", not a ringtrace-ship {kind} file", .found.escape_ascii())]
+    Magic {
+        /// The bytes found instead.
+        found: Vec<u8>,
+        /// The kind (`state`, `spool`).
+        kind: &'static str,
+    },
+    /// A version this program does not read.
+    #[error("unsupported version {found} (this agent reads {reads})")]
+    Version {
+        /// The file's.
+        found: u32,
+        /// Those this program reads.
+        reads: Versions,
+    },
+    /// A version earlier programs wrote that this one no longer reads.
+    #[error(
+        "version {found}, written by an earlier ringtrace-ship (this one reads {reads}): move it aside to start \
+         the sources over from their rings' positions"
+    )]
+    Retired {
+        /// The file's.
+        found: u32,
+        /// Those this program reads.
+        reads: Versions,
+    },
+    /// The spool's head past its tail.
+    #[error("the spool's head {head} is past its tail {tail}")]
+    SpoolOrder {
+        /// The oldest pending round.
+        head: u64,
+        /// One past the newest.
+        tail: u64,
+    },
+    /// A name longer than its limit.
+    #[error("{what} of {len} bytes, more than {max}")]
+    NameTooLong {
+        /// Whose name.
+        what: LongName,
+        /// Its length.
+        len: usize,
+        /// Its limit.
+        max: usize,
+    },
+    /// More sources than a file holds.
+    #[error("{count} sources, more than a state file holds")]
+    TooMany {
+        /// The sources.
+        count: usize,
+    },
+    /// A count that the bytes left cannot hold.
+    #[error("{count} {what} announced, but only {remaining} bytes follow")]
+    Announced {
+        /// The count.
+        count: usize,
+        /// What it counts (`sources`, `parts`).
+        what: &'static str,
+        /// The bytes left.
+        remaining: usize,
+    },
+    /// A part's message count that the bytes left cannot hold.
+    #[error("part #{part}: {count} messages announced, but only {remaining} bytes follow")]
+    Messages {
+        /// The part's index.
+        part: usize,
+        /// The count.
+        count: usize,
+        /// The bytes left.
+        remaining: usize,
+    },
+    /// A message longer than its limit.
+    #[error("part #{part}, message #{message}: {len} bytes, more than {max}")]
+    MessageTooBig {
+        /// The part's index.
+        part: usize,
+        /// The message's, in its part.
+        message: usize,
+        /// Its length.
+        len: usize,
+        /// Its limit.
+        max: usize,
+    },
+    /// A source's name not after the one before it.
+    #[error("source {}{name:?} after {after:?}: unsorted or repeated", At(*.index))]
+    Unsorted {
+        /// The entry's index, in a file (none in a state being stored).
+        index: Option<usize>,
+        /// Its name.
+        name: String,
+        /// The name before it.
+        after: String,
+    },
+    /// Bytes after the end.
+    #[error("{bytes} bytes after {after}")]
+    Trailing {
+        /// How many.
+        bytes: usize,
+        /// The end (`the last entry`).
+        after: &'static str,
+    },
+    /// A spool file holding another round than its name says.
+    #[error("round {serial} of host {host:?} where round {expected} of {expected_host:?} was expected")]
+    Misplaced {
+        /// The round's serial.
+        serial: u64,
+        /// Its host.
+        host: String,
+        /// The serial its file's name says.
+        expected: u64,
+        /// The spool's host.
+        expected_host: String,
+    },
+}
+
+/// The versions of a file a program reads, from `first` to `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    /// The oldest.
+    pub first: u32,
+    /// The newest.
+    pub last: u32,
+}
+
+impl fmt::Display for Versions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.first == self.last {
+            write!(f, "version {}", self.last)
+        } else {
+            write!(f, "versions {} to {}", self.first, self.last)
+        }
+    }
+}
+
+/// Whose name is too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LongName {
+    /// The host's.
+    Host,
+    /// A source's, in a state being stored.
+    Source,
+    /// The source's at this index in a state file.
+    SourceAt(usize),
+    /// The part's at this index in a spool file.
+    PartAt(usize),
+}
+
+impl fmt::Display for LongName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LongName::Host => f.write_str("host name"),
+            LongName::Source => f.write_str("source name"),
+            LongName::SourceAt(i) => write!(f, "source #{i}: name"),
+            LongName::PartAt(i) => write!(f, "part #{i}: name"),
+        }
+    }
+}
+
+/// An entry's index as its message's prefix: `#3: `, or nothing.
+struct At(Option<usize>);
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(i) => write!(f, "#{i}: "),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Creates `tmp` exclusively with mode 0600 (removing a stale one of the same name

@@ -31,7 +31,7 @@ pub mod agent;
 pub mod command;
 mod disk;
 pub mod fleet;
-pub use disk::Damage;
+pub use disk::{Damage, LongName, Versions};
 pub mod frame;
 pub mod spool;
 pub mod state;

@@ -289,10 +289,12 @@ impl Spool {
         if round.serial != serial || round.host != self.host {
             return Err(SpoolError::Damaged {
                 path: Some(self.path(serial)),
-                damage: Damage::Format(format!(
-                    "round {} of host {:?} where round {serial} of {:?} was expected",
-                    round.serial, round.host, self.host
-                )),
+                damage: Damage::Misplaced {
+                    serial: round.serial,
+                    host: round.host,
+                    expected: serial,
+                    expected_host: self.host.clone(),
+                },
             });
         }
         Ok(round)
@@ -335,11 +337,11 @@ impl Spool {
         let reading = |source| SpoolError::Io { doing: "reading", path: path.to_path_buf(), source };
         let meta = file.metadata().map_err(reading)?;
         if !meta.is_file() {
-            return Err(damaged(Damage::Format("not a regular file".into())));
+            return Err(damaged(Damage::NotRegular));
         }
         let limit = self.max_bytes.max(1 << 20);
         if meta.len() > limit {
-            return Err(damaged(Damage::Format(format!("{} bytes, more than the spool's limit", meta.len()))));
+            return Err(damaged(Damage::TooBig { len: meta.len(), limit: "the spool's limit" }));
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.take(limit + 1).read_to_end(&mut bytes).map_err(reading)?;

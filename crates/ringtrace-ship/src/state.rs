@@ -74,7 +74,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::disk::{self, len_u32, Cursor, Damage};
+use crate::disk::{self, len_u32, Cursor, Damage, LongName, Versions};
 
 mod json;
 #[cfg(test)]
@@ -89,6 +89,10 @@ const MAX_HOST: usize = 255;
 const MAX_NAME: usize = 4096;
 /// The largest file [`State::load`] reads.
 const MAX_FILE: u64 = 1 << 30;
+/// [`MAX_FILE`], as errors name it.
+const LIMIT: &str = "the 1 GiB limit";
+/// The versions this program reads.
+const READS: Versions = Versions { first: 2, last: VERSION };
 /// Magic, version, `host_len`, `count`, `updated_ns`, `failed_rounds`, `spool_head`
 /// and `spool_tail`.
 const HEADER: usize = 52;
@@ -189,15 +193,15 @@ impl State {
         };
         let meta = file.metadata().map_err(|e| io_error("reading the metadata of", path, e))?;
         if !meta.is_file() {
-            return Err(damaged(path, Damage::Format("not a regular file".into())));
+            return Err(damaged(path, Damage::NotRegular));
         }
         if meta.len() > MAX_FILE {
-            return Err(damaged(path, Damage::Format(format!("{} bytes, more than the 1 GiB limit", meta.len()))));
+            return Err(damaged(path, Damage::TooBig { len: meta.len(), limit: LIMIT }));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io_error("reading", path, e))?;
         if bytes.len() as u64 > MAX_FILE {
-            return Err(damaged(path, Damage::Format("grew past the 1 GiB limit while read".into())));
+            return Err(damaged(path, Damage::Grew { limit: LIMIT }));
         }
         match State::decode(&bytes) {
             Ok(state) => Ok(Some(state)),
@@ -218,7 +222,7 @@ impl State {
     pub fn store(&self, path: &Path) -> Result<(), StateError> {
         let invalid = |why| StateError::Invalid { path: path.to_path_buf(), why };
         self.check().map_err(invalid)?;
-        let name = path.file_name().ok_or_else(|| invalid(Damage::Format("not a file name".into())))?;
+        let name = path.file_name().ok_or_else(|| invalid(Damage::NotFileName))?;
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -277,32 +281,19 @@ impl State {
 
     fn parse(bytes: &[u8]) -> Result<State, Damage> {
         if bytes.len() < HEADER_V2 + CRC {
-            return Err(Damage::Format(format!(
-                "truncated: {} bytes, fewer than the {} of an empty state",
-                bytes.len(),
-                HEADER_V2 + CRC
-            )));
+            return Err(Damage::TooShort { len: bytes.len(), min: HEADER_V2 + CRC, empty: "an empty state" });
         }
         let mut r = Cursor::new(&bytes[..bytes.len() - CRC]);
         let magic = r.take(MAGIC.len(), "the magic")?;
         if magic != MAGIC {
-            return Err(Damage::Format(format!(
-                "bad magic \"{}\", not a ringtrace-ship state file",
-                magic.escape_ascii()
-            )));
+            return Err(Damage::Magic { found: magic.to_vec(), kind: "state" });
         }
         let version = r.u32("the version")?;
         if version == 1 {
-            return Err(Damage::Format(
-                "version 1, written by an earlier ringtrace-ship (this one reads versions 2 to 4): move it \
-                        aside to start the sources over from their rings' positions"
-                    .into(),
-            ));
+            return Err(Damage::Retired { found: version, reads: READS });
         }
         if !(2..=VERSION).contains(&version) {
-            return Err(Damage::Format(format!(
-                "unsupported version {version} (this agent reads versions 2 to {VERSION})"
-            )));
+            return Err(Damage::Version { found: version, reads: READS });
         }
         let v3 = version >= 3;
         disk::checked(bytes)?;
@@ -313,10 +304,10 @@ impl State {
         let (spool_head, spool_tail) =
             if v3 { (r.u64("the spool's head")?, r.u64("the spool's tail")?) } else { (0, 0) };
         if spool_head > spool_tail {
-            return Err(Damage::Format(format!("the spool's head {spool_head} is past its tail {spool_tail}")));
+            return Err(Damage::SpoolOrder { head: spool_head, tail: spool_tail });
         }
         if host_len > MAX_HOST {
-            return Err(Damage::Format(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
+            return Err(Damage::NameTooLong { what: LongName::Host, len: host_len, max: MAX_HOST });
         }
         let host = r.text(host_len, "the host name")?;
         let entry = match version {
@@ -325,13 +316,13 @@ impl State {
             _ => ENTRY,
         };
         if count > r.remaining() / entry {
-            return Err(Damage::Format(format!("{count} sources announced, but only {} bytes follow", r.remaining())));
+            return Err(Damage::Announced { count, what: "sources", remaining: r.remaining() });
         }
         let mut sources: Vec<SourceState> = Vec::with_capacity(count);
         for i in 0..count {
             let name_len = r.u32("a name length")? as usize;
             if name_len > MAX_NAME {
-                return Err(Damage::Format(format!("source #{i}: name of {name_len} bytes, more than {MAX_NAME}")));
+                return Err(Damage::NameTooLong { what: LongName::SourceAt(i), len: name_len, max: MAX_NAME });
             }
             let (dev, ino) = (r.u64("a device number")?, r.u64("an inode number")?);
             let (position, next_seq) = (r.u64("a position")?, r.u64("a sequence number")?);
@@ -354,16 +345,13 @@ impl State {
             let source = r.text(name_len, &format!("the name of source #{i}"))?;
             if let Some(prev) = sources.last() {
                 if prev.source >= source {
-                    return Err(Damage::Format(format!(
-                        "source #{i}: {source:?} after {:?}: unsorted or repeated",
-                        prev.source
-                    )));
+                    return Err(Damage::Unsorted { index: Some(i), name: source, after: prev.source.clone() });
                 }
             }
             sources.push(SourceState { source, dev, ino, position, next_seq, consumed, skipped, counts });
         }
         if r.remaining() != 0 {
-            return Err(Damage::Format(format!("{} bytes after the last entry", r.remaining())));
+            return Err(Damage::Trailing { bytes: r.remaining(), after: "the last entry" });
         }
         Ok(State { host, sources, updated_ns, failed_rounds, spool_head, spool_tail })
     }
@@ -371,25 +359,19 @@ impl State {
     /// What would make the encoded state fail to decode.
     fn check(&self) -> Result<(), Damage> {
         if self.host.len() > MAX_HOST {
-            return Err(Damage::Format(format!("host name of {} bytes, more than {MAX_HOST}", self.host.len())));
+            return Err(Damage::NameTooLong { what: LongName::Host, len: self.host.len(), max: MAX_HOST });
         }
         if u32::try_from(self.sources.len()).is_err() {
-            return Err(Damage::Format(format!("{} sources, more than a state file holds", self.sources.len())));
+            return Err(Damage::TooMany { count: self.sources.len() });
         }
         if let Some(s) = self.sources.iter().find(|s| s.source.len() > MAX_NAME) {
-            return Err(Damage::Format(format!("source name of {} bytes, more than {MAX_NAME}", s.source.len())));
+            return Err(Damage::NameTooLong { what: LongName::Source, len: s.source.len(), max: MAX_NAME });
         }
         if self.spool_head > self.spool_tail {
-            return Err(Damage::Format(format!(
-                "the spool's head {} is past its tail {}",
-                self.spool_head, self.spool_tail
-            )));
+            return Err(Damage::SpoolOrder { head: self.spool_head, tail: self.spool_tail });
         }
         if let Some(w) = self.sources.windows(2).find(|w| w[0].source >= w[1].source) {
-            return Err(Damage::Format(format!(
-                "source {:?} after {:?}: unsorted or repeated",
-                w[1].source, w[0].source
-            )));
+            return Err(Damage::Unsorted { index: None, name: w[1].source.clone(), after: w[0].source.clone() });
         }
         Ok(())
     }

@@ -53,4 +53,4 @@ mod sane;
 pub use batch::{batch, batches, Items};
 pub use deliver::deliver;
 pub use follow::{follow, follow_recorders, Follow, FollowError, Followed, Note, Signals};
-pub use model::{Batch, Delivery, Endpoint, Protocol, Report, Signal, Tally};
+pub use model::{Batch, Delivery, Endpoint, EndpointError, EndpointProblem, Protocol, Report, Signal, Tally};

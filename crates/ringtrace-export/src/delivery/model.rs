@@ -36,49 +36,48 @@ impl Endpoint {
     /// use ringtrace_export::delivery::{Endpoint, Protocol};
     /// let e = Endpoint::parse("otlp://collector")?;
     /// assert_eq!((e.protocol, e.authority.as_str()), (Protocol::Grpc, "collector:4317"));
-    /// assert!(Endpoint::parse("otlps://collector").unwrap_err().contains("TLS"));
-    /// # Ok::<(), String>(())
+    /// assert!(Endpoint::parse("otlps://collector").unwrap_err().to_string().contains("TLS"));
+    /// # Ok::<(), ringtrace_export::delivery::EndpointError>(())
     /// ```
-    pub fn parse(s: &str) -> Result<Endpoint, String> {
+    pub fn parse(s: &str) -> Result<Endpoint, EndpointError> {
         s.parse()
     }
 }
 
 impl FromStr for Endpoint {
-    type Err = String;
+    type Err = EndpointError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        const FORMS: &str = "otlp://HOST:PORT (OTLP/gRPC) or otlp+http://HOST:PORT (OTLP/HTTP)";
+    fn from_str(s: &str) -> Result<Self, EndpointError> {
+        let fail = |problem| EndpointError { endpoint: s.to_owned(), problem };
         let (protocol, rest, port) = if let Some(r) = s.strip_prefix("otlp://") {
             (Protocol::Grpc, r, 4317)
         } else if let Some(r) = s.strip_prefix("otlp+http://") {
             (Protocol::Http, r, 4318)
         } else if s.starts_with("otlps://") || s.starts_with("otlp+https://") || s.starts_with("https://") {
-            return Err(format!(
-                "{s}: TLS is not built into ringtrace: send to a collector on this host or its network, as {FORMS}"
-            ));
+            return Err(fail(EndpointProblem::Tls));
         } else {
-            return Err(format!("{s}: an OTLP endpoint is {FORMS}"));
+            return Err(fail(EndpointProblem::NotOtlp));
         };
         let (authority, prefix) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
         let prefix = prefix.trim_end_matches('/');
         if prefix.contains(['?', '#']) || authority.contains('@') {
-            return Err(format!("{s}: an OTLP endpoint is {FORMS} (no user, query or fragment)"));
+            return Err(fail(EndpointProblem::Extras));
         }
         if protocol == Protocol::Grpc && !prefix.is_empty() {
-            return Err(format!("{s}: an OTLP/gRPC endpoint has no path: otlp://HOST:PORT"));
+            return Err(fail(EndpointProblem::GrpcPath));
         }
         // An IPv6 address is written in brackets, its port after them.
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !p.contains(']') => {
-                let p: u16 = p.parse().ok().filter(|&p| p != 0).ok_or_else(|| format!("{s}: {p:?} is not a port"))?;
+                let p: u16 =
+                    p.parse().ok().filter(|&p| p != 0).ok_or_else(|| fail(EndpointProblem::Port(p.to_owned())))?;
                 (h, p)
             }
             _ => (authority, port),
         };
         let bracketed = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
         if host.is_empty() || (host.contains(':') && !bracketed) {
-            return Err(format!("{s}: no host (an IPv6 address in brackets: otlp://[::1]:4317): {FORMS}"));
+            return Err(fail(EndpointProblem::NoHost));
         }
         let prefix = if prefix.is_empty() { String::new() } else { format!("/{prefix}") };
         let e = Endpoint { protocol, authority: format!("{host}:{port}"), prefix };
@@ -86,8 +85,67 @@ impl FromStr for Endpoint {
         // first batch.
         format!("http://{}{}/v1/traces", e.authority, e.prefix)
             .parse::<::http::Uri>()
-            .map_err(|err| format!("{s}: not an endpoint ({err}): {FORMS}"))?;
+            .map_err(|err| fail(EndpointProblem::NotUri(err)))?;
         Ok(e)
+    }
+}
+
+/// The forms of an endpoint, as errors say them.
+const FORMS: &str = "otlp://HOST:PORT (OTLP/gRPC) or otlp+http://HOST:PORT (OTLP/HTTP)";
+
+/// Why a text is not an [`Endpoint`]: the text, and what is wrong with it.
+#[derive(Debug)]
+pub struct EndpointError {
+    /// The text.
+    pub endpoint: String,
+    /// What is wrong with it.
+    pub problem: EndpointProblem,
+}
+
+/// What is wrong with an endpoint's text; each says what an endpoint is.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EndpointProblem {
+    /// `otlps://` and the like: TLS is not built in.
+    Tls,
+    /// Not `otlp://` nor `otlp+http://`.
+    NotOtlp,
+    /// A user, query or fragment.
+    Extras,
+    /// A path after an OTLP/gRPC endpoint.
+    GrpcPath,
+    /// A port that is not a number from 1 to 65535.
+    Port(String),
+    /// No host, or an IPv6 address without brackets.
+    NoHost,
+    /// What the HTTP clients would refuse as a URI.
+    NotUri(::http::uri::InvalidUri),
+}
+
+impl fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.endpoint)?;
+        match &self.problem {
+            EndpointProblem::Tls => write!(
+                f,
+                "TLS is not built into ringtrace: send to a collector on this host or its network, as {FORMS}"
+            ),
+            EndpointProblem::NotOtlp => write!(f, "an OTLP endpoint is {FORMS}"),
+            EndpointProblem::Extras => write!(f, "an OTLP endpoint is {FORMS} (no user, query or fragment)"),
+            EndpointProblem::GrpcPath => f.write_str("an OTLP/gRPC endpoint has no path: otlp://HOST:PORT"),
+            EndpointProblem::Port(p) => write!(f, "{p:?} is not a port"),
+            EndpointProblem::NoHost => write!(f, "no host (an IPv6 address in brackets: otlp://[::1]:4317): {FORMS}"),
+            EndpointProblem::NotUri(err) => write!(f, "not an endpoint ({err}): {FORMS}"),
+        }
+    }
+}
+
+impl std::error::Error for EndpointError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.problem {
+            EndpointProblem::NotUri(err) => Some(err),
+            _ => None,
+        }
     }
 }
 
@@ -284,7 +342,32 @@ mod tests {
         ] {
             assert!(bad.parse::<Endpoint>().is_err(), "{bad}");
         }
-        assert!("otlps://x".parse::<Endpoint>().unwrap_err().contains("TLS"));
+        assert!("otlps://x".parse::<Endpoint>().unwrap_err().to_string().contains("TLS"));
+    }
+
+    #[test]
+    fn endpoint_errors_name_the_text_and_say_what_an_endpoint_is() {
+        let why = |s: &str| s.parse::<Endpoint>().unwrap_err().to_string();
+        let forms = "otlp://HOST:PORT (OTLP/gRPC) or otlp+http://HOST:PORT (OTLP/HTTP)";
+        assert_eq!(
+            why("otlps://x"),
+            format!("otlps://x: TLS is not built into ringtrace: send to a collector on this host or its network, as {forms}")
+        );
+        assert_eq!(why("x"), format!("x: an OTLP endpoint is {forms}"));
+        assert_eq!(why("otlp://u@x"), format!("otlp://u@x: an OTLP endpoint is {forms} (no user, query or fragment)"));
+        assert_eq!(why("otlp://x/p"), "otlp://x/p: an OTLP/gRPC endpoint has no path: otlp://HOST:PORT");
+        assert_eq!(why("otlp://x:0"), "otlp://x:0: \"0\" is not a port");
+        assert_eq!(
+            why("otlp://::1"),
+            format!("otlp://::1: no host (an IPv6 address in brackets: otlp://[::1]:4317): {forms}")
+        );
+        let uri = why("otlp+http://x/a b");
+        assert!(
+            uri.starts_with("otlp+http://x/a b: not an endpoint (") && uri.ends_with(&format!("): {forms}")),
+            "{uri}"
+        );
+        let e = "otlp+http://x/a b".parse::<Endpoint>().unwrap_err();
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub enum CommandError {
     /// `--to` is not an OTLP endpoint this build delivers to (what is wrong with it).
     #[cfg(feature = "otlp")]
     #[error("--to {0}")]
-    Endpoint(String),
+    Endpoint(ringtrace_export::delivery::EndpointError),
     /// The OTLP follower stopped on an error: a source unreadable the first time, or
     /// no client for the endpoint.
     #[cfg(feature = "otlp")]

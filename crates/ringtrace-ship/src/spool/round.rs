@@ -2,7 +2,7 @@
 
 use super::error::SpoolError;
 use super::layout::{CRC, HEADER, MAGIC, MAX_HOST, MAX_MESSAGE, MAX_NAME, PART, VERSION};
-use crate::disk::{self, len_u32, Cursor, Damage};
+use crate::disk::{self, len_u32, Cursor, Damage, LongName, Versions};
 
 /// One source's share of a spooled round.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,34 +66,27 @@ impl SpoolRound {
 
     fn parse(bytes: &[u8]) -> Result<SpoolRound, Damage> {
         if bytes.len() < HEADER + CRC {
-            return Err(Damage::Format(format!(
-                "truncated: {} bytes, fewer than the {} of an empty round",
-                bytes.len(),
-                HEADER + CRC
-            )));
+            return Err(Damage::TooShort { len: bytes.len(), min: HEADER + CRC, empty: "an empty round" });
         }
         let mut r = Cursor::new(&bytes[..bytes.len() - CRC]);
         let magic = r.take(MAGIC.len(), "the magic")?;
         if magic != MAGIC {
-            return Err(Damage::Format(format!(
-                "bad magic \"{}\", not a ringtrace-ship spool file",
-                magic.escape_ascii()
-            )));
+            return Err(Damage::Magic { found: magic.to_vec(), kind: "spool" });
         }
         let version = r.u32("the version")?;
         if version != VERSION {
-            return Err(Damage::Format(format!("unsupported version {version} (this agent reads version {VERSION})")));
+            return Err(Damage::Version { found: version, reads: Versions { first: VERSION, last: VERSION } });
         }
         disk::checked(bytes)?;
         let host_len = r.u32("the host length")? as usize;
         let serial = r.u64("the serial")?;
         let count = r.u32("the part count")? as usize;
         if host_len > MAX_HOST {
-            return Err(Damage::Format(format!("host name of {host_len} bytes, more than {MAX_HOST}")));
+            return Err(Damage::NameTooLong { what: LongName::Host, len: host_len, max: MAX_HOST });
         }
         let host = r.text(host_len, "the host name")?;
         if count > r.remaining() / PART {
-            return Err(Damage::Format(format!("{count} parts announced, but only {} bytes follow", r.remaining())));
+            return Err(Damage::Announced { count, what: "parts", remaining: r.remaining() });
         }
         let mut parts = Vec::with_capacity(count);
         for i in 0..count {
@@ -101,29 +94,24 @@ impl SpoolRound {
             let records = r.u64("a record count")?;
             let n = r.u32("a message count")? as usize;
             if name_len > MAX_NAME {
-                return Err(Damage::Format(format!("part #{i}: name of {name_len} bytes, more than {MAX_NAME}")));
+                return Err(Damage::NameTooLong { what: LongName::PartAt(i), len: name_len, max: MAX_NAME });
             }
             let source = r.text(name_len, &format!("the name of part #{i}"))?;
             if n > r.remaining() / 4 {
-                return Err(Damage::Format(format!(
-                    "part #{i}: {n} messages announced, but only {} bytes follow",
-                    r.remaining()
-                )));
+                return Err(Damage::Messages { part: i, count: n, remaining: r.remaining() });
             }
             let mut messages = Vec::with_capacity(n);
             for j in 0..n {
                 let len = r.u32("a message length")? as usize;
                 if len > MAX_MESSAGE {
-                    return Err(Damage::Format(format!(
-                        "part #{i}, message #{j}: {len} bytes, more than {MAX_MESSAGE}"
-                    )));
+                    return Err(Damage::MessageTooBig { part: i, message: j, len, max: MAX_MESSAGE });
                 }
                 messages.push(r.take(len, "a message")?.to_vec());
             }
             parts.push(SpoolPart { source, records, messages });
         }
         if r.remaining() != 0 {
-            return Err(Damage::Format(format!("{} bytes after the last part", r.remaining())));
+            return Err(Damage::Trailing { bytes: r.remaining(), after: "the last part" });
         }
         Ok(SpoolRound { host, serial, parts })
     }

@@ -258,3 +258,36 @@ fn missing_files_in_the_pending_range_are_reported() {
     assert!(spool.pending().is_empty());
     assert_eq!((spool.head(), spool.tail()), (5, 5));
 }
+
+/// The wording of what is wrong with a round's bytes, in full.
+#[test]
+fn round_damage_messages_keep_their_wording() {
+    let message = |bytes: &[u8]| match SpoolRound::decode(bytes) {
+        Err(SpoolError::Damaged { damage, .. }) => damage.to_string(),
+        other => panic!("expected Damaged, got {other:?}"),
+    };
+    let checksummed = |mut body: Vec<u8>| {
+        let crc = crc32c::crc32c(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    };
+    let part = SpoolPart { source: "s".into(), records: 1, messages: vec![b"m".to_vec()] };
+    let bytes = SpoolRound { host: "h".into(), serial: 9, parts: vec![part] }.encode();
+    assert_eq!(message(&bytes[..5]), "truncated: 5 bytes, fewer than the 32 of an empty round");
+    let mut magic = bytes.clone();
+    magic[0] = b'X';
+    assert_eq!(message(&magic), "bad magic \"XTSPOOL\\x01\", not a ringtrace-ship spool file");
+    let mut version = bytes.clone();
+    version[8] = 2;
+    assert_eq!(message(&version), "unsupported version 2 (this agent reads version 1)");
+    let body = &bytes[..bytes.len() - 4];
+    let mut trailing = body.to_vec();
+    trailing.extend_from_slice(b"xyz");
+    assert_eq!(message(&checksummed(trailing)), "3 bytes after the last part");
+    let mut parts = body.to_vec();
+    parts[24..28].copy_from_slice(&9u32.to_le_bytes());
+    assert_eq!(message(&checksummed(parts)), "9 parts announced, but only 22 bytes follow");
+    let mut long = body.to_vec();
+    long[29..33].copy_from_slice(&5000u32.to_le_bytes());
+    assert_eq!(message(&checksummed(long)), "part #0: name of 5000 bytes, more than 4096");
+}

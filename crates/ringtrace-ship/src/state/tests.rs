@@ -460,3 +460,51 @@ fn the_state_reads_for_people() {
          position 2\n"
     );
 }
+
+/// The wording of what is wrong, in full: people and scripts read it.
+#[test]
+fn damage_messages_keep_their_wording() {
+    let bytes = state_of("host", &["a", "b"]).encode();
+    assert_eq!(
+        damaged_message(State::decode(&bytes[..10])),
+        "truncated: 10 bytes, fewer than the 40 of an empty state"
+    );
+    let trailing = rechecksummed(bytes.clone(), |b| b.push(0));
+    assert_eq!(damaged_message(State::decode(&trailing)), "1 bytes after the last entry");
+    let too_many = rechecksummed(bytes.clone(), |b| b[16..20].copy_from_slice(&u32::MAX.to_le_bytes()));
+    assert_eq!(damaged_message(State::decode(&too_many)), "4294967295 sources announced, but only 202 bytes follow");
+    let at = HEADER + 4;
+    let long_name = rechecksummed(bytes.clone(), |b| b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes()));
+    assert_eq!(damaged_message(State::decode(&long_name)), "source #0: name of 4294967295 bytes, more than 4096");
+    let long_host = rechecksummed(bytes.clone(), |b| b[12..16].copy_from_slice(&256u32.to_le_bytes()));
+    assert_eq!(damaged_message(State::decode(&long_host)), "host name of 256 bytes, more than 255");
+    let mut version = bytes.clone();
+    version[8] = 5;
+    assert_eq!(damaged_message(State::decode(&version)), "unsupported version 5 (this agent reads versions 2 to 4)");
+    let version_1 = rechecksummed(bytes.clone(), |b| b[8..12].copy_from_slice(&1u32.to_le_bytes()));
+    assert_eq!(
+        damaged_message(State::decode(&version_1)),
+        "version 1, written by an earlier ringtrace-ship (this one reads versions 2 to 4): move it aside to start \
+         the sources over from their rings' positions"
+    );
+    let inverted = rechecksummed(bytes.clone(), |b| b[36..44].copy_from_slice(&7u64.to_le_bytes()));
+    assert_eq!(damaged_message(State::decode(&inverted)), "the spool's head 7 is past its tail 0");
+    let mut magic = bytes;
+    magic[0] = b'\n';
+    assert_eq!(damaged_message(State::decode(&magic)), "bad magic \"\\nTSHIPST\", not a ringtrace-ship state file");
+    let unsorted = state_of("host", &["b", "a"]);
+    assert_eq!(
+        damaged_message(State::decode(&unsorted.encode())),
+        "source #1: \"a\" after \"b\": unsorted or repeated"
+    );
+    let why = |state: &State| match state.store(Path::new("/nonexistent/state")) {
+        Err(StateError::Invalid { why, .. }) => why.to_string(),
+        other => panic!("expected Invalid, got {other:?}"),
+    };
+    assert_eq!(why(&unsorted), "source \"a\" after \"b\": unsorted or repeated");
+    assert_eq!(why(&state_of(&"h".repeat(256), &[])), "host name of 256 bytes, more than 255");
+    assert_eq!(why(&state_of("h", &[&"n".repeat(4097)])), "source name of 4097 bytes, more than 4096");
+    let mut head = state_of("h", &[]);
+    head.spool_head = 3;
+    assert_eq!(why(&head), "the spool's head 3 is past its tail 0");
+}

@@ -62,12 +62,31 @@ enum Id {
 }
 
 impl Id {
-    fn get(&self) -> Result<u64, String> {
+    fn get(&self) -> Result<u64, Undecodable> {
         match self {
-            Id::Text(s) => s.parse().map_err(|_| format!("span id {s:?} is not a decimal u64")),
+            Id::Text(s) => s.parse().map_err(|_| Undecodable::SpanId(s.clone())),
             Id::Number(n) => Ok(*n),
         }
     }
+}
+
+/// Why an events source's payload is not read (the record carries it, as bytes).
+#[derive(Debug, thiserror::Error)]
+enum Undecodable {
+    #[error("not a JSON object")]
+    NotObject,
+    #[error("not an object the agent writes: {0}")]
+    NotOurs(#[source] serde_json::Error),
+    #[error("unknown level {0:?}")]
+    Level(String),
+    #[error("span id {0:?} is not a decimal u64")]
+    SpanId(String),
+    #[error("unknown span record {0:?}")]
+    SpanRecord(String),
+    #[error("a span record without its id")]
+    NoSpanId,
+    #[error("not one of an event, a span record, a lost count, an undecodable record")]
+    Unknown,
 }
 
 /// What a record was read as.
@@ -162,12 +181,12 @@ fn log(sev: Option<(i32, &'static str)>, body: Option<AnyValue>, attributes: Vec
 }
 
 /// An events source's record read (its program, where the object names one), or why not.
-fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>), String> {
+fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>), Undecodable> {
     // serde reads a struct from an array too: only an object is one.
     if payload.trim_ascii_start().first() != Some(&b'{') {
-        return Err("not a JSON object".into());
+        return Err(Undecodable::NotObject);
     }
-    let o: Object = serde_json::from_slice(payload).map_err(|e| format!("not an object the agent writes: {e}"))?;
+    let o: Object = serde_json::from_slice(payload).map_err(Undecodable::NotOurs)?;
     let mut ours = vec![kv("ringtrace.seq", int(seq))];
     if let Some(t) = o.tid {
         ours.push(kv("thread.id", Some(V::IntValue(i64::from(t)))));
@@ -179,7 +198,7 @@ fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>),
     let program = o.program.clone();
     let (record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
         (Some(level), None, None, None) => {
-            let sev = severity(level).ok_or_else(|| format!("unknown level {level:?}"))?;
+            let sev = severity(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
             if let Some(t) = &o.target {
                 ours.push(kv("code.namespace", text(t.clone())));
             }
@@ -209,9 +228,9 @@ fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>),
         }
         (None, None, Some(kind), None) => {
             if !["new", "record", "enter", "exit", "close", "follows"].contains(&kind.as_str()) {
-                return Err(format!("unknown span record {kind:?}"));
+                return Err(Undecodable::SpanRecord(kind.clone()));
             }
-            let id = o.id.as_ref().ok_or("a span record without its id")?.get()?;
+            let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;
             ours.push(kv("ringtrace.span", text(kind.clone())));
             ours.push(kv("ringtrace.span_id", text(id.to_string())));
             if let Some(n) = &o.name {
@@ -240,7 +259,7 @@ fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>),
             let say = format!("ringtrace: not decoded on its host: {why}");
             (log(None, body(say), ours, dropped), Kind::HostUndecodable)
         }
-        _ => return Err("not one of an event, a span record, a lost count, an undecodable record".into()),
+        _ => return Err(Undecodable::Unknown),
     };
     Ok((record, kind, program))
 }
@@ -288,7 +307,7 @@ impl<'a> Builder<'a> {
         self.tracks.first_use(i);
         let c = &mut self.counts;
         let (record, kind, program) = if self.fleet.lane_events(i) {
-            decode(e.payload, e.seq).unwrap_or_else(|why| (raw(e, Some(why)), Kind::Undecodable, None))
+            decode(e.payload, e.seq).unwrap_or_else(|why| (raw(e, Some(why.to_string())), Kind::Undecodable, None))
         } else {
             (raw(e, None), Kind::Raw, None)
         };

@@ -423,3 +423,20 @@ proptest! {
         prop_assert_eq!(back, x.logs);
     }
 }
+
+/// Why an events source's payload is not read, in the words the record carries.
+#[test]
+fn undecodable_reasons_keep_their_wording() {
+    let why = |p: &str| super::decode(p.as_bytes(), 0).err().map(|e| e.to_string());
+    let say = |s: &str| Some(s.to_owned());
+    assert_eq!(why(r#"{"span":"new","id":"x"}"#), say(r#"span id "x" is not a decimal u64"#));
+    assert_eq!(why(r#"{"level":"INFO","spans":[{"id":"-1"}]}"#), say(r#"span id "-1" is not a decimal u64"#));
+    assert_eq!(why(r#"{"span":"new","id":1,"parent":"p"}"#), say(r#"span id "p" is not a decimal u64"#));
+    assert_eq!(why(r#"{"span":"new"}"#), say("a span record without its id"));
+    assert_eq!(why(r#"{"span":"open","id":1}"#), say(r#"unknown span record "open""#));
+    assert_eq!(why(r#"{"level":"LOUD"}"#), say(r#"unknown level "LOUD""#));
+    assert_eq!(why("[1]"), say("not a JSON object"));
+    assert_eq!(why("{}"), say("not one of an event, a span record, a lost count, an undecodable record"));
+    assert!(why(r#"{"tid":"x"}"#).unwrap().starts_with("not an object the agent writes: "));
+    assert_eq!(why(r#"{"span":"new","id":"7"}"#), None);
+}
