@@ -173,6 +173,43 @@ fn a_second_reader_of_one_map_is_refused_until_the_first_is_dropped() {
     busy(&BpfRingBuf::open_id(id).unwrap().lock_reader().unwrap_err());
 }
 
+/// A handle dropped while another thread spawns a child: the child holds a copy of the
+/// lock's socket from its fork to its exec, still naming this process. The next handle
+/// waits for that copy to go rather than being refused by its own process.
+#[test]
+fn a_lock_copied_into_a_child_between_fork_and_exec_is_waited_for() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::os::unix::process::CommandExt;
+    need_bpf!();
+    let map = RingMap::create(1 << 16).unwrap();
+    let id = map.id().unwrap();
+    let mut first = BpfRingBuf::open_id(id).unwrap();
+    first.lock_reader().unwrap();
+    // The child says it was forked, then sleeps before its exec.
+    let (mut forked, in_child) = UnixStream::pair().unwrap();
+    let spawner = std::thread::spawn(move || {
+        let mut cmd = std::process::Command::new("true");
+        // SAFETY: between fork and exec the closure only writes one byte to a socket
+        // and sleeps (write(2) and nanosleep(2), async-signal-safe; no allocation).
+        unsafe {
+            cmd.pre_exec(move || {
+                (&in_child).write_all(b"f")?;
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Ok(())
+            });
+        }
+        cmd.status()
+    });
+    forked.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut byte = [0u8];
+    forked.read_exact(&mut byte).expect("the child forked");
+    drop(first);
+    let mut second = BpfRingBuf::open_id(id).unwrap();
+    second.lock_reader().expect("the child's copy of the dropped lock is waited for");
+    assert!(spawner.join().unwrap().unwrap().success());
+}
+
 #[test]
 fn attach_by_pinned_path_and_by_id() {
     need_bpf!();

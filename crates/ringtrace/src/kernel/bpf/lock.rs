@@ -24,11 +24,20 @@
 //! A refused reader outside the initial pid namespace is not told the holder's pid and
 //! uid (see [`holder`]).
 //!
+//! A process that forks copies its descriptors, the lock's socket among them, and the
+//! copy stays bound in the child until it execs (every descriptor std and this crate
+//! open is close-on-exec) or exits: a handle dropped while another thread spawns a
+//! child leaves the name bound for that moment, its `SO_PEERCRED` still this process's.
+//! So a name bound by this process's own pid for a map none of its handles holds
+//! ([`HELD`]) is such a copy: the reader waits for it to go, until [`CHILD_COPY_FOR`]
+//! (a child that forked and never execs keeps it as long as it lives).
+//!
 //! [`BpfRingBuf`]: super::BpfRingBuf
 
 use std::io::ErrorKind;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
@@ -39,11 +48,37 @@ use crate::error::KernelError;
 /// gone (its name still bound a moment, or another reader in the middle of the same).
 const RETRY_FOR: Duration = Duration::from_millis(200);
 
+/// How long a reader waits for a copy of this process's own lock socket, left in a
+/// child between its fork and its exec, to go (see the module's docs).
+const CHILD_COPY_FOR: Duration = Duration::from_secs(2);
+
+/// The maps whose reader lock a handle of this process holds (an id once per lock).
+static HELD: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Whether a handle of this process holds map `id`'s lock.
+fn held_here(id: u32) -> bool {
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).contains(&id)
+}
+
 /// A map's reader lock, held until it is dropped (or the process exits).
 #[derive(Debug)]
 pub(crate) struct ReaderLock {
+    /// The map.
+    id: u32,
     /// Bound to the map's lock name and listening, never accepting.
     _socket: UnixListener,
+}
+
+impl Drop for ReaderLock {
+    /// Forgets the map in [`HELD`] before the socket closes (the fields drop after
+    /// this): a reader of this process that finds the name still bound meanwhile takes
+    /// it for a child's copy and waits for it to go.
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = held.iter().position(|&h| h == self.id) {
+            held.swap_remove(i);
+        }
+    }
 }
 
 /// The abstract socket name of a map's reader lock.
@@ -59,12 +94,22 @@ impl ReaderLock {
         let addr = SocketAddr::from_abstract_name(&name).map_err(io)?;
         // A holder may go between a bind that fails and the connection that asks who it
         // is: then bind again, until the deadline.
-        let deadline = Instant::now() + RETRY_FOR;
+        let start = Instant::now();
         loop {
             match UnixListener::bind_addr(&addr) {
-                Ok(socket) => return Ok(ReaderLock { _socket: socket }),
+                Ok(socket) => {
+                    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+                    return Ok(ReaderLock { id, _socket: socket });
+                }
                 Err(e) if e.kind() == ErrorKind::AddrInUse => match holder(&name) {
-                    Holder::Gone if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+                    Holder::Gone if start.elapsed() < RETRY_FOR => std::thread::sleep(Duration::from_millis(2)),
+                    // This process's own pid, and no handle of it holds the map: a
+                    // child's copy of a socket it dropped (see the module's docs).
+                    Holder::Known(pid, _)
+                        if pid == std::process::id() && !held_here(id) && start.elapsed() < CHILD_COPY_FOR =>
+                    {
+                        std::thread::sleep(Duration::from_millis(2))
+                    }
                     Holder::Gone | Holder::Unknown => return Err(KernelError::MapBusy { id, holder: None }),
                     Holder::Known(pid, uid) => return Err(KernelError::MapBusy { id, holder: Some((pid, uid)) }),
                 },
