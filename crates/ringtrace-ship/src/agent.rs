@@ -45,7 +45,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub use config_file::{ConfigError, FileConfig, ParseError};
 pub use error::ShipError;
 pub use kafka::Compression;
-use kafka::{Round, Sender};
+use kafka::{Round, Sender, Unacked};
 use source::Source;
 pub use source::{SourceError, SourceErrorKind};
 pub use stats::ShipStats;
@@ -233,7 +233,7 @@ pub fn run(config: &Config, mut stop: impl FnMut() -> bool) -> Result<ShipStats,
             // Older rounds wait in the spool: this one joins them, to keep each
             // source's records in order.
             let outcome = if spooling.as_ref().is_some_and(Spooling::backlog) {
-                Round::Unsettled("older rounds wait in the spool".into())
+                Round::Unsettled(Unacked::BehindSpool)
             } else {
                 for (s, out) in sources.iter().zip(&messages) {
                     sender.send(&format!("{}/{}", config.host, s.name), out)?;

@@ -3,6 +3,8 @@
 //! (and an agent SIGKILLed while rounds wait in it). These stop and start the test command's
 //! nodes (`scripts/kafka.sh kill` and `revive`, on the cluster directory named by
 //! `RINGTRACE_KAFKA_DIR`), so they run one at a time, in a test binary of their own.
+//! And a fault of the client's own making, on librdkafka's mock cluster: a message it
+//! reports delivered that the broker never wrote.
 
 mod common;
 
@@ -252,4 +254,36 @@ fn the_whole_cluster_down_for_ten_seconds_is_waited_out_and_refusals_counted() {
     for (e, &i) in fleet.source("host6", &ring.display().to_string()).zip(&taken) {
         assert_eq!(e.payload, record(6, 0, i), "seq {}", e.seq);
     }
+}
+
+/// librdkafka reports a message delivered without the broker's acknowledgement, and
+/// without an offset, when it infers the delivery: from the acknowledgement of a later
+/// batch in flight while this one's request failed (wrong where the partition holds
+/// nothing of the producer yet and so takes any first sequence number: a new producer's
+/// first batch refused for want of in-sync replicas as a restarted cluster recovers,
+/// its second taken), or from the broker calling the batch a duplicate. Here the mock broker
+/// answers the agent's first produce request with `DUPLICATE_SEQUENCE_NUMBER` having
+/// written nothing: the agent sends the round again, and every record is read back once.
+#[test]
+fn a_round_reported_delivered_without_an_offset_is_sent_again() {
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+    let mock = MockCluster::new(1).expect("librdkafka's mock cluster");
+    mock.create_topic("inferred", 1, 1).unwrap();
+    mock.request_errors(RDKafkaApiKey::Produce, &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER]);
+    let brokers = mock.bootstrap_servers();
+    let per_source = 20_000u64;
+    let tmp = TempDir::new("inferred");
+    let ring = tmp.path().join("s0.ring");
+    let p = ring_producer(&ring, 1 << 20);
+    let state = tmp.path().join("agent.state");
+    let agent = agent(&brokers, "inferred", "host8", &state, std::slice::from_ref(&ring)).spawn().unwrap();
+    let writer = std::thread::spawn(move || write_records(p, 8, 0, 0..per_source));
+    let (fleet, report) = finish(vec![writer], agent, &brokers, "inferred");
+    let stats = fleet.stats();
+    eprintln!("agent: {report}; read back: {stats:?}");
+    assert_eq!((stats.damaged, stats.missing, stats.records), (0, 0, per_source));
+    check_source(&fleet, "host8", &ring.display().to_string(), 8, 0, 0..per_source);
+    assert!(reported(&report, "failed_rounds") > 0, "the round reported delivered without an offset failed: {report}");
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientContext;
@@ -19,7 +20,8 @@ use crate::topic;
 struct Counts {
     acked: u64,
     failed: u64,
-    last_error: Option<String>,
+    /// The last failure's error: set with every failure counted.
+    last_error: Option<DeliveryFailure>,
 }
 
 /// The delivery reports, written by the callback that librdkafka runs on the
@@ -49,16 +51,16 @@ impl ProducerContext for Counting {
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         let mut c = self.0.lock();
         match result {
+            // Delivered on an inference of librdkafka's, not on the broker's word: not
+            // counted acknowledged ([`DeliveryFailure::NoOffset`]).
+            Ok(m) if m.offset() < 0 => {
+                c.failed += 1;
+                c.last_error = Some(DeliveryFailure::NoOffset { partition: m.partition() });
+            }
             Ok(_) => c.acked += 1,
             Err((e, _)) => {
                 c.failed += 1;
-                c.last_error = Some(match e.rdkafka_error_code() {
-                    // The topic's limit is below the agent's: every retry fails alike.
-                    Some(RDKafkaErrorCode::MessageSizeTooLarge) => format!(
-                        "{e} (the topic's max.message.bytes is below the agent's largest message: lower --max-message)"
-                    ),
-                    _ => e.to_string(),
-                });
+                c.last_error = Some(DeliveryFailure::from(e.clone()));
             }
         }
         drop(c);
@@ -111,12 +113,74 @@ pub(super) struct Sender {
 pub(super) enum Round {
     /// Every message was acknowledged by the in-sync replicas.
     Acked,
-    /// At least one message failed (the error of the last), or was not acknowledged
-    /// by the deadline.
-    Failed(String),
+    /// At least one message failed ([`Unacked::Failed`]), or was not acknowledged by
+    /// the deadline ([`Unacked::Waiting`]).
+    Failed(Unacked),
     /// Some messages were neither acknowledged nor failed within the wait given to
-    /// [`Sender::settle`]: they are still in flight ([`Sender::abandon`] gives them up).
-    Unsettled(String),
+    /// [`Sender::settle`] ([`Unacked::Waiting`]): they are still in flight
+    /// ([`Sender::abandon`] gives them up). Or the round was not sent
+    /// ([`Unacked::BehindSpool`]).
+    Unsettled(Unacked),
+}
+
+/// Why a round's messages were not all acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unacked {
+    /// `missing` messages had neither an acknowledgement nor a failure after `waited`.
+    #[error("{missing} message(s) not acknowledged in {waited:?}")]
+    Waiting {
+        /// Messages without a delivery report.
+        missing: u64,
+        /// How long they were waited for.
+        waited: Duration,
+    },
+    /// `failed` messages' delivery reports were failures; `last` the last one's.
+    #[error("{failed} message(s) failed: {last}")]
+    Failed {
+        /// Messages that failed.
+        failed: u64,
+        /// The last failure.
+        last: DeliveryFailure,
+    },
+    /// Older rounds wait in the spool: this one joins them unsent, to keep each
+    /// source's records in order.
+    #[error("older rounds wait in the spool")]
+    BehindSpool,
+}
+
+/// A delivery report's error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum DeliveryFailure {
+    /// The topic's limit is below the agent's: every retry fails alike.
+    #[error("{0} (the topic's max.message.bytes is below the agent's largest message: lower --max-message)")]
+    TooLarge(KafkaError),
+    /// Any other.
+    #[error("{0}")]
+    Other(KafkaError),
+    /// Reported delivered without an offset: librdkafka inferred it, from the
+    /// acknowledgement of a later batch in flight while this one's request failed
+    /// (`rd_kafka_dr_implicit_ack`), or from the broker calling the batch a duplicate
+    /// (`DUPLICATE_SEQUENCE_NUMBER`). The first inference assumes the broker refuses a
+    /// gap in a producer's sequence numbers, which a partition that holds nothing of the
+    /// producer yet does not (Kafka's `ProducerAppendInfo.checkSequence` takes any first
+    /// sequence number from a producer it does not know): a new producer's first batch
+    /// refused (not enough in-sync replicas, as a restarted cluster's partitions regain
+    /// theirs) while its second, in flight, is taken, was never written. Sent again;
+    /// readers drop a copy by (host, source, sequence).
+    #[error("partition {partition}: reported delivered without an offset (librdkafka's inference, not the broker's acknowledgement)")]
+    NoOffset {
+        /// The message's partition.
+        partition: i32,
+    },
+}
+
+impl From<KafkaError> for DeliveryFailure {
+    fn from(e: KafkaError) -> DeliveryFailure {
+        match e.rdkafka_error_code() {
+            Some(RDKafkaErrorCode::MessageSizeTooLarge) => DeliveryFailure::TooLarge(e),
+            _ => DeliveryFailure::Other(e),
+        }
+    }
 }
 
 impl Sender {
@@ -219,23 +283,23 @@ impl Sender {
             let left = deadline.saturating_duration_since(now);
             let missing = self.sent - c.acked - c.failed;
             if left.is_zero() {
-                return Round::Failed(format!("{missing} message(s) not acknowledged in {:?}", self.timeout));
+                return Round::Failed(Unacked::Waiting { missing, waited: self.timeout });
             }
             if unsettled.is_some_and(|u| now >= u) {
-                return Round::Unsettled(format!("{missing} message(s) not acknowledged in {:?}", now - started));
+                return Round::Unsettled(Unacked::Waiting { missing, waited: now - started });
             }
             let left = unsettled.map_or(left, |u| left.min(u.saturating_duration_since(now)));
             c = self.reports.changed.wait_timeout(c, left).unwrap_or_else(|e| e.into_inner()).0;
         }
         let failed = c.failed;
-        let last = c.last_error.take().unwrap_or_default();
+        let last = c.last_error.take();
         *c = Counts::default();
         drop(c);
         self.sent = 0;
-        if failed == 0 {
-            Round::Acked
-        } else {
-            Round::Failed(format!("{failed} message(s) failed: {last}"))
+        // A failure is counted with its error: none, none failed.
+        match last {
+            None => Round::Acked,
+            Some(last) => Round::Failed(Unacked::Failed { failed, last }),
         }
     }
 
@@ -259,5 +323,31 @@ impl Sender {
     /// Flushes what is queued (at exit).
     pub fn flush(&self) {
         let _ = self.producer.flush(self.timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The causes read, where the agent logs them, as the text its log lines have
+    /// always held.
+    #[test]
+    fn unacked_rounds_are_said_as_the_log_says_them() {
+        let waiting = Unacked::Waiting { missing: 3, waited: Duration::from_secs(5) };
+        assert_eq!(waiting.to_string(), "3 message(s) not acknowledged in 5s");
+        let too_large = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
+        let failed = Unacked::Failed { failed: 2, last: DeliveryFailure::from(too_large.clone()) };
+        assert_eq!(
+            failed.to_string(),
+            format!(
+                "2 message(s) failed: {too_large} (the topic's max.message.bytes is below the agent's largest \
+                 message: lower --max-message)"
+            )
+        );
+        let other = KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut);
+        assert_eq!(DeliveryFailure::from(other.clone()), DeliveryFailure::Other(other.clone()));
+        assert_eq!(DeliveryFailure::from(other.clone()).to_string(), other.to_string());
+        assert_eq!(Unacked::BehindSpool.to_string(), "older rounds wait in the spool");
     }
 }

@@ -248,4 +248,76 @@ mod tests {
         };
         assert_eq!(markers(&round), [3, 0]);
     }
+
+    /// The messages `topic` of the cluster at `brokers` holds (its one partition's end).
+    fn held(brokers: &str, topic: &str) -> i64 {
+        let consumer: rdkafka::consumer::BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", brokers)
+            .set("group.id", "ringtrace-spooling-test")
+            .create()
+            .unwrap();
+        let (low, high) =
+            rdkafka::consumer::Consumer::fetch_watermarks(&consumer, topic, 0, Duration::from_secs(10)).unwrap();
+        high - low
+    }
+
+    /// librdkafka reports a message delivered without the broker's word for it in two
+    /// cases: a batch the broker calls a duplicate of one it has (`DUPLICATE_SEQUENCE_NUMBER`,
+    /// `rd_kafka_handle_idempotent_Produce_error`), and the batches before one the broker
+    /// acknowledged whose own requests failed ("implicitly acked",
+    /// `rd_kafka_dr_implicit_ack`), an inference Kafka breaks where a partition holds
+    /// nothing of the producer yet and takes any first sequence number from it.
+    /// Either report has no offset. A spooled round whose messages came back so must be
+    /// sent again, not removed from the spool: here the mock broker answers the first
+    /// produce request with `DUPLICATE_SEQUENCE_NUMBER` having written nothing.
+    #[test]
+    fn a_spooled_round_acknowledged_without_an_offset_is_sent_again() {
+        use rdkafka::mocking::MockCluster;
+        use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+        let mock = MockCluster::new(1).unwrap();
+        mock.create_topic("spooled", 1, 1).unwrap();
+        let brokers = mock.bootstrap_servers();
+        let dir = std::env::temp_dir().join(format!("ringtrace-ship-spooling-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let state_path = dir.join("agent.state");
+        let mut state = State { host: "h".into(), ..State::default() };
+        let mut stats = ShipStats::default();
+        let timeout = Duration::from_secs(10);
+        let mut spooling =
+            Spooling::open(&dir.join("spool"), 1 << 20, timeout, &mut state, &state_path, &mut stats).unwrap();
+        let mut w = BatchWriter::new("h", "s", 0, TimeSource::Drained, 0).unwrap();
+        for seq in 0..4 {
+            w.push(seq, b"record").unwrap();
+        }
+        let part = SpoolPart { source: "s".into(), records: 4, messages: vec![w.finish()] };
+        state.spool_tail = spooling.keep(vec![part]).unwrap() + 1;
+        let mut sender = Sender::new(&brokers, "spooled", crate::agent::Compression::None, timeout, 1 << 20).unwrap();
+        mock.request_errors(RDKafkaApiKey::Produce, &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_DUPLICATE_SEQUENCE_NUMBER]);
+        // The first attempt: sent, then answered for.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        spooling.pump(&mut sender, timeout, &mut state, &state_path, &mut stats).unwrap();
+        assert!(spooling.in_flight.is_some(), "the spooled round was sent");
+        while spooling.in_flight.is_some() {
+            assert!(Instant::now() < deadline, "the first attempt answered for within 30 s");
+            std::thread::sleep(Duration::from_millis(5));
+            spooling.pump(&mut sender, timeout, &mut state, &state_path, &mut stats).unwrap();
+        }
+        assert_eq!(held(&brokers, "spooled"), 0, "the broker wrote nothing of the first attempt");
+        assert_eq!(stats.unspooled, 0, "a round acknowledged without an offset is not delivered");
+        assert!(spooling.backlog(), "the round stays in the spool");
+        assert_eq!((state.spool_head, state.spool_tail), (0, 1));
+        // The next attempt delivers it for real.
+        while spooling.backlog() {
+            assert!(Instant::now() < deadline, "the round delivered within 30 s");
+            std::thread::sleep(Duration::from_millis(5));
+            spooling.pump(&mut sender, timeout, &mut state, &state_path, &mut stats).unwrap();
+        }
+        assert_eq!(stats.unspooled, 4);
+        assert_eq!(held(&brokers, "spooled"), 1, "the round's one message is in the topic");
+        assert_eq!(state.spool_head, 1);
+        drop(spooling);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
