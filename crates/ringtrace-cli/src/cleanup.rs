@@ -3,17 +3,17 @@
 //! here are killed, when SIGINT, SIGTERM or SIGHUP arrives; then the command dies of
 //! that signal as it would have without a handler (the shell sees 130 for Ctrl-C).
 //!
-//! The signals are taken by a thread of their own (`signal_hook::iterator`), so that
-//! the removal runs as ordinary code, not in a signal handler. A signal the parent
-//! left ignored (`nohup` ignores SIGHUP, a shell's `&` SIGINT) stays ignored: the
-//! command is not stopped by what its caller meant it to survive.
+//! The signals are taken by a thread of their own (ringtrace-ship's
+//! `command::on_stop_signals`, as `ship` takes them), so that the removal runs as
+//! ordinary code, not in a signal handler. A signal the parent left ignored (`nohup`
+//! ignores SIGHUP, a shell's `&` SIGINT) stays ignored: the command is not stopped by
+//! what its caller meant it to survive.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use ringtrace_ship::command::{die_of, on_stop_signals};
 
 #[derive(Default)]
 struct Registry {
@@ -32,45 +32,28 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Starts the thread that cleans up on SIGINT, SIGTERM and SIGHUP. Once per process;
-/// a failure to install it leaves the default actions (and is not an error: the
-/// command runs as before).
+/// Starts the thread that cleans up on SIGINT, SIGTERM and SIGHUP (ringtrace-ship's
+/// [`on_stop_signals`], the thread `ship` takes its signals on). Once per process; a
+/// failure to install it leaves the default actions (and is not an error: the command
+/// runs as before).
 pub fn install() {
-    let ignored = ignored_signals();
-    let wanted = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| ignored & (1 << (s - 1)) == 0);
-    let Ok(mut signals) = Signals::new(wanted) else { return };
-    let _ = std::thread::Builder::new().name("ringtrace-signals".into()).spawn(move || {
-        for signal in signals.forever() {
-            // A command that stops cleanly is told, once; a second signal kills it.
-            if GRACEFUL.load(Ordering::Relaxed) && STOP.load(Ordering::Relaxed) == 0 {
-                STOP.store(signal as u8, Ordering::Relaxed);
-                continue;
-            }
-            // A command that reports what it did says it, then exits as a command that
-            // stopped cleanly does.
-            let report = REPORT.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(report) = report {
-                report(signal as u8);
-                run_cleanup();
-                std::process::exit(128 + signal);
-            }
+    on_stop_signals("ringtrace-signals", |signal| {
+        // A command that stops cleanly is told, once; a second signal kills it.
+        if GRACEFUL.load(Ordering::Relaxed) && STOP.load(Ordering::Relaxed) == 0 {
+            STOP.store(signal as u8, Ordering::Relaxed);
+            return;
+        }
+        // A command that reports what it did says it, then exits as a command that
+        // stopped cleanly does.
+        let report = REPORT.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(report) = report {
+            report(signal as u8);
             run_cleanup();
-            // Dies of the signal, as without the handler.
-            let _ = signal_hook::low_level::emulate_default_handler(signal);
             std::process::exit(128 + signal);
         }
+        run_cleanup();
+        die_of(signal);
     });
-}
-
-/// The signals this process ignores (bit `n - 1` for signal `n`), from the `SigIgn`
-/// mask of `/proc/self/status` (see proc(5)); none if it cannot be read.
-fn ignored_signals() -> u64 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigIgn:"))
-        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-        .unwrap_or(0)
 }
 
 /// Whether the command polls [`stop_requested`] (and the first signal only asks).

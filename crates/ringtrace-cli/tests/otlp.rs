@@ -22,6 +22,7 @@ use tracing_subscriber::layer::SubscriberExt;
 mod common;
 
 use common::{run, temp};
+use ringtrace_fixtures::{http_get, unique_name, Jaeger};
 
 /// Root spans recorded, each with children; spans in all.
 const ROOTS: u64 = 500;
@@ -52,12 +53,6 @@ fn recorded(logs: u64) -> (ringtrace_tracing::Recorder, String) {
     (recorder, dir.to_str().unwrap().to_owned())
 }
 
-/// A service name no other test (or run) uses: Jaeger keeps what every test sent.
-fn service(what: &str) -> String {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("ringtrace-test-{what}-{}-{t}", std::process::id())
-}
-
 /// The span ids `export --format otlp-json` writes for `dir`, as Jaeger shows them (hex).
 fn exported_ids(dir: &str, service: &str) -> BTreeSet<String> {
     let out = temp("export.jsonl");
@@ -77,44 +72,16 @@ fn exported_ids(dir: &str, service: &str) -> BTreeSet<String> {
     ids
 }
 
-/// A GET of `url` (`http://HOST:PORT/PATH`): the body.
-fn get(url: &str) -> String {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut s = TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {authority}\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_owned()
-}
-
-/// The spans (id, operation name) Jaeger holds for `service`, once it holds `expect`
-/// of them (its ingest is asynchronous), or what it holds at a 60 s deadline.
-fn jaeger_spans(query: &str, service: &str, expect: usize) -> Vec<(String, String)> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: serde_json::Value =
-            serde_json::from_str(&get(&format!("{query}/api/traces?service={service}&limit={}", ROOTS * 4))).unwrap();
-        let spans: Vec<(String, String)> = v["data"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|t| t["spans"].as_array().unwrap())
-            .map(|s| (s["spanID"].as_str().unwrap().to_owned(), s["operationName"].as_str().unwrap().to_owned()))
-            .collect();
-        if spans.len() >= expect || Instant::now() > deadline {
-            return spans;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// The spans (id, operation name) Jaeger holds for `service` (see [`Jaeger::traces`]).
+fn jaeger_spans(j: &Jaeger, service: &str, expect: usize) -> Vec<(String, String)> {
+    ringtrace_fixtures::jaeger_spans(&j.traces(service, expect))
+        .map(|s| (s["spanID"].as_str().unwrap().to_owned(), s["operationName"].as_str().unwrap().to_owned()))
+        .collect()
 }
 
 /// The span ids Jaeger holds for `service` (see [`jaeger_spans`]).
-fn jaeger_ids(query: &str, service: &str, expect: usize) -> BTreeSet<String> {
-    jaeger_spans(query, service, expect).into_iter().map(|(id, _)| id).collect()
+fn jaeger_ids(j: &Jaeger, service: &str, expect: usize) -> BTreeSet<String> {
+    jaeger_spans(j, service, expect).into_iter().map(|(id, _)| id).collect()
 }
 
 /// `export DIR --to ENDPOINT --service SERVICE` with `extra` arguments.
@@ -129,14 +96,14 @@ fn every_span_is_delivered_to_jaeger_over_grpc_and_over_http() {
     let Some(j) = ringtrace_fixtures::jaeger() else { return };
     let (_rec, dir) = recorded(0);
     for endpoint in [format!("otlp://{}", j.grpc), format!("otlp+http://{}", j.http)] {
-        let svc = service("all");
+        let svc = unique_name("all");
         let o = deliver(&dir, &endpoint, &svc, &[]);
         assert_eq!(o.code, 0, "{endpoint}: {}", o.stderr);
         // 5000 spans in batches of at most 2048.
         assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans in 3 batches")), "{}", o.stderr);
         let sent = exported_ids(&dir, &svc);
         assert_eq!(sent.len() as u64, SPANS);
-        let got = jaeger_ids(&j.query, &svc, sent.len());
+        let got = jaeger_ids(&j, &svc, sent.len());
         assert_eq!(got, sent, "{endpoint}: Jaeger holds other spans than the export's");
     }
 }
@@ -146,15 +113,15 @@ fn log_records_jaeger_does_not_take_are_said_and_fail_the_export() {
     let Some(j) = ringtrace_fixtures::jaeger() else { return };
     let (_rec, dir) = recorded(10);
     for endpoint in [format!("otlp://{}", j.grpc), format!("otlp+http://{}", j.http)] {
-        let svc = service("logs");
+        let svc = unique_name("logs");
         let o = deliver(&dir, &endpoint, &svc, &[]);
         assert_eq!(o.code, 1, "{endpoint}: {}", o.stderr);
         assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans")), "{}", o.stderr);
         assert!(o.stderr.contains("0 of 10 log records"), "{}", o.stderr);
         assert!(o.stderr.contains("10 log records not delivered"), "{}", o.stderr);
-        assert_eq!(jaeger_ids(&j.query, &svc, SPANS as usize).len() as u64, SPANS);
+        assert_eq!(jaeger_ids(&j, &svc, SPANS as usize).len() as u64, SPANS);
         // Spans only: everything asked for is delivered.
-        let o = deliver(&dir, &endpoint, &service("traces"), &["--signals", "traces"]);
+        let o = deliver(&dir, &endpoint, &unique_name("traces"), &["--signals", "traces"]);
         assert_eq!(o.code, 0, "{endpoint}: {}", o.stderr);
     }
 }
@@ -238,12 +205,12 @@ fn a_slow_endpoint_is_retried_until_it_takes_every_batch() {
     for (upstream, scheme) in [(&j.grpc, "otlp"), (&j.http, "otlp+http")] {
         // Its first two connections answer after 1.5 s: a batch waits at most 0.5 s.
         let (addr, _) = proxy(upstream.clone(), 2, First::Held(Duration::from_millis(1500)));
-        let svc = service("slow");
+        let svc = unique_name("slow");
         let o = deliver(&dir, &format!("{scheme}://{addr}"), &svc, &["--timeout", "500ms", "--retry-for", "20s"]);
         assert_eq!(o.code, 0, "{scheme}: {}", o.stderr);
         assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans in 3 batches")), "{}", o.stderr);
         assert!(!o.stderr.contains("spans in 3 batches (0 retries)"), "{scheme}: no retry: {}", o.stderr);
-        assert_eq!(jaeger_ids(&j.query, &svc, SPANS as usize), exported_ids(&dir, &svc));
+        assert_eq!(jaeger_ids(&j, &svc, SPANS as usize), exported_ids(&dir, &svc));
     }
 }
 
@@ -253,13 +220,13 @@ fn a_connection_lost_mid_call_is_retried() {
     let (_rec, dir) = recorded(0);
     for (upstream, scheme) in [(&j.grpc, "otlp"), (&j.http, "otlp+http")] {
         let (addr, conns) = proxy(upstream.clone(), 2, First::Closed);
-        let svc = service("lost");
+        let svc = unique_name("lost");
         let o = deliver(&dir, &format!("{scheme}://{addr}"), &svc, &[]);
         assert_eq!(o.code, 0, "{scheme}: {}", o.stderr);
         assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans in 3 batches")), "{}", o.stderr);
         assert!(!o.stderr.contains("spans in 3 batches (0 retries)"), "{scheme}: no retry: {}", o.stderr);
         assert!(conns.load(Ordering::SeqCst) >= 3, "{scheme}: the closed connections, then one that forwards");
-        assert_eq!(jaeger_ids(&j.query, &svc, SPANS as usize), exported_ids(&dir, &svc));
+        assert_eq!(jaeger_ids(&j, &svc, SPANS as usize), exported_ids(&dir, &svc));
     }
 }
 
@@ -268,14 +235,14 @@ fn unavailable_answers_are_retried_after_the_pause_they_ask_for() {
     let Some(j) = ringtrace_fixtures::jaeger() else { return };
     let (_rec, dir) = recorded(0);
     let (addr, _) = proxy(j.http.clone(), 2, First::Unavailable);
-    let svc = service("503");
+    let svc = unique_name("503");
     let start = Instant::now();
     let o = deliver(&dir, &format!("otlp+http://{addr}"), &svc, &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stderr.contains(&format!("delivered {SPANS} of {SPANS} spans in 3 batches (2 retries)")), "{}", o.stderr);
     // Two answers asked for a second each.
     assert!(start.elapsed() >= Duration::from_secs(2), "{:?}", start.elapsed());
-    assert_eq!(jaeger_ids(&j.query, &svc, SPANS as usize).len() as u64, SPANS);
+    assert_eq!(jaeger_ids(&j, &svc, SPANS as usize).len() as u64, SPANS);
 }
 
 #[test]
@@ -387,7 +354,7 @@ fn follower(ring: u64, what: &str, http: &str) -> (tracing::Dispatch, String, co
     // The recorder lives as long as the process (a live program's would).
     std::mem::forget(recorder);
     let d = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-    let svc = service(what);
+    let svc = unique_name(what);
     let endpoint = format!("otlp+http://{http}");
     let args =
         ["export", dir.to_str().unwrap(), "--to", &endpoint, "--service", &svc, "--signals", "traces", "--follow"];
@@ -430,7 +397,7 @@ fn follow_delivers_a_live_recorder_span_by_span_once_each_and_the_open_ones_at_t
     assert_eq!(status.code(), Some(128 + 15), "{stderr}");
     let expect = REQUESTS * 4 + 1;
     assert!(stderr.contains(&format!("delivered {expect} spans and 0 log records")), "{stderr}");
-    let got = jaeger_spans(&j.query, &svc, expect as usize);
+    let got = jaeger_spans(&j, &svc, expect as usize);
     let unique: BTreeSet<&String> = got.iter().map(|(id, _)| id).collect();
     assert_eq!((got.len() as u64, unique.len() as u64), (expect, expect), "every span once: {stderr}");
     let open: Vec<_> = got.iter().filter(|(_, name)| name == "open").collect();
@@ -524,7 +491,7 @@ fn follow_sends_each_span_once_while_the_recorder_overwrites_and_says_what_it_lo
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stderr}"));
     let v: serde_json::Value =
-        serde_json::from_str(&get(&format!("{}/api/traces?service={svc}&limit=10000", j.query))).unwrap();
+        serde_json::from_str(&http_get(&format!("{}/api/traces?service={svc}&limit=10000", j.query))).unwrap();
     let spans: Vec<&serde_json::Value> =
         v["data"].as_array().into_iter().flatten().flat_map(|t| t["spans"].as_array().unwrap()).collect();
     let mut steps = BTreeSet::new();

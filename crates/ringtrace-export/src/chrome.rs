@@ -193,7 +193,7 @@ pub fn write_with_progress(
                 // A decimal string: span ids reach past 2^53 (those made through an
                 // `Emitter` have bit 63 set), where a JSON number loses digits.
                 args.insert("span_id".into(), json_id(*span));
-                w.put(&Record::Begin { ts_ns, pid, tid, span: *span, name: &name, category: &cat, args })?;
+                w.put(&Record::Begin { ts_ns, pid, tid, span: *span, name, category: cat, args })?;
             }
             EntryKind::Exit { span } => {
                 if slices.exit(tid, *span, ts_ns) {

@@ -163,7 +163,7 @@ pub fn write_with_progress(trace: &Trace, dir: &Path, progress: &mut dyn FnMut(u
             }
             ViewKind::Enter(span) => {
                 let (name, _, _) = slices.enter(tid64, *span, ts_ns);
-                w.put(&Plain::Begin { ts_ns, pid, tid: tid64, span: *span, name: &name, category: "", args: () })?;
+                w.put(&Plain::Begin { ts_ns, pid, tid: tid64, span: *span, name, category: "", args: () })?;
                 x.slices += 1;
             }
             ViewKind::Exit(span) => {

@@ -12,9 +12,10 @@
 //!   an OTLP/gRPC or OTLP/HTTP endpoint in bounded batches, with retries and partial
 //!   success, as `ringtrace export --to` does.
 //!
-//! A trace's entries and a fleet's records (`ringtrace-ship`'s) reach Chrome's format
-//! and CTF through one writer each, over one [record model](record) (the other formats
-//! are to follow).
+//! A trace's entries and a fleet's records (`ringtrace-ship`'s) reach Chrome's format,
+//! CTF and Perfetto's through one writer each, over one [record model](record);
+//! OpenTelemetry's log records through one mapping (`otlp::model`)
+//! and one OTLP/JSON writer (`otlp::JsonLines`).
 //!
 //! They read a trace the `ringtrace-tracing` crate's [`decode`](ringtrace_tracing::decode)
 //! opens (a dump, a stream's trace file, a recorder directory); `ringtrace export` runs
@@ -57,8 +58,6 @@ mod halves;
 pub mod otlp;
 #[cfg(feature = "perfetto")]
 pub mod perfetto;
-#[cfg(feature = "ctf")]
-mod private;
 pub mod record;
 
 use std::io;
@@ -198,12 +197,12 @@ impl<'a> Slices<'a> {
 
     /// A thread enters `span`: a slice opens. Its name, category and fields (`?` for a
     /// span whose `new span` record the trace no longer holds).
-    pub fn enter(&mut self, tid: u64, span: u64, ts: u64) -> (String, String, &[Field<'a>]) {
+    pub fn enter(&mut self, tid: u64, span: u64, ts: u64) -> (&str, &str, &[Field<'a>]) {
         self.last = self.last.max(ts);
         self.open.entry(tid).or_default().push(span);
         match self.spans.get(&span) {
-            Some((name, cat, fields)) => (name.clone(), cat.clone(), fields),
-            None => ("?".into(), String::new(), &[]),
+            Some((name, cat, fields)) => (name, cat, fields),
+            None => ("?", "", &[]),
         }
     }
 

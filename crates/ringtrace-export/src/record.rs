@@ -3,7 +3,9 @@
 //! (events, a fleet's records, lost-event markers) and slices (spans entered and
 //! exited). A trace's entries and a fleet's records (`ringtrace-ship` turns its
 //! timeline into these) reach a format through the same writer: [`crate::chrome::Writer`],
-//! `ctf::Writer`.
+//! `ctf::Writer`, `perfetto::Writer`. A record's arguments are [`Args`] for the JSON
+//! formats and [`Annotations`] for those that keep each value's type (Perfetto's debug
+//! annotations).
 //!
 //! ```
 //! # #[cfg(feature = "chrome")] {
@@ -51,6 +53,65 @@ impl Args for () {
 impl<A: Args + ?Sized> Args for &A {
     fn write_json(&self, out: &mut Vec<u8>) -> io::Result<()> {
         (**self).write_json(out)
+    }
+}
+
+/// A typed value of a record's argument, for the formats that keep types.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Typed<'v> {
+    /// An unsigned integer.
+    Uint(u64),
+    /// A signed integer.
+    Int(i64),
+    /// A double (NaN and the infinities included).
+    Double(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A string.
+    Str(&'v str),
+    /// A string that recurs from record to record (a level's name): a format that
+    /// interns string values (Perfetto's `debug_annotation_string_values`) writes it
+    /// once per sequence, then by number.
+    Interned(&'v str),
+}
+
+/// A record's arguments as names and [`Typed`] values (Perfetto's debug annotations).
+///
+/// The names are interned by the writers that intern (Perfetto's, per sequence): a
+/// name handed again at the same address with the same text (a `&'static str`, a
+/// callsite's field name) is found without hashing its text.
+pub trait Annotations {
+    /// Hands each argument to `f`, in order: its name and its value.
+    fn annotate<F: FnMut(&str, Typed<'_>)>(&self, f: &mut F);
+}
+
+/// No arguments.
+impl Annotations for () {
+    fn annotate<F: FnMut(&str, Typed<'_>)>(&self, _: &mut F) {}
+}
+
+impl<A: Annotations + ?Sized> Annotations for &A {
+    fn annotate<F: FnMut(&str, Typed<'_>)>(&self, f: &mut F) {
+        (**self).annotate(f);
+    }
+}
+
+/// A JSON object's members: integers as `Uint` (else `Int`, else `Double`), booleans,
+/// strings; `null`, arrays and objects as their JSON text.
+impl Annotations for Map<String, Json> {
+    fn annotate<F: FnMut(&str, Typed<'_>)>(&self, f: &mut F) {
+        for (k, v) in self {
+            match v {
+                Json::Bool(b) => f(k, Typed::Bool(*b)),
+                Json::String(s) => f(k, Typed::Str(s)),
+                Json::Number(n) => match (n.as_u64(), n.as_i64()) {
+                    (Some(u), _) => f(k, Typed::Uint(u)),
+                    (None, Some(i)) => f(k, Typed::Int(i)),
+                    (None, None) => f(k, Typed::Double(n.as_f64().unwrap_or(f64::NAN))),
+                },
+                other => f(k, Typed::Str(&other.to_string())),
+            }
+        }
     }
 }
 

@@ -293,10 +293,12 @@ fn attribute_keys_are_unique_and_user_fields_keep_theirs() {
     let ev = &s.events[0];
     unique(&ev.attributes);
     assert_eq!(attr(&ev.attributes, "level"), Some(&V::StringValue("custom".into())));
+    assert_eq!(ev.dropped_attributes_count, 1, "the mapping's level, left out");
     let log = &c.logs.resource_logs[0].scope_logs[0].log_records[0];
     unique(&log.attributes);
     assert_eq!(attr(&log.attributes, "thread.id"), Some(&V::IntValue(5)));
     assert!(matches!(attr(&log.attributes, "thread.name"), Some(V::StringValue(_))));
+    assert_eq!(log.dropped_attributes_count, 1, "the mapping's thread.id, left out");
 }
 
 /// An event whose callsite the trace lacks has no known level: severity number 0
@@ -505,3 +507,5 @@ fn json_lines_are_batches() {
 
 #[path = "otlp/batches.rs"]
 mod batches;
+#[path = "otlp/records.rs"]
+mod records;

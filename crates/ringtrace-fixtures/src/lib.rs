@@ -9,6 +9,11 @@
 //! instead where `RINGTRACE_REQUIRE` lists `bpf`: see [`skip`]). Tests of perf events
 //! and of the TSC skip through [`skip`] too.
 //!
+//! The integration tests' shared helpers live here as well: a fresh temporary
+//! directory ([`TempDir`]), a registry with a test's layer on it ([`dispatch`]), a
+//! local attacker's planted files ([`give_to_attacker`], [`plant_symlink`], [`Canary`]),
+//! and what a test delivered to Jaeger, read back ([`Jaeger::traces`]).
+//!
 //! ```no_run
 //! use std::os::fd::AsFd;
 //! use ringtrace_fixtures::{have_bpf, Method, ProgSpec, RingMap, SeqProgram};
@@ -28,20 +33,26 @@
 
 mod asm;
 mod bpffs;
+mod files;
+mod jaeger;
 mod map;
 mod prog;
 mod require;
+mod subscriber;
 mod sys;
 mod tmpfs;
 
 use std::sync::OnceLock;
 
 pub use bpffs::BpfFs;
+pub use files::{attacker_dir, euid, give_to_attacker, mode, plant_symlink, Canary, TempDir, ATTACKER};
+pub use jaeger::{http_get, jaeger_spans, unique_name, JAEGER_WAIT};
 pub use map::{create_array_map, pin_fd, RingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
 pub use require::{
     have_babeltrace2, have_bpf, have_root, jaeger, kafka_brokers, required, skip, Feature, Jaeger, REQUIRE_VAR,
 };
+pub use subscriber::dispatch;
 pub use tmpfs::Tmpfs;
 
 /// `None` when BPF ring buffer maps can be created here; else a one-line reason for a bench

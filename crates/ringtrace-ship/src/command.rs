@@ -35,7 +35,7 @@ pub use error::{CommandError, KAFKA_FEATURE};
 pub use follow::Delivered;
 pub use log::{log_to_stderr, StderrLines};
 pub use otlp::{parse_header, HeaderError, OtlpOptions, OtlpShip, Signals};
-pub use signals::stop_signals;
+pub use signals::{die_of, on_stop_signals, stop_signals};
 
 #[cfg(feature = "kafka")]
 use crate::agent::{self, Compression, Config, FileConfig, ShipStats};

@@ -5,24 +5,17 @@
 
 #![cfg(feature = "otlp")]
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use ringtrace_fixtures::{unique_name, Jaeger};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Root spans recorded, each with children; spans in all.
 const ROOTS: u64 = 200;
 const CHILDREN: u64 = 4;
 const SPANS: u64 = ROOTS * (CHILDREN + 1);
-
-/// A name no other test (or run) uses: Jaeger keeps what every test sent.
-fn unique(what: &str) -> String {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("ringtrace-ship-test-{what}-{}-{t}", std::process::id())
-}
 
 /// A recorder directory holding `ROOTS` root spans of `CHILDREN` children each (an
 /// event in every child); the recorder, kept while the directory is read.
@@ -44,53 +37,30 @@ fn recorded(dir: &PathBuf) -> ringtrace_tracing::Recorder {
     recorder
 }
 
-/// A GET of `url` (`http://HOST:PORT/PATH`): the body.
-fn get(url: &str) -> String {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut s = TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {authority}\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_owned()
-}
-
-/// Jaeger's traces of `service`, once it holds `expect` spans of them (its ingest is
-/// asynchronous), or what it holds at a 60 s deadline: (spans, the `host.name` tags of
-/// their processes).
-fn jaeger(query: &str, service: &str, expect: u64) -> (u64, Vec<String>) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: serde_json::Value =
-            serde_json::from_str(&get(&format!("{query}/api/traces?service={service}&limit={}", ROOTS * 4))).unwrap();
-        let traces = v["data"].as_array().cloned().unwrap_or_default();
-        let spans: u64 = traces.iter().map(|t| t["spans"].as_array().map_or(0, |s| s.len() as u64)).sum();
-        if spans >= expect || Instant::now() > deadline {
-            let mut hosts: Vec<String> = traces
-                .iter()
-                .flat_map(|t| t["processes"].as_object().cloned().unwrap_or_default().into_values())
-                .flat_map(|p| p["tags"].as_array().cloned().unwrap_or_default())
-                .filter(|tag| tag["key"] == "host.name")
-                .map(|tag| tag["value"].as_str().unwrap_or_default().to_owned())
-                .collect();
-            hosts.sort();
-            hosts.dedup();
-            return (spans, hosts);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// Jaeger's traces of `service` (see [`Jaeger::traces`]): their spans, and the
+/// `host.name` tags of their processes.
+fn jaeger(j: &Jaeger, service: &str, expect: u64) -> (u64, Vec<String>) {
+    let traces = j.traces(service, expect as usize);
+    let spans = ringtrace_fixtures::jaeger_spans(&traces).count() as u64;
+    let mut hosts: Vec<String> = traces
+        .iter()
+        .flat_map(|t| t["processes"].as_object().cloned().unwrap_or_default().into_values())
+        .flat_map(|p| p["tags"].as_array().cloned().unwrap_or_default())
+        .filter(|tag| tag["key"] == "host.name")
+        .map(|tag| tag["value"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    (spans, hosts)
 }
 
 #[test]
 fn ship_to_an_otlp_endpoint_follows_recorders_under_the_host_name() {
     let Some(j) = ringtrace_fixtures::jaeger() else { return };
-    let dir = std::env::temp_dir().join(unique("rec"));
+    let dir = std::env::temp_dir().join(unique_name("rec"));
     let _recorder = recorded(&dir);
     for (to, what) in [(format!("otlp://{}", j.grpc), "grpc"), (format!("otlp+http://{}", j.http), "http")] {
-        let service = unique(what);
+        let service = unique_name(what);
         let o = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship"))
             .args(["ship", "--to", &to, "--service", &service, "--host-name", "h1", "--signals", "traces"])
             .args(["--duration", "300ms", "--interval", "100ms"])
@@ -100,7 +70,7 @@ fn ship_to_an_otlp_endpoint_follows_recorders_under_the_host_name() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(0), "{to}: {stderr}");
         assert!(stderr.contains(&format!("delivered {SPANS} spans and 0 log records")), "{to}: {stderr}");
-        let (spans, hosts) = jaeger(&j.query, &service, SPANS);
+        let (spans, hosts) = jaeger(&j, &service, SPANS);
         assert_eq!(spans, SPANS, "{to}: every span once");
         assert_eq!(hosts, ["h1"], "{to}");
     }
@@ -123,11 +93,11 @@ fn ship_to_an_otlp_endpoint_follows_recorders_under_the_host_name() {
 fn a_first_sigterm_ends_the_follower_with_what_it_delivered() {
     use rustix::process::{kill_process, Pid, Signal};
     let Some(j) = ringtrace_fixtures::jaeger() else { return };
-    let dir = std::env::temp_dir().join(unique("rec-term"));
+    let dir = std::env::temp_dir().join(unique_name("rec-term"));
     let _recorder = recorded(&dir);
-    let service = unique("term");
+    let service = unique_name("term");
     let to = format!("otlp://{}", j.grpc);
-    let err = std::env::temp_dir().join(unique("term-stderr"));
+    let err = std::env::temp_dir().join(unique_name("term-stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_ringtrace-ship"))
         .args(["ship", "--to", &to, "--service", &service, "--signals", "traces", "--interval", "100ms"])
         .arg(&dir)
@@ -135,7 +105,7 @@ fn a_first_sigterm_ends_the_follower_with_what_it_delivered() {
         .spawn()
         .unwrap();
     // Jaeger holds the spans once a round delivered them: the signals are taken by then.
-    let (spans, _) = jaeger(&j.query, &service, SPANS);
+    let (spans, _) = jaeger(&j, &service, SPANS);
     assert_eq!(spans, SPANS, "every span once");
     kill_process(Pid::from_child(&child), Signal::TERM).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -15,8 +15,8 @@ use rustix::fs::{self, AtFlags, Mode, OFlags};
 use crate::catalog::Catalog;
 use crate::error::Error;
 use crate::file::{self, chunk, Process, CATALOG_FILE, RINGS_FILE};
+use crate::files;
 use crate::layer::RingLayer;
-use crate::private;
 use crate::recorder::Recorder;
 use crate::shared::{Limits, Shared, Sink};
 use crate::stream::Drain;
@@ -177,7 +177,7 @@ impl Builder {
                 }
             }
             Kind::Stream { path } => {
-                let out = private::create_new(path).map_err(|e| Error::io("creating the stream file", path, e))?;
+                let out = files::create_new(path).map_err(|e| Error::io("creating the stream file", path, e))?;
                 (sink, Catalog::default(), Some((out, path.clone())))
             }
         };
@@ -256,7 +256,7 @@ impl Builder {
         let flags =
             OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut f = File::from(
-            fs::openat(&dir_fd, CATALOG_FILE, flags, Mode::from_raw_mode(private::FILE_MODE))
+            fs::openat(&dir_fd, CATALOG_FILE, flags, Mode::from_raw_mode(files::FILE_MODE))
                 .map_err(|e| Error::io("creating the catalog", &catalog, e.into()))?,
         );
         let rings_made = (|| {
@@ -292,7 +292,7 @@ impl Builder {
 /// user could change the files of: owned by another user than this process's effective
 /// one, or writable by its group or by others.
 fn recorder_directory(dir: &Path) -> Result<OwnedFd, Error> {
-    private::make_dir(dir).map_err(|e| Error::io("making the recorder directory", dir, e))?;
+    files::make_dir(dir).map_err(|e| Error::io("making the recorder directory", dir, e))?;
     // O_PATH: the descriptor names the directory for fstat and the *at calls, and
     // needs no read permission on it.
     let fd = fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())

@@ -59,7 +59,7 @@
 //! `catalog` holds callsites and threads; `shared` and `local` the recorder's and each
 //! thread's state; `layer` the `Layer`, `emitter` its counterpart for events given as
 //! data (the C API's); `builder`, `recorder` and `stream` the user's
-//! handles and the stream's drain; `private` creates the files and directories they
+//! handles and the stream's drain; [`files`] creates the files and directories they
 //! write (new, never through a symlink, mode 0600 and 0700); `decode` reads it all back.
 
 #![forbid(unsafe_code)]
@@ -71,9 +71,9 @@ mod directory;
 mod emitter;
 mod error;
 mod file;
+pub mod files;
 mod layer;
 mod local;
-mod private;
 mod recorder;
 mod shared;
 mod stream;

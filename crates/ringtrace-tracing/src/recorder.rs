@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::emitter::Emitter;
 use crate::error::Error;
 use crate::file::{self, chunk};
-use crate::private::Partial;
+use crate::files::Partial;
 use crate::shared::{Counters, Shared, Sink};
 use crate::stream::Drain;
 

@@ -11,60 +11,14 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::{lchown, symlink, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{dispatch, TempDir};
-use ringtrace_fixtures::have_root;
+use ringtrace_fixtures::{attacker_dir, euid, give_to_attacker, have_root, mode, plant_symlink, Canary, ATTACKER};
 use ringtrace_tracing::decode::Trace;
 use ringtrace_tracing::{Builder, Recorder, CATALOG_FILE, RINGS_FILE};
-
-/// The attacker: `nobody` on most systems.
-const ATTACKER: u32 = 65534;
-const CANARY: &str = "the canary: a file of root's that no dump may touch\n";
-
-/// The canary still holds what it held.
-fn assert_untouched(canary: &Path, what: &str) {
-    assert!(std::fs::read(canary).unwrap() == CANARY.as_bytes(), "{what}");
-}
-
-fn me() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
-
-/// The mode bits of `p` itself (a symlink's own, not its target's).
-fn mode(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
-}
-
-/// Gives `p` (not what it links to) to the attacker, if this process may (else the
-/// calling test goes on without that part, after [`have_root`] said so, or fails).
-fn give_to_attacker(p: &Path) {
-    if have_root("give a file to another user (lchown)") {
-        lchown(p, Some(ATTACKER), Some(ATTACKER)).unwrap();
-    }
-}
-
-/// A directory the attacker writes in: theirs (root can write it too).
-fn attacker_dir(name: &str) -> TempDir {
-    let d = TempDir::new(name);
-    give_to_attacker(&d.0);
-    d
-}
-
-/// A root-owned file the attacker wants overwritten.
-fn canary(dir: &Path) -> PathBuf {
-    let c = dir.join("canary");
-    std::fs::write(&c, CANARY).unwrap();
-    c
-}
-
-/// The attacker's symlink at `at` to `to`.
-fn plant_symlink(to: &Path, at: &Path) {
-    symlink(to, at).unwrap();
-    give_to_attacker(at);
-}
 
 /// An in-memory flight recorder that recorded a few events.
 fn recorded() -> Recorder {
@@ -81,7 +35,7 @@ fn recorded() -> Recorder {
 fn assert_private_dump(dump: &Path) {
     let m = std::fs::symlink_metadata(dump).unwrap();
     assert!(m.file_type().is_file(), "{} is not a regular file", dump.display());
-    assert_eq!(m.uid(), me(), "{} is not the recorder's", dump.display());
+    assert_eq!(m.uid(), euid(), "{} is not the recorder's", dump.display());
     assert_eq!(m.mode() & 0o7777, 0o600, "{}", dump.display());
     assert_eq!(Trace::open(dump).unwrap().events().len(), 3);
 }
@@ -89,20 +43,20 @@ fn assert_private_dump(dump: &Path) {
 #[test]
 fn a_symlink_planted_at_every_temporary_name_of_a_dump_is_never_written_through() {
     let dir = attacker_dir("attack-every-name");
-    let canary = canary(&dir.0);
+    let canary = Canary::plant(&dir.0);
     // A symlink to a name that does not exist: a plain create would make it (root's
     // file, wherever the attacker points).
     let dangling = dir.join("made-through-a-symlink");
     let target = dir.join("dump.rtt");
     // Every name a dump of this process could take: the fixed name older versions
     // used, and `PATH.partial.PID.N` for more counter values than this binary's dumps use.
-    plant_symlink(&canary, &dir.join("dump.rtt.partial"));
+    plant_symlink(canary.path(), &dir.join("dump.rtt.partial"));
     for n in 0..2000u32 {
-        let to = if n % 2 == 0 { &canary } else { &dangling };
+        let to = if n % 2 == 0 { canary.path() } else { &dangling };
         plant_symlink(to, &dir.join(&format!("dump.rtt.partial.{}.{n}", std::process::id())));
     }
     let got = recorded().dump(&target);
-    assert_untouched(&canary, "the dump wrote through a symlink");
+    canary.assert_untouched("the dump wrote through a symlink");
     assert!(std::fs::symlink_metadata(&dangling).is_err(), "the dump created a file through a symlink");
     // With no free name there is no dump, and no file at the target either.
     let e = got.unwrap_err();
@@ -114,10 +68,10 @@ fn a_symlink_planted_at_every_temporary_name_of_a_dump_is_never_written_through(
 #[test]
 fn a_symlink_at_the_old_partial_name_leaves_its_target_alone() {
     let dir = attacker_dir("attack-partial-link");
-    let canary = canary(&dir.0);
-    plant_symlink(&canary, &dir.join("dump.rtt.partial"));
+    let canary = Canary::plant(&dir.0);
+    plant_symlink(canary.path(), &dir.join("dump.rtt.partial"));
     recorded().dump(dir.join("dump.rtt")).unwrap();
-    assert_untouched(&canary, "the dump wrote through dump.rtt.partial");
+    canary.assert_untouched("the dump wrote through dump.rtt.partial");
     assert_private_dump(&dir.join("dump.rtt"));
     // The attacker's symlink is still there, still a symlink: it was stepped over.
     assert!(std::fs::symlink_metadata(dir.join("dump.rtt.partial")).unwrap().file_type().is_symlink());
@@ -126,10 +80,10 @@ fn a_symlink_at_the_old_partial_name_leaves_its_target_alone() {
 #[test]
 fn a_symlink_at_the_dump_name_is_replaced_not_followed() {
     let dir = attacker_dir("attack-target-link");
-    let canary = canary(&dir.0);
-    plant_symlink(&canary, &dir.join("dump.rtt"));
+    let canary = Canary::plant(&dir.0);
+    plant_symlink(canary.path(), &dir.join("dump.rtt"));
     recorded().dump(dir.join("dump.rtt")).unwrap();
-    assert_untouched(&canary, "a symlink was followed");
+    canary.assert_untouched("a symlink was followed");
     assert_private_dump(&dir.join("dump.rtt"));
 }
 
@@ -151,35 +105,17 @@ fn a_dump_over_files_the_attacker_planted_is_roots_and_private() {
 }
 
 #[test]
-fn dumps_catalogs_and_streams_are_mode_0600() {
-    let dir = TempDir::new("attack-modes");
-    let (layer, recorder) =
-        Builder::flight_recorder().per_thread_bytes(64 << 10).directory(dir.join("rec")).build().unwrap();
-    tracing::dispatcher::with_default(&dispatch(layer), || tracing::info!("one"));
-    for f in [CATALOG_FILE, RINGS_FILE] {
-        assert_eq!(mode(&dir.join("rec").join(f)), 0o600, "{f}");
-    }
-    recorder.dump(dir.join("dump.rtt")).unwrap();
-    assert_eq!(mode(&dir.join("dump.rtt")), 0o600);
-
-    let (layer, stream) = Builder::stream(dir.join("stream.rtt")).per_thread_bytes(64 << 10).build().unwrap();
-    tracing::dispatcher::with_default(&dispatch(layer), || tracing::info!("one"));
-    stream.finish().unwrap();
-    assert_eq!(mode(&dir.join("stream.rtt")), 0o600);
-}
-
-#[test]
 fn a_stream_file_is_never_made_through_a_symlink() {
     let dir = attacker_dir("attack-stream-link");
-    let canary = canary(&dir.0);
+    let canary = Canary::plant(&dir.0);
     let dangling = dir.join("made-through-a-symlink");
-    plant_symlink(&canary, &dir.join("a.rtt"));
+    plant_symlink(canary.path(), &dir.join("a.rtt"));
     plant_symlink(&dangling, &dir.join("b.rtt"));
     for name in ["a.rtt", "b.rtt"] {
         let e = Builder::stream(dir.join(name)).per_thread_bytes(64 << 10).build().unwrap_err();
         assert!(e.to_string().contains("creating the stream file"), "{e}");
     }
-    assert_untouched(&canary, "a symlink was followed");
+    canary.assert_untouched("a symlink was followed");
     assert!(std::fs::symlink_metadata(&dangling).is_err());
 }
 
@@ -200,8 +136,8 @@ fn panic_child() {
 #[test]
 fn a_panic_dump_steps_over_a_planted_symlink() {
     let dir = attacker_dir("attack-panic");
-    let canary = canary(&dir.0);
-    plant_symlink(&canary, &dir.join("panic.rtt.partial"));
+    let canary = Canary::plant(&dir.0);
+    plant_symlink(canary.path(), &dir.join("panic.rtt.partial"));
     let child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "panic_child", "--ignored", "--nocapture", "--test-threads=1"])
         .env("ATTACK_CHILD_DIR", &dir.0)
@@ -212,7 +148,7 @@ fn a_panic_dump_steps_over_a_planted_symlink() {
     let stderr = String::from_utf8_lossy(&child.stderr);
     assert!(BufReader::new(&child.stdout[..]).lines().map_while(Result::ok).any(|l| l.contains("ready")), "{stderr}");
     assert!(stderr.contains("flight recorder dumped to"), "{stderr}");
-    assert_untouched(&canary, "the panic dump wrote through a symlink");
+    canary.assert_untouched("the panic dump wrote through a symlink");
     assert_private_dump(&dir.join("panic.rtt"));
 }
 

@@ -4,15 +4,9 @@
 
 mod common;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-
 use common::{dispatch, TempDir};
+use ringtrace_fixtures::mode;
 use ringtrace_tracing::{Builder, CATALOG_FILE, RINGS_FILE};
-
-fn mode(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
-}
 
 #[test]
 fn outputs_stay_private_under_umask_000() {

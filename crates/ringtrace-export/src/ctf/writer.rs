@@ -8,10 +8,12 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use foldhash::HashMap;
+// The files made as the tracing layer makes its own: new, never through a symlink,
+// mode 0600 (directories 0700).
+use ringtrace_tracing::files::{self, Partial};
 
 use super::class::{Classes, CtfArgs, Event};
 use super::text::{put_string, quoted};
-use crate::private::{self, Partial};
 use crate::record::Record;
 
 /// A packet is ended once its events reach this many bytes.
@@ -134,7 +136,7 @@ pub struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// Makes the directory `dir` (mode 0700 if missing) for the trace.
     pub fn new(dir: &Path, layout: Layout<'a>) -> io::Result<Self> {
-        private::make_dir(dir)?;
+        files::make_dir(dir)?;
         let (streams, by_tid, named) = (Vec::new(), HashMap::default(), HashMap::default());
         Ok(Writer {
             dir: dir.into(),
@@ -151,7 +153,7 @@ impl<'a> Writer<'a> {
         let path = self.dir.join(name);
         Ok(match self.layout.files {
             Files::Replace => Out::Partial(Partial::create(&path)?),
-            Files::New => Out::New(private::create_new(&path)?),
+            Files::New => Out::New(files::create_new(&path)?),
         })
     }
 
@@ -263,7 +265,7 @@ impl<'a> Writer<'a> {
         let path = self.dir.join("metadata");
         let mut m = match self.layout.files {
             Files::Replace => Out::Partial(Partial::create(&path)?),
-            Files::New => Out::New(private::create_new(&path)?),
+            Files::New => Out::New(files::create_new(&path)?),
         };
         m.write_all(meta.as_bytes())?;
         m.flush()?;

@@ -2,6 +2,11 @@
 //! a trace's spans as OTLP spans, the events inside them as span events, the events
 //! outside any span as log records. The mapping, field by field:
 //!
+//! The forms of values, attribute lists, severities, log records and resources are
+//! [`model`]'s, which the fleet's OTLP export (`ringtrace_ship::fleet::export`) shares:
+//! an event outside any span becomes the log record the JSON object an agent ships of
+//! it becomes.
+//!
 //! * **Resource** (one for the trace's process): `service.name` ([`Options::service`],
 //!   else the program's name, else `unknown_service`, the OpenTelemetry semantic
 //!   conventions' value where the name is not known), `host.name` ([`Options::host`],
@@ -24,7 +29,8 @@
 //! * **Attribute keys** are unique in each list, as OTLP requires: a field keeps its
 //!   name and its latest value (a `record` replaces the value it had); an attribute the
 //!   mapping adds (`level`, `thread.*`, `code.*`, `ringtrace.*`) is left out where a
-//!   field has its key.
+//!   field has its key, and counted in the `dropped_attributes_count` of a span event
+//!   or a log record (a span's attributes change with its `record`s: it counts none).
 //! * **Ids**: the spans under one root (a span without a parent, or whose parent the
 //!   trace does not hold) make one OTLP trace. A span's id is a hash of the process id,
 //!   the host and service names it is exported under ([`Options`]), the span's id and
@@ -41,16 +47,22 @@
 //!   its process chunk (or whose chunk holds no wall-clock reading) has its times in
 //!   `CLOCK_MONOTONIC` nanoseconds, not Unix ones: [`Converted::clock_unknown`].
 //! * **An event in a span**: a span event of the innermost span, named by its message
-//!   (else its callsite's name), its other fields as attributes, and `level`.
-//! * **An event outside any span**: a log record: severity number and text from the
-//!   level (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17; 0, `SEVERITY_NUMBER_UNSPECIFIED`,
-//!   and no text for an event whose callsite the trace lacks), its message as the body,
-//!   its other fields as attributes, `thread.id` and `thread.name`.
-//! * **Lost records** (`lost` entries): counted in [`Converted::lost`], and a log
-//!   record of severity WARN says how many at that time.
+//!   (else its callsite's name), its other fields as attributes, and `level`;
+//!   `dropped_attributes_count` the values the recorder dropped.
+//! * **An event outside any span**: a log record ([`model::event_record`]): severity
+//!   number and text from the level (TRACE 1, DEBUG 5, INFO 9, WARN 13, ERROR 17; 0,
+//!   `SEVERITY_NUMBER_UNSPECIFIED`, and no text for an event whose callsite the trace
+//!   lacks), its `message` field's value as the body (else its callsite's name), its
+//!   other fields as attributes, then `code.namespace`, `thread.id`, `thread.name` and,
+//!   where the recorder cut values at its bound, `ringtrace.cut` (their names);
+//!   `dropped_attributes_count` the values the recorder dropped.
+//! * **Lost events** (`lost` entries): counted in [`Converted::lost`], and a log
+//!   record of severity WARN says how many at that time ([`model::lost_record`]:
+//!   `ringtrace: N events lost here (ring full)`, `ringtrace.lost`, `thread.*`).
 //!
 //! A collector bounds the requests it takes: [`trace_batches`] and [`log_batches`]
-//! split a conversion's into requests of bounded size.
+//! split a conversion's into requests of bounded size, and [`JsonLines`] writes them
+//! as OTLP/JSON lines.
 //!
 //! ```
 //! # use tracing_subscriber::layer::SubscriberExt;
@@ -76,23 +88,26 @@
 //! ```
 
 mod batches;
+mod lines;
+pub mod model;
 mod spans;
 
 use std::collections::HashMap;
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::{any_value, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
-use ringtrace_tracing::Level;
 
 pub use batches::{log_batches, trace_batches, Limits};
+pub use lines::JsonLines;
+use model::{kv, put, string, value, Attributes, Thread};
 pub use spans::SpanSource;
 use spans::{finish, Building};
 
-use ringtrace_tracing::decode::{EntryKind, Field, Trace, Value};
+use ringtrace_tracing::decode::{EntryKind, Event, Trace};
 
 /// What the export names the resource by.
 #[derive(Clone, Debug, Default)]
@@ -137,102 +152,45 @@ pub struct Converted {
     pub sources: Vec<SpanSource>,
 }
 
-fn kv(key: &str, value: any_value::Value) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: Some(AnyValue { value: Some(value) }), ..KeyValue::default() }
-}
-
-/// Sets a field's attribute: the value of the attribute of its key if there is one,
-/// else a new attribute.
-fn put(attrs: &mut Vec<KeyValue>, key: &str, v: any_value::Value) {
-    match attrs.iter_mut().find(|a| a.key == key) {
-        Some(a) => a.value = Some(AnyValue { value: Some(v) }),
-        None => attrs.push(kv(key, v)),
-    }
-}
-
-/// Adds an attribute the mapping makes, unless one of its key is there (a field's).
+/// Adds an attribute the mapping makes to a span, unless one of its key is there (a
+/// field's).
 fn add(attrs: &mut Vec<KeyValue>, key: &str, v: any_value::Value) {
     if !attrs.iter().any(|a| a.key == key) {
-        attrs.push(kv(key, v));
-    }
-}
-
-fn string(s: impl Into<String>) -> any_value::Value {
-    any_value::Value::StringValue(s.into())
-}
-
-/// An integer as OTLP holds it: an `int` where it fits an i64, else its decimal text.
-fn int(x: i128) -> any_value::Value {
-    i64::try_from(x).map_or_else(|_| string(x.to_string()), any_value::Value::IntValue)
-}
-
-/// A recorded value as an OTLP value of its type.
-fn value(v: &Value) -> any_value::Value {
-    match v {
-        Value::U64(x) => int(i128::from(*x)),
-        Value::I64(x) => any_value::Value::IntValue(*x),
-        Value::F64(x) => {
-            ringtrace_tracing::decode::text::non_finite_text(*x).map_or(any_value::Value::DoubleValue(*x), string)
-        }
-        Value::Bool(x) => any_value::Value::BoolValue(*x),
-        Value::U128(x) => i128::try_from(*x).map_or_else(|_| string(x.to_string()), int),
-        Value::I128(x) => int(*x),
-        Value::Str(s) | Value::Debug(s) | Value::Error(s) => string(s.clone()),
-        Value::Bytes(b) => any_value::Value::BytesValue(b.clone()),
+        attrs.push(kv(key, Some(v)));
     }
 }
 
 /// Fields as attributes, a later field of a name replacing an earlier one.
-fn attributes<'f>(fields: impl IntoIterator<Item = &'f Field<'f>>) -> Vec<KeyValue> {
-    let mut attrs = Vec::new();
+fn attributes<'f>(fields: impl IntoIterator<Item = &'f ringtrace_tracing::decode::Field<'f>>) -> Attributes {
+    let mut attrs = Attributes::new(0);
     for f in fields {
-        put(&mut attrs, &f.name, value(&f.value));
+        attrs.field(&f.name, Some(value(&f.value)));
     }
     attrs
 }
 
-/// OTLP's severity number and text of a level (0, unspecified, and no text if it is
-/// not known).
-fn severity(l: Option<Level>) -> (i32, &'static str) {
-    match l {
-        Some(Level::TRACE) => (1, "TRACE"),
-        Some(Level::DEBUG) => (5, "DEBUG"),
-        Some(Level::INFO) => (9, "INFO"),
-        Some(Level::WARN) => (13, "WARN"),
-        Some(Level::ERROR) => (17, "ERROR"),
-        _ => (0, ""),
-    }
-}
-
-/// A log record at `ts` of `level`, its body `body`.
-fn log_record(ts: u64, level: Option<Level>, body: String, attributes: Vec<KeyValue>) -> LogRecord {
-    let (number, text) = severity(level);
-    LogRecord {
-        time_unix_nano: ts,
-        observed_time_unix_nano: ts,
-        severity_number: number,
-        severity_text: text.to_owned(),
-        body: Some(AnyValue { value: Some(string(body)) }),
-        attributes,
-        ..LogRecord::default()
-    }
+/// The log record of `ev`, an event outside any span, at `ts` ([`model::event_record`]).
+fn event_record(ev: &Event<'_>, ts: u64) -> LogRecord {
+    let label = ev.thread.map(|t| t.label());
+    let e = model::Event {
+        time_ns: ts,
+        level: ev.callsite.map(|c| c.level),
+        name: ev.callsite.map(|c| c.name.as_str()),
+        target: ev.callsite.map(|c| c.target.as_str()),
+        thread: Thread { id: ev.thread.map(|t| t.tid), name: label.as_deref() },
+        span_name: None,
+        span_id: None,
+        cut: ev.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect(),
+        dropped: u64::from(ev.dropped),
+    };
+    model::event_record(&e, ev.fields.iter().map(|f| (f.name.as_ref(), Some(value(&f.value)))))
 }
 
 /// The resource of a trace of process `process` (`None` if the trace lacks its chunk).
 fn resource(process: Option<&ringtrace_tracing::decode::Process>, opts: &Options) -> Resource {
     let program = process.map(|p| p.program.as_str()).filter(|p| !p.is_empty());
-    let service = opts.service.clone().or(program.map(str::to_owned)).unwrap_or_else(|| "unknown_service".into());
-    let mut a = vec![kv("service.name", string(service))];
-    if let Some(h) = &opts.host {
-        a.push(kv("host.name", string(h.clone())));
-    }
-    if let Some(p) = process {
-        a.push(kv("process.pid", any_value::Value::IntValue(i64::from(p.pid))));
-    }
-    if let Some(name) = program {
-        a.push(kv("process.executable.name", string(name)));
-    }
-    Resource { attributes: a, ..Resource::default() }
+    let service = opts.service.as_deref().or(program).unwrap_or("unknown_service");
+    model::resource(service, opts.host.as_deref(), process.map(|p| p.pid), program)
 }
 
 /// Converts `trace` into OTLP's model (see the module's docs for the mapping).
@@ -295,7 +253,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 // trace does not hold: it stays as it is.
                 open.remove(&span);
                 let parent = (parent != 0).then(|| adopt(&mut all, &mut open, &mut latest, parent, None));
-                let mut attrs = attributes(&fields);
+                let (mut attrs, _) = attributes(&fields).into_parts();
                 if let Some(c) = callsite {
                     add(&mut attrs, "code.namespace", string(c.target.clone()));
                     if let Some(f) = &c.file {
@@ -322,7 +280,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let i = adopt(&mut all, &mut open, &mut latest, span, None);
                 let b = &mut all[i];
                 for f in &fields {
-                    put(&mut b.span.attributes, &f.name, value(&f.value));
+                    put(&mut b.span.attributes, &f.name, Some(value(&f.value)));
                 }
                 b.last_ns = ts;
             }
@@ -345,41 +303,35 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                     links.push((from, to));
                 }
             }
-            EntryKind::Event(ev) => {
-                let message = ev.message().map(str::to_owned);
-                let name = message.clone().or_else(|| ev.callsite.map(|c| c.name.clone())).unwrap_or_default();
-                let mut attrs = attributes(ev.fields.iter().filter(|f| f.name != "message"));
-                // `Event::level` says TRACE where the callsite is not known.
-                let level = ev.callsite.map(|c| c.level);
-                match ev.spans.last() {
-                    Some(ctx) => {
-                        let i = adopt(&mut all, &mut open, &mut latest, ctx.id, Some(&ctx.name));
-                        let b = &mut all[i];
-                        if let Some(l) = level {
-                            add(&mut attrs, "level", string(l.as_str()));
-                        }
-                        b.span.events.push(span::Event {
-                            time_unix_nano: ts,
-                            name,
-                            attributes: attrs,
-                            dropped_attributes_count: u32::from(ev.dropped),
-                        });
-                        b.last_ns = ts;
-                        out.span_events += 1;
+            EntryKind::Event(ev) => match ev.spans.last() {
+                Some(ctx) => {
+                    let name = (ev.message().map(str::to_owned))
+                        .or_else(|| ev.callsite.map(|c| c.name.clone()))
+                        .unwrap_or_default();
+                    let mut attrs = attributes(ev.fields.iter().filter(|f| f.name != "message"));
+                    // `Event::level` says TRACE where the callsite is not known.
+                    if let Some(c) = ev.callsite {
+                        attrs.add("level", string(c.level.as_str()));
                     }
-                    None => {
-                        add_thread(&mut attrs);
-                        let mut record = log_record(ts, level, name, attrs);
-                        record.dropped_attributes_count = u32::from(ev.dropped);
-                        logs.push(record);
-                    }
+                    let (attributes, dropped) = attrs.into_parts();
+                    let i = adopt(&mut all, &mut open, &mut latest, ctx.id, Some(&ctx.name));
+                    let b = &mut all[i];
+                    b.span.events.push(span::Event {
+                        time_unix_nano: ts,
+                        name,
+                        attributes,
+                        dropped_attributes_count: dropped.saturating_add(u32::from(ev.dropped)),
+                    });
+                    b.last_ns = ts;
+                    out.span_events += 1;
                 }
-            }
+                None => logs.push(event_record(&ev, ts)),
+            },
             EntryKind::Lost { count } => {
                 out.lost = out.lost.saturating_add(count);
-                let mut attrs = vec![kv("ringtrace.lost", value(&Value::U64(count)))];
-                add_thread(&mut attrs);
-                logs.push(log_record(ts, Some(Level::WARN), format!("ringtrace: {count} records lost here"), attrs));
+                let label = thread.map(|t| t.label());
+                let thread = Thread { id: thread.map(|t| t.tid), name: label.as_deref() };
+                logs.push(model::lost_record(ts, count, thread));
             }
         }
     }
@@ -434,32 +386,25 @@ pub struct Written {
     pub unread_chunks: u64,
 }
 
-/// Writes `trace` as OTLP/JSON lines, the form of the OpenTelemetry specification's
-/// OTLP File Exporter: the spans as lines each holding an `ExportTraceServiceRequest`,
-/// then the log records as lines each holding an `ExportLogsServiceRequest` (none for
-/// none), each request a batch of [`Limits::default`] ([`trace_batches`],
-/// [`log_batches`]), so that no line grows with the trace. `otelcol`'s
-/// `otlpjsonfile` receiver reads it.
+/// Writes `trace` as OTLP/JSON lines ([`JsonLines`]), the form of the OpenTelemetry
+/// specification's OTLP File Exporter: the spans as lines each holding an
+/// `ExportTraceServiceRequest`, then the log records as lines each holding an
+/// `ExportLogsServiceRequest` (none for none), each request a batch of
+/// [`Limits::default`], so that no line grows with the trace; and flushes `w`.
+/// `otelcol`'s `otlpjsonfile` receiver reads it.
 pub fn write_json_lines(trace: &Trace, opts: &Options, w: &mut impl std::io::Write) -> std::io::Result<Written> {
     let c = convert(trace, opts);
-    let mut lines = 0u64;
-    for batch in trace_batches(c.traces, Limits::default()) {
-        serde_json::to_writer(&mut *w, &batch)?;
-        w.write_all(b"\n")?;
-        lines += 1;
-    }
-    for batch in log_batches(c.logs, Limits::default()) {
-        serde_json::to_writer(&mut *w, &batch)?;
-        w.write_all(b"\n")?;
-        lines += 1;
-    }
+    let mut lines = JsonLines::new(w);
+    lines.traces(c.traces)?;
+    lines.logs(c.logs)?;
+    lines.flush()?;
     Ok(Written {
         spans: c.spans,
         span_events: c.span_events,
         log_records: c.log_records,
         start_unknown: c.start_unknown,
         end_unknown: c.end_unknown,
-        lines,
+        lines: lines.lines(),
         clock_unknown: c.clock_unknown,
         unread_chunks: c.unread_chunks,
     })

@@ -1,37 +1,22 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests (the generic ones ringtrace-fixtures',
+//! shared with the other crates' tests).
+#![allow(dead_code, unused_imports)]
 
-use std::path::PathBuf;
+use std::path::Path;
 
-use ringtrace_tracing::RingLayer;
-use tracing::Dispatch;
-use tracing_subscriber::layer::SubscriberExt;
+pub use ringtrace_fixtures::{dispatch, TempDir};
+use ringtrace_tracing::decode::Trace;
+use ringtrace_tracing::Builder;
 
-/// A fresh directory under the system's temporary directory, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("rtt-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    pub fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A dispatcher of a registry with `layer` on it.
-pub fn dispatch(layer: RingLayer) -> Dispatch {
-    Dispatch::new(tracing_subscriber::registry().with(layer))
+/// A trace of a few events (three, one thread), dumped by an in-memory flight recorder
+/// to `dump` and read back.
+pub fn dumped_trace(dump: &Path) -> Trace {
+    let (layer, recorder) = Builder::flight_recorder().per_thread_bytes(64 << 10).build().unwrap();
+    tracing::dispatcher::with_default(&dispatch(layer), || {
+        for n in 0..3u64 {
+            tracing::info!(n, secret = "root's data", "recorded");
+        }
+    });
+    recorder.dump(dump).unwrap();
+    Trace::open(dump).unwrap()
 }

@@ -21,17 +21,21 @@
 //! * [`perfetto()`]: Perfetto's protobuf trace (a `Trace` of `TracePacket`s carrying
 //!   `TrackEvent`s), which Perfetto's UI (ui.perfetto.dev) and `trace_processor` open.
 //!   The messages are the ones `ringtrace-tracing` generates from Perfetto's schema
-//!   ([`ringtrace_export::perfetto::proto`], which also decodes the output).
+//!   ([`ringtrace_export::perfetto::proto`], which also decodes the output), written
+//!   by the trace export's own writer ([`ringtrace_export::perfetto::Writer`], over its
+//!   [record model](ringtrace_export::record)).
 //!   A `ProcessDescriptor` track per host and a `ThreadDescriptor` track per source,
-//!   under its host's, all on packet sequence 1; each source's events on a packet
-//!   sequence of their own (2, 3, ...), whose first packet clears the sequence's
-//!   incremental state, interns the event name, the category and the annotation names
-//!   (`InternedData`), and sets the source's track as the sequence's default
-//!   (`TracePacketDefaults`), so that every later packet of the sequence refers to
-//!   them by number. The packets are written one after the other (each a `0x0A` tag,
-//!   its length and its bytes), nothing but the current one built. The instants after
-//!   a sequence's first, the export's hot path, are encoded by hand: the same bytes
-//!   prost writes for them (the tests check), without building the message.
+//!   under its host's, all on packet sequence 1, each just before its first record;
+//!   each source's events on a packet sequence of their own (2, 3, ... in the order of
+//!   the sources' first records), whose first packet clears the sequence's
+//!   incremental state and sets the source's track as the sequence's default
+//!   (`TracePacketDefaults`). The event name, the category and the annotation names
+//!   are interned (`InternedData`) once per sequence, in the first packet that uses
+//!   each (`text`'s in the first with a text payload), so that every later packet of
+//!   the sequence refers to them by number. The packets are written
+//!   one after the other (each a `0x0A` tag, its length and its bytes), encoded by
+//!   hand: the same bytes prost writes for them (the writer's tests check), without
+//!   building the message.
 //! * [`chrome()`]: Chrome's Trace Event Format, the JSON that `chrome://tracing`,
 //!   Perfetto's UI and `trace_processor` open, written by the trace export's own writer
 //!   ([`ringtrace_export::chrome::Writer`], over its [record model](ringtrace_export::record)):
@@ -137,15 +141,23 @@
 //! records (the records of a fleet are not spans). [`otlp_json()`] writes them as
 //! OTLP/JSON lines, the form of the OpenTelemetry specification's OTLP File Exporter,
 //! which the Collector's `otlpjsonfile` receiver reads: one `ExportLogsServiceRequest`
-//! a line, each of at most 2048 log records, so no line grows with the export.
+//! a line, each of at most 2048 log records and 1 MiB of protobuf, so no line grows
+//! with the export (the trace export's writer, [`ringtrace_export::otlp::JsonLines`]).
+//!
+//! An events source's event becomes the log record the trace export makes of the
+//! event it was ([`ringtrace_export::otlp::model`]: the same code, its values, attribute
+//! lists and severities): the same severity, body and attributes, but for the fleet's
+//! `ringtrace.seq`, and for what the agent's JSON object holds as a string (see below).
 //!
 //! * **Resource**: one for each (host, source) with records exported, with the
 //!   attributes `service.name`, `host.name` (the host) and `ringtrace.source` (the
 //!   source's name), in the order of [`Fleet::sources`] (a source the fleet does not
 //!   have after them). `service.name` is the source's name, or the `program` member of
 //!   its first record exported where that is an events source's object naming one
-//!   (the objects `ringtrace_tracing::decode::text::entry_json` writes name none). One
-//!   instrumentation scope, `ringtrace-ship` and this crate's version.
+//!   (the objects `ringtrace_tracing::decode::text::entry_json` writes name none),
+//!   which is then `process.executable.name` too, as in a trace's resource. No
+//!   `process.pid`: the objects carry none. One instrumentation scope, `ringtrace-ship`
+//!   and this crate's version (a trace's is `ringtrace-tracing`, the recorder's).
 //! * **A log record for every entry**, in the order of `entries`: `time_unix_nano` and
 //!   `observed_time_unix_nano` both the record's time (see [the clock](#the-clock)),
 //!   and the attribute `ringtrace.seq`, its sequence number. Trace and span ids are
@@ -169,15 +181,22 @@
 //!     `ringtrace.span_id` (the innermost span of its context: its name, and its
 //!     `tracing` id as a decimal string), `ringtrace.cut` (the names of values cut at
 //!     the recorder's bounds, a string array), where the object has them.
-//!     `dropped_attributes_count` is its `dropped` (values the recorder did not keep)
-//!     plus the fields left out for bearing the name of one of these attributes.
+//!     A field keeps its name and value: where one has the name of one of these
+//!     attributes (or `ringtrace.seq`), that attribute is left out, and counted in
+//!     `dropped_attributes_count` with the object's `dropped` (values the recorder
+//!     did not keep). The agent's object holds 64-bit integers beyond ±(2^53 − 1),
+//!     128-bit ones and byte strings as strings (decimal, hex), which the fleet cannot
+//!     tell from text: where a trace's export has an `int` or `bytes` for them, the
+//!     fleet's has those strings.
 //!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`):
 //!     severity unspecified, the body `KIND span` (`new span NAME` for a new span);
 //!     `ringtrace.span` (the kind), `ringtrace.span_id`, `span.name` and
 //!     `code.namespace` (a new span's name and target), `ringtrace.parent_id`,
-//!     `ringtrace.follows_id`, `thread.name`, and its `fields` as an event's.
-//!   * `lost`, events the recorder lost (its ring full): severity `WARN`, the body
-//!     `ringtrace: N events lost here (ring full)`, `ringtrace.lost` = N, `thread.name`.
+//!     `ringtrace.follows_id`, `thread.name`, and its `fields` as an event's
+//!     (`message` among them).
+//!   * `lost`, events the recorder lost (its ring full): the trace export's record of
+//!     them, severity `WARN`, the body `ringtrace: N events lost here (ring full)`,
+//!     `ringtrace.lost` = N, `thread.name`.
 //!   * `undecodable`, a record its host could not decode: severity unspecified, the body
 //!     `ringtrace: not decoded on its host: WHY`, `ringtrace.undecodable` (WHY) and
 //!     `ringtrace.len` (the record's length).
@@ -191,7 +210,8 @@
 //!   large to ship, whose markers the fleet keeps: [`Fleet::too_large`]), is preceded
 //!   by a log record at its time: severity `WARN`, the body
 //!   `ringtrace: N records missing before this one` (and how many of them were too
-//!   large), `ringtrace.lost` = N and, where any, `ringtrace.too_large`. The gaps are
+//!   large), `ringtrace.lost` = N and, where any, `ringtrace.too_large` (the fleet's
+//!   own words: numbers of any source never read, not a recorder's loss). The gaps are
 //!   the fleet's, not the entries': a window of the timeline says the gaps before
 //!   its records, and nothing of the records it leaves out.
 //!
@@ -209,7 +229,7 @@ use std::path::Path;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
 pub use tracks::Exported;
-use tracks::{Tracks, Use};
+use tracks::Tracks;
 
 use super::{Entry, Fleet};
 
@@ -217,8 +237,7 @@ use super::{Entry, Fleet};
 /// (see the [module docs](self) for what the file holds).
 ///
 /// Output is gathered into 64 KiB writes, and no allocation is made per record: the
-/// packets are encoded into one reused buffer (the first of each source's sequence
-/// from one reused message).
+/// packets are encoded into one reused buffer.
 ///
 /// # Errors
 ///
@@ -269,8 +288,8 @@ pub fn otlp<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>) 
 }
 
 /// Writes `entries` of `fleet` to `out` as OTLP/JSON lines, each an
-/// `ExportLogsServiceRequest` of at most 2048 log records, and flushes it (see the
-/// [module docs](self#otlp)). Nothing is written for no entries.
+/// `ExportLogsServiceRequest` of at most 2048 log records and 1 MiB of protobuf, and
+/// flushes it (see the [module docs](self#otlp)). Nothing is written for no entries.
 ///
 /// # Errors
 ///
@@ -291,8 +310,6 @@ const CATEGORY: &str = "ringtrace";
 const HEAD_BYTES: usize = 16;
 /// Characters of a text payload shown (`text`).
 const TEXT_CHARS: usize = 64;
-/// Bytes gathered before each write to the output.
-const FLUSH_AT: usize = 64 << 10;
 
 /// A fleet's records in OpenTelemetry's model (see the [module docs](self#otlp)).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -374,15 +391,6 @@ fn text_of(payload: &[u8]) -> Option<&str> {
         return None;
     }
     Some(s.char_indices().nth(TEXT_CHARS).map_or(s, |(at, _)| &s[..at]))
-}
-
-/// Writes what `buf` gathered to `out` once it holds [`FLUSH_AT`] bytes.
-fn spill<W: Write + ?Sized>(buf: &mut Vec<u8>, out: &mut W) -> io::Result<()> {
-    if buf.len() >= FLUSH_AT {
-        out.write_all(buf)?;
-        buf.clear();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

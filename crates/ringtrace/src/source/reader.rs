@@ -95,23 +95,40 @@ enum Limit<E> {
     Reached,
 }
 
-/// The callback's result for one record of a read limited by [`Limit`]: counts it in
-/// `n`, and stops the read once it is the `max`-th (`max > 0`).
-fn counted<E>(n: &mut usize, max: usize, r: Result<(), E>) -> Result<(), Limit<E>> {
-    *n += 1;
-    r.map_err(Limit::Caller)?;
-    if *n >= max {
-        return Err(Limit::Reached);
-    }
-    Ok(())
+/// The records a read limited by [`Limit`] delivered, and how many it may.
+#[derive(Debug)]
+struct AtMost {
+    n: usize,
+    max: usize,
 }
 
-/// The result of a read limited by [`Limit`] whose callback saw `n` records, in the
-/// caller's error type.
-fn finish<E>(result: Result<usize, ConsumeError<Limit<E>>>, n: usize) -> Result<usize, ConsumeError<E>> {
-    match result {
+impl AtMost {
+    /// The callback's result for one record: counts it, and stops the read once it is
+    /// the `max`-th.
+    fn count<E>(&mut self, r: Result<(), E>) -> Result<(), Limit<E>> {
+        self.n += 1;
+        r.map_err(Limit::Caller)?;
+        if self.n >= self.max {
+            return Err(Limit::Reached);
+        }
+        Ok(())
+    }
+}
+
+/// [`Reader::read`] for a reader without a count of its own: `read` is the reader's
+/// own read, its callback's results passed through [`AtMost::count`]; at most `max`
+/// records are delivered, none for 0.
+fn read_at_most<E>(
+    max: usize,
+    read: impl FnOnce(&mut AtMost) -> Result<usize, ConsumeError<Limit<E>>>,
+) -> Result<usize, ConsumeError<E>> {
+    if max == 0 {
+        return Ok(0);
+    }
+    let mut limit = AtMost { n: 0, max };
+    match read(&mut limit) {
         Ok(got) => Ok(got),
-        Err(ConsumeError::Callback(Limit::Reached)) => Ok(n),
+        Err(ConsumeError::Callback(Limit::Reached)) => Ok(limit.n),
         Err(ConsumeError::Callback(Limit::Caller(e))) => Err(ConsumeError::Callback(e)),
         Err(ConsumeError::Corrupt { pos, header }) => Err(ConsumeError::Corrupt { pos, header }),
         Err(ConsumeError::Positions { reader, producer }) => Err(ConsumeError::Positions { reader, producer }),
@@ -197,14 +214,9 @@ impl Reader for RingSet {
         F: FnMut((usize, &[u8])) -> R,
         R: Outcome,
     {
-        if max == 0 {
-            return Ok(0);
-        }
         // A map the callback stops in stays on the set's ready list, its other records
         // ready for the next call.
-        let mut n = 0;
-        let result = self.consume(|i, rec| counted(&mut n, max, f((i, rec)).into_result()));
-        finish(result, n)
+        read_at_most(max, |limit| self.consume(|i, rec| limit.count(f((i, rec)).into_result())))
     }
 
     fn take(&mut self) -> Result<Option<(usize, Vec<u8>)>, ConsumeError<Infallible>> {
@@ -223,14 +235,9 @@ impl<M: Mode, C: Clock> Reader for ChannelReader<M, C> {
         F: FnMut(ChannelRecord<'_>) -> R,
         R: Outcome,
     {
-        if max == 0 {
-            return Ok(0);
-        }
         // The reader counts the record its callback fails on as delivered, and keeps
         // the rest staged for the next call.
-        let mut n = 0;
-        let result = self.consume(|rec| counted(&mut n, max, f(rec).into_result()));
-        finish(result, n)
+        read_at_most(max, |limit| self.consume(|rec| limit.count(f(rec).into_result())))
     }
 
     fn take(&mut self) -> Result<Option<ChannelItem>, ConsumeError<Infallible>> {
@@ -249,13 +256,8 @@ impl Reader for ForwardRing {
         F: FnMut(PerfRecord<'_>) -> R,
         R: Outcome,
     {
-        if max == 0 {
-            return Ok(0);
-        }
         // The ring's tail moves past the record the callback fails on, and no further.
-        let mut n = 0;
-        let result = ForwardRing::read(self, |rec| counted(&mut n, max, f(rec).into_result()));
-        finish(result, n)
+        read_at_most(max, |limit| ForwardRing::read(self, |rec| limit.count(f(rec).into_result())))
     }
 
     fn take(&mut self) -> Result<Option<PerfItem>, ConsumeError<Infallible>> {

@@ -97,3 +97,43 @@ fn files_are_told_apart_by_their_first_bytes() {
     let e = Kind::of(Path::new("/dev/null")).unwrap_err().to_string();
     assert!(e.contains("character device"), "{e}");
 }
+
+proptest! {
+    /// [`Reader::read`] of a channel (a reader without a count of its own) delivers at
+    /// most `max` records, in order; a callback that fails stops the read after that
+    /// record (counted as read); what is left comes on the next reads, none twice.
+    #[test]
+    fn a_channel_read_delivers_at_most_max_and_stops_at_a_failure(
+        n in 0u32..40,
+        max in 0usize..48,
+        fail_at in proptest::option::of(0usize..48),
+    ) {
+        let channel = crate::Channel::<crate::config::Discard, crate::clock::NoClock>::builder(1 << 16)
+            .build(crate::clock::NoClock)
+            .unwrap();
+        let mut reader = channel.reader().unwrap();
+        for i in 0..n {
+            channel.output(&i.to_le_bytes(), crate::Wakeup::Default).unwrap();
+        }
+        let mut seen = Vec::new();
+        let got = Reader::read(&mut reader, max, |rec: crate::channel::ChannelRecord<'_>| {
+            seen.push(u32::from_le_bytes(rec.data.try_into().unwrap()));
+            if fail_at == Some(seen.len() - 1) { Err(seen.len()) } else { Ok(()) }
+        });
+        let delivered = (n as usize).min(max);
+        match fail_at.filter(|&k| k < delivered) {
+            Some(k) => {
+                prop_assert!(matches!(got, Err(crate::error::ConsumeError::Callback(c)) if c == k + 1), "{got:?}");
+                prop_assert_eq!(seen.len(), k + 1);
+            }
+            None => {
+                prop_assert_eq!(got.unwrap(), delivered);
+                prop_assert_eq!(seen.len(), delivered);
+            }
+        }
+        while let Some(item) = Reader::take(&mut reader).unwrap() {
+            seen.push(u32::from_le_bytes(item.data.try_into().unwrap()));
+        }
+        prop_assert_eq!(seen, (0..n).collect::<Vec<_>>());
+    }
+}

@@ -5,10 +5,10 @@
 use std::io::{self, Write};
 
 use ringtrace_export::chrome::Writer;
-use ringtrace_export::record::{Args, Plain, Record};
+use ringtrace_export::record::Args;
 use ringtrace_tracing::decode::text::json_int;
 
-use super::{text_of, Entry, Exported, Fleet, Head, Tracks, Use, CATEGORY, NAME};
+use super::{text_of, tracks, Entry, Exported, Fleet, Head};
 
 /// A record's `args`: `seq`, `len`, `head` and, where the payload is text, `text`.
 struct RecordArgs<'a> {
@@ -36,26 +36,11 @@ pub(super) fn write<'a, W: Write>(
     entries: impl IntoIterator<Item = Entry<'a>>,
     out: &mut W,
 ) -> io::Result<Exported> {
-    let mut tracks = Tracks::new(fleet);
     let mut w = Writer::new(out);
-    let mut records = 0u64;
-    for e in entries {
-        let i = tracks.find(&e);
-        let (host, pid, source, tid) = tracks.ids(i);
-        let tid = u64::from(tid);
-        let u = tracks.first_use(i);
-        // The process's description is given on its first thread, so that readers make
-        // no thread of it.
-        if u == Use::NewHost {
-            w.put(&Plain::Process { pid, tid, name: host, sort_index: Some(u64::from(pid)), category: None })?;
-        }
-        if u != Use::Again {
-            w.put(&Plain::Thread { pid, tid, name: source, sort_index: Some(tid), category: None })?;
-        }
-        let args = RecordArgs { seq: e.seq, payload: e.payload };
-        w.put(&Record::Instant { ts_ns: e.time_ns, pid, tid, name: NAME, category: CATEGORY, args })?;
-        records += 1;
-    }
+    let x = tracks::draw(fleet, entries, |at, e| {
+        at.described().try_for_each(|d| w.put(d))?;
+        w.put(&at.instant(e, RecordArgs { seq: e.seq, payload: e.payload }))
+    })?;
     w.finish()?;
-    Ok(tracks.exported(records))
+    Ok(x)
 }

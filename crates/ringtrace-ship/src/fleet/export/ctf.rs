@@ -7,9 +7,8 @@ use std::io;
 use std::path::Path;
 
 use ringtrace_export::ctf::{Class, CtfArgs, Event, Files, Kind, Layout, Shape, Tracks, Writer};
-use ringtrace_export::record::{Plain, Record};
 
-use super::{text_of, Entry, Exported, Fleet, Head, Tracks as Numbers, Use, CATEGORY, NAME};
+use super::{text_of, tracks, Entry, Exported, Fleet, Head, CATEGORY, NAME};
 
 /// The fields of a record's event class, in order.
 const FIELDS: [(&str, Kind); 5] =
@@ -56,23 +55,10 @@ pub(super) fn write<'a>(
         clock_absolute: true,
     };
     let mut w = Writer::new(dir, layout)?;
-    let mut tracks = Numbers::new(fleet);
-    let mut records = 0u64;
-    for e in entries {
-        let i = tracks.find(&e);
-        let (host, pid, source, tid) = tracks.ids(i);
-        let tid = u64::from(tid);
-        let u = tracks.first_use(i);
-        if u == Use::NewHost {
-            w.put(&Plain::Process { pid, tid, name: host, sort_index: Some(u64::from(pid)), category: None })?;
-        }
-        if u != Use::Again {
-            w.put(&Plain::Thread { pid, tid, name: source, sort_index: Some(tid), category: None })?;
-        }
-        let args = RecordFields { seq: e.seq, time_ns: e.time_ns, payload: e.payload };
-        w.put(&Record::Instant { ts_ns: e.time_ns, pid, tid, name: NAME, category: CATEGORY, args })?;
-        records += 1;
-    }
+    let x = tracks::draw(fleet, entries, |at, e| {
+        at.described().try_for_each(|d| w.put(d))?;
+        w.put(&at.instant(e, RecordFields { seq: e.seq, time_ns: e.time_ns, payload: e.payload }))
+    })?;
     w.finish()?;
-    Ok(tracks.exported(records))
+    Ok(x)
 }

@@ -10,17 +10,19 @@
 use std::io::{self, Write};
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{
-    any_value::Value as V, AnyValue, ArrayValue, InstrumentationScope, KeyValue,
-};
+use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, InstrumentationScope};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use ringtrace_export::otlp::model::{self, kv, string, uint, Attributes, Thread};
+use ringtrace_export::otlp::JsonLines;
+use ringtrace_tracing::Level;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
 
 use super::{Entry, Fleet, Otlp, OtlpCounts, Tracks};
 
-/// Log records one line of [`write_json`] holds at most.
+/// Log records the fleet gathers before it writes them as OTLP/JSON lines: a line's
+/// worth ([`JsonLines`] writes at most `Limits::default().max_items`, 2048, a line).
 pub(super) const LINE_RECORDS: usize = 2048;
 
 /// An events source's record as the agent ships it (`entry_json`'s object); the
@@ -99,85 +101,9 @@ enum Kind {
     Undecodable,
 }
 
-fn kv(key: impl Into<String>, value: Option<V>) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value }), ..KeyValue::default() }
-}
-
-fn text(s: impl Into<String>) -> Option<V> {
-    Some(V::StringValue(s.into()))
-}
-
-/// An OTLP int where it fits an i64, else its decimal text.
-fn int(n: u64) -> Option<V> {
-    Some(i64::try_from(n).map_or_else(|_| V::StringValue(n.to_string()), V::IntValue))
-}
-
-/// A JSON value as an attribute's (see the module docs).
-fn typed(v: &Json) -> Option<V> {
-    match v {
-        Json::Null => None,
-        Json::Bool(b) => Some(V::BoolValue(*b)),
-        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => Some(V::IntValue(i)),
-            (None, Some(u), _) => text(u.to_string()),
-            (None, None, Some(f)) if f.is_finite() => Some(V::DoubleValue(f)),
-            _ => text(n.to_string()),
-        },
-        Json::String(s) => text(s.clone()),
-        Json::Array(_) | Json::Object(_) => text(v.to_string()),
-    }
-}
-
-/// OTLP's severity number and text of a `tracing` level's name.
-fn severity(level: &str) -> Option<(i32, &'static str)> {
-    Some(match level {
-        "TRACE" => (1, "TRACE"),
-        "DEBUG" => (5, "DEBUG"),
-        "INFO" => (9, "INFO"),
-        "WARN" => (13, "WARN"),
-        "ERROR" => (17, "ERROR"),
-        _ => return None,
-    })
-}
-
-fn body(s: String) -> Option<AnyValue> {
-    Some(AnyValue { value: text(s) })
-}
-
-/// `fields` as attributes after `ours`, leaving out (and counting in `dropped`) those
-/// named as one of `ours`; the `message` field is returned apart.
-fn with_fields(
-    fields: Option<Map<String, Json>>,
-    ours: Vec<KeyValue>,
-    dropped: &mut u32,
-) -> (Vec<KeyValue>, Option<Json>) {
-    let fields = fields.unwrap_or_default();
-    let mut attrs = Vec::with_capacity(fields.len() + ours.len());
-    let mut message = None;
-    for (k, v) in fields {
-        if k == "message" {
-            message = Some(v);
-        } else if ours.iter().any(|a| a.key == k) {
-            *dropped = dropped.saturating_add(1);
-        } else {
-            attrs.push(kv(k, typed(&v)));
-        }
-    }
-    attrs.extend(ours);
-    (attrs, message)
-}
-
-/// A log record of severity `sev` (0: unspecified).
-fn log(sev: Option<(i32, &'static str)>, body: Option<AnyValue>, attributes: Vec<KeyValue>, dropped: u32) -> LogRecord {
-    let (number, text) = sev.unwrap_or((0, ""));
-    LogRecord {
-        severity_number: number,
-        severity_text: text.to_owned(),
-        body,
-        attributes,
-        dropped_attributes_count: dropped,
-        ..LogRecord::default()
-    }
+/// An integer of the fleet's as OTLP holds it ([`model::uint`]).
+fn int(n: u64) -> V {
+    uint(u128::from(n))
 }
 
 /// An events source's record read (its program, where the object names one), or why not.
@@ -187,90 +113,82 @@ fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>),
         return Err(Undecodable::NotObject);
     }
     let o: Object = serde_json::from_slice(payload).map_err(Undecodable::NotOurs)?;
-    let mut ours = vec![kv("ringtrace.seq", int(seq))];
-    if let Some(t) = o.tid {
-        ours.push(kv("thread.id", Some(V::IntValue(i64::from(t)))));
-    }
-    if let Some(t) = &o.thread {
-        ours.push(kv("thread.name", text(t.clone())));
-    }
-    let mut dropped = o.dropped.map_or(0, |d| u32::try_from(d).unwrap_or(u32::MAX));
-    let program = o.program.clone();
-    let (record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
+    let thread = Thread { id: o.tid, name: o.thread.as_deref() };
+    let dropped = o.dropped.unwrap_or(0);
+    let fields = || o.fields.iter().flatten().map(|(k, v)| (k.as_str(), model::json(v)));
+    let (mut record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
         (Some(level), None, None, None) => {
-            let sev = severity(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
-            if let Some(t) = &o.target {
-                ours.push(kv("code.namespace", text(t.clone())));
-            }
-            if let Some(ctx) = o.spans.as_ref().and_then(|s| s.last()) {
-                if let Some(n) = &ctx.name {
-                    ours.push(kv("span.name", text(n.clone())));
-                }
-                if let Some(id) = &ctx.id {
-                    ours.push(kv("ringtrace.span_id", text(id.get()?.to_string())));
-                }
-            }
-            if let Some(cut) = o.cut.filter(|c| !c.is_empty()) {
-                let values = cut.into_iter().map(|c| AnyValue { value: text(c) }).collect();
-                ours.push(kv("ringtrace.cut", Some(V::ArrayValue(ArrayValue { values }))));
-            }
-            let (attrs, message) = with_fields(o.fields, ours, &mut dropped);
-            let body = match message {
-                Some(m) => Some(AnyValue { value: typed(&m) }),
-                None => o.name.and_then(body),
+            let level = model::level_named(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
+            let ctx = o.spans.as_ref().and_then(|s| s.last());
+            let e = model::Event {
+                time_ns: 0,
+                level: Some(level),
+                name: o.name.as_deref(),
+                target: o.target.as_deref(),
+                thread,
+                span_name: ctx.and_then(|c| c.name.as_deref()),
+                span_id: ctx.and_then(|c| c.id.as_ref()).map(Id::get).transpose()?,
+                cut: o.cut.iter().flatten().map(String::as_str).collect(),
+                dropped,
             };
-            (log(Some(sev), body, attrs, dropped), Kind::Event)
+            (model::event_record(&e, fields()), Kind::Event)
         }
-        (None, Some(n), None, None) => {
-            ours.push(kv("ringtrace.lost", int(n)));
-            let say = format!("ringtrace: {n} events lost here (ring full)");
-            (log(severity("WARN"), body(say), ours, dropped), Kind::Lost)
-        }
+        (None, Some(n), None, None) => (model::lost_record(0, n, thread), Kind::Lost),
         (None, None, Some(kind), None) => {
             if !["new", "record", "enter", "exit", "close", "follows"].contains(&kind.as_str()) {
                 return Err(Undecodable::SpanRecord(kind.clone()));
             }
             let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;
-            ours.push(kv("ringtrace.span", text(kind.clone())));
-            ours.push(kv("ringtrace.span_id", text(id.to_string())));
+            let mut attrs = Attributes::new(dropped);
+            for (k, v) in fields() {
+                attrs.field(k, v);
+            }
+            attrs.add("ringtrace.span", string(kind.clone()));
+            attrs.add("ringtrace.span_id", string(id.to_string()));
             if let Some(n) = &o.name {
-                ours.push(kv("span.name", text(n.clone())));
+                attrs.add("span.name", string(n.clone()));
             }
             if let Some(t) = &o.target {
-                ours.push(kv("code.namespace", text(t.clone())));
+                attrs.add("code.namespace", string(t.clone()));
             }
             for (key, id) in [("ringtrace.parent_id", &o.parent), ("ringtrace.follows_id", &o.follows)] {
                 if let Some(id) = id {
-                    ours.push(kv(key, text(id.get()?.to_string())));
+                    attrs.add(key, string(id.get()?.to_string()));
                 }
             }
+            attrs.thread(thread);
             let say = match &o.name {
                 Some(n) => format!("{kind} span {n}"),
                 None => format!("{kind} span"),
             };
-            let (attrs, _) = with_fields(o.fields, ours, &mut dropped);
-            (log(None, body(say), attrs, dropped), Kind::Span)
+            (model::log_record(0, None, Some(string(say)), attrs), Kind::Span)
         }
         (None, None, None, Some(why)) => {
-            ours.push(kv("ringtrace.undecodable", text(why.clone())));
+            let mut attrs = Attributes::new(dropped);
+            attrs.thread(thread);
+            attrs.add("ringtrace.undecodable", string(why.clone()));
             if let Some(len) = o.len {
-                ours.push(kv("ringtrace.len", int(len)));
+                attrs.add("ringtrace.len", int(len));
             }
             let say = format!("ringtrace: not decoded on its host: {why}");
-            (log(None, body(say), ours, dropped), Kind::HostUndecodable)
+            (model::log_record(0, None, Some(string(say)), attrs), Kind::HostUndecodable)
         }
         _ => return Err(Undecodable::Unknown),
     };
-    Ok((record, kind, program))
+    // The fleet's own: the record's sequence number in its source.
+    model::add(&mut record, "ringtrace.seq", int(seq));
+    Ok((record, kind, o.program))
 }
 
 /// A record as bytes; `why` an events source's payload was not read.
 fn raw(e: &Entry<'_>, why: Option<String>) -> LogRecord {
-    let mut attrs = vec![kv("ringtrace.seq", int(e.seq)), kv("ringtrace.len", int(e.payload.len() as u64))];
+    let mut attrs = Attributes::new(0);
+    attrs.add("ringtrace.seq", int(e.seq));
+    attrs.add("ringtrace.len", int(e.payload.len() as u64));
     if let Some(why) = why {
-        attrs.push(kv("ringtrace.undecodable", text(why)));
+        attrs.add("ringtrace.undecodable", string(why));
     }
-    log(None, Some(AnyValue { value: Some(V::BytesValue(e.payload.to_vec())) }), attrs, 0)
+    model::log_record(0, None, Some(V::BytesValue(e.payload.to_vec())), attrs)
 }
 
 /// One (host, source): its resource (made at its first record) and its records of
@@ -325,26 +243,29 @@ impl<'a> Builder<'a> {
         }
         if self.slots[i].resource.is_none() {
             let (host, _, source, _) = self.tracks.ids(i);
-            let service = program.unwrap_or_else(|| source.to_owned());
-            let attributes = vec![
-                kv("service.name", text(service)),
-                kv("host.name", text(host)),
-                kv("ringtrace.source", text(source)),
-            ];
-            self.slots[i].resource = Some(Resource { attributes, ..Resource::default() });
+            // The program an object names is the process's, as a trace's process chunk
+            // names it: its service's name and executable's, as a trace's resource has.
+            let service = program.as_deref().unwrap_or(source);
+            let mut resource = model::resource(service, Some(host), None, program.as_deref());
+            resource.attributes.push(kv("ringtrace.source", Some(string(source))));
+            self.slots[i].resource = Some(resource);
         }
         let (missing, too_large) = self.fleet.gap_before(i, e.seq);
         if missing > 0 {
             let c = &mut self.counts;
             (c.gaps, c.missing, c.too_large) =
                 (c.gaps + 1, c.missing.saturating_add(missing), c.too_large.saturating_add(too_large));
-            let mut attrs = vec![kv("ringtrace.lost", int(missing))];
+            // Not a recorder's loss (`model::lost_record`, events its ring had no room
+            // for) but the fleet's: sequence numbers of any source never read, which
+            // the fleet alone knows of; it says so in words and attributes of its own.
+            let mut attrs = Attributes::new(0);
+            attrs.add("ringtrace.lost", int(missing));
             let mut say = format!("ringtrace: {missing} records missing before this one");
             if too_large > 0 {
-                attrs.push(kv("ringtrace.too_large", int(too_large)));
+                attrs.add("ringtrace.too_large", int(too_large));
                 say.push_str(&format!(" ({too_large} of them too large to ship)"));
             }
-            self.push(i, e.time_ns, log(severity("WARN"), body(say), attrs, 0));
+            self.push(i, e.time_ns, model::log_record(0, Some(Level::WARN), Some(string(say)), attrs));
             if self.pending >= LINE_RECORDS {
                 full(self)?;
             }
@@ -405,30 +326,26 @@ pub(super) fn convert<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = En
     Otlp { logs: b.take(), counts: b.counts() }
 }
 
-/// Writes `entries` of `fleet` as OTLP/JSON lines of at most [`LINE_RECORDS`] log
-/// records, and flushes `out`.
+/// Writes `entries` of `fleet` as OTLP/JSON lines ([`JsonLines`]), a line's worth
+/// ([`LINE_RECORDS`]) at a time, and flushes `out`.
 pub(super) fn write_json<'a, W: Write>(
     fleet: &'a Fleet,
     entries: impl IntoIterator<Item = Entry<'a>>,
     out: &mut W,
 ) -> io::Result<OtlpCounts> {
-    let mut buf = Vec::new();
-    let mut line = |b: &mut Builder<'a>| -> io::Result<()> {
-        buf.clear();
-        serde_json::to_writer(&mut buf, &b.take())?;
-        buf.push(b'\n');
-        out.write_all(&buf)
-    };
+    let mut lines = JsonLines::new(out);
     let mut b = Builder::new(fleet);
     for e in entries {
-        b.add(&e, &mut line)?;
+        b.add(&e, |b| lines.logs(b.take()))?;
     }
     if b.pending > 0 {
-        line(&mut b)?;
+        lines.logs(b.take())?;
     }
-    out.flush()?;
+    lines.flush()?;
     Ok(b.counts())
 }
 
+#[cfg(test)]
+mod parity_tests;
 #[cfg(test)]
 mod tests;

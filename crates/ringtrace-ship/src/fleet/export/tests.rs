@@ -484,23 +484,60 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
-    /// The hand-encoded instant is, byte for byte, what prost encodes for the packet
-    /// the export builds with its types (one packet reused, as the export does).
+    /// Each source's sequence interns the event name, the category and the four
+    /// annotation names once, each in the first packet that uses it; a packet that
+    /// interns nothing carries no `InternedData`, and only a sequence's first sets its
+    /// track. The sequences are 2, 3, ... in the order of the sources' first records.
     #[test]
-    fn the_hand_encoded_instant_is_prosts(
-        recs in proptest::collection::vec((any::<u64>(), any::<u64>(), payload(), any::<u32>()), 1..8),
-    ) {
-        let mut instant = perfetto::Instant::new();
-        for (seq, time_ns, payload, sequence) in recs {
-            let e = Entry { host: "h", source: "s", seq, time_ns, payload: &payload };
-            instant.set(&e, sequence, None);
-            let mut want = vec![0x0A];
-            instant.p.encode_length_delimited(&mut want).unwrap();
-            let mut got = Vec::new();
-            perfetto::put_instant(&mut got, &e, sequence);
-            prop_assert_eq!(got, want);
+    fn each_sequence_interns_its_names_once(spec in spec()) {
+        use proto::debug_annotation::NameField::NameIid;
+        use proto::trace_packet::{Data, OptionalTrustedPacketSequenceId as SeqId};
+
+        let fleet = fleet_of(&spec);
+        let mut out = Vec::new();
+        perfetto(&fleet, fleet.timeline(), &mut out).unwrap();
+        let trace = proto::Trace::decode(&out[..]).unwrap();
+        let mut interned: Map<u32, Vec<String>> = Map::new();
+        let mut order = Vec::new();
+        for p in trace.packet {
+            let Some(SeqId::TrustedPacketSequenceId(seq)) = p.optional_trusted_packet_sequence_id else {
+                return Err(TestCaseError::fail("a packet without a sequence"));
+            };
+            let Some(Data::TrackEvent(ev)) = p.data else { continue };
+            let first = !interned.contains_key(&seq);
+            if first {
+                order.push(seq);
+            }
+            prop_assert_eq!(p.sequence_flags, Some(if first { 3 } else { 2 }));
+            prop_assert_eq!(p.trace_packet_defaults.is_some(), first);
+            let names = interned.entry(seq).or_default();
+            let new: Vec<String> = p.interned_data.iter().flat_map(|i| {
+                let names = i.event_names.iter().map(|n| format!("name {}", n.name.clone().unwrap()));
+                let cats = i.event_categories.iter().map(|n| format!("category {}", n.name.clone().unwrap()));
+                let fields = i.debug_annotation_names.iter().map(|n| format!("field {}", n.name.clone().unwrap()));
+                names.chain(cats).chain(fields).collect::<Vec<_>>()
+            }).collect();
+            prop_assert!(p.interned_data.as_ref().is_none_or(|i| *i != proto::InternedData::default()));
+            for n in new {
+                prop_assert!(!names.contains(&n), "{} interned twice on sequence {}", n, seq);
+                names.push(n);
+            }
+            let by_iid = |a: &proto::DebugAnnotation| matches!(a.name_field, Some(NameIid(_)));
+            prop_assert!(ev.debug_annotations.iter().all(by_iid), "every annotation name interned");
+        }
+        let want: Vec<u32> = (2..).take(order.len()).collect();
+        prop_assert_eq!(order, want);
+        for names in interned.values() {
+            let mut names = names.clone();
+            names.sort();
+            let mut want = vec!["category ringtrace", "field head", "field len", "field seq", "name record"];
+            if names.iter().any(|n| n == "field text") {
+                want.insert(2, "field text");
+                want.sort();
+            }
+            prop_assert_eq!(names, want);
         }
     }
 }

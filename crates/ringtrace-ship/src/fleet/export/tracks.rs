@@ -2,8 +2,12 @@
 //! [mapping](super#the-mapping-the-same-in-the-three-trace-formats)), found per record
 //! by the addresses of its names, and whether each was described yet.
 
-use foldhash::HashMap;
+use std::io;
 
+use foldhash::HashMap;
+use ringtrace_export::record::{Plain, Record};
+
+use super::{CATEGORY, NAME};
 use crate::fleet::{Entry, Fleet};
 
 /// What an export wrote.
@@ -163,4 +167,62 @@ impl<'a> Tracks<'a> {
     pub(super) fn exported(&self, records: u64) -> Exported {
         Exported { records, hosts: self.described_hosts, sources: self.described_sources }
     }
+}
+
+/// Where an entry is drawn: its host's pid and its source's tid, and what to write
+/// before it (its host's process and its source's thread, before their first record).
+pub(super) struct Place<'a> {
+    pid: u32,
+    tid: u64,
+    described: [Option<Plain<'a>>; 2],
+}
+
+impl<'a> Place<'a> {
+    /// The descriptions to write before the record: none, the thread, or the process and
+    /// the thread.
+    pub(super) fn described(&self) -> impl Iterator<Item = &Plain<'a>> {
+        self.described.iter().flatten()
+    }
+
+    /// `e`'s instant event, with its arguments `args`.
+    pub(super) fn instant<A>(&self, e: &Entry<'_>, args: A) -> Record<'a, A> {
+        Record::Instant { ts_ns: e.time_ns, pid: self.pid, tid: self.tid, name: NAME, category: CATEGORY, args }
+    }
+}
+
+/// Hands `put` each entry of `entries` with its [`Place`]: the one walk of the fleet's
+/// hosts and sources that every trace format's export makes (see the
+/// [mapping](super#the-mapping-the-same-in-the-three-trace-formats)).
+pub(super) fn draw<'a>(
+    fleet: &'a Fleet,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+    mut put: impl FnMut(&Place<'a>, &Entry<'a>) -> io::Result<()>,
+) -> io::Result<Exported> {
+    let mut tracks = Tracks::new(fleet);
+    let mut records = 0u64;
+    for e in entries {
+        let i = tracks.find(&e);
+        let (host, pid, source, tid) = tracks.ids(i);
+        let tid = u64::from(tid);
+        let u = tracks.first_use(i);
+        // The process's description is given on its first thread, so that readers make
+        // no thread of it.
+        let process = (u == Use::NewHost).then_some(Plain::Process {
+            pid,
+            tid,
+            name: host,
+            sort_index: Some(u64::from(pid)),
+            category: None,
+        });
+        let thread = (u != Use::Again).then_some(Plain::Thread {
+            pid,
+            tid,
+            name: source,
+            sort_index: Some(tid),
+            category: None,
+        });
+        put(&Place { pid, tid, described: [process, thread] }, &e)?;
+        records += 1;
+    }
+    Ok(tracks.exported(records))
 }

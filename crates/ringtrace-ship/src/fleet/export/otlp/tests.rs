@@ -152,13 +152,16 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
     let res = |service: &str, host: &str, source: &str| {
         vec![("service.name".into(), s(service)), ("host.name".into(), s(host)), ("ringtrace.source".into(), s(source))]
     };
+    // The program an object names: the service's and the executable's name.
+    let mut shop = res("shop", "web-1", "/run/app#0");
+    shop.insert(2, ("process.executable.name".into(), s("shop")));
     assert_eq!(
         names,
         [
             res("/run/b.ring", "db-1", "/run/b.ring"),
             res("/run/db#1", "db-1", "/run/db#1"),
             res("/run/a.ring", "web-1", "/run/a.ring"),
-            res("shop", "web-1", "/run/app#0"),
+            shop,
         ]
     );
     // db-1's ring: a record, the gap note at the next record's time, the record.
@@ -208,7 +211,8 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
         ("big", s("18446744073709551615")),
         ("neg", V::IntValue(-3)),
         ("code.namespace", s("app::http")),
-        ("thread.id", V::IntValue(4242)),
+        // The field of the name, not the agent's `tid`.
+        ("thread.id", s("shadow")),
         ("thread.name", s("worker-1")),
         ("span.name", s("request")),
         ("ringtrace.span_id", s("7")),
@@ -218,7 +222,8 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
         assert_eq!(attr(info, k), Some(&v), "{k}");
     }
     // `null` is an empty value; the message is the body, not an attribute; the field
-    // named `thread.id` is left out and counted with the recorder's 2 dropped.
+    // named `thread.id` keeps its value, and the attribute the mapping adds of that
+    // name (the `tid`) is left out and counted with the recorder's 2 dropped.
     let nan = info.attributes.iter().find(|a| a.key == "nan").unwrap();
     assert_eq!(nan.value.as_ref().unwrap().value, None);
     assert!(attr(info, "message").is_none());
@@ -308,6 +313,25 @@ fn json_lines_hold_at_most_a_line_of_records_and_read_back() {
     let mut out = Vec::new();
     assert_eq!(otlp_json(&fleet, std::iter::empty(), &mut out).unwrap(), OtlpCounts::default());
     assert!(out.is_empty());
+}
+
+/// Large payloads: a line holds fewer than 2048 records, at most 1 MiB of protobuf
+/// (the trace export's bound, through its writer), and the lines read back whole.
+#[test]
+fn json_lines_are_bounded_in_bytes_too() {
+    let recs: Vec<Rec> = (0..1500u64).map(|i| Rec::Payload(T + i, vec![i as u8; 2000])).collect();
+    let fleet = fleet_of(&[("h1", "/a", false, recs)]);
+    let x = otlp(&fleet, fleet.timeline());
+    let mut out = Vec::new();
+    assert_eq!(otlp_json(&fleet, fleet.timeline(), &mut out).unwrap(), x.counts);
+    let lines: Vec<ExportLogsServiceRequest> =
+        out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    assert!(lines.len() >= 3, "{} lines", lines.len());
+    for l in &lines {
+        assert!(prost::Message::encoded_len(l) <= 1 << 20);
+    }
+    let got: Vec<&LogRecord> = lines.iter().flat_map(|l| &l.resource_logs).flat_map(records).collect();
+    assert_eq!(got, records(&x.logs.resource_logs[0]).iter().collect::<Vec<_>>());
 }
 
 /// Payloads of an events source: bytes, text, and objects near the agent's.

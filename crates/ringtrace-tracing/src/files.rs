@@ -1,15 +1,51 @@
-//! The files and directories this crate writes, private to the user that records.
+//! Files and directories private to the user that writes them: what the recorder
+//! writes, and what `ringtrace-export` writes (a CTF directory), made one way.
 //!
-//! A recorder may run as root and write where another user can write too: `/tmp`, or a
-//! directory that user owns. So a file is always created new and never opened through a
-//! name that exists: `O_CREAT | O_EXCL` fails on any existing name, and with it "symbolic
-//! links are not followed" (POSIX `open()`); `O_NOFOLLOW` refuses a symlink as well. A
-//! file or symlink planted at the name can neither receive the data nor be truncated.
-//! Files are mode 0600 and directories 0700 (the umask may clear bits, never add them).
+//! A recorder or an export may run as root and write where another user can write too:
+//! `/tmp`, or a directory that user owns. So a file is always created new and never
+//! opened through a name that exists: `O_CREAT | O_EXCL` fails on any existing name, and
+//! with it "symbolic links are not followed" (POSIX `open()`); `O_NOFOLLOW` refuses a
+//! symlink as well. A file or symlink planted at the name can neither receive the data
+//! nor be truncated. Files are mode 0600 and directories 0700 (the umask may clear bits,
+//! never add them).
 //!
 //! A file that replaces another ([`Partial`]) is written beside it under a fresh name,
 //! then renamed over it: `rename(2)` replaces a symlink at the target, it does not
-//! follow it.
+//! follow it. One dropped before [`Partial::commit`] is removed, so a failed write
+//! leaves the old file, never half of a new one.
+//!
+//! ```
+//! use std::io::Write;
+//! use std::os::unix::fs::PermissionsExt;
+//! use ringtrace_tracing::files::{self, Partial};
+//!
+//! let dir = std::env::temp_dir().join(format!("ringtrace-files-doc-{}", std::process::id()));
+//! files::make_dir(&dir)?;
+//! let path = dir.join("out.txt");
+//!
+//! let mut out = files::create_new(&path)?;
+//! out.write_all(b"first")?;
+//! assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o077, 0);
+//! // The name exists now: it is never opened again for writing.
+//! assert_eq!(files::create_new(&path).unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+//!
+//! // Replaced only once the new content is whole.
+//! let mut next = Partial::create(&path)?;
+//! next.write_all(b"second")?;
+//! assert_eq!(std::fs::read(&path)?, b"first");
+//! next.commit()?;
+//! assert_eq!(std::fs::read(&path)?, b"second");
+//!
+//! // Dropped unfinished: removed, the old file kept.
+//! let mut abandoned = Partial::create(&path)?;
+//! abandoned.write_all(b"third")?;
+//! let tmp = abandoned.path().to_owned();
+//! drop(abandoned);
+//! assert!(!tmp.exists());
+//! assert_eq!(std::fs::read(&path)?, b"second");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
@@ -17,16 +53,16 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The mode of every file this crate creates.
-pub(crate) const FILE_MODE: u32 = 0o600;
-/// The mode of every directory this crate creates.
-pub(crate) const DIR_MODE: u32 = 0o700;
+/// The mode of every file this module creates.
+pub const FILE_MODE: u32 = 0o600;
+/// The mode of every directory this module creates.
+pub const DIR_MODE: u32 = 0o700;
 /// Temporary names [`Partial::create`] tries before it gives up.
-pub(crate) const PARTIAL_TRIES: u32 = 100;
+pub const PARTIAL_TRIES: u32 = 100;
 
 /// Creates the file at `path` for writing: new (`AlreadyExists` if anything, a symlink
 /// included, has the name), mode 0600.
-pub(crate) fn create_new(path: &Path) -> io::Result<File> {
+pub fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -37,7 +73,7 @@ pub(crate) fn create_new(path: &Path) -> io::Result<File> {
 
 /// Makes the directory `dir`, mode 0700, unless it exists (its missing parents are
 /// made as `create_dir_all` makes them, with the umask's mode).
-pub(crate) fn make_dir(dir: &Path) -> io::Result<()> {
+pub fn make_dir(dir: &Path) -> io::Result<()> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
@@ -50,7 +86,7 @@ pub(crate) fn make_dir(dir: &Path) -> io::Result<()> {
 /// A new file written beside the name it will replace, then renamed over it by
 /// [`commit`](Self::commit); removed if dropped before.
 #[derive(Debug)]
-pub(crate) struct Partial {
+pub struct Partial {
     file: File,
     tmp: PathBuf,
     target: PathBuf,
