@@ -15,6 +15,7 @@ use crate::owner;
 use crate::protocol::core::{Core, ProducerCursor, Refused};
 use crate::protocol::repair;
 use crate::region::mmap::MmapView;
+use crate::region::Region;
 use crate::shared::{Shared, SlotRef};
 use crate::sync::Ordering::{Relaxed, Release};
 
@@ -150,7 +151,11 @@ impl<K: ProducerKind> Producer<K, Discard> {
     fn claim(&mut self, len: usize) -> Result<u64, Refused> {
         if K::MULTI {
             // The claim marks (see `repair`): a single producer needs none (its pid in
-            // the producer line says who claims).
+            // the producer line says who claims), nor does a ring only this process
+            // produces into (while it runs, none of its producers is dead).
+            if !self.core.region.producers_may_die() {
+                return self.core.reserve::<true>(len, &mut self.cursor);
+            }
             let (word, shared) = (&self.slot.counters().claiming, self.slot.is_shared());
             repair::mark_claim(word, shared);
             let claimed = self.core.reserve::<true>(len, &mut self.cursor);
@@ -214,6 +219,10 @@ impl<K: ProducerKind> Producer<K, Overwrite> {
     fn claim_overwrite(&mut self, len: usize) -> Result<u64, Refused> {
         if !K::MULTI {
             return self.core.reserve_overwrite_single(len, &mut self.cursor);
+        }
+        if !self.core.region.producers_may_die() {
+            // As in `claim`: no marks where no producer can be dead.
+            return self.core.reserve_overwrite(len, &mut self.cursor);
         }
         let (word, shared) = (&self.slot.counters().claiming, self.slot.is_shared());
         repair::mark_claim(word, shared);

@@ -19,7 +19,8 @@ pub(crate) struct ProducerCursor {
     /// other check if `end + 8 <= zeroed`.
     pub(crate) zeroed: u64,
     /// The producer's counter slot (`N_SLOTS`: the shared overflow slot), whose
-    /// `claiming` word brackets each claim ([`crate::protocol::repair::mark_claim`]).
+    /// `claiming` word brackets each claim in a ring other processes produce into
+    /// ([`crate::protocol::repair::mark_claim`]).
     pub(crate) slot: usize,
     /// Overwrite mode: reserves refused in a row because the oldest record is
     /// unfinished or the retire lock is held; every so often their owners are checked

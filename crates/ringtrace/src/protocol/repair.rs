@@ -17,6 +17,11 @@
 //!   one producer records its pid in the producer line instead; its dead claim ends at
 //!   the producer position.
 //!
+//! Only rings other processes produce into ([`Region::producers_may_die`]) need any of
+//! this: while a reader runs, the threads of its own process are alive, so in a ring of
+//! this process alone producers mark no claim (two stores around every claim saved) and
+//! no unfinished record is ever taken for dead.
+//!
 //! Limit: producers beyond the control block's 58 counter slots share the overflow
 //! slot, whose mark is a count without owners: while it is nonzero, zero-header claims
 //! are never taken for dead (BUSY ones still are).
@@ -65,6 +70,10 @@ impl<R: Region> Core<R> {
     /// reserve (its own mark is not a live claimer); `usize::MAX` otherwise.
     /// `single`: a single-producer ring.
     pub(crate) fn dead_claim_in(&self, pos: u64, own_slot: usize, single: bool) -> Option<u64> {
+        if !self.region.producers_may_die() {
+            // Every producer is a thread of this live process (and marks no claim).
+            return None;
+        }
         let ctl = self.control();
         // Acquire: pairs with the Release claim CASes (`Core::reserve`,
         // `claim_overwrite`): every claim below `prod` was marked before it was made,
@@ -190,6 +199,28 @@ mod tests {
         // A finished record is never dead; nor is anything at the producer position.
         assert_eq!(core.dead_claim(32, usize::MAX), None);
         assert_eq!(core.dead_claim(48, usize::MAX), None);
+    }
+
+    #[test]
+    fn in_a_ring_of_this_process_alone_no_claim_is_ever_dead() {
+        // The state the test above finds dead: a claim with a zero header, no live
+        // claimer marked (producers of such a ring mark none), a dead pid in its slot.
+        for region in [HeapRegion::new(256), HeapRegion::private(256)] {
+            let private = !region.producers_may_die();
+            let core = Core::new(region, 0, true);
+            let ctl = core.control();
+            ctl.slots[0].0.owner.store(u64::from(dead_pid()), Relaxed);
+            ctl.producer.0.pos.store(32, Relaxed);
+            let mut cur = core.producer_cursor();
+            let pos = core.reserve::<true>(8, &mut cur).unwrap();
+            core.commit(pos, 8, false, Wakeup::NoWakeup);
+            let want = if private { None } else { Some(32) };
+            assert_eq!(core.dead_claim(0, usize::MAX), want, "private: {private}");
+            // Nor a BUSY record whose pid is dead.
+            core.region.header(0).store(pack(20 | BUSY_BIT, dead_pid()), Relaxed);
+            let want = if private { None } else { Some(footprint(20)) };
+            assert_eq!(core.dead_claim(0, usize::MAX), want, "private: {private}");
+        }
     }
 
     #[test]

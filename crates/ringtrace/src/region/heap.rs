@@ -23,6 +23,8 @@ pub(crate) struct HeapRegion {
     /// The doorbell is the futex word in the control block, as in a ring shared
     /// between processes (`futex_token`, `futex_wait`), besides the counter.
     futex: bool,
+    /// Stands for a ring only this process produces into ([`Self::private`]).
+    private: bool,
 }
 
 // SAFETY: the payload cells are shared between threads only as the protocol allows (one
@@ -45,7 +47,15 @@ impl HeapRegion {
             room_bell: Mutex::new(()),
             room_ring: Condvar::new(),
             futex: false,
+            private: false,
         }
+    }
+
+    /// A region that stands for a ring only this process produces into: no producer
+    /// of it can die while a reader runs.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn private(capacity: u64) -> Self {
+        HeapRegion { private: true, ..Self::new(capacity) }
     }
 
     /// A region whose doorbell also works as the futex of a shared ring.
@@ -161,5 +171,11 @@ unsafe impl Region for HeapRegion {
         }
         *self.bell.lock().unwrap() += 1;
         self.ring.notify_one();
+    }
+    /// Unless made [`private`](Self::private), the models stand for a ring other
+    /// processes produce into, whose producers may die: claims are marked and repaired,
+    /// as `repair` and its models check.
+    fn producers_may_die(&self) -> bool {
+        !self.private
     }
 }

@@ -80,4 +80,11 @@ pub(crate) unsafe trait Region: Send + Sync {
     fn cross_process(&self) -> bool {
         false
     }
+    /// Whether a producer may die while a reader of the ring lives: only a producer in
+    /// another process can. Then producers mark their claims and readers step over dead
+    /// ones ([`crate::protocol::repair`]); otherwise neither happens.
+    #[inline(always)]
+    fn producers_may_die(&self) -> bool {
+        self.cross_process()
+    }
 }
