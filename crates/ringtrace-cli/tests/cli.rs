@@ -62,7 +62,7 @@ fn bad_files_fail_with_one_line() {
     fails(&write_image("cut", b"RINGTRC\0"), "ring file is 8 bytes, the header alone needs 8192");
     let mut img = valid();
     image::set_u32(&mut img, image::VERSION_AT, 3);
-    fails(&write_image("version", &img), "layout version 3 is not supported (this ringtrace reads version 5)");
+    fails(&write_image("version", &img), "layout version 3 is not supported (this ringtrace reads version 6");
     let mut img = valid();
     img.truncate(10_000);
     fails(&write_image("truncated", &img), "file is 10000 bytes but capacity 4096 needs 12288 (truncated?)");

@@ -1665,8 +1665,8 @@ void ringtrace_ring_free(struct ringtrace_ring *ring);
 int ringtrace_ring_stats(const struct ringtrace_ring *ring, struct ringtrace_stats *out);
 
 /**
- * Stores the largest record payload the ring takes in `*out`: the capacity less 64
- * (a multi-producer discard ring) or less 16 (single producer, overwrite mode). A
+ * Stores the largest record payload the ring takes in `*out`: the capacity less 16
+ * (the header, and the next header word, which producers keep zeroed). A
  * record this long fits whenever the ring is empty; a longer one is refused with
  * -EMSGSIZE, never waited for.
  *

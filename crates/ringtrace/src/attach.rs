@@ -162,12 +162,18 @@ pub(crate) fn check_positions<R: Region>(core: &Core<R>, overwrite: bool) -> Res
     if prod % 8 != 0 || cons % 8 != 0 {
         return bad(format!("producer {prod} or consumer {cons} is not a multiple of 8"));
     }
+    // Relaxed: as above. In overwrite mode `Z`'s bit 0 is the lock hint; discard mode
+    // never sets it.
+    let z = ctl.overwrite.0.zeroed.load(Relaxed) & if overwrite { !LOCK } else { !0 };
+    if z % 8 != 0 {
+        return bad(format!("zeroed frontier {z} is not a multiple of 8"));
+    }
     if overwrite {
-        // Relaxed: as above. `Z`'s bit 0 is the lock hint; a single-producer ring never
-        // sets the pause bit of `P` (its producer's plain stores would keep it).
-        let (o, z) = (ctl.overwrite.0.over_pos.load(Relaxed), ctl.overwrite.0.zeroed.load(Relaxed) & !LOCK);
-        if o % 8 != 0 || z % 8 != 0 {
-            return bad(format!("overwrite position {o} or zeroed frontier {z} is not a multiple of 8"));
+        // Relaxed: as above. A single-producer ring never sets the pause bit of `P` (its
+        // producer's plain stores would keep it).
+        let o = ctl.overwrite.0.over_pos.load(Relaxed);
+        if o % 8 != 0 {
+            return bad(format!("overwrite position {o} is not a multiple of 8"));
         }
         if core.single_producer() && ctl.producer.0.pos.load(Relaxed) & PAUSED != 0 {
             return bad("a single-producer ring's producer position has the pause bit set".to_owned());

@@ -14,9 +14,6 @@ use crate::error::{ConsumeError, Error};
 use crate::format::record::HDR_SIZE;
 use crate::protocol::core::{Core, ReadCursor, Step};
 
-/// The consumer's partial publication hands space back in lines of this many bytes
-/// (which the ring's largest record leaves room for: [`Region::RELEASE_LINE`]).
-const LINE: u64 = <MmapView as Region>::RELEASE_LINE;
 /// Empty consume calls between two readings of the clock while the consumer is stuck
 /// (reading the clock costs more than an empty call): whether to check for a dead
 /// producer is decided by time ([`DEAD_CHECK`](crate::wait::DEAD_CHECK)), not by this count.
@@ -25,7 +22,6 @@ use crate::disconnect;
 use crate::format::control::SEEN_CONSUMER;
 use crate::owner;
 use crate::region::mmap::MmapView;
-use crate::region::Region;
 use crate::shared::Shared;
 use crate::sync::Ordering::Relaxed;
 
@@ -138,28 +134,19 @@ impl<K: ProducerKind> Consumer<K> {
     #[inline]
     fn publish(&mut self) {
         let mut rd = self.rd;
-        let to = rd.pos;
-        self.publish_cursor(&mut rd, to);
+        self.publish_cursor(&mut rd);
         self.rd = rd;
     }
 
-    /// Hands back what was read up to the last whole cache line: the consume loop's
-    /// publication. A consumer that keeps up with its producers has read part of the
-    /// line they are writing; zeroing that part would take the line from them mid-write
-    /// (a store from each side to one line, per call). The rest goes back with the next
-    /// publication, and in full whenever the consumer waits, iterates or is dropped.
-    /// A single-producer ring's consumer zeroes nothing and hands back all it read.
+    /// Publishes the counters and the read position, and hands back everything read
+    /// (`[published, pos)`). The consume loop keeps its cursor in a local (out of `self`,
+    /// so that it lives in registers); the callers write it back.
+    ///
+    /// The consumer writes nothing into the ring: a multi-producer ring's producers
+    /// zero the space they claim (`Core::zero_room`), as a single producer does.
     #[inline]
-    fn publish_lines(&self, rd: &mut ReadCursor) {
-        let to = if K::MULTI { rd.pos & !(LINE - 1) } else { rd.pos };
-        self.publish_cursor(rd, to);
-    }
-
-    /// Publishes the counters and the read position, and hands back `[published, to)`
-    /// if `to` is past `published`. The consume loop keeps its cursor in a local (out of
-    /// `self`, so that it lives in registers); the callers write it back.
-    #[inline]
-    fn publish_cursor(&self, rd: &mut ReadCursor, to: u64) {
+    fn publish_cursor(&self, rd: &mut ReadCursor) {
+        let to = rd.pos;
         let line = &self.core.control().consumer.0;
         // Before the position: a consumer that takes over from this one (if this
         // process dies) finds `read >= pos`, a record boundary to start at.
@@ -172,17 +159,11 @@ impl<K: ProducerKind> Consumer<K> {
         }
         if to > rd.published {
             // SAFETY: we are the ring's only consumer and this is its cursor (a local copy
-            // of `self.rd` that the caller writes back); `published < to <= pos`, and `to`
-            // is `pos` or a multiple of 64, so a multiple of 8; `[published, to)` holds
-            // records we read, and no slice into them is alive: callback slices end with
-            // each call, and iterator slices borrow `self` mutably, which our callers hold.
-            unsafe {
-                if K::MULTI {
-                    self.core.release::<true>(rd, to)
-                } else {
-                    self.core.release::<false>(rd, to)
-                }
-            };
+            // of `self.rd` that the caller writes back); `published < to == pos`, a record
+            // boundary, so a multiple of 8; `[published, to)` holds records we read, and
+            // no slice into them is alive: callback slices end with each call, and
+            // iterator slices borrow `self` mutably, which our callers hold.
+            unsafe { self.core.release(rd, to) };
         }
     }
 
@@ -257,20 +238,19 @@ impl<K: ProducerKind> Consumer<K> {
                         break Err(ConsumeError::Callback(e));
                     }
                     if rd.pos >= batch_end {
-                        self.publish_lines(&mut rd);
+                        self.publish_cursor(&mut rd);
                         batch_end = rd.published + self.batch;
                     }
                 }
                 Step::Empty => break Ok(n),
                 Step::Full => {
-                    let to = rd.pos;
-                    self.publish_cursor(&mut rd, to);
+                    self.publish_cursor(&mut rd);
                     batch_end = rd.published + self.batch;
                 }
                 Step::Corrupt { pos, header } => break Err(ConsumeError::Corrupt { pos, header }),
             }
         };
-        self.publish_lines(&mut rd);
+        self.publish_cursor(&mut rd);
         self.rd = rd;
         match result {
             // Out of the loop, so that the cursor stays in registers there. A record

@@ -107,10 +107,8 @@
 //! ## Limits
 //!
 //! Capacity: a power of two from one page to 4 GiB. Record payload: at most
-//! `capacity - 64` bytes in a multi-producer discard ring (the header, and up to 56 bytes
-//! of the cache line its consumer has read but leaves to the producers writing the rest
-//! of it), `capacity - 16` in a single-producer ring and in overwrite mode (where the
-//! next header word is kept zeroed), and at most 2^30 - 1: a record of
+//! `capacity - 16` bytes (the header, and the next record's header word, which producers
+//! keep zeroed), and at most 2^30 - 1: a record of
 //! [`RingBuf::max_record_len`] bytes fits whenever the ring is empty. Little- and
 //! big-endian 64-bit Linux.
 

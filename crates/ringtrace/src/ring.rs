@@ -97,16 +97,15 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         self.shared.core.capacity()
     }
 
-    /// The largest payload one record can have: the capacity minus 64 ([`Mpsc`] in
-    /// discard mode: the 8-byte header, and up to 56 bytes of the cache line its
-    /// consumer has read but leaves to the producers writing the rest of it), or minus
-    /// 16 ([`Spsc`](crate::config::Spsc), and overwrite mode: the producer keeps the word after
-    /// its last record, the next header, zeroed). A record of this size fits whenever
+    /// The largest payload one record can have: the capacity minus 16 (the 8-byte
+    /// header, and the word after the record, the next header, which producers keep
+    /// zeroed: [`Mpsc`] producers under a shared zeroed frontier, a single producer and
+    /// overwrite mode's as they go). A record of this size fits whenever
     /// the ring is empty; a longer one never does ([`ReserveError::TooLarge`](crate::ReserveError::TooLarge)).
     ///
     /// ```
     /// use ringtrace::{MpscRing, SpscRing, FlightRecorder};
-    /// assert_eq!(MpscRing::new(4096)?.max_record_len(), 4096 - 64);
+    /// assert_eq!(MpscRing::new(4096)?.max_record_len(), 4096 - 16);
     /// assert_eq!(SpscRing::new(4096)?.max_record_len(), 4096 - 16);
     /// assert_eq!(FlightRecorder::new(4096)?.max_record_len(), 4096 - 16);
     /// # Ok::<(), ringtrace::Error>(())
@@ -234,7 +233,9 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
             WakeupPolicy::CaughtUp => 0,
             WakeupPolicy::Never => NEVER_WAKE,
             WakeupPolicy::HalfRing => HALF_RING,
-            WakeupPolicy::Watermark(w) if (1..=capacity).contains(&w) => w,
+            // A ring holds at most `capacity - 8` bytes of records (the word after the
+            // newest is kept zeroed): a larger watermark would never be reached.
+            WakeupPolicy::Watermark(w) if (1..=capacity - 8).contains(&w) => w,
             WakeupPolicy::Watermark(watermark) => return Err(Error::InvalidWatermark { watermark, capacity }),
         };
         let ahead = self.ahead.unwrap_or((capacity / 16).min(1024));
@@ -266,12 +267,11 @@ impl<K: ProducerKind, M: Mode> Builder<K, M> {
         let mapping = Mapping { file_offset, capacity, data_offset, data_writable: true, futex };
         let region = MmapRegion::map(fd, mapping)?;
         let core = if M::OVERWRITE {
-            let core = Core::new_overwrite(region.view(), watermark, ahead);
-            core.init_overwrite();
-            core
+            Core::new_overwrite(region.view(), watermark, ahead)
         } else {
-            Core::new(region.view(), watermark, K::MULTI)
+            Core::new(region.view(), watermark)
         };
+        core.init_zeroed();
         let flags = if futex { FLAG_FUTEX } else { 0 };
         // Last: the header's magic says the ring is ready to attach to.
         let init = MetaInit { kind: K::CODE, mode: M::CODE, capacity, data_offset, watermark, flags, clock: 0, ahead };

@@ -194,8 +194,9 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
                 M::NAME
             )));
         }
-        // The consumer of a multi-producer discard ring zeroes what it consumes.
-        let data_writable = access == Access::Full || (K::MULTI && !M::OVERWRITE);
+        // Only producers write the data area (they zero the space they claim; a
+        // consumer writes nothing there), so a consumer maps it read-only.
+        let data_writable = access == Access::Full;
         let mapping = Mapping {
             file_offset: offset,
             capacity: meta.capacity,
@@ -216,7 +217,7 @@ impl<K: ProducerKind, M: Mode> RingBuf<K, M> {
         let core = if M::OVERWRITE {
             Core::new_overwrite(region.view(), meta.watermark, meta.retire_ahead)
         } else {
-            Core::new(region.view(), meta.watermark, K::MULTI)
+            Core::new(region.view(), meta.watermark)
         };
         check_positions(&core, M::OVERWRITE)?;
         let deferred = slot.map(|path| Deferred::new(offset, image, path));

@@ -62,7 +62,9 @@ pub enum WakeupPolicy {
     /// committed behind the consumer's position, or when the record the consumer is
     /// blocked at commits while that much is already reserved behind it. Fewer wakeups,
     /// at the price of latency: a consumer may sleep with less than this pending
-    /// until its timeout.
+    /// until its timeout. At most the capacity less 8 (the most a ring holds: the word
+    /// after the newest record is kept zeroed); a larger one is refused when the ring is
+    /// built.
     Watermark(u64),
     /// Wake only for commits with [`Wakeup::Force`]: the default of an overwrite ring,
     /// whose readers usually take snapshots after a trigger rather than follow.

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use crate::format::control::LAYOUT_VERSION;
+use crate::format::control::{LAYOUT_VERSION, LAYOUT_VERSION_5};
 
 /// Bytes of a file or of shared memory that are not a valid ringtrace format (a ring or
 /// channel file read by [`inspect`](crate::inspect), a snapshot file read by
@@ -53,7 +53,10 @@ pub enum FormatError {
         found: u64,
     },
     /// A layout version this reader does not know.
-    #[error("layout version {found} is not supported (this ringtrace reads version {LAYOUT_VERSION})")]
+    #[error(
+        "layout version {found} is not supported (this ringtrace reads version {LAYOUT_VERSION}, and version \
+         {LAYOUT_VERSION_5} for single-producer and overwrite rings)"
+    )]
     Version {
         /// The version in the file.
         found: u32,

@@ -13,8 +13,14 @@ pub enum ReserveError {
     },
     /// Overwrite mode: making room would overwrite a record that is still being written
     /// (or another producer is giving up the space and has not finished): the record is
-    /// lost and counted in `Stats::lost`, as the kernel's overwrite mode does.
-    #[error("no room: a record of {len} bytes would overwrite a record still being written; it is counted as lost")]
+    /// lost and counted in `Stats::lost`, as the kernel's overwrite mode does. A
+    /// multi-producer discard ring: the producer zeroing space ahead for the others has
+    /// not finished within 100 ms (a dead one is found out and its work taken over well
+    /// before that, so only one preempted for that long).
+    #[error(
+        "no room: a record of {len} bytes waits for a record still being written or another producer making room; \
+         it is counted as lost"
+    )]
     Pending {
         /// The payload length asked for.
         len: usize,

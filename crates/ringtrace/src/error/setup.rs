@@ -23,7 +23,11 @@ pub enum Error {
         max: u64,
     },
     /// The watermark of [`WakeupPolicy::Watermark`](crate::config::WakeupPolicy) is out of range.
-    #[error("wakeup watermark {watermark} bytes is invalid: it must be from 1 to the capacity ({capacity} bytes)")]
+    #[error(
+        "wakeup watermark {watermark} bytes is invalid: it must be from 1 to the capacity less 8 ({max} bytes), the \
+         most a ring holds",
+        max = .capacity - 8
+    )]
     InvalidWatermark {
         /// What was asked for.
         watermark: u64,

@@ -30,8 +30,17 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"RINGTRC\0");
 /// The bytes sent with a ring's memfd over a Unix socket (`SCM_RIGHTS`), which say what
 /// the message is.
 pub const FD_HELLO: [u8; 8] = *b"RINGTRC\x01";
-/// Version of this layout; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 5;
+/// Version of this layout; bumped on any incompatible change. Version 6: a
+/// multi-producer discard ring's producers zero the space they claim, ahead of the
+/// zeroed frontier `overwrite.zeroed` under the lock `overwrite.lock_pid`, and its
+/// consumer writes nothing into the data area.
+pub const LAYOUT_VERSION: u32 = 6;
+/// The layout before [`LAYOUT_VERSION`]: the same bytes, but a multi-producer discard
+/// ring's consumer zeroed what it consumed and its producers claimed without the
+/// frontier. Single-producer and overwrite rings of this version work unchanged and are
+/// attached; multi-producer discard rings are refused (a producer of one version would
+/// claim space the other version's consumer or producers never zeroed).
+pub const LAYOUT_VERSION_5: u32 = 5;
 /// `Meta::flags`: the doorbell is the futex word `WaitLine::futex`.
 pub const FLAG_FUTEX: u32 = 1;
 /// The flags this version knows; a ring with any other is refused.

@@ -4,8 +4,8 @@ use std::fmt;
 
 use crate::error::FormatError;
 use crate::format::control::{
-    CONTROL_SIZE, FLAG_FUTEX, KIND_MPSC, KIND_SPSC, KNOWN_FLAGS, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DATA_OFFSET,
-    MIN_CAPACITY, MODE_DISCARD, MODE_OVERWRITE,
+    CONTROL_SIZE, FLAG_FUTEX, KIND_MPSC, KIND_SPSC, KNOWN_FLAGS, LAYOUT_VERSION, LAYOUT_VERSION_5, MAGIC, MAX_CAPACITY,
+    MAX_DATA_OFFSET, MIN_CAPACITY, MODE_DISCARD, MODE_OVERWRITE,
 };
 use crate::format::offsets::{self as fields, u32_at, u64_at};
 
@@ -118,7 +118,7 @@ impl Header {
             return Err(FormatError::BadMagic { found: u64::from_le_bytes(magic.to_ne_bytes()) });
         }
         let version = u32_at(block, fields::VERSION_AT);
-        if version != LAYOUT_VERSION {
+        if version != LAYOUT_VERSION && version != LAYOUT_VERSION_5 {
             return Err(FormatError::Version { found: version });
         }
         let bad = |field, value: u64, expected| FormatError::BadField { field, value, expected };
@@ -132,6 +132,9 @@ impl Header {
             MODE_OVERWRITE => RingMode::Overwrite,
             m => return Err(bad("mode", m.into(), "1 (discard) or 2 (overwrite)")),
         };
+        if version == LAYOUT_VERSION_5 && kind == RingKind::Mpsc && mode == RingMode::Discard {
+            return Err(FormatError::Version { found: version });
+        }
         let capacity = u64_at(block, fields::CAPACITY_AT);
         if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
             return Err(bad("capacity", capacity, "a power of two from 4096 to 4294967296"));

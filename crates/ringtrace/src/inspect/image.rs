@@ -160,10 +160,12 @@ impl ImageBuilder {
         set_u64(m, f::PRODUCER_POS_AT, pos);
         set_u64(m, f::CONSUMER_POS_AT, s);
         set_u64(m, f::CONSUMER_READ_AT, s);
+        // The zeroed frontier as its producers leave it: a capacity past the oldest
+        // byte kept (the consumer position, or overwrite mode's `O`).
+        set_u64(m, f::ZEROED_AT, s + cap);
         if self.mode == RingMode::Overwrite {
             set_u64(m, f::OVER_POS_AT, s);
             set_u64(m, f::RETIRED_AT, s / 64);
-            set_u64(m, f::ZEROED_AT, s + cap);
         }
         set_u64(m, f::SLOTS_AT + f::OWNER_AT, self.pid.into());
         set_u64(m, f::SLOTS_AT + f::COMMITTED_AT, committed);

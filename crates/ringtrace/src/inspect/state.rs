@@ -30,7 +30,8 @@ pub struct State {
     /// Overwrite mode: committed records before `over_pos`, given up to make room
     /// (read or not): [`Stats::overwritten`](crate::Stats::overwritten).
     pub overwritten: u64,
-    /// Overwrite mode: the end of the zeroed free space (lock bit cleared).
+    /// The end of the zeroed free space (lock bit cleared): overwrite rings and
+    /// multi-producer discard rings (a single producer in discard mode keeps its own).
     pub zeroed: u64,
     /// Overwrite mode: bit 0 of `zeroed`, the hint that the retire lock is held (by a
     /// retiring producer or a pause); the lock itself is `lock_pid`.

@@ -129,7 +129,21 @@ fn header_errors_have_clear_messages() {
     assert!(err(img).contains("not initialized"));
     let mut img = good();
     image::set_u32(&mut img, image::VERSION_AT, 3);
-    assert_eq!(err(img), "layout version 3 is not supported (this ringtrace reads version 5)");
+    assert_eq!(
+        err(img),
+        "layout version 3 is not supported (this ringtrace reads version 6, and version 5 for single-producer and \
+         overwrite rings)"
+    );
+    // Version 5: a multi-producer discard ring is refused (its consumer zeroed what it
+    // read; producers of version 6 zero ahead themselves), the other kinds are read.
+    let mut img = good();
+    image::set_u32(&mut img, image::VERSION_AT, 5);
+    assert!(err(img).starts_with("layout version 5 is not supported"));
+    for (kind, mode) in [(RingKind::Spsc, RingMode::Discard), (RingKind::Mpsc, RingMode::Overwrite)] {
+        let mut img = ImageBuilder::new(65536, mode).kind(kind).record(b"x").build();
+        image::set_u32(&mut img, image::VERSION_AT, 5);
+        assert_eq!(payloads(&open(img).unwrap().records().unwrap()), [b"x".to_vec()], "{kind:?} {mode:?}");
+    }
     let mut img = good();
     img.truncate(12288);
     assert_eq!(err(img), "file is 12288 bytes but capacity 65536 needs 73728 (truncated?)");

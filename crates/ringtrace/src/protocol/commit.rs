@@ -101,10 +101,11 @@ impl<R: Region> Core<R> {
         (rd, step)
     }
 
-    /// Hands back `[published, to)`: zeroes it (multi-producer rings: `MULTI`) and
-    /// publishes `to` as the consumer position. `to` may lie inside a record the
-    /// consumer has read (it is then handed back in two parts); the consumer's own
-    /// cursor stays at `pos`.
+    /// Hands back `[published, to)`: publishes `to` as the consumer position. `to` may
+    /// lie inside a record the consumer has read (it is then handed back in two parts);
+    /// the consumer's own cursor stays at `pos`. The consumer writes nothing into the
+    /// ring: producers zero the space before they claim it (a single producer in
+    /// `zero_ahead`, the others in `zero_room`).
     ///
     /// # Safety
     ///
@@ -112,16 +113,12 @@ impl<R: Region> Core<R> {
     /// `to` a multiple of 8; `[published, to)` holds records it has read, and no
     /// reference into them is alive.
     #[inline]
-    pub(crate) unsafe fn release<const MULTI: bool>(&self, rd: &mut ReadCursor, to: u64) {
+    pub(crate) unsafe fn release(&self, rd: &mut ReadCursor, to: u64) {
         let from = rd.published;
         debug_assert!(from <= to && to <= rd.pos && to - from <= self.cap && (to - from) % 8 == 0);
-        if MULTI {
-            // SAFETY: forwarded from this function's contract.
-            unsafe { self.region.zero(from, to - from) };
-        }
-        // Release: pairs with the Acquire loads of the consumer position in `reserve`
-        // and `zero_ahead`: our reads of this space (and the zeroing above)
-        // happen-before any producer writes it again.
+        // Release: pairs with the Acquire loads of the consumer position in `has_room`,
+        // `zero_ahead` and `zero_free`: our reads of this space happen-before any
+        // producer zeroes or writes it again.
         self.control().consumer.0.pos.store(to, Release);
         rd.published = to;
         rd.end = to + self.cap;

@@ -26,10 +26,10 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-/// A multi-producer ring (`MULTI`: the consumer zeroes what it consumed) or a
+/// A multi-producer ring (`MULTI`: producers zero ahead under the zeroing lock) or a
 /// single-producer one (the producer zeroes ahead of itself).
 fn ring<const MULTI: bool>(capacity: u64, watermark: u64) -> Ring {
-    Arc::new(Core::new(HeapRegion::new(capacity), watermark, MULTI))
+    Arc::new(Core::fresh(HeapRegion::new(capacity), watermark))
 }
 
 /// Reserves an 8-byte record (spinning while full), writes `v`, commits or discards.
@@ -37,7 +37,8 @@ fn produce<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64, discar
     let pos = loop {
         match r.reserve::<MULTI>(8, cur) {
             Ok(pos) => break pos,
-            Err(Refused::Full) => thread::yield_now(),
+            // Pending: another producer holds the zeroing lock and has not finished.
+            Err(Refused::Full | Refused::Pending) => thread::yield_now(),
             Err(other) => unreachable!("{other:?}"),
         }
     };
@@ -98,14 +99,14 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
                 Step::Full => {
                     let to = self.rd.pos;
                     // SAFETY: we are the consumer and hold no reference into the range.
-                    unsafe { self.r.release::<MULTI>(&mut self.rd, to) }
+                    unsafe { self.r.release(&mut self.rd, to) }
                 }
                 Step::Corrupt { pos, header } => panic!("corrupt header {header:#x} at {pos}"),
             }
         }
         let to = self.rd.pos;
         // SAFETY: we are the consumer and hold no reference into [published, pos).
-        unsafe { self.r.release::<MULTI>(&mut self.rd, to) };
+        unsafe { self.r.release(&mut self.rd, to) };
         (self.rd.consumed + self.rd.skipped - before) as usize
     }
 
@@ -155,7 +156,7 @@ impl<const MULTI: bool> ModelConsumer<MULTI> {
 #[test]
 fn loom_two_producers_out_of_order() {
     model(|| {
-        let r = ring::<true>(32, 0);
+        let r = ring::<true>(64, 0);
         let (p1, p2) = two_producers(&r, true);
         let mut c = ModelConsumer::<true>::new(&r);
         c.spin_until(2);
@@ -167,11 +168,11 @@ fn loom_two_producers_out_of_order() {
     });
 }
 
-/// One producer writes three records into a ring that holds two (one, for a single
-/// producer, which needs 8 bytes past its record); later records reuse earlier ones'
-/// space, so this is only correct if the zeroing (the consumer's, or the single
-/// producer's ahead of itself) happens-before the consumer reads there, and a stale
-/// header is never read as new.
+/// One producer writes three records into a ring that holds one at a time (a producer
+/// needs 8 bytes past its record, the next header); later records reuse earlier ones'
+/// space, so this is only correct if the producers' zeroing (under the zeroing lock, or
+/// the single producer's ahead of itself) happens-before the consumer reads there, and
+/// a stale header is never read as new.
 fn wrap_around<const MULTI: bool>() {
     model(|| {
         let r = ring::<MULTI>(32, 0);
@@ -196,12 +197,36 @@ fn loom_wrap_around_single_producer() {
     wrap_around::<false>();
 }
 
+/// M2c: two producers race for the zeroing lock. The ring starts with its zeroed
+/// frontier at 8 (a state the ring reaches whenever producers have claimed up to it:
+/// only the next header is zeroed), so both producers must move it before they claim,
+/// one under the lock while the other waits for it (or finds its record already fits
+/// below the new frontier). Both records arrive once, whole: a zeroing that did not
+/// happen-before a claim, or that ran over a claimed record, would show as a stale or
+/// lost record, and a lock never dropped as a deadlock.
+#[test]
+fn loom_producers_race_to_zero() {
+    model(|| {
+        let r = ring::<true>(64, 0);
+        // Relaxed: before the threads start.
+        r.control().overwrite.0.zeroed.store(8, crate::sync::Ordering::Relaxed);
+        let (p1, p2) = two_producers(&r, false);
+        let mut c = ModelConsumer::<true>::new(&r);
+        c.sleep_until(2);
+        let (pos1, pos2) = (p1.join().unwrap(), p2.join().unwrap());
+        assert_eq!(pos1.abs_diff(pos2), 16, "the records follow each other");
+        let mut seen = c.seen.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![1, 2]);
+    });
+}
+
 /// M3: the wakeup protocol, policy CaughtUp. A consumer that sleeps while a producer
 /// commits is always woken (a lost wakeup is a deadlock here).
 #[test]
 fn loom_no_lost_wakeup_caught_up() {
     model(|| {
-        let r = ring::<true>(32, 0);
+        let r = ring::<true>(64, 0);
         let rp = r.clone();
         let p = thread::spawn(move || produce::<true>(&rp, &mut rp.producer_cursor(), 7, false, Wakeup::Default));
         let mut c = ModelConsumer::<true>::new(&r);
@@ -230,7 +255,7 @@ fn loom_no_lost_wakeup_single_producer() {
 #[test]
 fn loom_no_lost_wakeup_out_of_order() {
     model(|| {
-        let r = ring::<true>(32, 0);
+        let r = ring::<true>(64, 0);
         let (p1, p2) = two_producers(&r, true);
         let mut c = ModelConsumer::<true>::new(&r);
         c.sleep_until(2);
@@ -249,7 +274,7 @@ fn loom_no_lost_wakeup_out_of_order() {
 #[test]
 fn loom_no_lost_wakeup_watermark() {
     model(|| {
-        let r = ring::<true>(32, 32);
+        let r = ring::<true>(64, 32);
         let (p1, p2) = two_producers(&r, false);
         let mut c = ModelConsumer::<true>::new(&r);
         while c.rd.pos == 0 {
@@ -341,7 +366,7 @@ fn loom_a_live_claim_is_never_taken_for_dead() {
 #[test]
 fn loom_no_lost_wakeup_futex() {
     model(|| {
-        let r = Arc::new(Core::new(HeapRegion::with_futex(64), 0, true));
+        let r = Arc::new(Core::fresh(HeapRegion::with_futex(64), 0));
         let (p1, p2) = two_producers(&r, false);
         let mut c = ModelConsumer::<true>::new(&r);
         c.futex_sleep_until(2);

@@ -14,9 +14,10 @@ use crate::sync::Ordering::{Acquire, Relaxed};
 pub(crate) struct ProducerCursor {
     /// Consumer position last loaded: space before `cons + capacity` is free.
     pub(crate) cons: u64,
-    /// Single-producer rings: the words in `[producer position, zeroed)` are zero and
-    /// free (`zeroed <= cons + capacity`), so a record ending at `end` fits without any
-    /// other check if `end + 8 <= zeroed`.
+    /// The words in `[producer position, zeroed)` are zero and free (`zeroed <= cons +
+    /// capacity`), so a record ending at `end` fits without any other check if `end + 8
+    /// <= zeroed`: a single producer's own frontier, or (multi-producer rings) the shared
+    /// one as last loaded.
     pub(crate) zeroed: u64,
     /// The producer's counter slot (`N_SLOTS`: the shared overflow slot), whose
     /// `claiming` word brackets each claim in a ring other processes produce into
@@ -28,9 +29,10 @@ pub(crate) struct ProducerCursor {
     pub(crate) stuck: u32,
 }
 
-/// How far past the next header a single producer zeroes when it runs out of zeroed
-/// space: 16 cache lines, so that zeroing is one bulk write per kilobyte, well ahead of
-/// the line the consumer reads. It stops at the end of the free space, so in a ring
+/// How far past the next header a producer zeroes when it runs out of zeroed space (a
+/// single producer its own, a multi-producer ring's the shared frontier): 16 cache
+/// lines, so that zeroing is one bulk write per kilobyte, well ahead of the line the
+/// consumer reads. It stops at the end of the free space, so in a ring
 /// that is nearly full the refill (with its load of the consumer position) runs on
 /// most reserves. Tests and loom models use 8 bytes, so that their small rings go
 /// through refills that stop short of the free space's end.
@@ -66,6 +68,7 @@ impl Backoff {
 pub(crate) enum Refused {
     Full,
     TooLarge,
+    /// Discard mode (multi-producer): the producer zeroing ahead has not finished.
     /// Overwrite mode: making room would overwrite a record still being written (or
     /// another producer is giving up the space and has not finished).
     Pending,
@@ -116,10 +119,8 @@ pub(crate) enum Step {
 pub(crate) struct Core<R> {
     pub(crate) region: R,
     pub(super) cap: u64,
-    /// Largest payload: `capacity - R::RELEASE_LINE` (a multi-producer ring: the header,
-    /// and the part of a line its consumer may keep; 64 bytes for shared memory),
-    /// `capacity - 16` (a single producer, which keeps the next header zeroed), at most
-    /// `LEN_MASK`.
+    /// Largest payload: `capacity - 16` (a record and the word after it, the next
+    /// header, which its producer keeps zeroed), at most `LEN_MASK`.
     pub(super) max_len: u32,
     /// The header's aux word (this process's id, never zero), packed: a header is
     /// `pack(word, 0) | aux_bits`.
@@ -151,6 +152,13 @@ pub(super) const RETIRE_SPIN: Duration = Duration::from_micros(20);
 /// before it gives up with `Busy`. The write is two stores long; only a retirer
 /// preempted (or killed: see `recover_lock`) inside it is waited for this long.
 pub(crate) const SEQ_WAIT: Duration = Duration::from_millis(100);
+/// How long a producer of a multi-producer discard ring waits for the producer zeroing
+/// ahead of it (`Core::zero_room`) before its reserve fails with `Pending`. The zeroing
+/// takes well under a microsecond; only a holder preempted (with more producer threads
+/// than cores) or dead is waited for this long, and a dead one is found out every
+/// [`DEAD_CHECK`]. Longer than [`RETIRE_WAIT`]: a discard ring's producer refused here
+/// loses a record the ring had room for.
+pub(super) const ZERO_WAIT: Duration = Duration::from_millis(100);
 /// How long [`Core::pause`] waits for the retire lock and for records being written
 /// when its caller names no limit ([`crate::RingBuf::pause`]).
 pub(crate) const DEFAULT_PAUSE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -191,19 +199,14 @@ pub(crate) struct PauseToken {
 }
 
 impl<R: Region> Core<R> {
-    /// A core for a multi-producer ring (`multi`) or a single-producer one, whose
-    /// producer keeps the word after its last record zeroed and so can use all but 8
-    /// bytes of the ring.
-    ///
-    /// A multi-producer ring's consumer hands space back in lines of
-    /// [`Region::RELEASE_LINE`] bytes, so when the ring is empty up to that less 8 bytes
-    /// it has read may still be unreturned: its largest record leaves that room, so that
-    /// a record of the largest size fits whenever the ring is empty (and a producer
-    /// waiting for room for it never waits for room that cannot come).
-    pub(crate) fn new(region: R, watermark: u64, multi: bool) -> Self {
+    /// A core for a ring of either producer kind. Either
+    /// kind's producers keep the word after the last record zeroed (a multi-producer
+    /// ring's under the zeroed frontier, [`Self::init_zeroed`]), so a record takes at
+    /// most `capacity - 16` bytes, and fits whenever the ring is empty.
+    pub(crate) fn new(region: R, watermark: u64) -> Self {
         let cap = region.capacity();
         debug_assert!(cap.is_power_of_two() && cap >= 32);
-        let reserved = if multi { R::RELEASE_LINE.max(HDR_SIZE) } else { 2 * HDR_SIZE };
+        let reserved = 2 * HDR_SIZE;
         let max_len = (cap - reserved).min(LEN_MASK as u64) as u32;
         // Read once (`getpid` is a system call; the retire lock takes the pid on every
         // retire: `Self::pid` reads it back from here).
@@ -214,11 +217,20 @@ impl<R: Region> Core<R> {
         Core { region, cap, max_len, watermark, aux_bits, asymmetric, ahead: 0 }
     }
 
+    /// A new ring's core over a fresh (zeroed) region, its frontier set: [`Self::new`]
+    /// and [`Self::init_zeroed`], for the tests and models.
+    #[cfg(test)]
+    pub(crate) fn fresh(region: R, watermark: u64) -> Self {
+        let core = Self::new(region, watermark);
+        core.init_zeroed();
+        core
+    }
+
     /// A core for an overwrite ring: its producers keep the word after the newest
     /// record zeroed, as a single producer does, so records take at most `capacity - 16`.
     /// `ahead`: bytes a retiring producer gives up beyond its need.
     pub(crate) fn new_overwrite(region: R, watermark: u64, ahead: u64) -> Self {
-        Core { ahead, ..Self::new(region, watermark, false) }
+        Core { ahead, ..Self::new(region, watermark) }
     }
 
     /// This process's id, as read when the handle was made.
@@ -259,7 +271,8 @@ impl<R: Region> Core<R> {
         let cons = ctl.consumer.0.pos.load(Acquire);
         // Relaxed: a single producer's handle is handed over through the attach flag
         // (Acquire), which orders the previous handle's last store of the position
-        // before this load; multi-producer rings do not use `zeroed`.
+        // before this load; a multi-producer ring's producers load the shared
+        // frontier instead (`zero_room`).
         let prod = ctl.producer.0.pos.load(Relaxed);
         ProducerCursor { cons, zeroed: prod + HDR_SIZE, slot: N_SLOTS, stuck: 0 }
     }

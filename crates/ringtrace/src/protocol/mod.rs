@@ -15,30 +15,40 @@
 //! claims space with a compare-and-swap on the producer position instead (a single
 //! producer, which owns the position, with a plain store), which leaves a window where
 //! the space is claimed and its header not yet written. The consumer must not mistake
-//! what was there before for a header, so **the consumer of a multi-producer ring zeroes
-//! what it consumes before it publishes its position** (as Agrona's many-to-one ring does), and ringtrace
-//! headers are never zero (the aux word is the producer's pid). An all-zero header
-//! therefore means "wait", exactly like BUSY. A producer stopped between reserve and
-//! commit stops nobody but the consumer, which waits at its record while the others go
-//! on reserving and committing until the ring is full behind it.
+//! what was there before for a header, so **producers zero space before they claim it**,
+//! and ringtrace headers are never zero (the aux word is the producer's pid): an
+//! all-zero header means "wait", exactly like BUSY. A producer stopped between reserve
+//! and commit stops nobody but the consumer, which waits at its record while the others
+//! go on reserving and committing until the ring is full behind it.
 //!
 //! ```text
-//!   consumer_pos            producer_pos
-//!        |  committed | BUSY | committed | 0 (claimed) |    zeroed, free    |
+//!   consumer_pos            producer_pos           zeroed (Z)     consumer_pos + capacity
+//!        |  committed | BUSY | committed | 0 (claimed) | zero, free | free, not zeroed |
 //!        '-- consumer reads in order, stops at BUSY or 0
 //! ```
 //!
-//! A single producer knows where its next header will be, so it zeroes ahead of itself
-//! instead ([`crate::protocol::core::Core::zero_ahead`]): in bulk, up to a kilobyte past its next header (or
-//! to the end of the free space), always before the commit whose Release header store
-//! lets the consumer read there. A reserve
-//! needs 8 bytes of room past the record (the next header), and the consumer zeroes
-//! nothing, so the lines it reads travel one way, from producer to consumer.
+//! A multi-producer ring's producers claim only below the shared zeroed frontier `Z`
+//! (a claim and the word after it, the next header, end at or below it), so the claim
+//! needs no other check of room: `Z` never passes the end of the free space. A producer
+//! whose record does not fit below `Z` takes the zeroing lock (overwrite mode's retire
+//! lock, which a dead holder's successor takes over), zeroes up to
+//! [`crate::protocol::core::ZERO_AHEAD`] bytes past its need (or to the end of the free
+//! space) and publishes the new `Z` with Release
+//! ([`crate::protocol::core::Core::zero_room`]); the others go on claiming below the old
+//! `Z` meanwhile, and wait for the new one only once they reach it. A single producer knows where its
+//! next header will be, so it zeroes ahead of itself the same way, with a frontier of
+//! its own and no lock ([`crate::protocol::core::Core::zero_ahead`]). Either way the
+//! zeroing runs in bulk, lines ahead of the consumer, and happens-before the commit
+//! whose Release header store lets the consumer read there; and **the consumer writes
+//! nothing into the ring**, so the lines it reads travel one way, from producers to the
+//! consumer. (Until the ring file layout version 6, a multi-producer ring's consumer
+//! zeroed what it consumed, as Agrona's many-to-one ring does: each line then crossed
+//! between cores twice a lap, and the consumer stored to every line it read.)
 //!
-//! Invariants: `consumer_pos <= producer_pos <= consumer_pos + capacity` (single
-//! producer: `capacity - 8`); records are contiguous and 8-aligned from `consumer_pos`;
-//! multi-producer rings: every byte outside `[consumer_pos, producer_pos)` is zero;
-//! single-producer rings: the word at `producer_pos` is zero.
+//! Invariants: `consumer_pos <= producer_pos <= consumer_pos + capacity - 8`; records are
+//! contiguous and 8-aligned from `consumer_pos`; the words in `[producer_pos, Z)` are
+//! zero, with `producer_pos + 8 <= Z <= consumer_pos + capacity` (a single producer's `Z`
+//! is private to it; only the word at `producer_pos` is known to the others).
 //!
 //! The consumer polls the header where the next record will be, never the producer
 //! position: with a consumer that keeps up, the line producers claim space on stays in

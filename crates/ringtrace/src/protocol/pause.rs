@@ -346,7 +346,7 @@ mod tests {
 
     fn ring(cap: u64) -> Core<HeapRegion> {
         let core = Core::new_overwrite(HeapRegion::new(cap), NEVER_WAKE, 0);
-        core.init_overwrite();
+        core.init_zeroed();
         core
     }
 

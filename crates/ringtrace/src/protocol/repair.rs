@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_zero_header_claim_is_dead_only_when_no_live_process_is_claiming() {
-        let core = Core::new(HeapRegion::new(256), 0, true);
+        let core = Core::fresh(HeapRegion::new(256), 0);
         let ctl = core.control();
         let dead = dead_pid();
         // A process in slot 0 claimed [0, 32) and died before its BUSY store.
@@ -207,7 +207,7 @@ mod tests {
         // claimer marked (producers of such a ring mark none), a dead pid in its slot.
         for region in [HeapRegion::new(256), HeapRegion::private(256)] {
             let private = !region.producers_may_die();
-            let core = Core::new(region, 0, true);
+            let core = Core::fresh(region, 0);
             let ctl = core.control();
             ctl.slots[0].0.owner.store(u64::from(dead_pid()), Relaxed);
             ctl.producer.0.pos.store(32, Relaxed);
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn a_busy_record_is_dead_when_its_pid_is() {
-        let core = Core::new(HeapRegion::new(256), 0, true);
+        let core = Core::fresh(HeapRegion::new(256), 0);
         core.control().producer.0.pos.store(64, Relaxed);
         core.region.header(0).store(pack(20 | BUSY_BIT, dead_pid()), Relaxed);
         assert_eq!(core.dead_claim(0, usize::MAX), Some(footprint(20)));
@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_single_producers_dead_claim_ends_at_the_producer_position() {
-        let core = Core::new(HeapRegion::new(256), 0, false);
+        let core = Core::fresh(HeapRegion::new(256), 0);
         let ctl = core.control();
         ctl.producer.0.pos.store(40, Relaxed);
         ctl.producer.0.attached.store(std::process::id(), Relaxed);
@@ -260,7 +260,7 @@ mod tests {
     fn a_retire_lock_whose_holder_died_is_taken_over_and_its_work_finished() {
         let cap = 256;
         let core = Core::new_overwrite(HeapRegion::new(cap), NEVER_WAKE, 0);
-        core.init_overwrite();
+        core.init_zeroed();
         fill(&core, 160);
         let line = &core.control().overwrite.0;
         // A retirer took the lock, moved `O` by two records inside its seqlock write,
@@ -282,11 +282,80 @@ mod tests {
         assert!(!core.recover_lock(true), "nothing to recover");
     }
 
+    /// A multi-producer discard ring: writes `n` records of 8 bytes holding `first..`,
+    /// reads them back in order and hands their space back.
+    fn pass_through(core: &Core<HeapRegion>, rd: &mut crate::protocol::core::ReadCursor, first: u64, n: u64) {
+        let mut cur = core.producer_cursor();
+        for v in first..first + n {
+            let pos = core.reserve::<true>(8, &mut cur).unwrap();
+            // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.
+            unsafe { core.region.write_payload(pos, 0, v) };
+            core.commit(pos, 8, false, Wakeup::NoWakeup);
+        }
+        for v in first..first + n {
+            let crate::protocol::core::Step::Record { pos, .. } = core.next(rd) else { panic!("record {v} missing") };
+            // SAFETY: committed, not yet released, we are the consumer.
+            assert_eq!(unsafe { core.region.read_payload(pos, 0) }, v);
+        }
+        let to = rd.pos;
+        // SAFETY: we are the consumer and hold no reference into the range.
+        unsafe { core.release(rd, to) };
+    }
+
+    #[test]
+    fn a_zeroing_lock_whose_holder_died_is_taken_over_and_the_zeroing_redone() {
+        let cap = 256;
+        let core = Core::fresh(HeapRegion::new(cap), 0);
+        let mut rd = core.cursor(0, 0, 0);
+        pass_through(&core, &mut rd, 0, 14); // 224 bytes: `Z` moved past the first lap
+        let line = &core.control().overwrite.0;
+        let z = line.zeroed.load(Relaxed);
+        assert!(z > 224 + 8 && z <= 224 + cap, "frontier {z}");
+        // A producer took the zeroing lock and died before zeroing: the space past `Z`
+        // still holds the last lap's records.
+        let dead = dead_pid();
+        line.lock_pid.store(dead, Relaxed);
+        let began = std::time::Instant::now();
+        pass_through(&core, &mut rd, 100, 15); // nearly a lap more: it needs zeroing
+        assert!(began.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(line.lock_pid.load(Relaxed), 0, "taken over and dropped");
+        assert_eq!(core.control().consumer.0.dead.load(Relaxed), 1);
+        assert!(line.zeroed.load(Relaxed) > z);
+        // Past the producer position every word up to the frontier is zero again.
+        let (p, z) = (core.positions().1, line.zeroed.load(Relaxed));
+        assert!((p..z).step_by(8).all(|x| core.region.header(x).load(Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_frontier_behind_the_producer_position_never_zeroes_records() {
+        // A control block written by a broken or hostile process: `Z` at 0, with records
+        // committed and unread in `[0, P)`. A producer zeroes from `P` on, not over them.
+        let core = Core::fresh(HeapRegion::new(256), 0);
+        let mut cur = core.producer_cursor();
+        for v in 1..=3u64 {
+            let pos = core.reserve::<true>(8, &mut cur).unwrap();
+            // SAFETY: we hold the reservation at `pos`; its one payload word is word 0.
+            unsafe { core.region.write_payload(pos, 0, v) };
+            core.commit(pos, 8, false, Wakeup::NoWakeup);
+        }
+        core.control().overwrite.0.zeroed.store(0, Relaxed);
+        let mut other = core.producer_cursor();
+        let pos = core.reserve::<true>(8, &mut other).unwrap();
+        assert_eq!(pos, 48);
+        core.commit(pos, 8, true, Wakeup::NoWakeup);
+        let mut rd = core.cursor(0, 0, 0);
+        for v in 1..=3u64 {
+            let crate::protocol::core::Step::Record { pos, .. } = core.next(&mut rd) else { panic!("record {v} lost") };
+            // SAFETY: committed, not yet released, we are the consumer.
+            assert_eq!(unsafe { core.region.read_payload(pos, 0) }, v);
+        }
+    }
+
     #[test]
     fn a_read_only_reader_ends_a_dead_retirers_seqlock_write_only() {
         let cap = 256;
         let core = Core::new_overwrite(HeapRegion::new(cap), NEVER_WAKE, 0);
-        core.init_overwrite();
+        core.init_zeroed();
         fill(&core, 160);
         let line = &core.control().overwrite.0;
         let dead = dead_pid();
@@ -306,7 +375,7 @@ mod tests {
     #[test]
     fn a_pause_whose_holder_died_is_ended() {
         let core = Core::new_overwrite(HeapRegion::new(256), NEVER_WAKE, 0);
-        core.init_overwrite();
+        core.init_zeroed();
         fill(&core, 64);
         let line = &core.control().overwrite.0;
         line.lock_pid.store(dead_pid() | PAUSER, Relaxed);

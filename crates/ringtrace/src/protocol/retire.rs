@@ -71,9 +71,11 @@ use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use crate::wait::Patience;
 
 impl<R: Region> Core<R> {
-    /// Sets the initial `Z`: the whole (zeroed) data area is free. Called once, before
-    /// the ring is shared.
-    pub(crate) fn init_overwrite(&self) {
+    /// Sets the initial zeroed frontier `Z`: the whole (zeroed) data area is free.
+    /// Called once, before the ring is shared, for every ring (overwrite rings and
+    /// multi-producer discard rings move it; a single producer in discard mode keeps
+    /// its frontier private).
+    pub(crate) fn init_zeroed(&self) {
         // Relaxed: not shared yet (see `Control::init_meta`).
         self.ow_line().zeroed.store(self.capacity(), Relaxed);
     }

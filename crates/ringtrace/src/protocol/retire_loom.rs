@@ -24,7 +24,7 @@ type Ring = Arc<Core<HeapRegion>>;
 /// next overwrites it) that retires exactly what each record needs.
 fn ring() -> Ring {
     let core = Core::new_overwrite(HeapRegion::new(32), NEVER_WAKE, 0);
-    core.init_overwrite();
+    core.init_zeroed();
     Arc::new(core)
 }
 

@@ -15,7 +15,7 @@ use crate::region::heap::HeapRegion;
 type Ring = Arc<Core<HeapRegion>>;
 
 fn ring<const MULTI: bool>(capacity: u64) -> Ring {
-    Arc::new(Core::new(HeapRegion::new(capacity), 0, MULTI))
+    Arc::new(Core::fresh(HeapRegion::new(capacity), 0))
 }
 
 /// Reserves an 8-byte record, waiting for room as `Producer::reserve_wait` does (token,
@@ -31,6 +31,8 @@ fn produce_waiting<const MULTI: bool>(r: &Ring, cur: &mut ProducerCursor, v: u64
                     r.region.room_wait(token);
                 }
             }
+            // Pending: another producer holds the zeroing lock and has not finished.
+            Err(Refused::Pending) => thread::yield_now(),
             Err(other) => unreachable!("{other:?}"),
         }
     };
@@ -53,7 +55,7 @@ fn consume_sleeping<const MULTI: bool>(r: &Ring, total: usize) -> Vec<u64> {
                 seen.push(unsafe { r.region.read_payload(pos, 0) });
                 let to = rd.pos;
                 // SAFETY: we are the consumer and hold no reference into the range.
-                unsafe { r.release::<MULTI>(&mut rd, to) };
+                unsafe { r.release(&mut rd, to) };
             }
             Step::Empty => {
                 if r.arm(rd.published).unwrap() {
@@ -67,12 +69,14 @@ fn consume_sleeping<const MULTI: bool>(r: &Ring, total: usize) -> Vec<u64> {
     seen
 }
 
-/// R1: one multi-producer handle writes three records through a ring that holds one:
+/// R1: one multi-producer handle writes three records through a ring that holds one
+/// (and the zeroed header after it), so that each record's space is zeroed by the
+/// producer under the zeroing lock after the consumer handed it back:
 /// it waits for room twice, and the consumer sleeps between records.
 #[test]
 fn loom_room_one_producer_waits() {
     model(|| {
-        let r = ring::<true>(16);
+        let r = ring::<true>(32);
         let rp = r.clone();
         let p = thread::spawn(move || {
             let mut cur = rp.producer_cursor();
@@ -83,12 +87,13 @@ fn loom_room_one_producer_waits() {
     });
 }
 
-/// R2: two producers, one record each, through a ring that holds one: one of them
+/// R2: two producers, one record each, through a ring that holds one (with the zeroed
+/// header after it): one of them
 /// waits for room (the single flag word is shared by every waiter).
 #[test]
 fn loom_room_two_producers_wait() {
     model(|| {
-        let r = ring::<true>(16);
+        let r = ring::<true>(32);
         let ps: Vec<_> = (1..=2u64)
             .map(|v| {
                 let rp = r.clone();

@@ -32,10 +32,10 @@ fn op() -> impl Strategy<Value = Op> {
 const CAP: u64 = 128;
 
 fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let core = Core::new(HeapRegion::new(CAP), 0, MULTI);
+    let core = Core::fresh(HeapRegion::new(CAP), 0);
     let mut cur = core.producer_cursor();
-    // A single producer needs 8 bytes of room past its record (the next header).
-    let slack = if MULTI { 0 } else { 8 };
+    // Either kind needs 8 bytes of room past its record (the next header, kept zero).
+    let slack = 8;
     let mut rd = core.cursor(0, 0, 0);
     // (sequence number, discarded, payload words) of every record not yet consumed.
     // `prod`: bytes reserved so far; the ring has room for `fp` more iff
@@ -100,7 +100,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             prop_assert_eq!(rd.pos - rd.published, CAP);
                             let to = rd.pos;
                             // SAFETY: single-threaded consumer; nothing borrows the range.
-                            unsafe { core.release::<MULTI>(&mut rd, to) };
+                            unsafe { core.release(&mut rd, to) };
                         }
                         Step::Corrupt { pos, header } => {
                             prop_assert!(false, "corrupt header {header:#x} at {pos}")
@@ -109,7 +109,7 @@ fn run<const MULTI: bool>(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 let to = rd.published + (((rd.pos - rd.published) * quarters as u64 / 4) & !7);
                 // SAFETY: single-threaded consumer; nothing borrows [published, to).
-                unsafe { core.release::<MULTI>(&mut rd, to) };
+                unsafe { core.release(&mut rd, to) };
                 let (cons, _) = core.positions();
                 prop_assert_eq!(cons, to);
             }

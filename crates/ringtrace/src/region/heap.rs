@@ -1,7 +1,8 @@
 //! A heap region for loom models and unit tests: one atomic per 8-byte word for headers
 //! and a separate race-checked cell per word for payload, so loom checks that payload
-//! writes happen-before the consumer's reads, and the zeroing (the consumer's, or a
-//! single producer's ahead of itself) happens-before the next writes and reads there.
+//! writes happen-before the consumer's reads, and the zeroing (a producer's, ahead of
+//! the claims: under the zeroing lock, or a single producer's own) happens-before the
+//! next writes and reads there.
 //! Headers are atomics here while the real region zeroes them with plain writes, so
 //! races on header words are checked by reasoning, not by loom. No double mapping: payload word `i` of a record at `pos`
 //! is `(pos / 8 + 1 + i) % words`.
@@ -137,8 +138,6 @@ impl HeapRegion {
 // views of every word in the range.
 unsafe impl Region for HeapRegion {
     const MIN_CAPACITY: u64 = 16;
-    /// The loom models' consumers hand back exactly what they read.
-    const RELEASE_LINE: u64 = 8;
     fn control(&self) -> &Control {
         &self.control
     }

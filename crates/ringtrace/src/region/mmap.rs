@@ -333,8 +333,6 @@ unsafe impl Region for MmapView {
     /// One 4 KiB page, the smallest page of any Linux target (the builder requires at
     /// least one page).
     const MIN_CAPACITY: u64 = crate::format::control::MIN_CAPACITY;
-    /// A cache line: the consumer leaves the line producers are writing to them.
-    const RELEASE_LINE: u64 = 64;
     #[inline(always)]
     fn control(&self) -> &Control {
         // SAFETY: the control block is the first CONTROL_SIZE bytes of a page-aligned,
@@ -360,7 +358,7 @@ unsafe impl Region for MmapView {
     unsafe fn zero(&self, pos: u64, len: u64) {
         // SAFETY: `len <= capacity`, so the range ends inside the second copy; the
         // caller owns it exclusively (see the trait's contract), and only handles with
-        // a writable data area zero (producers, and a multi-producer ring's consumer).
+        // a writable data area zero (producers).
         unsafe { ptr::write_bytes(self.data_ptr(pos), 0, len as usize) };
     }
 

@@ -28,17 +28,9 @@ pub(crate) mod reserve;
 ///   headers included, to zero.
 pub(crate) unsafe trait Region: Send + Sync {
     /// The smallest capacity this kind of region has (at least 16): records up to this
-    /// minus 16 (two headers: a single producer keeps the next one zeroed), and minus
-    /// [`Self::RELEASE_LINE`], always fit, which lets `reserve` drop its size check for
-    /// small lengths known at compile time.
+    /// minus 16 (two headers: a record and the next one, kept zeroed) always fit, which
+    /// lets `reserve` drop its size check for small lengths known at compile time.
     const MIN_CAPACITY: u64;
-    /// How a multi-producer ring's consumer over this region hands space back: in whole
-    /// lines of this many bytes (a multiple of 8), so that up to `RELEASE_LINE - 8`
-    /// bytes it has read may stay unreturned after a consume call
-    /// ([`crate::consumer::Consumer`] leaves alone the part of the line producers are
-    /// writing). A multi-producer ring's largest record is the capacity less this much
-    /// (at least a header's 8 bytes), so that it fits whenever the ring is empty.
-    const RELEASE_LINE: u64;
     /// The control block.
     fn control(&self) -> &Control;
     /// Bytes in the data area.
