@@ -145,7 +145,6 @@ impl<R: Region> Core<R> {
             let z = line.zeroed.load(Acquire);
             cur.zeroed = z;
             if need <= z {
-                cur.stuck = 0;
                 return Ok(());
             }
             // The frontier never passes the free space, which ends at `C + capacity`:
@@ -193,7 +192,7 @@ impl<R: Region> Core<R> {
         let target = want.min(cur.cons + self.cap);
         let from = z & !7;
         if target > from {
-            // SAFETY: `[z, target)` lies past every claim (a claim and the word after it
+            // SAFETY: `[from, target)` lies past every claim (a claim and the word after it
             // end at or below `Z`, and only the lock holder moves `Z`) and before
             // `C + capacity`: free space that no producer writes and the consumer does
             // not read before a claim there, which the Release store of `Z` below orders
@@ -208,7 +207,6 @@ impl<R: Region> Core<R> {
         line.zeroed.store(z, Release);
         self.unlock();
         cur.zeroed = z;
-        cur.stuck = 0;
         if need <= z {
             Ok(())
         } else {
