@@ -32,7 +32,8 @@
 //! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
 //! `export.rs`), `otel` (a span of 4 fields around an event of 4 fields through
 //! `ringtrace-tracing`, against the same through `tracing-opentelemetry` with the OTLP
-//! batch exporter; writer-thread CPU time per span; see `otel.rs`), and the `scale`
+//! batch exporter and through fastrace; writer-thread CPU time per span; see `otel.rs`),
+//! and the `scale`
 //! group, selected by `--filter scale`: `scale-merge`,
 //! `scale-wakeup`, `scale-directory`, `scale-pause` (a channel's reader as writers are
 //! added, its wakeup latency, a recorder directory's decode memory, a flight

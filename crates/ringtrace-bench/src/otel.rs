@@ -1,6 +1,7 @@
 //! `otel`: what a `tracing` span costs the instrumented program when it is recorded by
 //! `ringtrace-tracing`'s layer, against the same span sent to an OpenTelemetry collector
-//! by `tracing-opentelemetry`.
+//! by `tracing-opentelemetry`, and the same unit of work through fastrace, a tracing
+//! library of its own that does not go through `tracing`.
 //!
 //! The work, in each writer thread, per span (4 fields on the span, 4 on the event):
 //!
@@ -11,10 +12,11 @@
 //! // _g dropped: the span exits; span dropped: it closes
 //! ```
 //!
-//! Rows, 1 and 2 writer threads, each subscriber `tracing_subscriber::registry()` with the
-//! one layer. Each row runs in a process of its own (this program run again,
-//! `__otel-row`), with its subscriber installed as that process's global default
-//! (`set_global_default`), as a program installs it, so every row gets it the same way
+//! Rows, 1 and 2 writer threads, each `tracing` row's subscriber
+//! `tracing_subscriber::registry()` with the one layer. Each row runs in a process of its
+//! own (this program run again, `__otel-row`), with its subscriber installed as that
+//! process's global default (`set_global_default`; fastrace's rows: their reporter,
+//! `fastrace::set_reporter`), as a program installs it, so every row gets it the same way
 //! and none inherits another's threads, allocator state or thread-locals. Not
 //! `dispatcher::with_default` in each writer (the `tracing` rows' way, `layers.rs`): a
 //! scoped dispatcher is an `Arc` that every span clones and drops, and with 2 writers
@@ -44,6 +46,35 @@
 //!   its own; `OTEL_BSP_*` variables apply as in any program). Every layer option is
 //!   its default (span locations, thread ids and names, busy and idle times recorded).
 //!
+//! The `fastrace` rows (fastrace 0.7.19 with its `enable` feature; `otel/fastrace_peer.rs`)
+//! do the same unit of work with fastrace's API and no `tracing` dispatcher (none is
+//! installed). fastrace's properties are strings: the unit's number is formatted
+//! (`i.to_string()`), the constants are `&'static str`s (`"2.5"`, `"true"`, `"text"`;
+//! `"-1"`, `"0.5"`, `"msg"`), which it keeps without copying. Spans go from each thread's
+//! queue to fastrace's collector thread, which hands them to the reporter set with
+//! `fastrace::set_reporter(reporter, Config::default())` (at least once a second, sooner
+//! when a thread's queue is half full).
+//!
+//! * `fastrace` `root`: per unit, `Span::root("request", SpanContext::random())
+//!   .with_properties(|| [a, b, c, d])`, made the thread's local parent
+//!   (`set_local_parent`) while `LocalSpan::add_event(Event::new("event")
+//!   .with_properties(|| [x, y, z, w]))` adds its event. The reporter counts the spans
+//!   named `request` it is given (and their events) on fastrace's collector thread and
+//!   keeps nothing: a span counts as delivered when it reached the reporter.
+//! * `fastrace` `local`: its cheapest way, a `LocalSpan` per unit:
+//!   `LocalSpan::enter_with_local_parent("request").with_properties(...)` with the same
+//!   event inside it, under a root span (`writer`, not counted) made the thread's local
+//!   parent once per 1,000 units (`fastrace_peer::LOCAL_PER_ROOT`): a root holds its
+//!   local spans and events in its thread until its guard drops, at most 10,240 of them
+//!   (fastrace's `DEFAULT_SPAN_QUEUE_SIZE`), and records no more past that, so one root
+//!   for a whole thread would record 5,120 units and skip the rest. The same counting
+//!   reporter.
+//! * `fastrace` `otlp-http/batch`: root spans as in `root`, reported by
+//!   `fastrace_opentelemetry::OpenTelemetryReporter` (fastrace-opentelemetry 0.19, on
+//!   opentelemetry / opentelemetry_sdk 0.33) around the same OTLP exporter and counting
+//!   wrapper as `tracing-opentelemetry`'s row: it converts each report's spans to
+//!   `SpanData` and exports them in one call, on fastrace's collector thread.
+//!
 //! Where the spans go: the exporter posts to `RINGTRACE_BENCH_OTLP_ENDPOINT` if that is
 //! set (the OTLP/HTTP traces URL of a collector, used as given, e.g.
 //! `http://127.0.0.1:4318/v1/traces`); otherwise to a sink the bench starts for each
@@ -61,13 +92,15 @@
 //! * An export counts as delivered when the exporter's `export` returned success
 //!   (counted by a wrapper around the exporter that passes every call on as is); spans
 //!   the batch processor dropped (its queue full) or whose export failed are the row's
-//!   `drops/s`. After each row the bench checks that the sink counted at least as many
-//!   spans as the exporter reported exported, and says so on stderr if not.
+//!   `drops/s`. After each exporting row (`tracing-opentelemetry` and `fastrace`
+//!   `otlp-http/batch`) the bench checks that the sink counted at least as many spans
+//!   as the exporter reported exported, and says so on stderr if not.
 //!
 //! Each row is a fixed number of spans per writer thread (200,000; `--quick` 50,000),
 //! after a warmup of a tenth as many that is not counted. Writers wait on a barrier after
 //! the warmup; meanwhile the row's main thread empties the warmup's spans from the
-//! OpenTelemetry pipeline (`force_flush`), then opens the window. Figures, per span
+//! OpenTelemetry pipeline (`force_flush`; fastrace: `fastrace::flush`, which runs its
+//! collector once and waits for it), then opens the window. Figures, per span
 //! emitted (a span the batch processor drops has cost its writer all but the hand-over
 //! to the processor's queue):
 //!
@@ -80,13 +113,21 @@
 //!   total as `getrusage(RUSAGE_SELF)`) from the window's opening until the pipeline is
 //!   shut down: the exporter's and the drain's work for the window's spans, and the
 //!   final flush (`SdkTracerProvider::shutdown`, which exports what is still queued;
-//!   `Recorder::finish`, which drains the rings and closes the file), are in it; the
+//!   `Recorder::finish`, which drains the rings and closes the file; `fastrace::flush`,
+//!   which reports or exports what is still queued), are in it; the
 //!   process's start and its subscriber's setup are not.
 //! * `wall_ns_per_rec` (`ns/rec`): the window's wall time, from its opening until the
-//!   last writer is done, per span; the shutdown is outside it.
+//!   last writer has emitted its last span, per span; the shutdown (and a fastrace
+//!   writer's catch-up, `fastrace_peer::catch_up`) is outside it.
 //! * `drops_per_s`: `tracing-opentelemetry`: spans emitted in the window and not
-//!   exported; `ringtrace-tracing` `stream`: records lost (a span is 5 records: new,
-//!   enter, event, exit, close), both per second of the window.
+//!   exported; `fastrace`: spans emitted, warmup included, and not reported (`root`,
+//!   `local`) or exported (`otlp-http/batch`) after the final `fastrace::flush` (a
+//!   warmup span still in its writer's queue when the window opened is reported inside
+//!   it). fastrace drops no span while its thread lives, but loses at the thread's exit
+//!   what its collector has not yet taken: after the window each writer has it take
+//!   everything (`fastrace_peer::catch_up`, outside the writer's CPU figure and the wall
+//!   time, inside the process's CPU); `ringtrace-tracing` `stream`: records lost (a
+//!   span is 3 records: `open`, the event, `done`), all per second of the window.
 //!
 //! In each round the rows of a writer count run back to back, their order rotating from
 //! round to round.
@@ -100,27 +141,24 @@
 //! 3 µs a span between runs here, where the layer's rows stay within a few percent.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::ops::Range;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{Protocol, WithExportConfig};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-use opentelemetry_sdk::Resource;
 use tracing::Dispatch;
-use tracing_subscriber::layer::SubscriberExt;
 
 use crate::channel::thread_cpu_ns;
 use crate::harness::{process_cpu, Measured};
 use crate::{Progress, Row, Selection};
 
+mod counted;
+mod fastrace_peer;
 mod sink;
+mod under;
 pub use sink::sink_main;
 use sink::Sink;
+use under::{Back, Under};
 
 pub(crate) const BENCH: &str = "otel";
 /// Writer thread counts.
@@ -131,16 +169,20 @@ const QUICK_SPANS: u64 = 50_000;
 /// The collector to export to instead of the bench's own sink.
 const ENDPOINT_VAR: &str = "RINGTRACE_BENCH_OTLP_ENDPOINT";
 /// The implementations: `(impl, variant)`.
-const IMPLS: [(&str, &str); 4] = [
+const IMPLS: [(&str, &str); 7] = [
     ("ringtrace-tracing", "stream"),
     ("ringtrace-tracing", "flight"),
     ("tracing-opentelemetry", "otlp-http/batch"),
     ("noop-layer", "registry"),
+    ("fastrace", "root"),
+    ("fastrace", "local"),
+    ("fastrace", "otlp-http/batch"),
 ];
 
-/// The do-nothing layer: the floor.
-struct Noop;
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Noop {}
+/// Whether a row exports over OTLP (to the sink or `RINGTRACE_BENCH_OTLP_ENDPOINT`).
+fn exports(variant: &str) -> bool {
+    variant == "otlp-http/batch"
+}
 
 /// One span of the workload: 4 fields on the span, an event of 4 fields inside it.
 #[inline(always)]
@@ -150,162 +192,28 @@ fn one_span(i: u64) {
     tracing::info!(x = i, y = -1i64, z = 0.5, w = "msg", "event");
 }
 
-/// Spans an exporter's `export` reported exported, and those of exports that failed.
-#[derive(Debug, Default)]
-struct Counts {
-    exported: AtomicU64,
-    failed: AtomicU64,
-    first_error: Mutex<Option<String>>,
+/// How a row emits its units of work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Work {
+    /// `tracing` spans ([`one_span`]) through the thread's dispatcher.
+    Tracing,
+    /// fastrace root spans ([`fastrace_peer::root_spans`]).
+    FastraceRoot,
+    /// fastrace local spans ([`fastrace_peer::local_spans`]).
+    FastraceLocal,
 }
 
-/// The OTLP exporter, counting what it exports: the processor sees it as the exporter
-/// itself (every call is passed on as is).
-#[derive(Debug)]
-struct Counted<E> {
-    inner: E,
-    counts: Arc<Counts>,
-}
-
-impl<E: SpanExporter> SpanExporter for Counted<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let n = batch.len() as u64;
-        let result = self.inner.export(batch).await;
-        match &result {
-            Ok(()) => self.counts.exported.fetch_add(n, Relaxed),
-            Err(e) => {
-                self.counts.first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| e.to_string());
-                self.counts.failed.fetch_add(n, Relaxed)
-            }
-        };
-        result
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn shutdown(&self) -> OTelSdkResult {
-        self.inner.shutdown()
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
-/// What records the spans, behind the dispatcher.
-enum Back {
-    Nothing,
-    Ring { recorder: ringtrace_tracing::Recorder, file: Option<PathBuf> },
-    Otel { provider: SdkTracerProvider, counts: Arc<Counts> },
-}
-
-/// A subscriber under test.
-struct Under {
-    dispatch: Dispatch,
-    back: Back,
-}
-
-/// A path in the temporary directory for this process's row, nothing there yet.
-fn temp(name: &str) -> PathBuf {
-    crate::layers::temp(&format!("otel-{name}"))
-}
-
-impl Under {
-    fn new(imp: &str, variant: &str, endpoint: &str) -> Result<Under, String> {
-        let reg = tracing_subscriber::registry;
-        match (imp, variant) {
-            ("ringtrace-tracing", "flight") => {
-                let (layer, recorder) = ringtrace_tracing::Builder::flight_recorder()
-                    .per_thread_bytes(1 << 20)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Ring { recorder, file: None } })
-            }
-            ("noop-layer", _) => Ok(Under { dispatch: Dispatch::new(reg().with(Noop)), back: Back::Nothing }),
-            ("ringtrace-tracing", _) => {
-                let p = temp("stream.rtt");
-                let (layer, recorder) = ringtrace_tracing::Builder::stream(&p)
-                    .per_thread_bytes(1 << 20)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Ring { recorder, file: Some(p) } })
-            }
-            _ => {
-                let exporter = opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(endpoint)
-                    .build()
-                    .map_err(|e| format!("the OTLP exporter: {e}"))?;
-                let counts = Arc::new(Counts::default());
-                let provider = SdkTracerProvider::builder()
-                    .with_resource(Resource::builder().with_service_name("ringtrace-bench").build())
-                    .with_batch_exporter(Counted { inner: exporter, counts: counts.clone() })
-                    .build();
-                let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("ringtrace-bench"));
-                Ok(Under { dispatch: Dispatch::new(reg().with(layer)), back: Back::Otel { provider, counts } })
+/// Units `r` of the workload, the row's way.
+#[inline(always)]
+fn run(work: Work, r: Range<u64>) {
+    match work {
+        Work::Tracing => {
+            for i in r {
+                one_span(i);
             }
         }
-    }
-
-    /// Before the window: the OpenTelemetry pipeline exports what the warmup queued.
-    fn settle(&self) {
-        if let Back::Otel { provider, .. } = &self.back {
-            if let Err(e) = provider.force_flush() {
-                eprintln!("ringtrace-bench: {BENCH}: force_flush after the warmup: {e}");
-            }
-        }
-    }
-
-    /// The count the row's drops are taken from: records lost so far (ringtrace), spans
-    /// exported so far (OpenTelemetry).
-    fn count(&self) -> u64 {
-        match &self.back {
-            Back::Nothing => 0,
-            Back::Ring { recorder, .. } => recorder.stats().lost,
-            Back::Otel { counts, .. } => counts.exported.load(Relaxed),
-        }
-    }
-
-    /// Shuts the pipeline down (flushing what it holds) and returns [`Self::count`] after it.
-    fn finish(self) -> u64 {
-        let Under { dispatch, back } = self;
-        drop(dispatch);
-        match back {
-            Back::Nothing => 0,
-            Back::Ring { recorder, file } => {
-                let lost = match recorder.finish() {
-                    Ok(stats) => stats.lost,
-                    Err(e) => {
-                        eprintln!("ringtrace-bench: {BENCH}: finishing the stream: {e}");
-                        0
-                    }
-                };
-                if let Some(p) = file {
-                    let _ = std::fs::remove_file(p);
-                }
-                lost
-            }
-            Back::Otel { provider, counts } => {
-                if let Err(e) = provider.shutdown() {
-                    eprintln!("ringtrace-bench: {BENCH}: shutting the tracer provider down: {e}");
-                }
-                let failed = counts.failed.load(Relaxed);
-                if failed > 0 {
-                    let first = counts.first_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    eprintln!(
-                        "ringtrace-bench: {BENCH}: {failed} spans in failed exports (first error: {})",
-                        first.unwrap_or_default()
-                    );
-                }
-                counts.exported.load(Relaxed)
-            }
-        }
+        Work::FastraceRoot => fastrace_peer::root_spans(r),
+        Work::FastraceLocal => fastrace_peer::local_spans(r),
     }
 }
 
@@ -320,10 +228,14 @@ struct Measurement {
     process_cpu: Duration,
     /// The window's wall time.
     wall: Duration,
-    /// Spans not exported (OpenTelemetry) or records lost (ringtrace) in the window.
+    /// Spans not exported (OpenTelemetry) or records lost (ringtrace) in the window;
+    /// fastrace: spans emitted, warmup included, and not reported or exported.
     drops: u64,
-    /// Spans exported in the window (OpenTelemetry only).
+    /// Spans exported (OpenTelemetry) or reported (fastrace) in the window.
     exported: u64,
+    /// Events of the spans fastrace's counting reporter was given, warmup included.
+    #[serde(default)]
+    events: Option<u64>,
 }
 
 /// `writers` threads, each emitting a tenth of `spans` as a warmup, then `spans` in the
@@ -331,31 +243,49 @@ struct Measurement {
 /// (`set_global_default`, a row's child process); else each writer thread installs it
 /// with `dispatcher::with_default` (the unit tests, which share a process).
 fn measure(under: Under, writers: usize, spans: u64, global: bool) -> Measurement {
-    let otel = matches!(under.back, Back::Otel { .. });
-    if global {
+    let (otel, fastrace) = (matches!(under.back, Back::Otel { .. }), matches!(under.back, Back::Fastrace(_)));
+    if global && !fastrace {
         tracing::dispatcher::set_global_default(under.dispatch.clone()).expect("no global subscriber yet");
     }
-    let with =
-        |d: &Dispatch, f: &mut dyn FnMut() -> u64| if global { f() } else { tracing::dispatcher::with_default(d, f) };
+    let with = |d: &Dispatch, f: &mut dyn FnMut() -> (u64, Instant)| {
+        if global {
+            f()
+        } else {
+            tracing::dispatcher::with_default(d, f)
+        }
+    };
     let warm = (spans / 10).max(1);
     let ready = Barrier::new(writers + 1);
     let go = Barrier::new(writers + 1);
+    let done = Barrier::new(writers);
+    let work = under.work;
+    // fastrace's rows: every writer's spans, warmup included, reported before a writer
+    // ends (see `fastrace_peer::catch_up`).
+    let catch_up = match &under.back {
+        Back::Fastrace(p) => Some((p.counter(), (warm + spans) * writers as u64)),
+        _ => None,
+    };
     let (writer_cpu_ns, wall, cpu0, count0) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..writers)
             .map(|_| {
-                let (ready, go, d, with) = (&ready, &go, under.dispatch.clone(), &with);
+                let (ready, go, done, d) = (&ready, &go, &done, under.dispatch.clone());
+                let (with, catch_up) = (&with, &catch_up);
                 s.spawn(move || {
                     with(&d, &mut || {
-                        for i in 0..warm {
-                            one_span(i);
-                        }
+                        run(work, 0..warm);
                         ready.wait();
                         go.wait();
                         let c0 = thread_cpu_ns();
-                        for i in warm..warm + spans {
-                            one_span(i);
+                        run(work, warm..warm + spans);
+                        let (cpu, end) = (thread_cpu_ns() - c0, Instant::now());
+                        if let Some((counter, expected)) = catch_up {
+                            // Once every writer's window is over.
+                            done.wait();
+                            if !fastrace_peer::catch_up(counter, *expected) {
+                                eprintln!("ringtrace-bench: {BENCH}: fastrace's spans not all reported in time");
+                            }
                         }
-                        thread_cpu_ns() - c0
+                        (cpu, end)
                     })
                 })
             })
@@ -365,19 +295,28 @@ fn measure(under: Under, writers: usize, spans: u64, global: bool) -> Measuremen
         let count0 = under.count();
         let (t0, cpu0) = (Instant::now(), process_cpu());
         go.wait();
-        let cpu: u64 = handles.into_iter().map(|h| h.join().expect("writer thread")).sum();
-        (cpu, t0.elapsed(), cpu0, count0)
+        let (mut cpu, mut end) = (0, t0);
+        for h in handles {
+            let (c, e) = h.join().expect("writer thread");
+            (cpu, end) = (cpu + c, end.max(e));
+        }
+        (cpu, end.duration_since(t0), cpu0, count0)
     });
-    let count1 = under.finish();
+    let (count1, events) = under.finish();
     let process_cpu = process_cpu().saturating_sub(cpu0);
     let total = spans * writers as u64;
-    let (drops, exported) = if otel {
+    let (drops, exported) = if fastrace {
+        // A warmup span a writer still held in its queue when the window opened is
+        // reported inside it: the drops are every span emitted, warmup included, less
+        // every span reported.
+        ((total + warm * writers as u64).saturating_sub(count1), count1.saturating_sub(count0))
+    } else if otel {
         let exported = count1.saturating_sub(count0);
         (total.saturating_sub(exported), exported)
     } else {
         (count1.saturating_sub(count0), 0)
     };
-    Measurement { spans: total, writer_cpu_ns, process_cpu, wall, drops, exported }
+    Measurement { spans: total, writer_cpu_ns, process_cpu, wall, drops, exported, events }
 }
 
 impl Measurement {
@@ -436,7 +375,7 @@ pub fn rows(sel: &Selection, round: usize, progress: &mut Progress) -> Vec<Row> 
         None => match Sink::start() {
             Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("ringtrace-bench: {BENCH} tracing-opentelemetry rows skipped: {e}");
+                eprintln!("ringtrace-bench: {BENCH} otlp-http/batch rows skipped: {e}");
                 None
             }
         },
@@ -445,7 +384,7 @@ pub fn rows(sel: &Selection, round: usize, progress: &mut Progress) -> Vec<Row> 
     for writers in WRITERS {
         for i in 0..IMPLS.len() {
             let (imp, variant) = IMPLS[(round + i) % IMPLS.len()];
-            let otel = imp == "tracing-opentelemetry";
+            let otel = exports(variant);
             let endpoint = match (otel, endpoint.as_deref()) {
                 (false, _) => "",
                 (true, Some(e)) => e,

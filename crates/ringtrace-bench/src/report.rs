@@ -51,7 +51,8 @@ pub struct Row {
     /// `otel`: a `tracing` span of 4 fields entered and exited around an event of 4
     /// fields, through `ringtrace-tracing`'s layer (`stream`, `flight`), through
     /// `tracing-opentelemetry` with the OTLP batch exporter (`otlp-http/batch`) or through
-    /// a layer that does nothing (`noop-layer` `registry`), 1 and 2 writer threads; a
+    /// a layer that does nothing (`noop-layer` `registry`), and the same unit of work
+    /// through fastrace (`root`, `local`, `otlp-http/batch`), 1 and 2 writer threads; a
     /// record is a span emitted; `ns_per_rec` is writer CPU time (see `otel.rs`).
     ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
@@ -62,7 +63,7 @@ pub struct Row {
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
     /// `ringtrace-channel` and `ringtrace-mpsc` (and `crossbeam-arrayqueue`) in `channel-scaling`; `libbpf` in
     /// `kernel-bpf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`;
-    /// `ringtrace-tracing`, `tracing-opentelemetry` and `noop-layer` in `otel`.
+    /// `ringtrace-tracing`, `tracing-opentelemetry`, `noop-layer` and `fastrace` in `otel`.
     #[serde(rename = "impl")]
     pub imp: String,
     /// `mpsc`/`spsc` (and detail after `/`) for ringtrace, but the ring's mode and reader in

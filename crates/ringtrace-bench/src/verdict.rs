@@ -3,7 +3,9 @@
 //! In each round ringtrace's row and the peer's row of a target ran back to back (the
 //! order rotated from round to round), so the ratio taken inside the round compares
 //! the two under the same weather of the shared machine; the verdict is the median of
-//! those ratios over the rounds, with the number of rounds that met the target.
+//! those ratios over the rounds, with the number of rounds that met the target. A target
+//! on how much ringtrace's row costs over a peer's ([`Goal::WriterCpuOverAtMost`]) takes
+//! the difference inside each round instead of the ratio, the same way.
 
 use std::io::{self, Write};
 
@@ -45,6 +47,10 @@ pub enum Goal {
     /// report it so: `channel-scaling`, `c-api`, `tracing`, `otel`): `ours / peer` at
     /// most this.
     WriterCpuAtMost(Side, f64),
+    /// The writer threads' CPU nanoseconds per record, as [`Goal::WriterCpuAtMost`]:
+    /// `ours - peer` at most this many nanoseconds (what ringtrace's row costs over a
+    /// floor row, judged as the median of the per-round differences).
+    WriterCpuOverAtMost(Side, f64),
 }
 
 /// A speed target.
@@ -64,7 +70,8 @@ impl Target {
             | Goal::P50AtMost(peer, _)
             | Goal::PeakAtMost(peer, _)
             | Goal::CpuAtMost(peer, _)
-            | Goal::WriterCpuAtMost(peer, _) => Some(peer),
+            | Goal::WriterCpuAtMost(peer, _)
+            | Goal::WriterCpuOverAtMost(peer, _) => Some(peer),
             Goal::NsUnder(_) => None,
         }
     }
@@ -173,8 +180,8 @@ pub const TARGETS: &[Target] = &[
         ours: side("tracing", "ringtrace-tracing", "stream", 2),
         goal: Goal::RateAtLeast(side("tracing", "ringtrace-tracing", "stream", 1), 1.8),
     },
-    // The moonshot: within 2x of what `tracing` itself costs with a layer that does nothing.
-    tracing_cost("flight", "noop-layer", "registry", 2.0),
+    // The moonshot: within 3x of what `tracing` itself costs with a layer that does nothing.
+    tracing_cost("flight", "noop-layer", "registry", 3.0),
     // `c-api`: a record written from C through `ringtrace_channel_producer_output` costs its
     // writer at most a fifth of the CPU time of an LTTng-UST tracepoint of the same
     // payload into a flight-recorder session, and at most 1.1x the same channel write
@@ -195,11 +202,21 @@ pub const TARGETS: &[Target] = &[
     c_api("event4", 1, "ringtrace-rust-layer", 1.2),
     c_api("event4", 2, "ringtrace-rust-layer", 1.2),
     // `otel`: a span of 4 fields entered and exited around an event of 4 fields costs the
-    // writer thread, through the `ringtrace-tracing` layer (flight recorder), at most a
-    // tenth of the CPU time it costs through `tracing-opentelemetry` with the OTLP batch
-    // exporter.
-    otel(1, 0.1),
-    otel(2, 0.1),
+    // writer thread, through the `ringtrace-tracing` layer (flight recorder), at most
+    // 0.08x the CPU time it costs through `tracing-opentelemetry` with the OTLP batch
+    // exporter; at one writer, at most 0.25x fastrace's local spans (its cheapest way)
+    // and 0.1x fastrace's root spans through its OpenTelemetry reporter into the same
+    // OTLP exporter; at most 2.3x, and at most 80 ns over, the same span with a `tracing`
+    // layer that does nothing (the floor: dispatch and the registry).
+    otel(1, "tracing-opentelemetry", "otlp-http/batch", 0.08),
+    otel(2, "tracing-opentelemetry", "otlp-http/batch", 0.08),
+    otel(1, "fastrace", "local", 0.25),
+    otel(1, "fastrace", "otlp-http/batch", 0.1),
+    otel(1, "noop-layer", "registry", 2.3),
+    Target {
+        ours: side("otel", "ringtrace-tracing", "flight", 1),
+        goal: Goal::WriterCpuOverAtMost(side("otel", "noop-layer", "registry", 1), 80.0),
+    },
     // `export`: at least 5 million events a second (200 ns each, opening the trace
     // included) to Perfetto and to CTF.
     Target { ours: side("export", "ringtrace-tracing", "perfetto/1M", 1), goal: Goal::NsUnder(200.0) },
@@ -211,8 +228,9 @@ fn short(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// `ringtrace-tracing`'s `variant` at one thread: writer CPU ns per event at most `x`
-/// times the peer's.
+/// `ringtrace-tracing`'s `variant` at one thread: wall ns per event recorded
+/// (`wall_ns_per_rec`; at one writer thread about its CPU time) at most `x` times the
+/// peer's.
 const fn tracing_cost(variant: &'static str, peer: &'static str, peer_variant: &'static str, x: f64) -> Target {
     Target {
         ours: side("tracing", "ringtrace-tracing", variant, 1),
@@ -230,11 +248,11 @@ const fn c_api(variant: &'static str, producers: usize, peer: &'static str, x: f
 }
 
 /// `otel`: the `ringtrace-tracing` flight recorder's writer CPU ns per span at most `x` times
-/// `tracing-opentelemetry`'s, `writers` writer threads.
-const fn otel(writers: usize, x: f64) -> Target {
+/// the `peer` row's (`peer_variant`), `writers` writer threads.
+const fn otel(writers: usize, peer: &'static str, peer_variant: &'static str, x: f64) -> Target {
     Target {
         ours: side("otel", "ringtrace-tracing", "flight", writers),
-        goal: Goal::WriterCpuAtMost(side("otel", "tracing-opentelemetry", "otlp-http/batch", writers), x),
+        goal: Goal::WriterCpuAtMost(side("otel", peer, peer_variant, writers), x),
     }
 }
 
@@ -242,7 +260,9 @@ const fn otel(writers: usize, x: f64) -> Target {
 #[derive(Clone, Debug)]
 pub struct Verdict {
     pub target: Target,
-    /// The ratio in each round that measured both rows, in round order.
+    /// The ratio in each round that measured both rows, in round order (for
+    /// [`Goal::NsUnder`] the value, for [`Goal::WriterCpuOverAtMost`] the difference in
+    /// nanoseconds).
     pub ratios: Vec<f64>,
 }
 
@@ -259,7 +279,8 @@ impl Verdict {
         }
     }
 
-    /// Whether `ratio` (for [`Goal::NsUnder`], the value) meets the target.
+    /// Whether `ratio` (for [`Goal::NsUnder`] the value, for
+    /// [`Goal::WriterCpuOverAtMost`] the difference) meets the target.
     pub fn meets(&self, ratio: f64) -> bool {
         match self.target.goal {
             Goal::RateAtLeast(_, x) => ratio >= x,
@@ -269,7 +290,8 @@ impl Verdict {
             | Goal::P50AtMost(_, x)
             | Goal::PeakAtMost(_, x)
             | Goal::CpuAtMost(_, x)
-            | Goal::WriterCpuAtMost(_, x) => ratio <= x,
+            | Goal::WriterCpuAtMost(_, x)
+            | Goal::WriterCpuOverAtMost(_, x) => ratio <= x,
         }
     }
 
@@ -307,6 +329,9 @@ pub fn judge_of<'t>(measurements: &[Row], targets: impl IntoIterator<Item = &'t 
                             o.cpu_ns_per_rec? / find(measurements, peer, round)?.cpu_ns_per_rec?
                         }
                         Goal::WriterCpuAtMost(peer, _) => o.ns_per_rec / find(measurements, peer, round)?.ns_per_rec,
+                        Goal::WriterCpuOverAtMost(peer, _) => {
+                            o.ns_per_rec - find(measurements, peer, round)?.ns_per_rec
+                        }
                     };
                     ratio.is_finite().then_some(ratio)
                 })
@@ -334,7 +359,8 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\nverdicts (median of paired per-round ratios; ringtrace's row / the peer's row in the same round; \
-         a row with no peer: its own median round against a bound)"
+         a row with no peer: its own median round against a bound; a target `<= +N`: ringtrace's row \
+         less the peer's, ns)"
     )?;
     writeln!(
         out,
@@ -351,6 +377,7 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
             Goal::PeakAtMost(_, x) => (format!("peak MiB <= {}x", short(x)), "x"),
             Goal::CpuAtMost(_, x) => (format!("cpu ns <= {}x", short(x)), "x"),
             Goal::WriterCpuAtMost(_, x) => (format!("writer ns <= {}x", short(x)), "x"),
+            Goal::WriterCpuOverAtMost(_, x) => (format!("writer ns <= +{x:.0}"), " ns"),
         };
         let min = v.ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let max = v.ratios.iter().copied().fold(0.0, f64::max);
@@ -373,95 +400,4 @@ pub fn print(verdicts: &[Verdict], out: &mut impl Write) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A round's row delivering `mrec` million records in one second.
-    fn row(bench: &str, imp: &str, variant: &str, producers: usize, round: usize, mrec: f64) -> Row {
-        let m = crate::Measured {
-            delivered: (mrec * 1e6) as u64,
-            elapsed: std::time::Duration::from_secs(1),
-            ..Default::default()
-        };
-        Row { round, ..Row::new(bench, imp, variant, producers, &m) }
-    }
-
-    #[test]
-    fn ratios_are_taken_inside_each_round_and_the_median_decides() {
-        // The machine is twice as fast in round 1: the rows' medians taken separately
-        // would pair round 1's ringtrace with round 0's peer; paired ratios do not.
-        let mut rows = Vec::new();
-        for (round, scale) in [(0, 1.0), (1, 2.0), (2, 1.0)] {
-            rows.push(row("parallel", "ringtrace", "spsc", 1, round, 130.0 * scale));
-            rows.push(row("parallel", "disruptor", "sp", 1, round, 100.0 * scale));
-        }
-        rows[4].mrec_per_s = 50.0; // one unlucky round for ringtrace
-        let v = judge_of(&rows, TARGETS);
-        assert_eq!(v.len(), 1, "only the target whose rows exist");
-        assert_eq!(v[0].ratios.len(), 3);
-        assert!((v[0].median() - 1.3).abs() < 1e-9, "{:?}", v[0].ratios);
-        assert_eq!(v[0].rounds_met(), 2);
-        assert!(v[0].meets(v[0].median()));
-    }
-
-    #[test]
-    fn ns_targets_compare_time_per_record() {
-        let rows = [
-            row("back-to-back", "ringtrace", "spsc", 1, 0, 100.0), // 10 ns
-            row("back-to-back", "rtrb", "spsc", 1, 0, 300.0),      // 3.3 ns
-        ];
-        let v = judge_of(&rows, TARGETS);
-        let spsc = v.iter().find(|v| matches!(v.target.goal, Goal::NsAtMost(_, x) if x == 1.5)).unwrap();
-        assert!((spsc.median() - 3.0).abs() < 1e-9);
-        assert_eq!(spsc.rounds_met(), 0);
-        let mut out = Vec::new();
-        print(&v, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("ns/rec <= 1.5x") && text.contains("MISSED"), "{text}");
-    }
-
-    #[test]
-    fn writer_cpu_targets_compare_ns_per_rec_not_the_process_cpu() {
-        let otel_row = |imp: &str, variant: &str, writer_ns: f64, process_ns: f64| {
-            let mut r = row("otel", imp, variant, 1, 0, 1.0);
-            r.ns_per_rec = writer_ns;
-            r.cpu_ns_per_rec = Some(process_ns);
-            r
-        };
-        let rows = [
-            otel_row("ringtrace-tracing", "flight", 300.0, 2000.0),
-            otel_row("tracing-opentelemetry", "otlp-http/batch", 4000.0, 4000.0),
-        ];
-        let v = judge_of(&rows, TARGETS);
-        assert_eq!(v.len(), 1);
-        assert!((v[0].median() - 0.075).abs() < 1e-9, "{:?}", v[0].ratios);
-        assert_eq!(v[0].rounds_met(), 1);
-        let mut out = Vec::new();
-        print(&v, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("writer ns <= 0.1x") && text.contains("0.07x"), "{text}");
-    }
-
-    #[test]
-    fn a_bound_without_a_peer_judges_each_rounds_own_value() {
-        // 1 ms per whole read is the bound; rows count one read as a record.
-        let per_read = |round, reads_per_s: f64| {
-            row("perf-backward", "ringtrace", "buf=1MiB/per-read", 1, round, reads_per_s / 1e6)
-        };
-        let rows = [per_read(0, 10_000.0), per_read(1, 500.0), per_read(2, 12_000.0)];
-        let v = judge_of(&rows, TARGETS);
-        assert_eq!(v.len(), 1);
-        assert!(v[0].target.peer().is_none());
-        assert_eq!(v[0].ratios.len(), 3);
-        assert!((v[0].median() - 100_000.0).abs() < 1.0, "{:?}", v[0].ratios);
-        assert_eq!(v[0].rounds_met(), 2, "the 2 ms round misses");
-        let mut out = Vec::new();
-        print(&v, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains("perf-backward: ringtrace buf=1MiB/per-read p=1") && text.contains("ns/rec <= 1000000"),
-            "{text}"
-        );
-        assert!(text.contains("  met"), "{text}");
-    }
-}
+mod tests;

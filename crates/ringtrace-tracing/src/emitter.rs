@@ -120,11 +120,11 @@ impl Emitter {
     pub fn event<'v>(&self, callsite: u32, values: impl IntoIterator<Item = FieldValue<'v>>) {
         local::with_named(&self.shared, Naming::Kernel, |l| {
             let (span, span_callsite) = l.current();
-            let mut head = [0u8; 16];
+            let mut head = [0u8; 20];
             head[..4].copy_from_slice(&callsite.to_le_bytes());
             head[4..12].copy_from_slice(&span.to_le_bytes());
-            head[12..].copy_from_slice(&span_callsite.to_le_bytes());
-            self.write(l, kind::EVENT, &head, values);
+            head[12..16].copy_from_slice(&span_callsite.to_le_bytes());
+            self.write(l, kind::EVENT, &head, 16, values);
         });
     }
 
@@ -139,9 +139,9 @@ impl Emitter {
             head[..4].copy_from_slice(&callsite.to_le_bytes());
             head[4..12].copy_from_slice(&id.to_le_bytes());
             head[12..].copy_from_slice(&l.current().0.to_le_bytes());
-            self.write(l, kind::NEW_SPAN, &head, values);
+            // Made and entered at once: one `open` record.
+            self.write(l, kind::OPEN, &head, 20, values);
             l.stack.push((id, callsite));
-            l.write_simple(kind::ENTER, id, None);
         });
         if entered.is_some() {
             id
@@ -159,8 +159,8 @@ impl Emitter {
             // innermost entry of this span goes.
             let Some(i) = l.stack.iter().rposition(|&(s, _)| s == span) else { return false };
             l.stack.remove(i);
-            l.write_simple(kind::EXIT, span, None);
-            l.write_simple(kind::CLOSE, span, None);
+            // Exited and closed at once: one `done` record.
+            l.write_simple(kind::DONE, span, None);
             true
         })
         .unwrap_or(false)
@@ -168,10 +168,17 @@ impl Emitter {
 
     /// Encodes a record with values into the thread's scratch buffer and writes it.
     #[inline]
-    fn write<'v>(&self, l: &mut Local, k: u8, head: &[u8], values: impl IntoIterator<Item = FieldValue<'v>>) {
+    fn write<'v>(
+        &self,
+        l: &mut Local,
+        k: u8,
+        head: &[u8; 20],
+        len: usize,
+        values: impl IntoIterator<Item = FieldValue<'v>>,
+    ) {
         let mut buf = std::mem::take(&mut l.scratch);
         let limits = self.shared.limits;
-        let mut enc = Encoder::new(&mut buf, k, head, limits.max_record, limits.max_value);
+        let mut enc = Encoder::new(&mut buf, k, head, len, limits.max_record, limits.max_value);
         for (i, v) in values.into_iter().enumerate() {
             enc.value_at(i, &v);
         }

@@ -2,7 +2,7 @@
 //! written in. A header, then chunks, each checked by a CRC32C:
 //!
 //! ```text
-//! header   "RTTRACE\0" (8)  version u32 (1)  reserved u32 (0)
+//! header   "RTTRACE\0" (8)  version u32 (2; 1 is read too)  reserved u32 (0)
 //! chunk    kind u8  0 0 0  len u32  crc u32  payload[len]
 //!          crc: CRC32C of the chunk's first 8 bytes, then of the payload
 //! ```
@@ -29,8 +29,11 @@ use crate::wire::{self, Cursor, WireError};
 
 /// The file's first 8 bytes.
 pub const MAGIC: [u8; 8] = *b"RTTRACE\0";
-/// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this crate writes. It reads this one and version 1.
+pub const VERSION: u32 = 2;
+/// The format before `open` and `done` records (each a span's two records in one): its
+/// files hold none, and are read as they are.
+pub const VERSION_1: u32 = 1;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes before a chunk's payload.
@@ -145,7 +148,7 @@ pub enum NotATrace {
     Short(usize),
     #[error("not a ringtrace trace file (its first bytes are not \"RTTRACE\\0\")")]
     Magic,
-    #[error("trace file format version {0}; this build reads version {VERSION}")]
+    #[error("trace file format version {0}; this build reads versions {VERSION_1} and {VERSION}")]
     Version(u32),
     #[error("trace file flags {0:#x}: none are defined")]
     Flags(u32),
@@ -170,7 +173,7 @@ pub fn check_header(b: &[u8]) -> Result<(), NotATrace> {
         return Err(NotATrace::Magic);
     }
     let version = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
+    if version != VERSION && version != VERSION_1 {
         return Err(NotATrace::Version(version));
     }
     let flags = u32::from_le_bytes(b[12..16].try_into().expect("4 bytes"));

@@ -1,5 +1,8 @@
-//! The `tracing_subscriber::Layer`: every span and event becomes one record in the
-//! calling thread's ring.
+//! The `tracing_subscriber::Layer`: every span and event becomes a record in the
+//! calling thread's ring. A span made and entered at once on a thread (nothing else
+//! recorded between) is one `open` record, one exited and closed at once a `done`
+//! record: a synchronous span is two records and two clock readings, not four (the
+//! thread's held record, module `local`).
 //!
 //! Nesting: a field's `Debug` or `Display` may itself emit an event (and under a
 //! global default dispatcher `tracing` does not stop it). The thread's state is never
@@ -40,23 +43,35 @@ struct Head {
 }
 
 impl Head {
-    fn new(kind: u8, callsite: Option<u32>, a: u64, b: Option<u64>, c: Option<u32>) -> Head {
-        let mut h = Head { kind, bytes: [0; 20], len: 0 };
-        let mut put = |x: &[u8]| {
-            h.bytes[h.len..h.len + x.len()].copy_from_slice(x);
-            h.len += x.len();
-        };
-        if let Some(cs) = callsite {
-            put(&cs.to_le_bytes());
-        }
-        put(&a.to_le_bytes());
-        if let Some(b) = b {
-            put(&b.to_le_bytes());
-        }
-        if let Some(c) = c {
-            put(&c.to_le_bytes());
-        }
-        h
+    // Each at fixed offsets, inlined: the compiler keeps the head in registers (bytes
+    // put at a running offset, then read back whole, stall on the store forwarding).
+
+    /// An event's: callsite, span, the span's callsite.
+    #[inline(always)]
+    fn event(callsite: u32, span: u64, span_callsite: u32) -> Head {
+        let mut bytes = [0; 20];
+        bytes[..4].copy_from_slice(&callsite.to_le_bytes());
+        bytes[4..12].copy_from_slice(&span.to_le_bytes());
+        bytes[12..16].copy_from_slice(&span_callsite.to_le_bytes());
+        Head { kind: kind::EVENT, bytes, len: 16 }
+    }
+
+    /// A new span's: callsite, span, parent.
+    #[inline(always)]
+    fn new_span(callsite: u32, span: u64, parent: u64) -> Head {
+        let mut bytes = [0; 20];
+        bytes[..4].copy_from_slice(&callsite.to_le_bytes());
+        bytes[4..12].copy_from_slice(&span.to_le_bytes());
+        bytes[12..].copy_from_slice(&parent.to_le_bytes());
+        Head { kind: kind::NEW_SPAN, bytes, len: 20 }
+    }
+
+    /// A span's `record`: the span.
+    #[inline(always)]
+    fn record(span: u64) -> Head {
+        let mut bytes = [0; 20];
+        bytes[..8].copy_from_slice(&span.to_le_bytes());
+        Head { kind: kind::RECORD, bytes, len: 8 }
     }
 }
 
@@ -65,17 +80,29 @@ impl RingLayer {
     /// the state released (they may run user code), the write under the state again.
     #[inline]
     fn with_values(&self, head: impl FnOnce(&mut Local) -> Head, values: impl FnOnce(&mut Encoder<'_>)) {
+        self.encode_then(head, values, |l, buf| l.write(buf));
+    }
+
+    /// [`with_values`](Self::with_values), the encoded record handed to `then` (under the
+    /// thread's state) instead of written.
+    #[inline]
+    fn encode_then(
+        &self,
+        head: impl FnOnce(&mut Local) -> Head,
+        values: impl FnOnce(&mut Encoder<'_>),
+        then: impl FnOnce(&mut Local, &mut Vec<u8>),
+    ) {
         let Some((head, mut buf)) = local::with(&self.shared, |l| (head(l), std::mem::take(&mut l.scratch))) else {
             return;
         };
         let limits = self.shared.limits;
-        let mut enc = Encoder::new(&mut buf, head.kind, &head.bytes[..head.len], limits.max_record, limits.max_value);
+        let mut enc = Encoder::new(&mut buf, head.kind, &head.bytes, head.len, limits.max_record, limits.max_value);
         values(&mut enc);
         if enc.finish() {
             Counters::bump(&self.shared.counters.cut, 1);
         }
         local::with(&self.shared, |l| {
-            l.write(&buf);
+            then(l, &mut buf);
             l.scratch = buf;
         });
     }
@@ -103,18 +130,21 @@ where
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-        self.with_values(
+        let callsite = std::cell::Cell::new(0);
+        self.encode_then(
             |l| {
-                let callsite = l.callsite(attrs.metadata());
+                callsite.set(l.callsite(attrs.metadata()));
                 let parent = if attrs.is_contextual() { l.current().0 } else { attrs.parent().map_or(0, Id::into_u64) };
-                Head::new(kind::NEW_SPAN, Some(callsite), id.into_u64(), Some(parent), None)
+                Head::new_span(callsite.get(), id.into_u64(), parent)
             },
             |enc| attrs.record(enc),
+            // Held: written as an `open` record if the span is entered next.
+            |l, buf| l.hold_new(id.into_u64(), callsite.get(), buf),
         );
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-        self.with_values(|_| Head::new(kind::RECORD, None, id.into_u64(), None, None), |enc| values.record(enc));
+        self.with_values(|_| Head::record(id.into_u64()), |enc| values.record(enc));
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, _ctx: Context<'_, S>) {
@@ -133,7 +163,7 @@ where
                         None => (0, 0),
                     }
                 };
-                Head::new(kind::EVENT, Some(callsite), span, None, Some(span_cs))
+                Head::event(callsite, span, span_cs)
             },
             |enc| event.record(enc),
         );
@@ -141,9 +171,16 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         local::with(&self.shared, |l| {
-            let cs = span_callsite(l, id, &ctx);
-            l.stack.push((id.into_u64(), cs));
-            l.write_simple(kind::ENTER, id.into_u64(), None);
+            let span = id.into_u64();
+            let cs = match l.open(span) {
+                Some(cs) => cs,
+                None => {
+                    let cs = span_callsite(l, id, &ctx);
+                    l.write_simple(kind::ENTER, span, None);
+                    cs
+                }
+            };
+            l.stack.push((span, cs));
         });
     }
 
@@ -155,11 +192,17 @@ where
             if let Some(i) = l.stack.iter().rposition(|&(s, _)| s == id) {
                 l.stack.remove(i);
             }
-            l.write_simple(kind::EXIT, id, None);
+            // Held: written as a `done` record if the span closes next.
+            l.hold_exit(id);
         });
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
-        self.simple(kind::CLOSE, id.into_u64(), None);
+        local::with(&self.shared, |l| {
+            let span = id.into_u64();
+            if !l.done(span) {
+                l.write_simple(kind::CLOSE, span, None);
+            }
+        });
     }
 }

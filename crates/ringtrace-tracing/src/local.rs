@@ -1,6 +1,16 @@
 //! Each thread's state for each recorder: its ring's producer, the spans it has
-//! entered, its cache of callsite numbers and its scratch buffer. Nothing here is
-//! shared with another thread, so the event path touches no shared cache line.
+//! entered, its cache of callsite numbers, its scratch buffer and the record it holds
+//! back. Nothing here is shared with another thread (but a flag saying whether it holds
+//! a record, on a line of its own), so the event path touches no shared cache line.
+//!
+//! Held records: a span's `new span` record is held until the thread's next call into
+//! the recorder. If that call enters the span, the two are written as one `open`
+//! record, at the time of the `new span`; a span's `exit` is held likewise, and written
+//! with a `close` that follows it as one `done` record. Anything else (an event, another
+//! span, the thread's exit, [`flush`]) writes the held record first, as it was, with
+//! its own time. A record held is in no ring: a dump taken meanwhile, or a stream that
+//! finishes while a thread that went idle holds one, goes without it; the recorder's
+//! stats count them (`held`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -10,7 +20,9 @@ use std::sync::Arc;
 use tracing_core::Metadata;
 
 use crate::catalog::ThreadInfo;
-use crate::shared::{Counters, LaneProducer, Shared};
+use ringtrace::channel::Stamp;
+
+use crate::shared::{Counters, HeldFlag, LaneProducer, Shared};
 use crate::wire::{self, kind};
 
 /// Hashes a metadata address: the address itself, its low (alignment) bits dropped.
@@ -44,6 +56,28 @@ pub(crate) struct Local {
     pub scratch: Vec<u8>,
     /// Records this thread could not write since its last written one.
     lost: u64,
+    /// The record held back (module docs); a `new span` record's bytes are in
+    /// `held_buf`.
+    held: Held,
+    held_buf: Vec<u8>,
+    holder: Arc<HeldFlag>,
+}
+
+/// A record a thread holds back, and the time it stands for.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    None,
+    /// A span's `new span` record (in `held_buf`) and its callsite's number.
+    New {
+        span: u64,
+        callsite: u32,
+        stamp: Stamp,
+    },
+    /// A span's `exit`.
+    Exit {
+        span: u64,
+        stamp: Stamp,
+    },
 }
 
 /// Where a thread's name comes from when its state is made.
@@ -78,7 +112,19 @@ impl Local {
             shared.catalog.add_thread(&info);
         }
         let scratch = Vec::with_capacity(shared.limits.max_record);
-        Local { shared, producer, stack: Vec::new(), cache: HashMap::default(), scratch, lost: 0 }
+        let held_buf = Vec::with_capacity(shared.limits.max_record);
+        let holder = shared.holder();
+        Local {
+            shared,
+            producer,
+            stack: Vec::new(),
+            cache: HashMap::default(),
+            scratch,
+            lost: 0,
+            held: Held::None,
+            held_buf,
+            holder,
+        }
     }
 
     /// The number of `meta`'s callsite, from this thread's cache.
@@ -99,11 +145,27 @@ impl Local {
         self.stack.last().copied().unwrap_or((0, 0))
     }
 
-    /// Writes `bytes` as one record, after a `lost` record if earlier ones were lost.
-    /// Once a stream is finishing, nothing more is written: the record is counted as
-    /// lost and unreported (the file is being closed).
+    /// Writes `bytes` as one record, now, after the record held back if any (module
+    /// docs).
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {
+        if !matches!(self.held, Held::None) {
+            self.flush();
+        }
+        match &self.producer {
+            Some(p) => {
+                let stamp = p.stamp();
+                self.write_stamped(bytes, stamp)
+            }
+            None => Counters::bump(&self.shared.counters.no_ring, 1),
+        }
+    }
+
+    /// Writes `bytes` as one record stamped `stamp`, after a `lost` record if earlier
+    /// ones were lost. Once a stream is finishing, nothing more is written: the record
+    /// is counted as lost and unreported (the file is being closed).
+    #[inline]
+    fn write_stamped(&mut self, bytes: &[u8], stamp: Stamp) {
         let Some(p) = &mut self.producer else {
             return Counters::bump(&self.shared.counters.no_ring, 1);
         };
@@ -114,11 +176,11 @@ impl Local {
         }
         // The count goes first; while it cannot be written, neither is the record (room
         // freed in between would put the record before the count of what preceded it).
-        if self.lost > 0 && p.output(&lost_record(self.lost)).is_ok() {
+        if self.lost > 0 && p.output_stamped(&lost_record(self.lost), stamp).is_ok() {
             Counters::take(&c.unreported, self.lost);
             self.lost = 0;
         }
-        if self.lost > 0 || p.output(bytes).is_err() {
+        if self.lost > 0 || p.output_stamped(bytes, stamp).is_err() {
             self.lost += 1;
             Counters::bump(&c.lost, 1);
             Counters::bump(&c.unreported, 1);
@@ -126,11 +188,80 @@ impl Local {
     }
 
     /// Writes a record of a kind without values.
+    #[inline]
     pub fn write_simple(&mut self, k: u8, a: u64, b: Option<u64>) {
-        let mut buf = std::mem::take(&mut self.scratch);
-        wire::simple(&mut buf, k, a, b);
-        self.write(&buf);
-        self.scratch = buf;
+        let (bytes, n) = wire::simple_bytes(k, a, b);
+        self.write(&bytes[..n]);
+    }
+
+    /// Writes the record held back, if any, as it is.
+    pub fn flush(&mut self) {
+        match std::mem::replace(&mut self.held, Held::None) {
+            Held::None => return,
+            Held::New { stamp, .. } => {
+                let buf = std::mem::take(&mut self.held_buf);
+                self.write_stamped(&buf, stamp);
+                self.held_buf = buf;
+            }
+            Held::Exit { span, stamp } => {
+                let (bytes, n) = wire::simple_bytes(kind::EXIT, span, None);
+                self.write_stamped(&bytes[..n], stamp);
+            }
+        }
+        self.holder.set(false);
+    }
+
+    /// Holds span `span`'s `new span` record, encoded in `buf` (which gets the held
+    /// buffer in exchange), stamped now.
+    #[inline]
+    pub fn hold_new(&mut self, span: u64, callsite: u32, buf: &mut Vec<u8>) {
+        self.flush();
+        let Some(p) = &self.producer else { return self.write(buf) };
+        let stamp = p.stamp();
+        std::mem::swap(&mut self.held_buf, buf);
+        self.held = Held::New { span, callsite, stamp };
+        self.holder.set(true);
+    }
+
+    /// If the record held is span `span`'s `new span`, writes it as an `open` record
+    /// (made and entered at the time of the `new span`) and returns the span's callsite.
+    #[inline]
+    pub fn open(&mut self, span: u64) -> Option<u32> {
+        let Held::New { span: held, callsite, stamp } = self.held else { return None };
+        if held != span {
+            return None;
+        }
+        self.held = Held::None;
+        self.holder.set(false);
+        let mut buf = std::mem::take(&mut self.held_buf);
+        buf[0] = kind::OPEN;
+        self.write_stamped(&buf, stamp);
+        self.held_buf = buf;
+        Some(callsite)
+    }
+
+    /// Holds span `span`'s `exit`, stamped now.
+    #[inline]
+    pub fn hold_exit(&mut self, span: u64) {
+        self.flush();
+        let Some(p) = &self.producer else { return self.write_simple(kind::EXIT, span, None) };
+        self.held = Held::Exit { span, stamp: p.stamp() };
+        self.holder.set(true);
+    }
+
+    /// If the record held is span `span`'s `exit`, writes it as a `done` record (exited
+    /// and closed at the time of the `exit`) and returns true.
+    #[inline]
+    pub fn done(&mut self, span: u64) -> bool {
+        let Held::Exit { span: held, stamp } = self.held else { return false };
+        if held != span {
+            return false;
+        }
+        self.held = Held::None;
+        self.holder.set(false);
+        let (bytes, n) = wire::simple_bytes(kind::DONE, span, None);
+        self.write_stamped(&bytes[..n], stamp);
+        true
     }
 }
 
@@ -139,6 +270,7 @@ const EXIT_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
 
 impl Drop for Local {
     fn drop(&mut self) {
+        self.flush();
         let lost = std::mem::take(&mut self.lost);
         if lost == 0 {
             return;
@@ -225,6 +357,16 @@ pub(crate) fn with_named<R>(shared: &Arc<Shared>, naming: Naming, f: impl FnOnce
             None
         }
     }
+}
+
+/// Writes the record this thread holds back for `shared`'s recorder, if it has a state
+/// for it (none is made).
+pub(crate) fn flush(shared: &Shared) {
+    let _ = LOCALS.try_with(|cell| {
+        if let Ok(mut locals) = cell.try_borrow_mut() {
+            locals.iter_mut().filter(|l| l.shared.id == shared.id).for_each(Local::flush);
+        }
+    });
 }
 
 /// Forgets this thread's state for `shared`'s recorder (its producer released), so a

@@ -48,6 +48,12 @@ pub struct Stats {
     /// `written - drained` counts records committed after the last pass (events
     /// emitted after `finish` began), which the file does not hold.
     pub drained: u64,
+    /// Records threads hold back now, each to write as one record with the next on its
+    /// thread: a span's `new span` until it is entered, its `exit` until it closes (see
+    /// the crate's docs, "Spans"). A thread writes it at its next event or span record,
+    /// or as it exits; a dump, or a stream's end, taken while it is held goes without
+    /// it (a stream then counts it lost when the thread writes it). At most one a thread.
+    pub held: u64,
 }
 
 /// The handle of a recorder: [`dump`](Self::dump) a flight recorder, read its
@@ -125,6 +131,7 @@ impl Recorder {
             cut: Counters::get(&c.cut),
             overwritten: ch.overwritten,
             drained: Counters::get(&c.drained),
+            held: self.shared.held(),
         }
     }
 
@@ -137,7 +144,11 @@ impl Recorder {
     /// over `path`. So the dump is the caller's and private to it, and no file or
     /// symlink another user planted at either name is written through or truncated (a
     /// symlink at `path` is replaced, not followed).
+    ///
+    /// A record the calling thread holds back ([`Stats::held`]) is written first; other
+    /// threads' are not in the dump.
     pub fn dump(&self, path: impl AsRef<Path>) -> Result<Dumped, Error> {
+        crate::local::flush(&self.shared);
         dump_path(&self.shared, path.as_ref(), Duration::from_secs(1))
     }
 
@@ -146,11 +157,13 @@ impl Recorder {
     /// are named, so that one dump never replaces another; when all are taken, an
     /// error). Returns the file's path.
     pub fn dump_new(&self, path: impl AsRef<Path>) -> Result<(PathBuf, Dumped), Error> {
+        crate::local::flush(&self.shared);
         dump_numbered(&self.shared, path.as_ref(), Duration::from_secs(1))
     }
 
     /// Writes the dump to `w` (see [`dump`](Self::dump)).
     pub fn dump_to(&self, w: &mut impl Write) -> Result<Dumped, Error> {
+        crate::local::flush(&self.shared);
         dump(&self.shared, w, Duration::from_secs(1)).map_err(|e| e.into_error(Path::new("the writer")))
     }
 
@@ -167,6 +180,8 @@ impl Recorder {
         let (shared, path) = (self.shared.clone(), path.into());
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            // The panicking thread's held record, into its ring first.
+            crate::local::flush(&shared);
             match dump_numbered(&shared, &path, Duration::from_millis(100)) {
                 Ok((target, d)) => eprintln!(
                     "ringtrace-tracing: flight recorder dumped to {} ({} records)",
@@ -303,6 +318,8 @@ fn dump(shared: &Shared, w: &mut impl Write, patience: Duration) -> Result<Dumpe
         ("overwritten", snap.overwritten()),
         ("failed_rings", snap.failed().len() as u64),
         ("catalog_missing", catalog_missing),
+        // Span records other threads hold back: not in the dump.
+        ("held", shared.held()),
     ]);
     file::write_chunk(w, chunk::STATS, &file::encode_stats(&stats))?;
     file::write_chunk(w, chunk::END, &[])?;

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 
-use ringtrace::channel::{Channel, ChannelProducer};
+use ringtrace::channel::{Channel, ChannelProducer, Stamp};
 use ringtrace::clock::{BestClock, Clock};
 use ringtrace::config::{Discard, Overwrite};
 use ringtrace::{ReserveError, Wakeup};
@@ -33,6 +33,25 @@ impl LaneProducer {
         match self {
             LaneProducer::Flight(p) => p.output(bytes, Wakeup::NoWakeup),
             LaneProducer::Stream(p) => p.output(bytes, Wakeup::NoWakeup),
+        }
+    }
+
+    /// The rings' clock now.
+    #[inline]
+    pub fn stamp(&self) -> Stamp {
+        match self {
+            LaneProducer::Flight(p) => p.stamp(),
+            LaneProducer::Stream(p) => p.stamp(),
+        }
+    }
+
+    /// Writes one record stamped `stamp` (taken by [`stamp`](Self::stamp), no older than
+    /// the ring's last record).
+    #[inline]
+    pub fn output_stamped(&mut self, bytes: &[u8], stamp: Stamp) -> Result<(), ReserveError> {
+        match self {
+            LaneProducer::Flight(p) => p.output_stamped(bytes, stamp, Wakeup::NoWakeup),
+            LaneProducer::Stream(p) => p.output_stamped(bytes, stamp, Wakeup::NoWakeup),
         }
     }
 
@@ -141,6 +160,21 @@ pub(crate) enum Key {
     Foreign(usize),
 }
 
+/// Whether a thread holds a record back, to write it as one with the record that
+/// follows (a span's `new` with its `enter`, its `exit` with its `close`): on a cache
+/// line of its own, written by its thread only.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct HeldFlag(AtomicBool);
+
+impl HeldFlag {
+    /// Relaxed: a count for reports; the held record itself stays with its thread.
+    #[inline]
+    pub fn set(&self, held: bool) {
+        self.0.store(held, Ordering::Relaxed);
+    }
+}
+
 pub(crate) struct Shared {
     /// Tells this recorder's thread states apart from other recorders' on a thread.
     pub id: u64,
@@ -160,6 +194,8 @@ pub(crate) struct Shared {
     /// Retired ([`Recorder::retire`](crate::Recorder::retire)): threads drop their
     /// state for it and make no new one.
     retired: AtomicBool,
+    /// Every live thread state's [`HeldFlag`].
+    holders: Mutex<Vec<Arc<HeldFlag>>>,
 }
 
 impl Shared {
@@ -178,7 +214,25 @@ impl Shared {
             next_thread: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            holders: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A new thread state's flag, counted by [`held`](Self::held).
+    pub fn holder(&self) -> Arc<HeldFlag> {
+        let flag = Arc::new(HeldFlag::default());
+        let mut all = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+        // The flags of states gone (their threads exited) go.
+        all.retain(|f| Arc::strong_count(f) > 1);
+        all.push(flag.clone());
+        flag
+    }
+
+    /// Records threads hold back now (see [`HeldFlag`]).
+    pub fn held(&self) -> u64 {
+        let all = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+        // Relaxed: as `HeldFlag::set`.
+        all.iter().filter(|f| Arc::strong_count(f) > 1 && f.0.load(Ordering::Relaxed)).count() as u64
     }
 
     /// The number of `meta`'s callsite; the first call for a callsite adds it to the

@@ -19,8 +19,8 @@ use crate::shared::{Counters, Shared, Sink};
 
 /// A records chunk is written once it holds this much.
 const CHUNK_BYTES: usize = 1 << 20;
-/// How long finishing waits for exiting threads' loss counts, and then for records
-/// committed just as the stream closed.
+/// How long finishing waits for exiting threads' loss counts and held records, and
+/// then for records committed just as the stream closed.
 const FINISH_PATIENCE: Duration = Duration::from_millis(100);
 /// The longest sleep of an idle drain: how late a record reaches the file at most,
 /// once it can be delivered.
@@ -49,10 +49,11 @@ impl Drain {
 
     /// Stops the drain after a last pass that takes everything left, and waits for it.
     pub fn finish(self, shared: &Shared) -> Result<(), Error> {
-        // Threads that lost records and are exiting write their counts now: give them a
-        // moment while the drain still makes room.
+        // Threads that lost records and are exiting write their counts now, and threads
+        // that hold a record back write it as they exit (their thread-local state goes
+        // after a join returns): give them a moment while the drain still makes room.
         let deadline = Instant::now() + FINISH_PATIENCE;
-        while Counters::get(&shared.counters.unreported) > 0 && Instant::now() < deadline {
+        while (Counters::get(&shared.counters.unreported) > 0 || shared.held() > 0) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_micros(500));
         }
         shared.close();
@@ -122,7 +123,9 @@ impl Writer {
                 idle = Duration::from_millis(1);
             }
         }
-        let stats = self.shared.counters.named();
+        let mut stats = self.shared.counters.named().to_vec();
+        // Span records threads that went idle still hold back: not in the file.
+        stats.push(("held", self.shared.held()));
         file::write_chunk(&mut self.out, chunk::STATS, &file::encode_stats(&stats))?;
         file::write_chunk(&mut self.out, chunk::END, &[])?;
         self.out.flush()?;

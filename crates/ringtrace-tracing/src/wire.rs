@@ -10,6 +10,8 @@
 //! close       6  span u64
 //! follows     7  span u64  follows u64
 //! lost        8  count u64            (events this thread could not write before this one)
+//! open        9  callsite u32  span u64  parent u64         value*
+//! done       10  span u64
 //!
 //! value       tag u8  field u8  payload
 //!   tag & 0x0f: 1 u64 (8)  2 i64 (8)  3 f64 (8)  4 bool (1)  5 str  6 debug  7 u128 (16)
@@ -18,6 +20,11 @@
 //!               15 values dropped: count u16 (the record's bound was reached; field is 0)
 //!   tag & 0x80: the text was cut at the value bound (on a character boundary)
 //! ```
+//!
+//! `open` is a `new span` and an `enter` of that span at the same time, in one record;
+//! `done` an `exit` and a `close` at the same time (trace file format 2). A thread
+//! writes them where nothing happened between the two on that thread; decoding gives
+//! back the two records each stands for.
 //!
 //! `span` is the `tracing` span id (0: none); `span_callsite` names the event's span
 //! even where a flight recorder no longer holds the span's `new span` record. `field`
@@ -40,6 +47,8 @@ pub mod kind {
     pub const CLOSE: u8 = 6;
     pub const FOLLOWS: u8 = 7;
     pub const LOST: u8 = 8;
+    pub const OPEN: u8 = 9;
+    pub const DONE: u8 = 10;
 }
 
 mod tag {
@@ -116,14 +125,53 @@ pub struct RawValue {
 /// One record, decoded (names not yet resolved).
 #[derive(Clone, Debug, PartialEq)]
 pub enum RawRecord {
-    Event { callsite: u32, span: u64, span_callsite: u32, values: Vec<RawValue>, dropped: u16 },
-    NewSpan { callsite: u32, span: u64, parent: u64, values: Vec<RawValue>, dropped: u16 },
-    Record { span: u64, values: Vec<RawValue>, dropped: u16 },
-    Enter { span: u64 },
-    Exit { span: u64 },
-    Close { span: u64 },
-    FollowsFrom { span: u64, follows: u64 },
-    Lost { count: u64 },
+    Event {
+        callsite: u32,
+        span: u64,
+        span_callsite: u32,
+        values: Vec<RawValue>,
+        dropped: u16,
+    },
+    NewSpan {
+        callsite: u32,
+        span: u64,
+        parent: u64,
+        values: Vec<RawValue>,
+        dropped: u16,
+    },
+    Record {
+        span: u64,
+        values: Vec<RawValue>,
+        dropped: u16,
+    },
+    Enter {
+        span: u64,
+    },
+    Exit {
+        span: u64,
+    },
+    Close {
+        span: u64,
+    },
+    FollowsFrom {
+        span: u64,
+        follows: u64,
+    },
+    Lost {
+        count: u64,
+    },
+    /// A `new span` and an `enter` of it, at one time.
+    Open {
+        callsite: u32,
+        span: u64,
+        parent: u64,
+        values: Vec<RawValue>,
+        dropped: u16,
+    },
+    /// An `exit` and a `close` of a span, at one time.
+    Done {
+        span: u64,
+    },
 }
 
 /// Why a record's bytes are not a record.
@@ -316,9 +364,14 @@ pub(crate) fn split(b: &[u8]) -> Result<(RawRecord, &[u8]), WireError> {
             let (callsite, span, span_callsite) = (c.u32("callsite")?, c.u64("span")?, c.u32("span callsite")?);
             return Ok((RawRecord::Event { callsite, span, span_callsite, values, dropped }, c.rest()));
         }
-        kind::NEW_SPAN => {
+        kind::NEW_SPAN | kind::OPEN => {
             let (callsite, span, parent) = (c.u32("callsite")?, c.u64("span")?, c.u64("parent")?);
-            return Ok((RawRecord::NewSpan { callsite, span, parent, values, dropped }, c.rest()));
+            let rec = if k == kind::OPEN {
+                RawRecord::Open { callsite, span, parent, values, dropped }
+            } else {
+                RawRecord::NewSpan { callsite, span, parent, values, dropped }
+            };
+            return Ok((rec, c.rest()));
         }
         kind::RECORD => {
             let span = c.u64("span")?;
@@ -329,6 +382,7 @@ pub(crate) fn split(b: &[u8]) -> Result<(RawRecord, &[u8]), WireError> {
         kind::CLOSE => RawRecord::Close { span: c.u64("span")? },
         kind::FOLLOWS => RawRecord::FollowsFrom { span: c.u64("span")?, follows: c.u64("follows")? },
         kind::LOST => RawRecord::Lost { count: c.u64("count")? },
+        kind::DONE => RawRecord::Done { span: c.u64("span")? },
         k => return Err(WireError::Kind(k)),
     };
     if !c.is_empty() {
@@ -343,8 +397,10 @@ pub(crate) fn split(b: &[u8]) -> Result<(RawRecord, &[u8]), WireError> {
 fn decode_with<'a>(b: &'a [u8], each: impl FnMut(ValueAt<'a>)) -> Result<RawRecord, WireError> {
     let (mut rec, rest) = split(b)?;
     let n = walk_values(&mut Cursor::new(rest), each)?;
-    if let RawRecord::Event { dropped, .. } | RawRecord::NewSpan { dropped, .. } | RawRecord::Record { dropped, .. } =
-        &mut rec
+    if let RawRecord::Event { dropped, .. }
+    | RawRecord::NewSpan { dropped, .. }
+    | RawRecord::Open { dropped, .. }
+    | RawRecord::Record { dropped, .. } = &mut rec
     {
         *dropped = n;
     }
@@ -355,17 +411,20 @@ fn decode_with<'a>(b: &'a [u8], each: impl FnMut(ValueAt<'a>)) -> Result<RawReco
 pub fn decode(b: &[u8]) -> Result<RawRecord, WireError> {
     let mut out = Vec::new();
     let mut rec = decode_with(b, |(field, cut, v)| out.push(RawValue { field, value: v.into_value(), cut }))?;
-    if let RawRecord::Event { values, .. } | RawRecord::NewSpan { values, .. } | RawRecord::Record { values, .. } =
-        &mut rec
+    if let RawRecord::Event { values, .. }
+    | RawRecord::NewSpan { values, .. }
+    | RawRecord::Open { values, .. }
+    | RawRecord::Record { values, .. } = &mut rec
     {
         *values = out;
     }
     Ok(rec)
 }
 
-/// Whether a record's kind byte names a span record (new, record, enter, exit, close).
+/// Whether a record's kind byte names a span record (new, record, enter, exit, close,
+/// open, done).
 pub fn is_span_kind(k: u8) -> bool {
-    matches!(k, kind::NEW_SPAN | kind::RECORD | kind::ENTER | kind::EXIT | kind::CLOSE)
+    matches!(k, kind::NEW_SPAN | kind::RECORD | kind::ENTER | kind::EXIT | kind::CLOSE | kind::OPEN | kind::DONE)
 }
 
 /// Checks one record's bytes as [`decode`] would, without copying a value: the count of
@@ -377,7 +436,23 @@ pub fn check(b: &[u8]) -> Result<Option<u64>, WireError> {
     }
 }
 
+/// A record of a kind without values, on the stack: the bytes and how many are used.
+#[inline(always)]
+pub(crate) fn simple_bytes(kind: u8, a: u64, b: Option<u64>) -> ([u8; 17], usize) {
+    let mut r = [0u8; 17];
+    r[0] = kind;
+    r[1..9].copy_from_slice(&a.to_le_bytes());
+    match b {
+        Some(b) => {
+            r[9..].copy_from_slice(&b.to_le_bytes());
+            (r, 17)
+        }
+        None => (r, 9),
+    }
+}
+
 /// Encodes a record of a kind without values.
+#[cfg(test)]
 pub(crate) fn simple(buf: &mut Vec<u8>, kind: u8, a: u64, b: Option<u64>) {
     buf.clear();
     buf.push(kind);

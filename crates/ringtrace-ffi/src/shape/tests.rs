@@ -77,8 +77,9 @@ fn record(rec: *mut ringtrace_recorder, cs: *mut ringtrace_callsite, kind: u8, f
             }
         }
     };
-    // A span is four records (made, entered, exited, closed), an event one.
-    let records = if kind == RINGTRACE_CALLSITE_SPAN { 4 } else { 1 };
+    // A span is two records (`open`: made and entered; `done`: exited and closed), an
+    // event one.
+    let records = if kind == RINGTRACE_CALLSITE_SPAN { 2 } else { 1 };
     assert_eq!(written(rec) - before, if accepted { records } else { 0 }, "a refused record was written");
     accepted
 }

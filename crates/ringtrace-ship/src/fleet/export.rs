@@ -188,7 +188,8 @@
 //!     128-bit ones and byte strings as strings (decimal, hex), which the fleet cannot
 //!     tell from text: where a trace's export has an `int` or `bytes` for them, the
 //!     fleet's has those strings.
-//!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`):
+//!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`;
+//!     `open`, a new span entered at once, and `done`, an exit and close at once):
 //!     severity unspecified, the body `KIND span` (`new span NAME` for a new span);
 //!     `ringtrace.span` (the kind), `ringtrace.span_id`, `span.name` and
 //!     `code.namespace` (a new span's name and target), `ringtrace.parent_id`,

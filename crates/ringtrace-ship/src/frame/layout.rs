@@ -55,7 +55,9 @@ pub enum Content {
     /// The records of one ring of a `ringtrace-tracing` recorder directory, decoded on
     /// the host with the directory's catalog: each one JSON object (UTF-8, one line),
     /// the object `ringtrace decode --format json` prints for an event, or for a span
-    /// record its `span` (`new`, `record`, `enter`, `exit`, `close`, `follows`) and
+    /// record its `span` (`new`, `record`, `enter`, `exit`, `close`, `follows`; `open`
+    /// and `done` for a record that stands for a new span and its enter, or an exit
+    /// and its close) and
     /// `id` (see `ringtrace_tracing::decode::text::entry_json`). The source is named
     /// `DIR#SLOT`, SLOT the ring's slot in the directory's channel file. So a fleet's
     /// events need nothing of their host to be read: any Kafka consumer reads them.

@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::records::{Rec, Records};
 use super::trace::{Entry, EntryKind, Event, Field, SpanContext, Trace};
-use crate::wire::Value;
+use crate::wire::{RawRecord, Value};
 
 /// How lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,11 +255,18 @@ pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<St
 
 /// Any entry as one JSON object (no newline): an event's or a lost count's as
 /// [`entry_line`] writes them; a span record's with the time, `ts_ns` and thread an
-/// event's has, then `span` (`new`, `record`, `enter`, `exit`, `close` or `follows`)
-/// and `id`, and what the record says: a new span's `name`, `target`, `parent` (absent
-/// at the root) and `fields`, a record's `fields`, a follows' `follows`. What an agent
-/// ships of a recorder's records, one each, so that none is left out.
+/// event's has, then `span` (`new`, `record`, `enter`, `exit`, `close` or `follows`;
+/// `open` and `done` in [`Trace::decode_json`]) and `id`, and what the record says: a
+/// new span's `name`, `target`, `parent` (absent at the root) and `fields`, a record's
+/// `fields`, a follows' `follows`. What an agent ships of a recorder's records, one
+/// each, so that none is left out.
 pub fn entry_json(trace: &Trace, entry: &Entry<'_>) -> String {
+    entry_json_as(trace, entry, None)
+}
+
+/// [`entry_json`], a span record's `span` given as `kind` if some: the object of an
+/// `open` record (its `new span` entry's object) or a `done` record (its `exit`'s).
+fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -> String {
     if let Some(line) = entry_line(trace, entry, Format::Json) {
         return line;
     }
@@ -269,7 +276,7 @@ pub fn entry_json(trace: &Trace, entry: &Entry<'_>) -> String {
     o.insert("time".into(), json!(rfc3339(wall)));
     o.insert("ts_ns".into(), json_id(entry.ts_ns));
     o.insert("thread".into(), json!(thread));
-    let (kind, span) = match &entry.kind {
+    let (named, span) = match &entry.kind {
         EntryKind::NewSpan { span, parent, callsite, fields } => {
             if let Some(c) = callsite {
                 o.insert("name".into(), json!(c.name));
@@ -295,6 +302,7 @@ pub fn entry_json(trace: &Trace, entry: &Entry<'_>) -> String {
         // Written by `entry_line` above.
         EntryKind::Event(_) | EntryKind::Lost { .. } => ("?", 0),
     };
+    let kind = kind.unwrap_or(named);
     o.insert("span".into(), json!(kind));
     o.insert("id".into(), json_id(span));
     Json::Object(o).to_string()
@@ -316,6 +324,9 @@ pub fn summary(trace: &Trace) -> String {
     }
     if let Some(n) = trace.stat("cut").filter(|&n| n > 0) {
         let _ = write!(s, "{n} records with values cut at the size bounds; ");
+    }
+    if let Some(n) = trace.stat("held").filter(|&n| n > 0) {
+        let _ = write!(s, "{n} span records (a new span or an exit) held back by threads that had not recorded since, not in the file; ");
     }
     let p = &trace.problems;
     for d in p.damaged.iter().take(DAMAGED_SHOWN) {
@@ -372,19 +383,30 @@ impl Trace {
         for (i, &(lane, ts, bytes)) in records.iter().enumerate() {
             match crate::wire::decode(bytes) {
                 Ok(raw) => {
+                    // A record that stands for two entries is one object: the first
+                    // entry's, named for the record.
+                    let folded = match raw {
+                        RawRecord::Open { .. } => Some("open"),
+                        RawRecord::Done { .. } => Some("done"),
+                        _ => None,
+                    };
                     held.push(Rec { ts, lane, raw });
-                    at.push(i);
+                    at.push((i, folded));
                 }
                 Err(e) => out[i] = Err(e.to_string()),
             }
         }
         let own = std::mem::replace(&mut self.records, Records::Held(held));
-        // One entry for each held record, in their order.
-        for (k, entry) in self.entries().enumerate() {
-            if let Some(&i) = at.get(k) {
-                out[i] = Ok(entry_json(self, &entry));
+        // One entry for each held record, in their order, and a second for a folded one.
+        let mut entries = self.entries();
+        for &(i, folded) in &at {
+            let Some(entry) = entries.next() else { break };
+            out[i] = Ok(entry_json_as(self, &entry, folded));
+            if folded.is_some() {
+                entries.next();
             }
         }
+        drop(entries);
         self.records = own;
         out
     }
@@ -420,5 +442,29 @@ mod tests {
         assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
         assert_eq!(span(&out[3]), ("enter".into(), "5".into()));
         assert!(t.is_empty(), "the trace's own records are left as they were");
+    }
+
+    /// A record that stands for two entries (`open`, `done`) is one object, named for
+    /// the record, and the objects of the records after it land on their own records.
+    #[test]
+    fn decode_json_gives_a_folded_record_one_object() {
+        let catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
+        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
+        let mut open = vec![kind::OPEN];
+        open.extend_from_slice(&0u32.to_le_bytes());
+        open.extend_from_slice(&5u64.to_le_bytes());
+        open.extend_from_slice(&0u64.to_le_bytes());
+        let (mut done, mut exit) = (Vec::new(), Vec::new());
+        simple(&mut done, kind::DONE, 5, None);
+        simple(&mut exit, kind::EXIT, 6, None);
+        let out = t.decode_json(&[(0, 1, &open), (0, 2, &done), (0, 3, &exit)]);
+        let span = |r: &Result<String, String>| {
+            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
+            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
+        };
+        assert_eq!(out.len(), 3);
+        assert_eq!(span(&out[0]), ("open".into(), "5".into()));
+        assert_eq!(span(&out[1]), ("done".into(), "5".into()));
+        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
     }
 }

@@ -322,6 +322,9 @@ pub struct Entries<'a> {
     /// slices, do without).
     context: bool,
     unread: Unread,
+    /// The second entry of a record that stands for two (`open`: its `enter`; `done`:
+    /// its `close`), given next.
+    second: Option<Entry<'a>>,
 }
 
 impl Entries<'_> {
@@ -338,11 +341,15 @@ impl<'a> Iterator for Entries<'a> {
     type Item = Entry<'a>;
 
     fn next(&mut self) -> Option<Entry<'a>> {
+        if let Some(e) = self.second.take() {
+            return Some(e);
+        }
         let t = self.trace;
         let r = self.reading.next(&mut self.unread)?;
         self.left = self.left.saturating_sub(1);
         let spans = &mut self.spans;
         let thread = t.thread(r.lane, r.ts);
+        let open = matches!(r.raw, RawRecord::Open { .. });
         let kind = match r.raw {
             RawRecord::Event { callsite, span, span_callsite, values, dropped } => {
                 let cs = t.callsite(callsite);
@@ -356,7 +363,11 @@ impl<'a> Iterator for Entries<'a> {
                     spans: if self.context { t.context(spans, span, span_callsite) } else { Vec::new() },
                 })
             }
-            RawRecord::NewSpan { callsite, span, parent, values, .. } => {
+            RawRecord::NewSpan { callsite, span, parent, values, .. }
+            | RawRecord::Open { callsite, span, parent, values, .. } => {
+                if open {
+                    self.second = Some(Entry { ts_ns: r.ts, lane: r.lane, thread, kind: EntryKind::Enter { span } });
+                }
                 let cs = t.callsite(callsite);
                 let f = fields(cs, values);
                 spans.insert(span, SpanState { callsite, parent, fields: f.clone() });
@@ -385,6 +396,11 @@ impl<'a> Iterator for Entries<'a> {
                 spans.remove(&span);
                 EntryKind::Close { span }
             }
+            RawRecord::Done { span } => {
+                spans.remove(&span);
+                self.second = Some(Entry { ts_ns: r.ts, lane: r.lane, thread, kind: EntryKind::Close { span } });
+                EntryKind::Exit { span }
+            }
             RawRecord::FollowsFrom { span, follows } => EntryKind::FollowsFrom { span, follows },
             RawRecord::Lost { count } => EntryKind::Lost { count },
         };
@@ -392,8 +408,10 @@ impl<'a> Iterator for Entries<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        // A chunk the file no longer holds as it did gives fewer.
-        (0, Some(self.left as usize))
+        // A chunk the file no longer holds as it did gives fewer; a record may stand for
+        // two entries.
+        let second = usize::from(self.second.is_some());
+        (second, Some((self.left as usize).saturating_mul(2).saturating_add(second)))
     }
 }
 
@@ -423,6 +441,7 @@ impl Trace {
             spans: HashMap::default(),
             context,
             unread: Unread::default(),
+            second: None,
         }
     }
 

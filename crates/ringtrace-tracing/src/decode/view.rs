@@ -146,6 +146,9 @@ pub struct Views<'t> {
     span_callsites: HashMap<u64, u32>,
     /// The last thread found: its lane, the times it answers for, the thread.
     thread: Option<(u32, u64, u64, Option<&'t ThreadInfo>)>,
+    /// The second record of one that stands for two (`open`: its `enter`, `done`: its
+    /// `close`): its time, lane, thread and span, and whether it is a close.
+    second: Option<(u64, u32, Option<&'t ThreadInfo>, u64, bool)>,
 }
 
 impl fmt::Debug for Views<'_> {
@@ -164,6 +167,7 @@ impl<'t> Views<'t> {
             unread: Unread::default(),
             span_callsites: HashMap::default(),
             thread: None,
+            second: None,
         }
     }
 
@@ -177,6 +181,10 @@ impl<'t> Views<'t> {
     /// values may lie in the chunk read last), so it is gone at the next call.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<View<'t, '_>> {
+        if let Some((ts_ns, lane, thread, span, close)) = self.second.take() {
+            let kind = if close { ViewKind::Other(EntryKind::Close { span }) } else { ViewKind::Enter(span) };
+            return Some(View { ts_ns, lane, thread, kind });
+        }
         let t = self.trace;
         let split;
         let (ts_ns, lane, rec, values) = match self.reading.next_got(&mut self.unread)? {
@@ -191,18 +199,30 @@ impl<'t> Views<'t> {
                 let values = match &r.raw {
                     RawRecord::Event { values, .. }
                     | RawRecord::NewSpan { values, .. }
+                    | RawRecord::Open { values, .. }
                     | RawRecord::Record { values, .. } => values.as_slice(),
                     _ => &[],
                 };
                 (r.ts, r.lane, &r.raw, ViewValues(Where::Held(values)))
             }
         };
+        // A record that stands for two: the second follows at the next call.
+        let second = match *rec {
+            RawRecord::Open { span, .. } => Some((span, false)),
+            RawRecord::Done { span } => Some((span, true)),
+            _ => None,
+        };
         let kind = match *rec {
             RawRecord::Event { callsite, .. } => ViewKind::Event { callsite: t.callsite(callsite), values },
             RawRecord::Enter { span } => ViewKind::Enter(span),
             RawRecord::Exit { span } => ViewKind::Exit(span),
             RawRecord::Lost { count } => ViewKind::Lost(count),
-            RawRecord::NewSpan { callsite, span, parent, .. } => {
+            RawRecord::Done { span } => {
+                // Span ids are reused once closed.
+                self.span_callsites.remove(&span);
+                ViewKind::Exit(span)
+            }
+            RawRecord::NewSpan { callsite, span, parent, .. } | RawRecord::Open { callsite, span, parent, .. } => {
                 self.span_callsites.insert(span, callsite);
                 let cs = t.callsite(callsite);
                 ViewKind::Other(EntryKind::NewSpan { span, parent, callsite: cs, fields: fields(cs, values) })
@@ -226,6 +246,7 @@ impl<'t> Views<'t> {
                 thread
             }
         };
+        self.second = second.map(|(span, close)| (ts_ns, lane, thread, span, close));
         Some(View { ts_ns, lane, thread, kind })
     }
 }

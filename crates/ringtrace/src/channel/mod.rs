@@ -92,4 +92,4 @@ pub use inner::{ChannelStats, DEFAULT_MAX_PRODUCERS, DEFAULT_RETAIN_EXITED, DEFA
 pub use lane::LaneStats;
 pub use reader::{ChannelReader, ChannelRecord};
 pub use snapshot::{ChannelSnapshot, ChannelSnapshotIter};
-pub use writer::{ChannelProducer, ChannelReservation};
+pub use writer::{ChannelProducer, ChannelReservation, Stamp};

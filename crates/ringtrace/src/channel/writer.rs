@@ -100,12 +100,61 @@ impl<M: Mode, C: Clock> ChannelProducer<M, C> {
     }
 }
 
+/// A reading of a channel's clock ([`ChannelProducer::stamp`]), to stamp a record
+/// written later with the moment it stands for ([`ChannelProducer::output_stamped`]).
+///
+/// A producer's records are in timestamp order in its ring, and a live reader merges
+/// the rings on that promise: a stamp must not be older than the stamp of a record the
+/// producer wrote before it (such a record is delivered late, and counted so:
+/// [`ChannelReader::late`](crate::ChannelReader::late)). A stamp of another channel's
+/// clock means nothing here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(u64);
+
+impl<M: Mode, C: Clock> ChannelProducer<M, C> {
+    /// The channel's clock now, to stamp a record written later.
+    ///
+    /// ```
+    /// use ringtrace::{Channel, Wakeup};
+    /// use ringtrace::clock::Monotonic;
+    /// use ringtrace::config::Discard;
+    ///
+    /// let channel = Channel::<Discard, Monotonic>::builder(4096).build(Monotonic)?;
+    /// let mut producer = channel.producer()?;
+    /// let opened = producer.stamp();
+    /// // ... the record's content is known only now ...
+    /// producer.output_stamped(b"opened", opened, Wakeup::Default)?;
+    /// let mut seen = Vec::new();
+    /// channel.reader()?.drain(|r| {
+    ///     seen.push(r.data.to_vec());
+    ///     Ok::<_, std::convert::Infallible>(())
+    /// })?;
+    /// assert_eq!(seen, [b"opened".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline(always)]
+    pub fn stamp(&self) -> Stamp {
+        Stamp(self.clock.raw())
+    }
+}
+
 impl<C: Clock> ChannelProducer<Discard, C> {
     /// Reserves `len` bytes in this producer's ring, stamped with the clock's time now;
     /// the same contract as [`Producer::reserve`].
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Discard, C>, ReserveError> {
-        let ts = self.clock.raw();
+        let ts = self.stamp();
+        self.reserve_stamped(len, ts)
+    }
+
+    /// [`reserve`](Self::reserve), the record stamped with `stamp` (see [`Stamp`]).
+    #[inline(always)]
+    pub fn reserve_stamped(
+        &mut self,
+        len: usize,
+        stamp: Stamp,
+    ) -> Result<ChannelReservation<'_, Discard, C>, ReserveError> {
+        let ts = stamp.0;
         let mut inner =
             self.producer.reserve(len.saturating_add(stamp_len::<C>())).map_err(|e| Self::unstamped(e, len))?;
         if C::STAMPED {
@@ -117,7 +166,14 @@ impl<C: Clock> ChannelProducer<Discard, C> {
     /// Reserves, stamps, copies `data` and commits: one call.
     #[inline(always)]
     pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
-        let mut rec = self.reserve(data.len())?;
+        let ts = self.stamp();
+        self.output_stamped(data, ts, wakeup)
+    }
+
+    /// [`output`](Self::output), the record stamped with `stamp` (see [`Stamp`]).
+    #[inline(always)]
+    pub fn output_stamped(&mut self, data: &[u8], stamp: Stamp, wakeup: Wakeup) -> Result<(), ReserveError> {
+        let mut rec = self.reserve_stamped(data.len(), stamp)?;
         rec.copy_from_slice(data);
         rec.commit_with(wakeup);
         Ok(())
@@ -129,7 +185,18 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
     /// time now; the same contract as the overwrite [`Producer::reserve`].
     #[inline(always)]
     pub fn reserve(&mut self, len: usize) -> Result<ChannelReservation<'_, Overwrite, C>, ReserveError> {
-        let ts = self.clock.raw();
+        let ts = self.stamp();
+        self.reserve_stamped(len, ts)
+    }
+
+    /// [`reserve`](Self::reserve), the record stamped with `stamp` (see [`Stamp`]).
+    #[inline(always)]
+    pub fn reserve_stamped(
+        &mut self,
+        len: usize,
+        stamp: Stamp,
+    ) -> Result<ChannelReservation<'_, Overwrite, C>, ReserveError> {
+        let ts = stamp.0;
         let mut inner =
             self.producer.reserve(len.saturating_add(stamp_len::<C>())).map_err(|e| Self::unstamped(e, len))?;
         if C::STAMPED {
@@ -142,7 +209,14 @@ impl<C: Clock> ChannelProducer<Overwrite, C> {
     /// Reserves, stamps, copies `data` and commits: one call.
     #[inline(always)]
     pub fn output(&mut self, data: &[u8], wakeup: Wakeup) -> Result<(), ReserveError> {
-        let mut rec = self.reserve(data.len())?;
+        let ts = self.stamp();
+        self.output_stamped(data, ts, wakeup)
+    }
+
+    /// [`output`](Self::output), the record stamped with `stamp` (see [`Stamp`]).
+    #[inline(always)]
+    pub fn output_stamped(&mut self, data: &[u8], stamp: Stamp, wakeup: Wakeup) -> Result<(), ReserveError> {
+        let mut rec = self.reserve_stamped(data.len(), stamp)?;
         // In bounds: the reservation is `data.len()` bytes.
         let _ = rec.write(0, data);
         rec.commit_with(wakeup);

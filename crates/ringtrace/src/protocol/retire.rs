@@ -395,11 +395,25 @@ impl<R: Region> Core<R> {
         let tail = words.remainder();
         if !tail.is_empty() {
             let word = self.word(w);
+            // The tail's bytes as the low bytes of a little-endian number, built in a
+            // register: copying them into the word's bytes on the stack and reading the
+            // word back stalls on the store forwarding (measured: half the cost of a
+            // 60-byte record's write).
+            let n = tail.len();
+            let t = match data.len().checked_sub(8) {
+                // The data's last 8 bytes end with the tail: one unaligned load.
+                Some(from) => {
+                    let mut last = [0u8; 8];
+                    last.copy_from_slice(&data[from..]);
+                    u64::from_le_bytes(last) >> (8 * (8 - n))
+                }
+                None => tail.iter().rev().fold(0u64, |t, &b| t << 8 | u64::from(b)),
+            };
+            let mask = (1u64 << (8 * n)) - 1;
             // Relaxed: our own word (the reservation owns it).
-            let mut v = word.load(Relaxed).to_ne_bytes();
-            v[..tail.len()].copy_from_slice(tail);
+            let old = u64::from_le_bytes(word.load(Relaxed).to_ne_bytes());
             // Relaxed: as above.
-            word.store(u64::from_ne_bytes(v), Relaxed);
+            word.store(u64::from_ne_bytes(((old & !mask) | t).to_le_bytes()), Relaxed);
         }
     }
 

@@ -135,7 +135,7 @@ fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>),
         }
         (None, Some(n), None, None) => (model::lost_record(0, n, thread), Kind::Lost),
         (None, None, Some(kind), None) => {
-            if !["new", "record", "enter", "exit", "close", "follows"].contains(&kind.as_str()) {
+            if !["new", "record", "enter", "exit", "close", "follows", "open", "done"].contains(&kind.as_str()) {
                 return Err(Undecodable::SpanRecord(kind.clone()));
             }
             let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;

@@ -457,7 +457,8 @@ fn undecodable_reasons_keep_their_wording() {
     assert_eq!(why(r#"{"level":"INFO","spans":[{"id":"-1"}]}"#), say(r#"span id "-1" is not a decimal u64"#));
     assert_eq!(why(r#"{"span":"new","id":1,"parent":"p"}"#), say(r#"span id "p" is not a decimal u64"#));
     assert_eq!(why(r#"{"span":"new"}"#), say("a span record without its id"));
-    assert_eq!(why(r#"{"span":"open","id":1}"#), say(r#"unknown span record "open""#));
+    assert_eq!(why(r#"{"span":"reopen","id":1}"#), say(r#"unknown span record "reopen""#));
+    assert_eq!(why(r#"{"span":"open","id":1}"#), None, "a span made and entered at once");
     assert_eq!(why(r#"{"level":"LOUD"}"#), say(r#"unknown level "LOUD""#));
     assert_eq!(why("[1]"), say("not a JSON object"));
     assert_eq!(why("{}"), say("not one of an event, a span record, a lost count, an undecodable record"));
