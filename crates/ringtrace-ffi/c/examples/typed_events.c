@@ -103,9 +103,10 @@ static int typed_events_main(int argc, char **argv, _Atomic uint64_t *published)
     CHECK(records > 0);
     struct ringtrace_recorder_stats stats;
     CHECK_EQ(ringtrace_recorder_get_stats(rec, &stats), 0);
-    /* 3 workers and the main thread; spans are 3 records (new, enter, exit+close: 4). */
+    /* 3 workers and the main thread; a span is 2 records (open: made and entered;
+       done: exited and closed). */
     CHECK(stats.threads == WORKERS + 1);
-    uint64_t per_worker = BATCHES * (PER_BATCH + 4) + BATCHES / 50;
+    uint64_t per_worker = BATCHES * (PER_BATCH + 2) + BATCHES / 50;
     CHECK(stats.written == WORKERS * per_worker + 1);
     CHECK(stats.lost == 0 && stats.no_ring == 0 && stats.cut == 0);
     printf("%llu records written, %llu overwritten; the dump holds %llu: ringtrace decode %s\n",
