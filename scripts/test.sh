@@ -10,11 +10,17 @@ fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 # The release builds here (tests, examples, the bench's smoke run; not the loom models) compile
-# with 16 codegen units, no LTO and line tables only: Cargo.toml's release profile (one
+# with 16 codegen units, no LTO and no debuginfo: Cargo.toml's release profile (one
 # unit, thin LTO, debuginfo for perf) is the benchmark's, and built every test binary of
 # the workspace in about 13.5 minutes of this script's 45 on a 2-core machine; this in
 # about 9. The tests run optimized either way; none measures speed.
-export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
+# No debuginfo, the standard library's stripped too, and no incremental state: each test
+# binary carried about 45 MB of line tables and std's debuginfo beside 10 MB of code, and
+# the workspace's release and debug test binaries filled 20 GB of a CI machine's disk; a
+# failing test still names its file and line (the panic's location is not debuginfo).
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_LTO=false
+export CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo
+export CARGO_PROFILE_DEV_DEBUG=false CARGO_PROFILE_DEV_STRIP=debuginfo CARGO_INCREMENTAL=0
 
 # libbpf's own consumer, loaded at run time by the kernel-bpf bench rows and their test.
 if ! ldconfig -p 2>/dev/null | grep -q 'libbpf.so.1 '; then
@@ -166,6 +172,8 @@ cargo test -p ringtrace-tracing --test hostile --lib
 # `ship --to otlp://` in the command built without its kafka feature (its own parser).
 cargo test -p ringtrace-cli --test otlp ship_to_an_otlp_endpoint
 cargo test -p ringtrace --lib kernel::
+# Nothing below runs the debug build's tests (the header test builds its few crates again).
+rm -rf target/debug
 
 echo "== the timing-sensitive tests again, on a busy machine (two CPU-bound processes)"
 # Pause, snapshot, wakeup, crash takeover and follow tests must not depend on how long

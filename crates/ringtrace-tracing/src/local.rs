@@ -194,10 +194,21 @@ impl Local {
         self.write(&bytes[..n]);
     }
 
+    /// Replaces the record held back, and the thread's flag that it holds one, and
+    /// returns the one it held.
+    #[inline]
+    fn set_held(&mut self, held: Held) -> Held {
+        self.holder.set(!matches!(held, Held::None));
+        std::mem::replace(&mut self.held, held)
+    }
+
     /// Writes the record held back, if any, as it is.
     pub fn flush(&mut self) {
-        match std::mem::replace(&mut self.held, Held::None) {
-            Held::None => return,
+        if matches!(self.held, Held::None) {
+            return;
+        }
+        match self.set_held(Held::None) {
+            Held::None => {}
             Held::New { stamp, .. } => {
                 let buf = std::mem::take(&mut self.held_buf);
                 self.write_stamped(&buf, stamp);
@@ -208,7 +219,6 @@ impl Local {
                 self.write_stamped(&bytes[..n], stamp);
             }
         }
-        self.holder.set(false);
     }
 
     /// Holds span `span`'s `new span` record, encoded in `buf` (which gets the held
@@ -219,8 +229,7 @@ impl Local {
         let Some(p) = &self.producer else { return self.write(buf) };
         let stamp = p.stamp();
         std::mem::swap(&mut self.held_buf, buf);
-        self.held = Held::New { span, callsite, stamp };
-        self.holder.set(true);
+        self.set_held(Held::New { span, callsite, stamp });
     }
 
     /// If the record held is span `span`'s `new span`, writes it as an `open` record
@@ -231,8 +240,7 @@ impl Local {
         if held != span {
             return None;
         }
-        self.held = Held::None;
-        self.holder.set(false);
+        self.set_held(Held::None);
         let mut buf = std::mem::take(&mut self.held_buf);
         buf[0] = kind::OPEN;
         self.write_stamped(&buf, stamp);
@@ -245,8 +253,8 @@ impl Local {
     pub fn hold_exit(&mut self, span: u64) {
         self.flush();
         let Some(p) = &self.producer else { return self.write_simple(kind::EXIT, span, None) };
-        self.held = Held::Exit { span, stamp: p.stamp() };
-        self.holder.set(true);
+        let stamp = p.stamp();
+        self.set_held(Held::Exit { span, stamp });
     }
 
     /// If the record held is span `span`'s `exit`, writes it as a `done` record (exited
@@ -257,8 +265,7 @@ impl Local {
         if held != span {
             return false;
         }
-        self.held = Held::None;
-        self.holder.set(false);
+        self.set_held(Held::None);
         let (bytes, n) = wire::simple_bytes(kind::DONE, span, None);
         self.write_stamped(&bytes[..n], stamp);
         true

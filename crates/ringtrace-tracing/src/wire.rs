@@ -451,16 +451,5 @@ pub(crate) fn simple_bytes(kind: u8, a: u64, b: Option<u64>) -> ([u8; 17], usize
     }
 }
 
-/// Encodes a record of a kind without values.
-#[cfg(test)]
-pub(crate) fn simple(buf: &mut Vec<u8>, kind: u8, a: u64, b: Option<u64>) {
-    buf.clear();
-    buf.push(kind);
-    buf.extend_from_slice(&a.to_le_bytes());
-    if let Some(b) = b {
-        buf.extend_from_slice(&b.to_le_bytes());
-    }
-}
-
 #[cfg(test)]
 mod tests;

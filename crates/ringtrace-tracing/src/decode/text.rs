@@ -418,7 +418,12 @@ mod tests {
 
     use super::*;
     use crate::file::{self, Process};
-    use crate::wire::{kind, simple};
+    use crate::wire::{kind, simple_bytes};
+
+    fn simple(k: u8, span: u64) -> Vec<u8> {
+        let (b, n) = simple_bytes(k, span, None);
+        b[..n].to_vec()
+    }
 
     /// Each record's object lands on that record, whatever shares its time: an
     /// undecodable record between two of the same stamp moves nothing. A catalog cut
@@ -429,9 +434,7 @@ mod tests {
         catalog.extend_from_slice(&file::encode_chunk(file::chunk::PROCESS, b"cut short")[..14]);
         let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
         assert!(t.process.is_some());
-        let (mut enter, mut exit) = (Vec::new(), Vec::new());
-        simple(&mut enter, kind::ENTER, 5, None);
-        simple(&mut exit, kind::EXIT, 6, None);
+        let (enter, exit) = (simple(kind::ENTER, 5), simple(kind::EXIT, 6));
         let out = t.decode_json(&[(0, 7, &enter), (0, 7, &[0xee, 1]), (0, 7, &exit), (0, 3, &enter)]);
         let span = |r: &Result<String, String>| {
             let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
@@ -454,9 +457,7 @@ mod tests {
         open.extend_from_slice(&0u32.to_le_bytes());
         open.extend_from_slice(&5u64.to_le_bytes());
         open.extend_from_slice(&0u64.to_le_bytes());
-        let (mut done, mut exit) = (Vec::new(), Vec::new());
-        simple(&mut done, kind::DONE, 5, None);
-        simple(&mut exit, kind::EXIT, 6, None);
+        let (done, exit) = (simple(kind::DONE, 5), simple(kind::EXIT, 6));
         let out = t.decode_json(&[(0, 1, &open), (0, 2, &done), (0, 3, &exit)]);
         let span = |r: &Result<String, String>| {
             let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();

@@ -46,9 +46,9 @@ fn every_cut_and_every_flipped_bit_is_an_error_or_a_reported_damage() {
 fn a_chunk_failing_its_checksum_is_skipped_where_a_sound_chunk_follows() {
     let mut f = header().to_vec();
     write_chunk(&mut f, chunk::PROCESS, &Process::now().encode()).unwrap();
-    let (mut recs, mut enter) = (Vec::new(), Vec::new());
-    wire::simple(&mut enter, wire::kind::ENTER, 7, None);
-    put_record(&mut recs, 3, 42, &enter);
+    let mut recs = Vec::new();
+    let (enter, n) = wire::simple_bytes(wire::kind::ENTER, 7, None);
+    put_record(&mut recs, 3, 42, &enter[..n]);
     write_chunk(&mut f, chunk::RECORDS, &recs).unwrap();
     write_chunk(&mut f, chunk::STATS, &encode_stats(&[("lost", 0)])).unwrap();
     write_chunk(&mut f, chunk::END, &[]).unwrap();

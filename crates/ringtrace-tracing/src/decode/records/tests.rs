@@ -16,9 +16,8 @@ fn trace_file(chunks: &[Vec<(u32, u64)>]) -> Vec<u8> {
         let mut payload = Vec::new();
         for &(lane, ts) in c {
             n += 1;
-            let mut rec = Vec::new();
-            wire::simple(&mut rec, wire::kind::ENTER, n, None);
-            file::put_record(&mut payload, lane, ts, &rec);
+            let (rec, len) = wire::simple_bytes(wire::kind::ENTER, n, None);
+            file::put_record(&mut payload, lane, ts, &rec[..len]);
         }
         out.extend(file::encode_chunk(chunk::RECORDS, &payload));
     }
