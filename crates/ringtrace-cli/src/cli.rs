@@ -376,12 +376,19 @@ pub struct TimeWindow {
     /// kafka:// sources: only records before this time (written as for --since).
     #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
     pub until: Option<u64>,
+    /// kafka:// sources: the reorder bound. The topic is read back as a stream, each
+    /// partition in its order, merged by time in bounded memory: a record goes out once
+    /// every partition has given one this much newer. Records more out of time order
+    /// than this (a host's clock stepped, an agent's round delayed) go out later,
+    /// counted late.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_or_zero, default_value = "1s")]
+    pub reorder: Duration,
 }
 
 impl TimeWindow {
     /// The window selected.
     pub fn get(self) -> crate::fleet::Window {
-        crate::fleet::Window { since: self.since, until: self.until, ..Default::default() }
+        crate::fleet::Window { since: self.since, until: self.until, reorder: self.reorder }
     }
 }
 

@@ -57,6 +57,33 @@ impl From<FormatError> for Failure {
     }
 }
 
+/// A failure of what is read, carried out of an output's writing (whose errors are
+/// `io::Error`s) as it is: [`Failure::into_io`], then [`Failure::from_io`] where the
+/// output's own errors are worded.
+#[derive(Debug)]
+struct ReadFailed(Failure);
+
+impl std::fmt::Display for ReadFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ReadFailed {}
+
+impl Failure {
+    /// This failure, carried through an output's `io::Error` (see [`Failure::from_io`]).
+    pub fn into_io(self) -> std::io::Error {
+        std::io::Error::other(ReadFailed(self))
+    }
+
+    /// The failure an `io::Error` carries ([`Failure::into_io`]), or the error itself,
+    /// the output's own.
+    pub fn from_io(e: std::io::Error) -> Result<Failure, std::io::Error> {
+        e.downcast::<ReadFailed>().map(|r| r.0)
+    }
+}
+
 /// An error's message followed by its causes' (`source()`), joined with `: `: the one
 /// line a command prints. The library's errors leave their cause (the kernel's error, an
 /// I/O error) out of their own message and return it from `source()`; a cause whose

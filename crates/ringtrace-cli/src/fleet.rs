@@ -56,8 +56,10 @@ impl Topic {
 }
 
 /// Which records, by time: wall-clock ns since the Unix epoch, `since` included,
-/// `until` not; and for a topic followed, how long each record is held to go out in
-/// time order (`tail -f --reorder`; zero: as batches arrive).
+/// `until` not; and the reorder bound (`--reorder`): for a topic followed, how long
+/// each record is held to go out in time order (`tail -f`; zero: as batches arrive);
+/// for a topic read back, how far out of time order a partition's records may come and
+/// still go out in order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Window {
     pub since: Option<u64>,
@@ -78,16 +80,70 @@ impl Window {
     }
 }
 
+/// How long a read back may go without a Kafka message before the command gives up.
+#[cfg(feature = "kafka")]
+const READ_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A topic's records in a time window, to read back: streamed in time order in bounded
+/// memory ([`Read::stream`]), or read whole ([`Read::whole`], the OTLP exports).
+#[cfg(feature = "kafka")]
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub topic: Topic,
+    pub window: Window,
+}
+
+#[cfg(feature = "kafka")]
+impl Read {
+    /// Hands each record in the window to `each`, merged by time (within the window's
+    /// reorder bound: `ringtrace_ship::fleet::Merge`), copies dropped, and returns the
+    /// counters. A failure of the read comes out as an `io::Error` that carries it
+    /// ([`Failure::into_io`]), so that a read written to an output fails as the read.
+    pub fn stream(
+        &self,
+        mut each: impl FnMut(ringtrace_ship::fleet::Item<'_>) -> std::io::Result<()>,
+    ) -> std::io::Result<ringtrace_ship::fleet::FleetStats> {
+        use ringtrace_ship::fleet::{stream_topic, FollowError, ReadOptions};
+        let opts = ReadOptions::default().since(self.window.since).reorder(self.window.reorder).idle(READ_IDLE);
+        let window = self.window;
+        let keep = |i: ringtrace_ship::fleet::Item<'_>| if window.holds(i.entry.time_ns) { each(i) } else { Ok(()) };
+        stream_topic(&self.topic.brokers, &self.topic.topic, &opts, keep, |w| crate::output::warn(&w)).map_err(|e| {
+            match e {
+                FollowError::Output(e) => e,
+                FollowError::Kafka(e) => Failure::msg(e.to_string()).into_io(),
+            }
+        })
+    }
+
+    /// The topic read whole, in memory (the OTLP exports read so).
+    pub fn whole(&self) -> Result<Whole, Failure> {
+        let fleet = ringtrace_ship::fleet::read_topic_since(
+            &self.topic.brokers,
+            &self.topic.topic,
+            self.window.since,
+            READ_IDLE,
+            |w| crate::output::warn(&w),
+        )
+        .map_err(|e| Failure::msg(e.to_string()))?;
+        Ok(Whole { topic: self.topic.clone(), window: self.window, fleet })
+    }
+
+    /// Says on stderr what the reader dropped and skipped, if anything.
+    pub fn summary(&self, stats: ringtrace_ship::fleet::FleetStats) {
+        summary(&self.topic, stats);
+    }
+}
+
 /// A topic read to its end: its records in a time window (copies dropped).
 #[cfg(feature = "kafka")]
-pub struct Read {
+pub struct Whole {
     pub topic: Topic,
     pub window: Window,
     pub fleet: ringtrace_ship::fleet::Fleet,
 }
 
 #[cfg(feature = "kafka")]
-impl Read {
+impl Whole {
     /// Its records in the window, merged by time.
     pub fn entries(&self) -> impl Iterator<Item = ringtrace_ship::fleet::Entry<'_>> {
         self.fleet.timeline().filter(|e| self.window.holds(e.time_ns))
@@ -100,9 +156,9 @@ impl Read {
 }
 
 #[cfg(feature = "kafka")]
-impl std::fmt::Debug for Read {
+impl std::fmt::Debug for Whole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Read").field("topic", &self.topic).field("window", &self.window).finish_non_exhaustive()
+        f.debug_struct("Whole").field("topic", &self.topic).field("window", &self.window).finish_non_exhaustive()
     }
 }
 

@@ -100,6 +100,10 @@ pub fn print_json(value: &impl Serialize) -> Result<(), Failure> {
 
 /// Maps a write error on stdout: a broken pipe ends the command quietly.
 pub fn stdout_err(e: io::Error) -> Failure {
+    let e = match Failure::from_io(e) {
+        Ok(read) => return read,
+        Err(e) => e,
+    };
     if e.kind() == io::ErrorKind::BrokenPipe {
         Failure::BrokenPipe
     } else {
@@ -119,14 +123,19 @@ pub fn lost_one(e: io::Error) -> Failure {
 /// Runs `write` on stdout, or on `output`: a regular file is written under a temporary
 /// name and renamed into place once whole (see [`crate::destination`]); a device or
 /// FIFO is written in place.
-pub fn write_output(output: Option<&Path>, write: impl Fn(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+pub fn write_output(
+    output: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), Failure> {
     match output {
         None => {
             let mut out = io::BufWriter::new(stdout()?);
             write(&mut out).and_then(|()| out.flush()).map_err(stdout_err)
         }
         Some(file) => {
-            let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", file.display()));
+            let err = |e: io::Error| {
+                Failure::from_io(e).unwrap_or_else(|e| Failure::msg(format!("cannot write {}: {e}", file.display())))
+            };
             let mut out = Output::create(file).map_err(err)?;
             write(out.file()).map_err(err)?;
             out.commit().map_err(err)

@@ -2,6 +2,10 @@
 //! (host, source, sequence), gaps and damaged messages counted, every record merged
 //! by time into one timeline.
 //!
+//! [`stream_topic`] reads a topic back in bounded memory: each partition in its order,
+//! through the streaming [`Merge`] (copies dropped as they come, records merged by time
+//! within a reorder bound), each record handed out as it goes.
+//!
 //! [`Timeline`] takes message payloads in any order (a source's batches normally come
 //! in order from one partition; after a change of the topic's partition count they
 //! may not) and [`Timeline::finish`] sorts each source by sequence. [`read_topic`]
@@ -17,6 +21,9 @@ pub mod export;
 mod follow;
 #[cfg(feature = "kafka")]
 mod kafka;
+mod merge;
+#[cfg(feature = "kafka")]
+mod stream;
 mod timeline;
 #[cfg(feature = "kafka")]
 mod transient;
@@ -25,4 +32,7 @@ mod transient;
 pub use follow::{Follow, FollowError};
 #[cfg(feature = "kafka")]
 pub use kafka::{read_topic, read_topic_since, FleetError, OffsetsError};
+pub use merge::{Item, Merge};
+#[cfg(feature = "kafka")]
+pub use stream::{stream_topic, ReadOptions};
 pub use timeline::{Entry, Fleet, FleetStats, Merged, Timeline};

@@ -12,6 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use ringtrace_ship::fleet::ReadOptions;
 
 /// 4 hosts x 3 sources, 2,000,000 records in all (`RINGTRACE_FLEET_RECORDS` to change),
 /// compressed with lz4, zstd or not at all:
@@ -65,6 +66,10 @@ fn four_hosts_of_three_sources_deliver_every_record_once_in_order() {
     let merged: Vec<u64> = fleet.timeline().map(|e| e.time_ns).collect();
     assert_eq!(merged.len() as u64, per_source * 12);
     assert!(merged.windows(2).all(|w| w[0] <= w[1]), "the timeline is in time order");
+    // Streamed back in bounded memory: the same records, counts and (none late) order;
+    // and with a bound of 1 MiB held, which pauses the partitions ahead all the way.
+    check_streamed(&fleet, &stream_all(&brokers, &topic, &ReadOptions::default()));
+    check_streamed(&fleet, &stream_all(&brokers, &topic, &ReadOptions::default().max_held(1 << 20)));
 }
 
 /// An agent SIGKILLed at several moments and restarted on the same state file:
@@ -96,6 +101,8 @@ fn an_agent_killed_and_restarted_loses_nothing_and_its_copies_are_dropped() {
     for (s, ring) in rings.iter().enumerate() {
         check_source(&fleet, "host7", &ring.display().to_string(), 7, s as u32, 0..per_source);
     }
+    // Streamed, the copies are dropped as they come: the same records and counts.
+    check_streamed(&fleet, &stream_all(&brokers, &topic, &ReadOptions::default()));
 }
 
 /// Messages that are not batches, and damaged batches, in the topic: the reader skips
@@ -127,6 +134,23 @@ fn the_reader_skips_and_counts_foreign_and_damaged_messages() {
     assert_eq!(warnings.len(), 5);
     assert!(warnings.iter().any(|w| w.contains("version 9")), "{warnings:#?}");
     let seqs: Vec<u64> = fleet.source("h", "src").map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..15).collect::<Vec<_>>());
+    // Streamed: the same messages skipped and said, the same records.
+    let (mut seqs, mut said) = (Vec::new(), Vec::new());
+    let opts = ReadOptions::default().idle(Duration::from_secs(60));
+    let s = ringtrace_ship::fleet::stream_topic(
+        &brokers,
+        &topic,
+        &opts,
+        |i| -> Result<(), ()> {
+            seqs.push(i.entry.seq);
+            Ok(())
+        },
+        |w| said.push(w),
+    )
+    .unwrap();
+    assert_eq!((s.damaged, s.batches, s.records, s.duplicates, s.missing), (5, 2, 15, 0, 0), "{said:#?}");
+    assert_eq!(said.len(), 5, "{said:#?}");
     assert_eq!(seqs, (0..15).collect::<Vec<_>>());
 }
 

@@ -46,7 +46,9 @@ pub fn create_file<T>(
 /// `dir`, then puts it in place: renamed to a free name, or swapped with an existing
 /// directory that holds a CTF trace and nothing else, which is then removed.
 pub fn write_dir<T>(dir: &Path, write: impl FnOnce(&Path) -> io::Result<T>) -> Result<T, Failure> {
-    let err = |e: io::Error| Failure::msg(format!("cannot write {}: {e}", dir.display()));
+    let err = |e: io::Error| {
+        Failure::from_io(e).unwrap_or_else(|e| Failure::msg(format!("cannot write {}: {e}", dir.display())))
+    };
     directory_of(dir).map_err(err)?;
     let old = match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {

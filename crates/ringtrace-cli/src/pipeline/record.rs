@@ -3,6 +3,17 @@
 
 use ringtrace_tracing::decode::{Entry, EntryKind, Trace};
 
+/// Which of the records a source holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// All of them, oldest first.
+    All,
+    /// All of them, newest first.
+    Reversed,
+    /// The newest N, oldest first.
+    Last(usize),
+}
+
 /// One record, as its source has it.
 #[derive(Debug)]
 pub enum Record<'a> {

@@ -11,21 +11,21 @@ use super::source::{Consume, RecordSource};
 use crate::failure::Failure;
 use crate::output::{stdout, stdout_err, stdout_for_consumed, write_output};
 
-/// Which of the records held.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pick {
-    /// All of them, oldest first.
-    All,
-    /// All of them, newest first.
-    Reversed,
-    /// The newest N, oldest first.
-    Last(usize),
-}
+pub use super::record::Pick;
 
 /// Writes the records `source` holds (the `pick` of them) in `format` to `output`, or
-/// stdout.
+/// stdout: as it reads them, for a source read as a stream (a `kafka://` topic).
 pub fn read(source: &mut dyn RecordSource, pick: Pick, format: Format, output: Option<&Path>) -> Result<(), Failure> {
     let shape = source.shape();
+    if source.streams() {
+        let lines = format.lines();
+        lines.accepts(shape)?;
+        return write_output(output, |w| {
+            let mut out = Lines::new(w, lines);
+            source.stream(pick, &mut |r| out.write(r))?;
+            out.flush()
+        });
+    }
     let held = source.read()?;
     let lines = format.lines();
     lines.accepts(shape)?;

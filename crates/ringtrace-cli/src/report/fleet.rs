@@ -6,8 +6,28 @@ use serde::Serialize;
 
 use crate::escape::escape_text;
 use crate::failure::Failure;
-use crate::fleet::Read;
+use std::collections::BTreeMap;
+
+use crate::fleet::Topic;
 use crate::output::{print, print_json, ReportFormat};
+
+/// What a topic holds in a window, read back: the reader's counts, and each source's
+/// records in the window and their first and last sequence numbers.
+pub struct TopicStat<'a> {
+    pub topic: &'a Topic,
+    pub stats: ringtrace_ship::fleet::FleetStats,
+    pub sources: BTreeMap<(String, String), SourceStat>,
+    pub first_ns: Option<u64>,
+    pub last_ns: Option<u64>,
+}
+
+/// One source's records in the window.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceStat {
+    pub records: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
 
 /// One source in `stat --format json`.
 #[derive(Serialize)]
@@ -45,26 +65,19 @@ fn decimal_opt<S: serde::Serializer>(x: &Option<u64>, s: S) -> Result<S::Ok, S::
     }
 }
 
-pub fn stat(read: &Read, format: ReportFormat) -> Result<(), Failure> {
-    let (topic, window, fleet) = (&read.topic, read.window, &read.fleet);
-    let mut sources = Vec::new();
-    let (mut first, mut last) = (None::<u64>, None::<u64>);
-    for (host, source) in fleet.sources() {
-        let mut s = JsonSource { host, source, records: 0, first_seq: 0, last_seq: 0 };
-        for e in fleet.source(host, source).filter(|e| window.holds(e.time_ns)) {
-            if s.records == 0 {
-                s.first_seq = e.seq;
-            }
-            s.records += 1;
-            s.last_seq = e.seq;
-            first = Some(first.map_or(e.time_ns, |f| f.min(e.time_ns)));
-            last = Some(last.map_or(e.time_ns, |l| l.max(e.time_ns)));
-        }
-        if s.records > 0 || window.is_all() {
-            sources.push(s);
-        }
-    }
-    let st = fleet.stats();
+pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
+    let topic = t.topic;
+    let sources: Vec<JsonSource<'_>> = (t.sources.iter())
+        .map(|((host, source), s)| JsonSource {
+            host,
+            source,
+            records: s.records,
+            first_seq: s.first_seq,
+            last_seq: s.last_seq,
+        })
+        .collect();
+    let (first, last) = (t.first_ns, t.last_ns);
+    let st = t.stats;
     let mut hosts: Vec<&str> = sources.iter().map(|s| s.host).collect();
     hosts.dedup();
     let j = JsonStat {

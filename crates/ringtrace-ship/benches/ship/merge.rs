@@ -4,10 +4,11 @@
 //! `--merge-records` records (2,000,000 by default) of 4 hosts of 3 sources each, as
 //! their agents would ship them: batches of up to 256 KiB made with
 //! [`BatchWriter`], keyed `host/source`, produced by one idempotent `acks=all` lz4
-//! producer of this process (faster than running 4 agents, and the same messages).
-//! Each source's records are spread evenly over the same 10 s of wall-clock time, each
-//! source offset by a twelfth of its spacing, so that the merge interleaves all twelve
-//! record by record. A payload is 64 bytes: the record's sequence number, then 56
+//! producer of this process (faster than running 4 agents, and the same messages),
+//! each source's batches in turn, one at a time, as agents shipping at once fill a
+//! topic (a partition's records come roughly in time order). Each source's records are
+//! spread evenly over the same 10 s of wall-clock time, each source offset by a twelfth
+//! of its spacing, so that the merge interleaves all twelve record by record. A payload is 64 bytes: the record's sequence number, then 56
 //! pseudo-random bytes (xorshift), which lz4 cannot shrink: the most bytes on the wire
 //! per record, as binary payloads bring.
 //!
@@ -19,6 +20,13 @@
 //! * **merge + export**: [`export::perfetto`] of [`Fleet::timeline`] (the k-way merge by
 //!   time) into a file (`BufWriter<File>` in the run's temporary directory);
 //! * and **both**, the figure the target is for (at least 2 M records/s).
+//!
+//! * **streamed**: `ringtrace export --format perfetto` and `--format ctf` of the same
+//!   topic (the command built beside the bench, with its `kafka` feature), a process
+//!   each: [`fleet::stream_topic`] through the bounded merge into
+//!   [`export::TraceWriter`], records out as they are read. Its wall time, its CPU
+//!   time, and its peak resident memory (`VmHWM`, sampled every millisecond): the
+//!   targets are 2 M records/s and at most 256 MiB, whatever the topic's length.
 //!
 //! Each as records per second of wall time, and as CPU ns per record: the CPU time of
 //! this whole process (`CLOCK_PROCESS_CPUTIME_ID`: the bench's thread and librdkafka's).
@@ -40,7 +48,10 @@ use rdkafka::types::RDKafkaErrorCode;
 use ringtrace_ship::fleet::{self, export};
 use ringtrace_ship::frame::{BatchWriter, TimeSource, RECORD_HEADER_LEN};
 
-use crate::{delete_topics, flag, load, median, now_ns, process_cpu, spread, topic, verdict, Bench};
+use crate::{
+    children_cpu, delete_topics, flag, load, median, now_ns, process_cpu, ringtrace_command, spread, topic, verdict,
+    Bench,
+};
 
 /// Hosts in the fleet.
 const HOSTS: usize = 4;
@@ -52,6 +63,9 @@ const BATCH: usize = 256 << 10;
 const SPAN_NS: u64 = 10_000_000_000;
 /// The target: records per second, read and merged into a Perfetto trace.
 const TARGET: f64 = 2e6;
+/// The target: the streamed export's peak resident memory, MiB, whatever the topic's
+/// length.
+const STREAM_PEAK_MIB: u64 = 256;
 
 /// Fills `topic` with `n` records of [`HOSTS`] × [`SOURCES`] sources (see the module
 /// docs); returns the messages and bytes produced.
@@ -81,43 +95,117 @@ fn produce(brokers: &str, topic: &str, n: u64) -> (u64, u64) {
         messages += 1;
         bytes += m.len() as u64;
     };
-    for j in 0..sources {
-        let (host, source) =
-            (format!("host-{}", j / SOURCES as u64), format!("/run/ringtrace/src-{}.ring", j % SOURCES as u64));
-        let key = format!("{host}/{source}");
-        let count = n / sources + u64::from(j < n % sources);
-        let step = SPAN_NS / count.max(1);
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ (j + 1);
-        let mut payload = [0u8; 64];
-        let mut w = BatchWriter::new(&host, &source, 0, TimeSource::Drained, 0).unwrap();
-        for i in 0..count {
-            payload[..8].copy_from_slice(&i.to_le_bytes());
-            for chunk in payload[8..].chunks_exact_mut(8) {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                chunk.copy_from_slice(&rng.to_le_bytes());
-            }
-            if w.len() + RECORD_HEADER_LEN + payload.len() > BATCH {
-                let next = w.next_seq();
-                let full =
-                    std::mem::replace(&mut w, BatchWriter::new(&host, &source, next, TimeSource::Drained, 0).unwrap());
-                send(&key, full.finish());
-            }
-            w.push(base + i * step + j * step / sources, &payload).unwrap();
-        }
-        if !w.is_empty() {
-            send(&key, w.finish());
+    // Each source's batches in turn, one at a time, as agents shipping at once put
+    // them in the topic: a partition's records come roughly in time order.
+    let mut gens: Vec<Source> = (0..sources).map(|j| Source::new(j, n, sources, base)).collect();
+    while gens.iter().any(|g| g.left > 0) {
+        for g in gens.iter_mut().filter(|g| g.left > 0) {
+            let (key, m) = g.batch();
+            send(&key, m);
         }
     }
     producer.flush(Duration::from_secs(300)).expect("flushing the producer");
     (messages, bytes)
 }
 
+/// One source's records still to produce.
+struct Source {
+    j: u64,
+    host: String,
+    source: String,
+    sources: u64,
+    step: u64,
+    base: u64,
+    next: u64,
+    left: u64,
+    rng: u64,
+}
+
+impl Source {
+    fn new(j: u64, n: u64, sources: u64, base: u64) -> Source {
+        let (host, source) =
+            (format!("host-{}", j / SOURCES as u64), format!("/run/ringtrace/src-{}.ring", j % SOURCES as u64));
+        let count = n / sources + u64::from(j < n % sources);
+        let step = SPAN_NS / count.max(1);
+        Source { j, host, source, sources, step, base, next: 0, left: count, rng: 0x9e37_79b9_7f4a_7c15_u64 ^ (j + 1) }
+    }
+
+    /// Its next batch (up to [`BATCH`] bytes) and its key.
+    fn batch(&mut self) -> (String, Vec<u8>) {
+        let mut w = BatchWriter::new(&self.host, &self.source, self.next, TimeSource::Drained, 0).unwrap();
+        let mut payload = [0u8; 64];
+        while self.left > 0 && w.len() + RECORD_HEADER_LEN + payload.len() <= BATCH {
+            let i = self.next;
+            payload[..8].copy_from_slice(&i.to_le_bytes());
+            for chunk in payload[8..].chunks_exact_mut(8) {
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                chunk.copy_from_slice(&self.rng.to_le_bytes());
+            }
+            w.push(self.base + i * self.step + self.j * self.step / self.sources, &payload).unwrap();
+            self.next += 1;
+            self.left -= 1;
+        }
+        (format!("{}/{}", self.host, self.source), w.finish())
+    }
+}
+
 /// One round's figures: wall seconds and CPU seconds of the read and of the export.
 struct Round {
     read: (f64, f64),
     export: (f64, f64),
+}
+
+/// A streamed export's figures: wall seconds, CPU seconds and peak resident KiB of the
+/// `ringtrace export` process.
+#[derive(Clone, Copy)]
+struct Streamed {
+    wall: f64,
+    cpu: f64,
+    peak_kib: u64,
+}
+
+/// `ringtrace export --format FORMAT kafka://BROKERS/TOPIC -o OUT` in a child process,
+/// its peak memory (`VmHWM`) sampled every millisecond; checks that it wrote `n`
+/// records of every host and source.
+fn stream_export(bench: &Bench, t: &str, format: &str, out: &std::path::Path, n: u64) -> Streamed {
+    let _ = std::fs::remove_dir_all(out);
+    let _ = std::fs::remove_file(out);
+    let src = format!("kafka://{}/{t}", bench.brokers);
+    let (c0, w0) = (children_cpu(), Instant::now());
+    let mut child = std::process::Command::new(ringtrace_command())
+        .args(["export", "--format", format, &src, "-o"])
+        .arg(out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ringtrace export");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let exit = loop {
+        if let Some(kib) = std::fs::read_to_string(&status).ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        }) {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(exit) = child.try_wait().expect("waiting for ringtrace export") {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "ringtrace export {format} did not finish in 600 s");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let wall = w0.elapsed().as_secs_f64();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err).expect("stderr");
+    assert!(exit.success(), "ringtrace export {format}: {exit}: {err}");
+    let want = format!("{n} records of {HOSTS} hosts ({} sources)", HOSTS * SOURCES);
+    assert!(err.contains(&want), "ringtrace export {format}: {err}");
+    let _ = std::fs::remove_dir_all(out);
+    let _ = std::fs::remove_file(out);
+    Streamed { wall, cpu: children_cpu() - c0, peak_kib }
 }
 
 /// Runs the row: `n` records in the topic, `rounds` reads of it.
@@ -140,6 +228,7 @@ pub fn run(bench: &Bench, n: u64) {
     );
     let path = bench.dir.join("merge.pftrace");
     let mut rows = Vec::new();
+    let mut streamed: Vec<[Streamed; 2]> = Vec::new();
     for round in 0..rounds {
         let load = load();
         let (c0, w0) = (process_cpu(), Instant::now());
@@ -170,6 +259,18 @@ pub fn run(bench: &Bench, n: u64) {
             size as f64 / n as f64
         );
         rows.push(r);
+        // The same topic streamed back by the command, in bounded memory.
+        let pf = stream_export(bench, &t, "perfetto", &bench.dir.join("stream.pftrace"), n);
+        let ctf = stream_export(bench, &t, "ctf", &bench.dir.join("stream.ctf"), n);
+        for (what, x) in [("perfetto", pf), ("ctf", ctf)] {
+            println!(
+                "       streamed by `ringtrace export --format {what}`: {:>11.0} records/s {:>9.0} CPU ns/r, peak {:.1} MiB",
+                n as f64 / x.wall,
+                x.cpu * 1e9 / n as f64,
+                x.peak_kib as f64 / 1024.0
+            );
+        }
+        streamed.push([pf, ctf]);
     }
     let _ = std::fs::remove_file(&path);
     if flag("--explain") {
@@ -188,6 +289,19 @@ pub fn run(bench: &Bench, n: u64) {
          target >= {TARGET:.0}): {}",
         verdict(m >= TARGET)
     );
+    for (k, what) in ["Perfetto", "CTF"].iter().enumerate() {
+        let rates: Vec<f64> = streamed.iter().map(|x| n as f64 / x[k].wall).collect();
+        let (lo, hi) = spread(&rates);
+        let m = median(rates);
+        let peak = streamed.iter().map(|x| x[k].peak_kib).max().unwrap_or(0) as f64 / 1024.0;
+        let cpu = median(streamed.iter().map(|x| x[k].cpu * 1e9 / n as f64).collect());
+        println!(
+            "  streamed (`ringtrace export kafka://` into {what}): {m:.0} records/s (rounds {lo:.0} to {hi:.0}; target \
+             >= {TARGET:.0}): {}; {cpu:.0} CPU ns/record; peak resident {peak:.1} MiB (target <= {STREAM_PEAK_MIB} MiB): {}",
+            verdict(m >= TARGET),
+            verdict(peak <= STREAM_PEAK_MIB as f64)
+        );
+    }
     println!(
         "  read {:.0} records/s ({:.0} CPU ns/record), merge + export {:.0} records/s ({:.0} CPU ns/record), both {:.0} CPU ns/record",
         median(rate(&|r| r.read.0)),

@@ -72,6 +72,10 @@
 //!   appears twice in a trace and none equals a pid, as on one Linux host: tools that
 //!   assume so (one that takes the thread whose tid is its pid for the process's main
 //!   thread, as `trace_processor` does) show each source as a thread of its own.
+//! * A stream's export ([`TraceWriter`], a topic read back by
+//!   [`stream_topic`](crate::fleet::stream_topic)) cannot know every host first: it
+//!   numbers them as they first come, a host's pid then its source's tid from one count
+//!   (1, 2, 3, ...), so still no tid appears twice nor equals a pid.
 //! * The numbers come from the whole fleet, not from the entries given, so a host or a
 //!   source has the same pid or tid in every window exported from the same fleet. Only
 //!   the hosts and sources that have at least one entry are described (a window shows
@@ -221,8 +225,10 @@
 mod chrome;
 mod ctf;
 mod otlp;
+mod payload;
 mod perfetto;
 mod tracks;
+mod writer;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -231,6 +237,7 @@ use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
 pub use tracks::Exported;
 use tracks::Tracks;
+pub use writer::TraceWriter;
 
 use super::{Entry, Fleet};
 
@@ -248,7 +255,9 @@ pub fn perfetto<'a, W: Write>(
     entries: impl IntoIterator<Item = Entry<'a>>,
     out: &mut W,
 ) -> io::Result<Exported> {
-    perfetto::write(fleet, entries, out)
+    let mut w = TraceWriter::perfetto(out).numbered_by(fleet);
+    entries.into_iter().try_for_each(|e| w.put_entry(&e))?;
+    w.finish()
 }
 
 /// Writes `entries` of `fleet` as Chrome trace JSON to `out`, and flushes it (see the
@@ -262,7 +271,9 @@ pub fn chrome<'a, W: Write>(
     entries: impl IntoIterator<Item = Entry<'a>>,
     out: &mut W,
 ) -> io::Result<Exported> {
-    chrome::write(fleet, entries, out)
+    let mut w = TraceWriter::chrome(out).numbered_by(fleet);
+    entries.into_iter().try_for_each(|e| w.put_entry(&e))?;
+    w.finish()
 }
 
 /// Writes `entries` of `fleet` as a CTF 1.8 trace into the directory `dir` (see the
@@ -277,7 +288,9 @@ pub fn chrome<'a, W: Write>(
 ///
 /// Making the directory, creating or writing a file.
 pub fn ctf<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>, dir: &Path) -> io::Result<Exported> {
-    ctf::write(fleet, entries, dir)
+    let mut w = TraceWriter::ctf(dir)?.numbered_by(fleet);
+    entries.into_iter().try_for_each(|e| w.put_entry(&e))?;
+    w.finish()
 }
 
 /// `entries` of `fleet` as OpenTelemetry log records (see the [module docs](self#otlp)).
@@ -302,15 +315,6 @@ pub fn otlp_json<'a, W: Write>(
 ) -> io::Result<OtlpCounts> {
     otlp::write_json(fleet, entries, out)
 }
-
-/// The event name of a record.
-const NAME: &str = "record";
-/// The category (target) of a record's event.
-const CATEGORY: &str = "ringtrace";
-/// Payload bytes shown in hex (`head`).
-const HEAD_BYTES: usize = 16;
-/// Characters of a text payload shown (`text`).
-const TEXT_CHARS: usize = 64;
 
 /// A fleet's records in OpenTelemetry's model (see the [module docs](self#otlp)).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -353,45 +357,6 @@ pub struct OtlpCounts {
     pub hosts: u32,
     /// Sources with at least one record exported (one resource each).
     pub sources: u32,
-}
-
-/// The first [`HEAD_BYTES`] of a payload in lowercase hex.
-struct Head {
-    hex: [u8; 2 * HEAD_BYTES],
-    len: usize,
-}
-
-impl Head {
-    fn of(payload: &[u8]) -> Head {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut h = Head { hex: [0; 2 * HEAD_BYTES], len: 0 };
-        for (pair, &b) in h.hex.chunks_exact_mut(2).zip(payload.iter().take(HEAD_BYTES)) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 15)];
-            h.len += 2;
-        }
-        h
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.hex[..self.len]
-    }
-
-    fn as_str(&self) -> &str {
-        // Hex digits: always ASCII.
-        std::str::from_utf8(self.as_bytes()).unwrap_or("")
-    }
-}
-
-/// The text a payload shows (see the module docs): its first [`TEXT_CHARS`]
-/// characters where it is text, else `None`.
-fn text_of(payload: &[u8]) -> Option<&str> {
-    let p = payload.strip_suffix(b"\n").map_or(payload, |p| p.strip_suffix(b"\r").unwrap_or(p));
-    let s = std::str::from_utf8(p).ok()?;
-    if s.is_empty() || s.chars().any(|c| c.is_control() && c != '\t') {
-        return None;
-    }
-    Some(s.char_indices().nth(TEXT_CHARS).map_or(s, |(at, _)| &s[..at]))
 }
 
 #[cfg(test)]

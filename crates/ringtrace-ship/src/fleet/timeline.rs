@@ -33,6 +33,18 @@ pub struct FleetStats {
     pub transient: u64,
 }
 
+impl FleetStats {
+    /// `message` decoded as a batch, counted in `batches`, or counted in `damaged`.
+    pub(super) fn batch<'m>(&mut self, message: &'m [u8]) -> Result<Batch<'m>, FrameError> {
+        let decoded = Batch::decode(message);
+        match decoded {
+            Ok(_) => self.batches += 1,
+            Err(_) => self.damaged += 1,
+        }
+        decoded
+    }
+}
+
 /// `Lane::recs` length of a marker: payloads are at most
 /// [`MAX_RECORD_LEN`](crate::frame::MAX_RECORD_LEN), below it.
 const MARKER: u32 = u32::MAX;
@@ -79,14 +91,7 @@ impl Timeline {
     /// Adds the records of one message; a message that is not a valid batch is
     /// counted in [`FleetStats::damaged`] and its error returned (nothing of it kept).
     pub fn push(&mut self, message: &[u8]) -> Result<(), FrameError> {
-        let batch = match Batch::decode(message) {
-            Ok(b) => b,
-            Err(e) => {
-                self.stats.damaged += 1;
-                return Err(e);
-            }
-        };
-        self.stats.batches += 1;
+        let batch = self.stats.batch(message)?;
         let lane = self.lanes.entry((batch.host.to_string(), batch.source.to_string())).or_default();
         lane.events |= batch.content == Content::Events;
         lane.recs.reserve(batch.count as usize);

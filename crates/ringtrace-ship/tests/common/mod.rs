@@ -14,7 +14,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
 use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
 
-use ringtrace_ship::fleet::Fleet;
+use ringtrace_ship::fleet::{Fleet, FleetStats, ReadOptions};
 use ringtrace_ship::frame::{BatchWriter, TimeSource};
 
 #[allow(unused_imports)] // each test binary uses its own part
@@ -178,6 +178,53 @@ pub fn finish(writers: Vec<JoinHandle<u64>>, agent: Child, brokers: &str, topic:
 pub fn read_all(brokers: &str, topic: &str) -> Fleet {
     ringtrace_ship::fleet::read_topic(brokers, topic, Duration::from_secs(300), |w| panic!("{w}"))
         .expect("reading the topic")
+}
+
+/// A topic streamed back: each record's host, source, sequence number, time and
+/// payload's checksum, in the order handed out; and the counts.
+pub type Streamed = (Vec<(String, String, u64, u64, u32)>, FleetStats);
+
+/// The whole topic, streamed back through the bounded merge with `opts`: each record's
+/// host, source, sequence number, time and payload's checksum, in the order handed out.
+pub fn stream_all(brokers: &str, topic: &str, opts: &ReadOptions) -> Streamed {
+    let mut out = Vec::new();
+    let stats = ringtrace_ship::fleet::stream_topic(
+        brokers,
+        topic,
+        opts,
+        |i| -> Result<(), ()> {
+            let e = i.entry;
+            out.push((e.host.to_string(), e.source.to_string(), e.seq, e.time_ns, crc32c::crc32c(e.payload)));
+            Ok(())
+        },
+        |w| panic!("{w}"),
+    )
+    .expect("streaming the topic");
+    (out, stats)
+}
+
+/// The streamed read `streamed` holds the fleet's records, each once, intact, and its
+/// counts are the fleet's; in the timeline's order where none was late.
+pub fn check_streamed(fleet: &Fleet, streamed: &Streamed) {
+    let (got, stats) = streamed;
+    let want: Vec<_> = fleet
+        .timeline()
+        .map(|e| (e.host.to_string(), e.source.to_string(), e.seq, e.time_ns, crc32c::crc32c(e.payload)))
+        .collect();
+    let f = fleet.stats();
+    assert_eq!(
+        (stats.batches, stats.records, stats.duplicates, stats.missing, stats.damaged, stats.too_large),
+        (f.batches, f.records, f.duplicates, f.missing, f.damaged, f.too_large)
+    );
+    if stats.late == 0 {
+        assert!(got == &want, "streamed in another order than the timeline's, with no record late");
+    } else {
+        eprintln!("streamed: {} records late (out of time order by more than the bound)", stats.late);
+        let (mut got, mut want) = (got.clone(), want);
+        got.sort();
+        want.sort();
+        assert!(got == want, "streamed records differ from the timeline's");
+    }
 }
 
 /// Source `name` of `host` holds exactly records `range` of (h, s), in order, intact.

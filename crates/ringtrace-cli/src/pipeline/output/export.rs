@@ -40,14 +40,25 @@ pub fn write(
         }
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => {
-            use ringtrace_ship::fleet::export;
+            use ringtrace_ship::fleet::export::TraceWriter;
+            // Streamed into the writer as the topic is read: memory bounded by the merge
+            // and the writer, not by the topic.
+            let stats = std::cell::Cell::new(None);
             let x = to(
                 format,
                 output,
-                |dir| export::ctf(&read.fleet, read.entries(), dir),
-                |w| match format {
-                    ExportFormat::Chrome => export::chrome(&read.fleet, read.entries(), w),
-                    _ => export::perfetto(&read.fleet, read.entries(), w),
+                |dir| {
+                    let mut w = TraceWriter::ctf(dir)?;
+                    stats.set(Some(read.stream(|i| w.put(&i))?));
+                    w.finish()
+                },
+                |out| {
+                    let mut w = match format {
+                        ExportFormat::Chrome => TraceWriter::chrome(out),
+                        _ => TraceWriter::perfetto(out),
+                    };
+                    stats.set(Some(read.stream(|i| w.put(&i))?));
+                    w.finish()
                 },
             )?;
             let Some(x) = x else { return Ok(()) };
@@ -60,7 +71,9 @@ pub fn write(
                     path.display()
                 ));
             }
-            read.summary();
+            if let Some(stats) = stats.take() {
+                read.summary(stats);
+            }
         }
     }
     Ok(())
@@ -79,6 +92,7 @@ fn otlp_json(
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => {
             use ringtrace_ship::fleet::export;
+            let read = read.whole()?;
             let x = to(
                 ExportFormat::OtlpJson,
                 output,

@@ -29,6 +29,7 @@ mod spec;
 mod stop;
 mod traced;
 
+use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::Duration;
@@ -37,7 +38,7 @@ use ringtrace::inspect::{RingKind, RingMode};
 use ringtrace::source::Kind;
 
 use super::output::Sink;
-use super::record::{Record, Shape, Timeline};
+use super::record::{Pick, Record, Shape, Timeline};
 use crate::failure::Failure;
 use crate::fleet::{Topic, Window};
 use crate::output::ReportFormat;
@@ -69,6 +70,19 @@ pub trait RecordSource {
     /// What it holds now, without consuming any; what was damaged or skipped is said on
     /// stderr.
     fn read(&mut self) -> Result<Box<dyn Held + '_>, Failure>;
+
+    /// Whether it is read as a stream ([`stream`](Self::stream)) rather than whole
+    /// ([`read`](Self::read)): a `kafka://` topic, which need not fit in memory.
+    fn streams(&self) -> bool {
+        false
+    }
+
+    /// Hands `put` the `pick` of its records as it reads them (a source that
+    /// [`streams`](Self::streams)); a failure of the read comes out as an `io::Error`
+    /// carrying it ([`Failure::into_io`]). What was skipped is said on stderr.
+    fn stream(&mut self, _pick: Pick, _put: &mut dyn FnMut(&Record<'_>) -> io::Result<()>) -> io::Result<()> {
+        Err(Failure::msg(format!("{} is not read as a stream", self.kind())).into_io())
+    }
 
     /// Follows it as it is written (`tail --follow`), or says why it cannot be.
     fn follow(&mut self) -> Result<Box<dyn Follow + '_>, Failure>;

@@ -1,19 +1,16 @@
-//! The Chrome export: the fleet's records as [`Record`]s, written by the trace export's
-//! own writer ([`ringtrace_export::chrome::Writer`]): the metadata of a process or
-//! thread just before its first record, each record an instant.
+//! The Chrome export's record arguments (the writer: [`super::TraceWriter`]).
 
 use std::io::{self, Write};
 
-use ringtrace_export::chrome::Writer;
 use ringtrace_export::record::Args;
 use ringtrace_tracing::decode::text::json_int;
 
-use super::{text_of, tracks, Entry, Exported, Fleet, Head};
+use super::payload::{text_of, Head};
 
 /// A record's `args`: `seq`, `len`, `head` and, where the payload is text, `text`.
-struct RecordArgs<'a> {
-    seq: u64,
-    payload: &'a [u8],
+pub(super) struct RecordArgs<'a> {
+    pub(super) seq: u64,
+    pub(super) payload: &'a [u8],
 }
 
 impl Args for RecordArgs<'_> {
@@ -29,18 +26,4 @@ impl Args for RecordArgs<'_> {
         b.push(b'}');
         Ok(())
     }
-}
-
-pub(super) fn write<'a, W: Write>(
-    fleet: &'a Fleet,
-    entries: impl IntoIterator<Item = Entry<'a>>,
-    out: &mut W,
-) -> io::Result<Exported> {
-    let mut w = Writer::new(out);
-    let x = tracks::draw(fleet, entries, |at, e| {
-        at.described().try_for_each(|d| w.put(d))?;
-        w.put(&at.instant(e, RecordArgs { seq: e.seq, payload: e.payload }))
-    })?;
-    w.finish()?;
-    Ok(x)
 }

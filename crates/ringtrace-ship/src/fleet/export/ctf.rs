@@ -1,14 +1,12 @@
-//! The CTF 1.8 export: the fleet's records as [`Record`]s, written by the trace
-//! export's own writer ([`ringtrace_export::ctf::Writer`]) with named tracks: a stream
-//! file per source, its packets' context naming the source and its host, and
-//! `metadata` written last.
+//! The CTF 1.8 export's record fields and layout (the writer: [`super::TraceWriter`]):
+//! named tracks, a stream file per source, its packets' context naming the source and
+//! its host, and `metadata` written last.
 
 use std::io;
-use std::path::Path;
 
-use ringtrace_export::ctf::{Class, CtfArgs, Event, Files, Kind, Layout, Shape, Tracks, Writer};
+use ringtrace_export::ctf::{Class, CtfArgs, Event, Files, Kind, Layout, Shape, Tracks};
 
-use super::{text_of, tracks, Entry, Exported, Fleet, Head, CATEGORY, NAME};
+use super::payload::{text_of, Head, CATEGORY, NAME};
 
 /// The fields of a record's event class, in order.
 const FIELDS: [(&str, Kind); 5] =
@@ -16,10 +14,10 @@ const FIELDS: [(&str, Kind); 5] =
 
 /// A record's fields: `seq`, `len`, `time_ns`, `head` and `text` (empty where the
 /// payload is not text).
-struct RecordFields<'a> {
-    seq: u64,
-    time_ns: u64,
-    payload: &'a [u8],
+pub(super) struct RecordFields<'a> {
+    pub(super) seq: u64,
+    pub(super) time_ns: u64,
+    pub(super) payload: &'a [u8],
 }
 
 impl CtfArgs for RecordFields<'_> {
@@ -39,12 +37,9 @@ impl CtfArgs for RecordFields<'_> {
     }
 }
 
-pub(super) fn write<'a>(
-    fleet: &'a Fleet,
-    entries: impl IntoIterator<Item = Entry<'a>>,
-    dir: &Path,
-) -> io::Result<Exported> {
-    let layout = Layout {
+/// The CTF layout of a fleet's trace: named tracks, new files, the wall clock.
+pub(super) fn layout() -> Layout<'static> {
+    Layout {
         tracks: Tracks::Named,
         files: Files::New,
         uuid: None,
@@ -53,12 +48,5 @@ pub(super) fn write<'a>(
         clock_description: "wall clock: ns since the Unix epoch",
         clock_offset_ns: 0,
         clock_absolute: true,
-    };
-    let mut w = Writer::new(dir, layout)?;
-    let x = tracks::draw(fleet, entries, |at, e| {
-        at.described().try_for_each(|d| w.put(d))?;
-        w.put(&at.instant(e, RecordFields { seq: e.seq, time_ns: e.time_ns, payload: e.payload }))
-    })?;
-    w.finish()?;
-    Ok(x)
+    }
 }

@@ -204,7 +204,7 @@ struct Builder<'a> {
     fleet: &'a Fleet,
     /// Numbers the fleet's sources in the order of [`Fleet::sources`], its lanes'
     /// order (others after): a track's index is its lane's.
-    tracks: Tracks<'a>,
+    tracks: Tracks,
     slots: Vec<Slot>,
     /// The slots holding records, in the order first given one.
     touched: Vec<usize>,
@@ -215,7 +215,7 @@ struct Builder<'a> {
 impl<'a> Builder<'a> {
     fn new(fleet: &'a Fleet) -> Self {
         let (slots, touched) = (Vec::new(), Vec::new());
-        Builder { fleet, tracks: Tracks::new(fleet), slots, touched, pending: 0, counts: OtlpCounts::default() }
+        Builder { fleet, tracks: Tracks::of(fleet), slots, touched, pending: 0, counts: OtlpCounts::default() }
     }
 
     /// Adds `e`'s log record, after one for the gap before it where there is one,

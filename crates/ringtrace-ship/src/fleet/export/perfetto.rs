@@ -1,13 +1,8 @@
-//! The Perfetto export: the fleet's records as [`Record`]s, written by the trace
-//! export's own writer ([`ringtrace_export::perfetto::Writer`]): a process's and a
-//! thread's track just before the thread's first record, each record an instant.
+//! The Perfetto export's record annotations (the writer: [`super::TraceWriter`]).
 
-use std::io::{self, Write};
-
-use ringtrace_export::perfetto::Writer;
 use ringtrace_export::record::{Annotations, Typed};
 
-use super::{text_of, tracks, Entry, Exported, Fleet, Head};
+use super::payload::{text_of, Head};
 
 /// A record's annotations: `seq`, `len`, `head` and, where the payload is text, `text`
 /// (names the writer interns once per sequence).
@@ -25,18 +20,4 @@ impl Annotations for RecordAnnotations<'_> {
             f("text", Typed::Str(text));
         }
     }
-}
-
-pub(super) fn write<'a, W: Write>(
-    fleet: &'a Fleet,
-    entries: impl IntoIterator<Item = Entry<'a>>,
-    out: &mut W,
-) -> io::Result<Exported> {
-    let mut w = Writer::new(out);
-    let x = tracks::draw(fleet, entries, |at, e| {
-        at.described().try_for_each(|d| w.put(d))?;
-        w.put(&at.instant(e, RecordAnnotations { seq: e.seq, payload: e.payload }))
-    })?;
-    w.finish()?;
-    Ok(x)
 }

@@ -10,6 +10,7 @@ use proptest::prelude::*;
 use prost::Message;
 use ringtrace_export::perfetto::proto;
 
+use super::payload::{text_of, Head};
 use super::*;
 use crate::fleet::Timeline;
 use crate::frame::{BatchWriter, TimeSource};

@@ -2,12 +2,10 @@
 //! [mapping](super#the-mapping-the-same-in-the-three-trace-formats)), found per record
 //! by the addresses of its names, and whether each was described yet.
 
-use std::io;
-
 use foldhash::HashMap;
 use ringtrace_export::record::{Plain, Record};
 
-use super::{CATEGORY, NAME};
+use super::payload::{CATEGORY, NAME};
 use crate::fleet::{Entry, Fleet};
 
 /// What an export wrote.
@@ -26,17 +24,17 @@ const MAX_ADDRS: usize = 1 << 16;
 
 /// A host: its pid, and whether it was described.
 #[derive(Debug)]
-pub(super) struct Host<'a> {
-    pub(super) name: &'a str,
+pub(super) struct Host {
+    pub(super) name: String,
     pub(super) pid: u32,
     pub(super) described: bool,
 }
 
 /// A source: its host, its tid, and whether it was described.
 #[derive(Debug)]
-pub(super) struct Track<'a> {
+pub(super) struct Track {
     pub(super) host: usize,
-    pub(super) source: &'a str,
+    pub(super) source: String,
     pub(super) tid: u32,
     pub(super) described: bool,
 }
@@ -52,38 +50,38 @@ pub(super) enum Use {
     NewHost,
 }
 
-/// The hosts and sources of an export, numbered from the fleet.
-#[derive(Debug)]
-pub(super) struct Tracks<'a> {
-    pub(super) hosts: Vec<Host<'a>>,
-    pub(super) sources: Vec<Track<'a>>,
+/// The hosts and sources of an export, numbered from the fleet (a [`Fleet`] export's)
+/// or as they first come (a stream's).
+#[derive(Debug, Default)]
+pub(super) struct Tracks {
+    pub(super) hosts: Vec<Host>,
+    pub(super) sources: Vec<Track>,
     /// Tracks by the addresses and lengths of their names: an entry of
     /// [`Fleet::timeline`] borrows the fleet's names, so this finds its track without
-    /// hashing the texts. A `&'a str`'s bytes do not change while `'a` lasts, so one
-    /// address and length is one text.
+    /// hashing the texts. Only entries that borrow names for the whole export are
+    /// looked up so (a `&'a str`'s bytes do not change while `'a` lasts, so one address
+    /// and length is one text).
     pub(super) by_addr: HashMap<(usize, usize, usize, usize), usize>,
-    pub(super) by_text: HashMap<(&'a str, &'a str), usize>,
-    pub(super) host_by_name: HashMap<&'a str, usize>,
-    /// The next id for a host or source the fleet does not have.
+    /// Tracks by a stream's source numbers ([`Item::lane`](crate::fleet::Item)), plus one.
+    pub(super) by_lane: Vec<usize>,
+    pub(super) by_text: HashMap<String, HashMap<String, usize>>,
+    pub(super) host_by_name: HashMap<String, usize>,
+    /// The next id for a host or source.
     pub(super) next_id: u32,
     pub(super) described_hosts: u32,
     pub(super) described_sources: u32,
 }
 
-impl<'a> Tracks<'a> {
+impl Tracks {
+    /// No host or source yet: each is numbered as it first comes.
+    pub(super) fn new() -> Self {
+        Tracks { next_id: 1, ..Tracks::default() }
+    }
+
     /// The fleet's hosts and sources, numbered (none described yet).
-    pub(super) fn new(fleet: &'a Fleet) -> Self {
-        let mut t = Tracks {
-            hosts: Vec::new(),
-            sources: Vec::new(),
-            by_addr: HashMap::default(),
-            by_text: HashMap::default(),
-            host_by_name: HashMap::default(),
-            next_id: 1,
-            described_hosts: 0,
-            described_sources: 0,
-        };
-        let sources: Vec<(&'a str, &'a str)> = fleet.sources().collect();
+    pub(super) fn of(fleet: &Fleet) -> Self {
+        let mut t = Tracks::new();
+        let sources: Vec<(&str, &str)> = fleet.sources().collect();
         for &(host, _) in &sources {
             t.host(host);
         }
@@ -105,30 +103,32 @@ impl<'a> Tracks<'a> {
     }
 
     /// The index of `host`, numbered next if new.
-    pub(super) fn host(&mut self, host: &'a str) -> usize {
+    pub(super) fn host(&mut self, host: &str) -> usize {
         if let Some(&i) = self.host_by_name.get(host) {
             return i;
         }
         let pid = self.next();
-        self.hosts.push(Host { name: host, pid, described: false });
-        self.host_by_name.insert(host, self.hosts.len() - 1);
+        self.hosts.push(Host { name: host.to_owned(), pid, described: false });
+        self.host_by_name.insert(host.to_owned(), self.hosts.len() - 1);
         self.hosts.len() - 1
     }
 
     /// Numbers a new track (and its host, if new).
-    pub(super) fn add(&mut self, host: &'a str, source: &'a str) -> usize {
-        if let Some(&i) = self.by_text.get(&(host, source)) {
+    pub(super) fn add(&mut self, host: &str, source: &str) -> usize {
+        if let Some(&i) = self.by_text.get(host).and_then(|m| m.get(source)) {
             return i;
         }
         let h = self.host(host);
         let tid = self.next();
-        self.sources.push(Track { host: h, source, tid, described: false });
-        self.by_text.insert((host, source), self.sources.len() - 1);
-        self.sources.len() - 1
+        self.sources.push(Track { host: h, source: source.to_owned(), tid, described: false });
+        let i = self.sources.len() - 1;
+        self.by_text.entry(host.to_owned()).or_default().insert(source.to_owned(), i);
+        i
     }
 
-    /// The track of `e`, numbered next if the fleet does not have it.
-    pub(super) fn find(&mut self, e: &Entry<'a>) -> usize {
+    /// The track of `e`, whose names live as long as the export, numbered next if the
+    /// fleet does not have it.
+    pub(super) fn find(&mut self, e: &Entry<'_>) -> usize {
         let key = Self::addr(e.host, e.source);
         if let Some(&i) = self.by_addr.get(&key) {
             return i;
@@ -136,6 +136,22 @@ impl<'a> Tracks<'a> {
         let i = self.add(e.host, e.source);
         if self.by_addr.len() < MAX_ADDRS {
             self.by_addr.insert(key, i);
+        }
+        i
+    }
+
+    /// The track of a stream's record of source number `lane`, numbered next if new.
+    pub(super) fn of_lane(&mut self, lane: u32, e: &Entry<'_>) -> usize {
+        let at = lane as usize;
+        if let Some(&i) = self.by_lane.get(at).filter(|&&i| i > 0) {
+            return i - 1;
+        }
+        let i = self.add(e.host, e.source);
+        if at < MAX_ADDRS {
+            if self.by_lane.len() <= at {
+                self.by_lane.resize(at + 1, 0);
+            }
+            self.by_lane[at] = i + 1;
         }
         i
     }
@@ -158,14 +174,38 @@ impl<'a> Tracks<'a> {
     }
 
     /// Track `i`'s host name, pid, source name and tid.
-    pub(super) fn ids(&self, i: usize) -> (&'a str, u32, &'a str, u32) {
+    pub(super) fn ids(&self, i: usize) -> (&str, u32, &str, u32) {
         let Some(t) = self.sources.get(i) else { return ("", 0, "", 0) };
-        let (host, pid) = self.hosts.get(t.host).map_or(("", 0), |h| (h.name, h.pid));
-        (host, pid, t.source, t.tid)
+        let (host, pid) = self.hosts.get(t.host).map_or(("", 0), |h| (h.name.as_str(), h.pid));
+        (host, pid, &t.source, t.tid)
     }
 
     pub(super) fn exported(&self, records: u64) -> Exported {
         Exported { records, hosts: self.described_hosts, sources: self.described_sources }
+    }
+
+    /// Where track `i`'s next record is drawn, and what to describe before it.
+    pub(super) fn place(&mut self, i: usize) -> Place<'_> {
+        let u = self.first_use(i);
+        let (host, pid, source, tid) = self.ids(i);
+        let tid = u64::from(tid);
+        // The process's description is given on its first thread, so that readers make
+        // no thread of it.
+        let process = (u == Use::NewHost).then_some(Plain::Process {
+            pid,
+            tid,
+            name: host,
+            sort_index: Some(u64::from(pid)),
+            category: None,
+        });
+        let thread = (u != Use::Again).then_some(Plain::Thread {
+            pid,
+            tid,
+            name: source,
+            sort_index: Some(tid),
+            category: None,
+        });
+        Place { pid, tid, described: [process, thread] }
     }
 }
 
@@ -188,41 +228,4 @@ impl<'a> Place<'a> {
     pub(super) fn instant<A>(&self, e: &Entry<'_>, args: A) -> Record<'a, A> {
         Record::Instant { ts_ns: e.time_ns, pid: self.pid, tid: self.tid, name: NAME, category: CATEGORY, args }
     }
-}
-
-/// Hands `put` each entry of `entries` with its [`Place`]: the one walk of the fleet's
-/// hosts and sources that every trace format's export makes (see the
-/// [mapping](super#the-mapping-the-same-in-the-three-trace-formats)).
-pub(super) fn draw<'a>(
-    fleet: &'a Fleet,
-    entries: impl IntoIterator<Item = Entry<'a>>,
-    mut put: impl FnMut(&Place<'a>, &Entry<'a>) -> io::Result<()>,
-) -> io::Result<Exported> {
-    let mut tracks = Tracks::new(fleet);
-    let mut records = 0u64;
-    for e in entries {
-        let i = tracks.find(&e);
-        let (host, pid, source, tid) = tracks.ids(i);
-        let tid = u64::from(tid);
-        let u = tracks.first_use(i);
-        // The process's description is given on its first thread, so that readers make
-        // no thread of it.
-        let process = (u == Use::NewHost).then_some(Plain::Process {
-            pid,
-            tid,
-            name: host,
-            sort_index: Some(u64::from(pid)),
-            category: None,
-        });
-        let thread = (u != Use::Again).then_some(Plain::Thread {
-            pid,
-            tid,
-            name: source,
-            sort_index: Some(tid),
-            category: None,
-        });
-        put(&Place { pid, tid, described: [process, thread] }, &e)?;
-        records += 1;
-    }
-    Ok(tracks.exported(records))
 }

@@ -36,6 +36,7 @@ pub fn run(
         // A fleet's records are log records, a resource per host and source.
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => {
+            let read = read.whole()?;
             let x = ringtrace_ship::fleet::export::otlp(&read.fleet, read.entries());
             if x.counts.undecodable > 0 {
                 warn(&format!(
