@@ -215,20 +215,25 @@ pub fn read_topic_since(
     Ok(finish(timeline, ridden, &mut warn))
 }
 
-/// A consumer of a group of its own: it assigns partitions itself and commits nothing.
-pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
+/// The configuration of a reader's consumer: a group of its own (it assigns partitions
+/// itself and commits nothing).
+pub(super) fn reader_config(brokers: &str) -> ClientConfig {
     let nonce = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", brokers)
         .set("group.id", format!("ringtrace-fleet-{}-{nonce}", std::process::id()))
         .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "false")
         // A reader that merges a whole topic lets librdkafka's local queue fill past its
         // 64 MiB limit; librdkafka then pauses fetching for `fetch.queue.backoff.ms`
         // (1,000 ms by default): half the bench's reads of 2 M records stalled for a
         // second. 10 ms keeps it fetching as soon as the reader has taken some.
-        .set("fetch.queue.backoff.ms", "10")
-        .create()
+        .set("fetch.queue.backoff.ms", "10");
+    c
+}
+
+/// A consumer of a group of its own ([`reader_config`]), told no partition's end.
+pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
+    reader_config(brokers).set("enable.partition.eof", "false").create()
 }
 
 /// How long a reader rides through transient errors before any broker has answered
@@ -315,7 +320,7 @@ pub(super) fn starts(
 
 /// The warning of a read's first transient error: what it is, and how long the read
 /// goes on trying.
-fn first_transient(topic: &str, e: &KafkaError, left: Duration) -> String {
+pub(super) fn first_transient(topic: &str, e: &KafkaError, left: Duration) -> String {
     format!("{topic}: {e}: a transient Kafka error (a broker down, a leader moving): retrying for up to {left:.0?}")
 }
 

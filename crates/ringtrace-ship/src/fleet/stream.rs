@@ -3,16 +3,15 @@
 //! [`Merge`], each record handed to the caller as it goes out.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::follow::FollowError;
-use super::kafka::{starts, FleetError};
+use super::kafka::{first_transient, reader_config, starts, FleetError};
 use super::merge::{Item, Merge};
 use super::timeline::FleetStats;
 use super::transient::is_transient;
@@ -81,11 +80,7 @@ const PREFETCH_KIB: usize = 16 << 10;
 /// A consumer for a read back: a group of its own, no commits, `prefetch_kib` of
 /// prefetch for each partition.
 fn consumer(brokers: &str, prefetch_kib: usize) -> Result<BaseConsumer, KafkaError> {
-    let nonce = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("ringtrace-fleet-{}-{nonce}", std::process::id()))
-        .set("enable.auto.commit", "false")
+    reader_config(brokers)
         // A partition's end is told (`PartitionEOF`): one whose last offsets are not
         // messages (a transaction's markers) ends there, not at the idle bound.
         .set("enable.partition.eof", "true")
@@ -96,8 +91,6 @@ fn consumer(brokers: &str, prefetch_kib: usize) -> Result<BaseConsumer, KafkaErr
         // A fetch's response, in bytes at most (one message larger still comes whole).
         .set("fetch.max.bytes", "4194304")
         .set("max.partition.fetch.bytes", "1048576")
-        // See `kafka::consumer`: a full queue's pause is 1 s by default.
-        .set("fetch.queue.backoff.ms", "10")
         .create()
 }
 
@@ -121,6 +114,8 @@ struct Reading<'t> {
     seen: Instant,
     ridden: u64,
     last: Option<Box<KafkaError>>,
+    /// How long the read rides through errors without a message.
+    idle: Duration,
 }
 
 impl Reading<'_> {
@@ -143,7 +138,7 @@ impl Reading<'_> {
             }
             Err(e) if is_transient(&e) => {
                 if self.ridden == 0 {
-                    warn(format!("{topic}: {e}: a transient Kafka error (a broker down, a leader moving): retrying"));
+                    warn(first_transient(topic, &e, self.idle));
                 }
                 self.ridden += 1;
                 self.last = Some(Box::new(e));
@@ -243,6 +238,7 @@ pub fn stream_topic<E>(
         seen: Instant::now(),
         ridden,
         last: None,
+        idle: opts.idle,
     };
     while r.open > 0 {
         let left = opts.idle.saturating_sub(r.seen.elapsed());
