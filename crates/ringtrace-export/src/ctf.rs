@@ -62,9 +62,10 @@ fn kind_of_in(v: &ValueIn<'_>) -> Kind {
     }
 }
 
-/// The syslog-style log level LTTng gives `tracing`'s levels (ERR 3 ... DEBUG 7).
-fn loglevel(callsite: Option<&Callsite>) -> u8 {
-    match callsite.map_or(ringtrace_tracing::Level::TRACE, |c| c.level) {
+/// The syslog-style log level LTTng gives `tracing`'s levels (ERR 3, WARNING 4, INFO
+/// 6, DEBUG 7 for `DEBUG` and `TRACE`): an event class's `loglevel`.
+pub fn loglevel(level: ringtrace_tracing::Level) -> u8 {
+    match level {
         ringtrace_tracing::Level::ERROR => 3,
         ringtrace_tracing::Level::WARN => 4,
         ringtrace_tracing::Level::INFO => 6,
@@ -102,7 +103,7 @@ impl CtfArgs for Values<'_, '_> {
         let number = callsite.map_or(0, |c| c.id);
         ev.class(u64::from(number), shape, || Class {
             name: callsite.map_or_else(|| format!("callsite{number}"), |c| format!("{}:{}", c.target, c.name)),
-            loglevel: Some(loglevel(callsite)),
+            loglevel: Some(loglevel(callsite.map_or(ringtrace_tracing::Level::TRACE, |c| c.level))),
             fields: values
                 .iter()
                 .map(|(f, _, v)| (view::field_name(callsite, f).to_string(), kind_of_in(&v)))

@@ -1,7 +1,9 @@
 //! A `ringtrace-tracing` recorder directory shipped into a real Kafka cluster: a
 //! process records events from two threads and exits; the agent ships every record of
 //! its rings decoded, one JSON object each, and the fleet reader reads each event once,
-//! with its level, target, message, fields, thread and span.
+//! with its level, target, message, fields, thread and span. The topic read back and
+//! exported (Perfetto, Chrome, CTF) shows the same events, slices and values on each
+//! thread as the recorder exported on its host, times apart by the host's clock offset.
 //!
 //! The cluster is the test command's (see `fleet.rs`).
 
@@ -11,7 +13,10 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::shown::{chrome_threads, ctf_streams, perfetto_threads, same};
 use common::*;
+use ringtrace_ship::fleet::export::TraceWriter;
+use ringtrace_ship::fleet::{stream_topic, ReadOptions};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Events each of the child's two threads records.
@@ -40,7 +45,17 @@ fn child() {
                         let span = tracing::info_span!("request", host = name);
                         let _e = span.enter();
                         for i in 0..EVENTS {
-                            tracing::info!(i, "served");
+                            // A span of its own now and then, its fields recorded later.
+                            let batch = (i % 100 == 0).then(|| {
+                                tracing::debug_span!(target: "store", "batch", n = i, done = tracing::field::Empty)
+                                    .entered()
+                            });
+                            let (neg, big, ratio) = (-(i as i64), u64::MAX - i, i as f64 / 3.0);
+                            tracing::info!(i, neg, big, ratio, odd = i % 2 == 1, name, "served");
+                            if let Some(b) = batch {
+                                b.record("done", true);
+                                tracing::warn!(target: "store", nan = f64::NAN, wide = u128::MAX - u128::from(i));
+                            }
                         }
                     })
                 })
@@ -75,7 +90,7 @@ fn a_recorder_directory_arrives_decoded_every_event_once() {
     let stats = fleet.stats();
     assert_eq!((stats.duplicates, stats.missing, stats.damaged), (0, 0, 0), "{stats:?}");
     let mut served: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut spans = 0;
+    let (mut spans, mut warned) = (0, 0);
     for e in fleet.timeline() {
         assert_eq!(e.host, "host-r");
         assert!(e.source.starts_with(&format!("{}#", rec.display())), "{}", e.source);
@@ -83,6 +98,11 @@ fn a_recorder_directory_arrives_decoded_every_event_once() {
         assert!(v.get("undecodable").is_none(), "{v}");
         if v.get("span").is_some() {
             spans += 1;
+            continue;
+        }
+        if v["level"] == "WARN" {
+            assert_eq!(v["kinds"], "fU", "{v}");
+            warned += 1;
             continue;
         }
         assert_eq!((v["level"].as_str(), v["fields"]["message"].as_str()), (Some("INFO"), Some("served")), "{v}");
@@ -100,4 +120,39 @@ fn a_recorder_directory_arrives_decoded_every_event_once() {
         assert_eq!(*is, (0..EVENTS).collect::<Vec<_>>(), "{thread}: every event once, in order");
     }
     assert!(spans > 0, "span records are shipped too");
+    assert_eq!(warned, 2 * EVENTS / 100);
+    same_as_on_the_host(&brokers, &topic, &rec, dir.path(), stats.records);
+}
+
+/// The recorder `rec` exported on its host and the topic read back (streamed) and
+/// exported show the same thing, thread by thread, in Perfetto, Chrome and CTF; the
+/// topic holds `records`.
+fn same_as_on_the_host(brokers: &str, topic: &str, rec: &std::path::Path, scratch: &std::path::Path, records: u64) {
+    let trace = ringtrace_tracing::decode::Trace::open_dir(rec).unwrap();
+    let p = trace.process.as_ref().expect("the recorder's process");
+    // The fleet's times are wall-clock, the agent's offset measured batch by batch.
+    let offset = (i128::from(p.realtime_ns) - i128::from(p.monotonic_ns), 100_000_000);
+    let streamed = |w: &mut TraceWriter<'_>| {
+        let opts = ReadOptions::default();
+        stream_topic(brokers, topic, &opts, |i| w.put(&i), |w| panic!("{w}")).expect("streaming the topic");
+    };
+    let (mut host, mut fleet) = (Vec::new(), Vec::new());
+    ringtrace_export::perfetto::write(&trace, &mut host).unwrap();
+    let mut w = TraceWriter::perfetto(&mut fleet);
+    streamed(&mut w);
+    let done = w.finish().unwrap();
+    assert_eq!(same(&perfetto_threads(&host), &perfetto_threads(&fleet), offset, "perfetto"), Ok(()));
+    assert_eq!(done.records, records);
+    assert!(done.events > 2 * EVENTS, "{done:?}");
+    let (mut host, mut fleet) = (Vec::new(), Vec::new());
+    ringtrace_export::chrome::write(&trace, &mut host).unwrap();
+    let mut w = TraceWriter::chrome(&mut fleet);
+    streamed(&mut w);
+    w.finish().unwrap();
+    assert_eq!(same(&chrome_threads(&host), &chrome_threads(&fleet), offset, "chrome"), Ok(()));
+    ringtrace_export::ctf::write(&trace, &scratch.join("host.ctf")).unwrap();
+    let mut w = TraceWriter::ctf(&scratch.join("fleet.ctf")).unwrap();
+    streamed(&mut w);
+    w.finish().unwrap();
+    assert_eq!(ctf_streams(&scratch.join("host.ctf")), ctf_streams(&scratch.join("fleet.ctf")));
 }

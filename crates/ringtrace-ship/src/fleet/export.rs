@@ -83,7 +83,9 @@
 //!   [`Exported::sources`] count those. An entry of a (host, source) the fleet does
 //!   not have (one made by hand) is not refused: a new host takes the next pid and a
 //!   new source the next tid, after all the fleet's numbers.
-//! * **Record → instant event** named `record`, category (target) `ringtrace`, at the
+//! * **Record → instant event** (a plain source's: a ring file's, a channel's, a BPF
+//!   map's; an events source's are drawn as [below](#an-events-sources-records)) named
+//!   `record`, category (target) `ringtrace`, at the
 //!   record's time, on its source's thread, with the annotations (`args`):
 //!   * `seq`: the record's sequence number in its source (in the Chrome export a
 //!     decimal string beyond 2^53 - 1, which JavaScript readers would round);
@@ -95,6 +97,52 @@
 //!     is what the check costs), and `len` says how much the 64 characters leave out.
 //!
 //!   The events are written in the order of `entries`, each exactly once.
+//!
+//! # An events source's records
+//!
+//! A `ringtrace-tracing` recorder directory's records arrive as one JSON object each
+//! (the agent decodes them on the host:
+//! [`entry_json`](ringtrace_tracing::decode::text::entry_json)), and an events source's
+//! are drawn as the trace export draws the recorder on its host
+//! (`ringtrace_export::{perfetto, chrome, ctf}::write`), so that a recorder exported on
+//! its host and the same recorder read back from Kafka show the same events, slices and
+//! values on each thread (the tests compare the two, event by event):
+//!
+//! * **Recorder thread → thread** of its host's process, named as on the host (the
+//!   recorder's name for it), one per (source, recorder tid); its tid is numbered as a
+//!   source's is (the host's own tid is in the objects, not the trace), so that tids
+//!   stay unique across hosts. An object without a `tid` goes on the thread of its name
+//!   seen before in its source, else on the source's own track.
+//! * **Event → instant** named by its `message` (another value's message gives an
+//!   empty name), else its callsite's name, category its target, with its fields as
+//!   the arguments, each of the type it was recorded with (the object's `kinds`: a
+//!   64-bit integer beyond 2^53 − 1 or a non-finite double, which the JSON holds as
+//!   text, is a number again; 128-bit integers and bytes stay text, as on the host;
+//!   objects of agents older than `kinds` give JSON's types), then `level`; Chrome's
+//!   `args` also `cut` and `dropped` where the object has them. In CTF, a class per
+//!   target, callsite name, level and field names (and types), named `TARGET:NAME` with
+//!   the level's LTTng `loglevel`; past 4096 of them, events share one class per shape,
+//!   `ringtrace:event`.
+//! * **Span → slice**: an `enter` (or `open`) object opens one, named and categorised
+//!   by the span's `new` (or `open`) object, its fields (as recorded since, by `record`
+//!   objects) its arguments (Chrome's with `span_id`); a span whose `new` object the
+//!   export did not see (a flight recorder overwrote it, or it was before the window) is
+//!   `?`. An `exit` (or `done`) closes the thread's innermost slice if it is that span's
+//!   (CTF writes every exit's `ringtrace:span_exit`); slices still open at the end close
+//!   at the latest span time seen, marked `unfinished` (not in CTF). `new`, `record`,
+//!   `close` and `follows` objects draw nothing. At most 65,536 spans are remembered at
+//!   once (from `new` to `close`) and 16,384 recorder threads over all sources; past
+//!   them, spans show as `?` and objects go on their source's own track.
+//! * **Lost → loss**: Perfetto's and Chrome's `ringtrace: events lost` instant with the
+//!   count; in CTF, whose named tracks have no packet count of losses, an event
+//!   `ringtrace:events_lost` with `count`.
+//! * Any other payload of an events source (not JSON, not such an object, a record its
+//!   host could not decode) is drawn as a plain source's record.
+//!
+//! Times are the records' (wall clock, below); the host's export has the recorder's
+//! `CLOCK_MONOTONIC` (Perfetto, Chrome) or the same converted with the process's offset
+//! (CTF), so the two differ by the host's clock offset, as the agent measured it batch
+//! by batch. [`Exported::events`] counts the records drawn as events, slices and losses.
 //!
 //! # The clock
 //!
@@ -224,6 +272,8 @@
 
 mod chrome;
 mod ctf;
+mod events;
+mod object;
 mod otlp;
 mod payload;
 mod perfetto;

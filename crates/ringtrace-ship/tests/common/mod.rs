@@ -17,6 +17,8 @@ use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
 use ringtrace_ship::fleet::{Fleet, FleetStats, ReadOptions};
 use ringtrace_ship::frame::{BatchWriter, TimeSource};
 
+pub mod shown;
+
 #[allow(unused_imports)] // each test binary uses its own part
 pub use ringtrace_fixtures::kafka_brokers as brokers;
 

@@ -161,7 +161,6 @@ pub fn json_line_fields(fields: &[Field]) -> Map<String, Json> {
 pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
     let wall = trace.process.as_ref().map_or(e.ts_ns, |p| p.wall_ns(e.ts_ns));
     let thread = e.thread.map_or_else(|| format!("lane-{}", e.lane), |t| t.label());
-    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect();
     match format {
         Format::Text => {
             let mut s = format!("{} {:>5} {thread}: ", rfc3339(wall), e.level());
@@ -184,37 +183,41 @@ pub fn event_line(trace: &Trace, e: &Event<'_>, format: Format) -> String {
             }
             s
         }
-        Format::Json => {
-            let mut o = Map::new();
-            o.insert("time".into(), json!(rfc3339(wall)));
-            o.insert("ts_ns".into(), json_id(e.ts_ns));
-            o.insert("level".into(), json!(e.level().as_str()));
-            o.insert("thread".into(), json!(thread));
-            if let Some(t) = e.thread {
-                o.insert("tid".into(), json!(t.tid));
-            }
-            o.insert("target".into(), json!(e.target()));
-            if let Some(c) = e.callsite {
-                o.insert("name".into(), json!(c.name));
-            }
-            let spans: Vec<Json> = e
-                .spans
-                .iter()
-                .map(|s| {
-                    json!({"name": s.name, "id": json_id(s.id), "fields": s.fields.as_deref().map(json_line_fields)})
-                })
-                .collect();
-            o.insert("spans".into(), Json::Array(spans));
-            o.insert("fields".into(), Json::Object(json_line_fields(&e.fields)));
-            if !cut.is_empty() {
-                o.insert("cut".into(), json!(cut));
-            }
-            if e.dropped > 0 {
-                o.insert("dropped".into(), json!(e.dropped));
-            }
-            Json::Object(o).to_string()
-        }
+        Format::Json => Json::Object(event_object(trace, e)).to_string(),
     }
+}
+
+/// An event's JSON object, as [`event_line`] writes it.
+fn event_object(trace: &Trace, e: &Event<'_>) -> Map<String, Json> {
+    let wall = trace.process.as_ref().map_or(e.ts_ns, |p| p.wall_ns(e.ts_ns));
+    let thread = e.thread.map_or_else(|| format!("lane-{}", e.lane), |t| t.label());
+    let cut: Vec<&str> = e.fields.iter().filter(|f| f.cut).map(|f| f.name.as_ref()).collect();
+    let mut o = Map::new();
+    o.insert("time".into(), json!(rfc3339(wall)));
+    o.insert("ts_ns".into(), json_id(e.ts_ns));
+    o.insert("level".into(), json!(e.level().as_str()));
+    o.insert("thread".into(), json!(thread));
+    if let Some(t) = e.thread {
+        o.insert("tid".into(), json!(t.tid));
+    }
+    o.insert("target".into(), json!(e.target()));
+    if let Some(c) = e.callsite {
+        o.insert("name".into(), json!(c.name));
+    }
+    let spans: Vec<Json> = e
+        .spans
+        .iter()
+        .map(|s| json!({"name": s.name, "id": json_id(s.id), "fields": s.fields.as_deref().map(json_line_fields)}))
+        .collect();
+    o.insert("spans".into(), Json::Array(spans));
+    o.insert("fields".into(), Json::Object(json_line_fields(&e.fields)));
+    if !cut.is_empty() {
+        o.insert("cut".into(), json!(cut));
+    }
+    if e.dropped > 0 {
+        o.insert("dropped".into(), json!(e.dropped));
+    }
+    o
 }
 
 /// Writes every event (and every `lost` record) of `trace`, one a line. Returns the
@@ -260,15 +263,49 @@ pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<St
 /// new span's `name`, `target`, `parent` (absent at the root) and `fields`, a record's
 /// `fields`, a follows' `follows`. What an agent ships of a recorder's records, one
 /// each, so that none is left out.
+///
+/// Beyond what [`entry_line`] writes, every object of a known thread has its `tid`,
+/// and every object with `fields` has `kinds`: one letter per field, in their order,
+/// naming the type its value was recorded with ([`kinds`]), which the JSON text alone
+/// does not always say (an integer written as a decimal string, a NaN as `"NaN"`).
 pub fn entry_json(trace: &Trace, entry: &Entry<'_>) -> String {
     entry_json_as(trace, entry, None)
+}
+
+/// One letter for each field, in order, naming its value's type: `u` (`u64`), `i`
+/// (`i64`), `f` (`f64`), `b` (`bool`), `U` (`u128`), `I` (`i128`), `s` (`&str`), `d`
+/// (`Debug`/`Display`), `e` (an error), `x` (bytes).
+pub fn kinds(fields: &[Field]) -> String {
+    fields
+        .iter()
+        .map(|f| match f.value {
+            Value::U64(_) => 'u',
+            Value::I64(_) => 'i',
+            Value::F64(_) => 'f',
+            Value::Bool(_) => 'b',
+            Value::U128(_) => 'U',
+            Value::I128(_) => 'I',
+            Value::Str(_) => 's',
+            Value::Debug(_) => 'd',
+            Value::Error(_) => 'e',
+            Value::Bytes(_) => 'x',
+        })
+        .collect()
+}
+
+/// `fields` and their [`kinds`] into `o`.
+fn put_fields(o: &mut Map<String, Json>, fields: &[Field]) {
+    o.insert("fields".into(), Json::Object(json_line_fields(fields)));
+    o.insert("kinds".into(), json!(kinds(fields)));
 }
 
 /// [`entry_json`], a span record's `span` given as `kind` if some: the object of an
 /// `open` record (its `new span` entry's object) or a `done` record (its `exit`'s).
 fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -> String {
-    if let Some(line) = entry_line(trace, entry, Format::Json) {
-        return line;
+    if let EntryKind::Event(e) = &entry.kind {
+        let mut o = event_object(trace, e);
+        o.insert("kinds".into(), json!(kinds(&e.fields)));
+        return Json::Object(o).to_string();
     }
     let wall = trace.process.as_ref().map_or(entry.ts_ns, |p| p.wall_ns(entry.ts_ns));
     let thread = entry.thread.map_or_else(|| format!("lane-{}", entry.lane), |t| t.label());
@@ -276,6 +313,9 @@ fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -
     o.insert("time".into(), json!(rfc3339(wall)));
     o.insert("ts_ns".into(), json_id(entry.ts_ns));
     o.insert("thread".into(), json!(thread));
+    if let Some(t) = entry.thread {
+        o.insert("tid".into(), json!(t.tid));
+    }
     let (named, span) = match &entry.kind {
         EntryKind::NewSpan { span, parent, callsite, fields } => {
             if let Some(c) = callsite {
@@ -285,11 +325,11 @@ fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -
             if *parent != 0 {
                 o.insert("parent".into(), json_id(*parent));
             }
-            o.insert("fields".into(), Json::Object(json_line_fields(fields)));
+            put_fields(&mut o, fields);
             ("new", *span)
         }
         EntryKind::Record { span, fields } => {
-            o.insert("fields".into(), Json::Object(json_line_fields(fields)));
+            put_fields(&mut o, fields);
             ("record", *span)
         }
         EntryKind::Enter { span } => ("enter", *span),
@@ -299,8 +339,12 @@ fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -
             o.insert("follows".into(), json_id(*follows));
             ("follows", *span)
         }
-        // Written by `entry_line` above.
-        EntryKind::Event(_) | EntryKind::Lost { .. } => ("?", 0),
+        EntryKind::Lost { count } => {
+            o.insert("lost".into(), json!(count));
+            return Json::Object(o).to_string();
+        }
+        // Written above.
+        EntryKind::Event(_) => ("?", 0),
     };
     let kind = kind.unwrap_or(named);
     o.insert("span".into(), json!(kind));
@@ -413,59 +457,4 @@ impl Trace {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::file::{self, Process};
-    use crate::wire::{kind, simple_bytes};
-
-    fn simple(k: u8, span: u64) -> Vec<u8> {
-        let (b, n) = simple_bytes(k, span, None);
-        b[..n].to_vec()
-    }
-
-    /// Each record's object lands on that record, whatever shares its time: an
-    /// undecodable record between two of the same stamp moves nothing. A catalog cut
-    /// inside a chunk (a write in progress) decodes what it holds.
-    #[test]
-    fn decode_json_maps_each_result_to_its_record() {
-        let mut catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
-        catalog.extend_from_slice(&file::encode_chunk(file::chunk::PROCESS, b"cut short")[..14]);
-        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
-        assert!(t.process.is_some());
-        let (enter, exit) = (simple(kind::ENTER, 5), simple(kind::EXIT, 6));
-        let out = t.decode_json(&[(0, 7, &enter), (0, 7, &[0xee, 1]), (0, 7, &exit), (0, 3, &enter)]);
-        let span = |r: &Result<String, String>| {
-            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
-            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
-        };
-        assert_eq!(span(&out[0]), ("enter".into(), "5".into()));
-        assert!(out[1].is_err(), "{:?}", out[1]);
-        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
-        assert_eq!(span(&out[3]), ("enter".into(), "5".into()));
-        assert!(t.is_empty(), "the trace's own records are left as they were");
-    }
-
-    /// A record that stands for two entries (`open`, `done`) is one object, named for
-    /// the record, and the objects of the records after it land on their own records.
-    #[test]
-    fn decode_json_gives_a_folded_record_one_object() {
-        let catalog = file::encode_chunk(file::chunk::PROCESS, &Process::now().encode());
-        let mut t = Trace::from_catalog(&catalog, Path::new("catalog")).unwrap();
-        let mut open = vec![kind::OPEN];
-        open.extend_from_slice(&0u32.to_le_bytes());
-        open.extend_from_slice(&5u64.to_le_bytes());
-        open.extend_from_slice(&0u64.to_le_bytes());
-        let (done, exit) = (simple(kind::DONE, 5), simple(kind::EXIT, 6));
-        let out = t.decode_json(&[(0, 1, &open), (0, 2, &done), (0, 3, &exit)]);
-        let span = |r: &Result<String, String>| {
-            let v: serde_json::Value = serde_json::from_str(r.as_ref().unwrap()).unwrap();
-            (v["span"].as_str().unwrap().to_string(), v["id"].as_str().unwrap().to_string())
-        };
-        assert_eq!(out.len(), 3);
-        assert_eq!(span(&out[0]), ("open".into(), "5".into()));
-        assert_eq!(span(&out[1]), ("done".into(), "5".into()));
-        assert_eq!(span(&out[2]), ("exit".into(), "6".into()));
-    }
-}
+mod tests;

@@ -4,8 +4,12 @@
 
 use std::io;
 
-use ringtrace_export::ctf::{Class, CtfArgs, Event, Files, Kind, Layout, Shape, Tracks};
+use ringtrace_export::ctf::{loglevel, Class, CtfArgs, Event, Files, Kind, Layout, Shape, Tracks};
+use ringtrace_export::record::Typed;
+use ringtrace_tracing::Level;
 
+use super::events::SHARED_CLASS;
+use super::object::Object;
 use super::payload::{text_of, Head, CATEGORY, NAME};
 
 /// The fields of a record's event class, in order.
@@ -32,6 +36,78 @@ impl CtfArgs for RecordFields<'_> {
             name: format!("{CATEGORY}:{NAME}"),
             loglevel: None,
             fields: FIELDS.iter().map(|(n, k)| ((*n).to_owned(), *k)).collect(),
+        });
+        Ok(())
+    }
+}
+
+/// An events source's event: a class per target, name, level and field names (its
+/// number from [`Events`](super::events::Events)) and shape, named `TARGET:NAME` with
+/// the level's `loglevel`, as the trace export's class of a callsite; its fields with
+/// the types they were recorded with (integers, doubles, bools; the rest text).
+pub(super) struct EventFields<'o> {
+    pub(super) object: &'o Object,
+    pub(super) level: Level,
+    pub(super) class: u64,
+}
+
+impl CtfArgs for EventFields<'_> {
+    fn write_ctf(&self, ev: &mut Event<'_>) -> io::Result<()> {
+        let mut fields = Vec::new();
+        self.object.each_field(|name, v| {
+            let kind = match v {
+                Typed::Uint(x) => {
+                    ev.u64(x);
+                    Kind::U64
+                }
+                Typed::Int(x) => {
+                    ev.i64(x);
+                    Kind::I64
+                }
+                Typed::Double(x) => {
+                    ev.f64(x);
+                    Kind::F64
+                }
+                Typed::Bool(x) => {
+                    ev.bool(x);
+                    Kind::Bool
+                }
+                Typed::Str(s) | Typed::Interned(s) => {
+                    ev.text(s);
+                    Kind::Text
+                }
+            };
+            fields.push((name.to_owned(), kind));
+        });
+        let o = self.object;
+        let name = match self.class {
+            SHARED_CLASS => "ringtrace:event".to_owned(),
+            _ => format!("{}:{}", o.target.as_deref().unwrap_or("?"), o.name.as_deref().unwrap_or("?")),
+        };
+        let level = self.level;
+        ev.class(self.class, Shape::of(fields.iter().map(|f| f.1)), || Class {
+            name,
+            loglevel: Some(loglevel(level)),
+            fields,
+        });
+        Ok(())
+    }
+}
+
+/// The fields of events a recorder lost (`ringtrace:events_lost`, `count`): a trace of
+/// named tracks has no packet count of them.
+pub(super) struct LostFields(pub(super) u64);
+
+/// The class number of [`LostFields`].
+const LOST_CLASS: u64 = u64::MAX - 2;
+
+impl CtfArgs for LostFields {
+    fn write_ctf(&self, ev: &mut Event<'_>) -> io::Result<()> {
+        ev.u64(self.0);
+        ev.class(LOST_CLASS, Shape::of([Kind::U64].into_iter()), || Class {
+            name: "ringtrace:events_lost".into(),
+            loglevel: None,
+            fields: vec![("count".into(), Kind::U64)],
         });
         Ok(())
     }

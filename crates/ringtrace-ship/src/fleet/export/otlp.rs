@@ -16,80 +16,13 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use ringtrace_export::otlp::model::{self, kv, string, uint, Attributes, Thread};
 use ringtrace_export::otlp::JsonLines;
 use ringtrace_tracing::Level;
-use serde::Deserialize;
-use serde_json::{Map, Value as Json};
 
+use super::object::{Id, Object, Undecodable};
 use super::{Entry, Fleet, Otlp, OtlpCounts, Tracks};
 
 /// Log records the fleet gathers before it writes them as OTLP/JSON lines: a line's
 /// worth ([`JsonLines`] writes at most `Limits::default().max_items`, 2048, a line).
 pub(super) const LINE_RECORDS: usize = 2048;
-
-/// An events source's record as the agent ships it (`entry_json`'s object); the
-/// members not listed (`time`, `ts_ns`) are not read.
-#[derive(Deserialize)]
-struct Object {
-    level: Option<String>,
-    lost: Option<u64>,
-    span: Option<String>,
-    undecodable: Option<String>,
-    thread: Option<String>,
-    tid: Option<u32>,
-    target: Option<String>,
-    name: Option<String>,
-    spans: Option<Vec<Context>>,
-    fields: Option<Map<String, Json>>,
-    cut: Option<Vec<String>>,
-    dropped: Option<u64>,
-    id: Option<Id>,
-    parent: Option<Id>,
-    follows: Option<Id>,
-    len: Option<u64>,
-    program: Option<String>,
-}
-
-/// A span of an event's context.
-#[derive(Deserialize)]
-struct Context {
-    name: Option<String>,
-    id: Option<Id>,
-}
-
-/// A span id: a decimal string as the agent writes it, or a number.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Id {
-    Text(String),
-    Number(u64),
-}
-
-impl Id {
-    fn get(&self) -> Result<u64, Undecodable> {
-        match self {
-            Id::Text(s) => s.parse().map_err(|_| Undecodable::SpanId(s.clone())),
-            Id::Number(n) => Ok(*n),
-        }
-    }
-}
-
-/// Why an events source's payload is not read (the record carries it, as bytes).
-#[derive(Debug, thiserror::Error)]
-enum Undecodable {
-    #[error("not a JSON object")]
-    NotObject,
-    #[error("not an object the agent writes: {0}")]
-    NotOurs(#[source] serde_json::Error),
-    #[error("unknown level {0:?}")]
-    Level(String),
-    #[error("span id {0:?} is not a decimal u64")]
-    SpanId(String),
-    #[error("unknown span record {0:?}")]
-    SpanRecord(String),
-    #[error("a span record without its id")]
-    NoSpanId,
-    #[error("not one of an event, a span record, a lost count, an undecodable record")]
-    Unknown,
-}
 
 /// What a record was read as.
 enum Kind {
@@ -108,11 +41,7 @@ fn int(n: u64) -> V {
 
 /// An events source's record read (its program, where the object names one), or why not.
 fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>), Undecodable> {
-    // serde reads a struct from an array too: only an object is one.
-    if payload.trim_ascii_start().first() != Some(&b'{') {
-        return Err(Undecodable::NotObject);
-    }
-    let o: Object = serde_json::from_slice(payload).map_err(Undecodable::NotOurs)?;
+    let o = Object::read(payload)?;
     let thread = Thread { id: o.tid, name: o.thread.as_deref() };
     let dropped = o.dropped.unwrap_or(0);
     let fields = || o.fields.iter().flatten().map(|(k, v)| (k.as_str(), model::json(v)));
@@ -311,7 +240,7 @@ impl<'a> Builder<'a> {
     }
 
     fn counts(&self) -> OtlpCounts {
-        let x = self.tracks.exported(0);
+        let x = self.tracks.exported(0, 0);
         OtlpCounts { hosts: x.hosts, sources: x.sources, ..self.counts }
     }
 }

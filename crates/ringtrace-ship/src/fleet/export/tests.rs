@@ -241,7 +241,7 @@ fn check_perfetto(fleet: &Fleet, entries: &[Entry<'_>]) -> Result<(), TestCaseEr
     let (procs, threads) = described(&want);
     prop_assert_eq!(
         x,
-        Exported { records: want.len() as u64, hosts: procs.len() as u32, sources: threads.len() as u32 }
+        Exported { records: want.len() as u64, events: 0, hosts: procs.len() as u32, sources: threads.len() as u32 }
     );
     r.processes.sort();
     r.threads.sort();
@@ -319,7 +319,7 @@ fn check_chrome(fleet: &Fleet, entries: &[Entry<'_>]) -> Result<(), TestCaseErro
     let (procs, threads) = described(&want);
     prop_assert_eq!(
         x,
-        Exported { records: want.len() as u64, hosts: procs.len() as u32, sources: threads.len() as u32 }
+        Exported { records: want.len() as u64, events: 0, hosts: procs.len() as u32, sources: threads.len() as u32 }
     );
     let mut got_procs: Procs = (meta.iter().filter(|m| m.0 == "process_name"))
         .map(|m| (m.1, m.3["name"].as_str().unwrap().to_owned()))
@@ -378,7 +378,7 @@ fn check_ctf(fleet: &Fleet, entries: &[Entry<'_>]) -> Result<(), TestCaseError> 
     let (procs, threads) = described(&want);
     prop_assert_eq!(
         x,
-        Exported { records: want.len() as u64, hosts: procs.len() as u32, sources: threads.len() as u32 }
+        Exported { records: want.len() as u64, events: 0, hosts: procs.len() as u32, sources: threads.len() as u32 }
     );
     prop_assert!(dir.join("metadata").is_file());
     let mut files: Vec<String> =
@@ -554,7 +554,7 @@ fn small_fleet() -> Fleet {
 fn an_empty_window_is_a_valid_empty_trace() {
     let fleet = small_fleet();
     let none = std::iter::empty::<Entry<'_>>;
-    let zero = Exported { records: 0, hosts: 0, sources: 0 };
+    let zero = Exported { records: 0, events: 0, hosts: 0, sources: 0 };
 
     let mut out = Vec::new();
     assert_eq!(perfetto(&fleet, none(), &mut out).unwrap(), zero);
@@ -636,7 +636,7 @@ fn huge_and_foreign_entries_export() {
         Entry { host: "other", source: "/s", seq: 0, time_ns: 6, payload: text.as_bytes() },
         Entry { host: "db-1", source: "/new", seq: 1, time_ns: 4, payload: b"" },
     ];
-    let want = Exported { records: 3, hosts: 2, sources: 3 };
+    let want = Exported { records: 3, events: 0, hosts: 2, sources: 3 };
     let mut out = Vec::new();
     assert_eq!(perfetto(&fleet, entries, &mut out).unwrap(), want);
     let r = read_perfetto(&out).unwrap();

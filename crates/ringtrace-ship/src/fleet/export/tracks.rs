@@ -11,11 +11,16 @@ use crate::fleet::{Entry, Fleet};
 /// What an export wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Exported {
-    /// Records written (one instant event each).
+    /// Records written: each an instant event, or, of an events source, what its
+    /// object draws (see the [mapping](super#an-events-sources-records)).
     pub records: u64,
+    /// Of them, an events source's records drawn as its recorder's events, slices
+    /// (enters and exits) and losses.
+    pub events: u64,
     /// Hosts described (processes): those with at least one record written.
     pub hosts: u32,
-    /// Sources described (threads): those with at least one record written.
+    /// Sources described (threads, or an events source's threads): those with at
+    /// least one record written.
     pub sources: u32,
 }
 
@@ -30,13 +35,19 @@ pub(super) struct Host {
     pub(super) described: bool,
 }
 
-/// A source: its host, its tid, and whether it was described.
+/// A source, or a thread of an events source's recorder: its host, its name, its tid,
+/// and whether it was described.
 #[derive(Debug)]
 pub(super) struct Track {
     pub(super) host: usize,
     pub(super) source: String,
     pub(super) tid: u32,
     pub(super) described: bool,
+    /// A recorder thread's source track.
+    pub(super) of: Option<usize>,
+    /// Counted among the sources described (a source, when it or one of its threads
+    /// was first described).
+    pub(super) counted: bool,
 }
 
 /// What [`Tracks::first_use`] found.
@@ -120,10 +131,26 @@ impl Tracks {
         }
         let h = self.host(host);
         let tid = self.next();
-        self.sources.push(Track { host: h, source: source.to_owned(), tid, described: false });
+        self.sources.push(Track {
+            host: h,
+            source: source.to_owned(),
+            tid,
+            described: false,
+            of: None,
+            counted: false,
+        });
         let i = self.sources.len() - 1;
         self.by_text.entry(host.to_owned()).or_default().insert(source.to_owned(), i);
         i
+    }
+
+    /// A new thread track named `name`, of source track `source`'s host.
+    pub(super) fn thread(&mut self, source: usize, name: &str) -> usize {
+        let host = self.sources.get(source).map_or(0, |t| t.host);
+        let tid = self.next();
+        let t = Track { host, source: name.to_owned(), tid, described: false, of: Some(source), counted: false };
+        self.sources.push(t);
+        self.sources.len() - 1
     }
 
     /// The track of `e`, whose names live as long as the export, numbered next if the
@@ -163,8 +190,12 @@ impl Tracks {
             return Use::Again;
         }
         t.described = true;
-        self.described_sources = self.described_sources.saturating_add(1);
-        let Some(h) = self.hosts.get_mut(t.host) else { return Use::NewTrack };
+        let (host, owner) = (t.host, t.of.unwrap_or(i));
+        if let Some(o) = self.sources.get_mut(owner).filter(|o| !o.counted) {
+            o.counted = true;
+            self.described_sources = self.described_sources.saturating_add(1);
+        }
+        let Some(h) = self.hosts.get_mut(host) else { return Use::NewTrack };
         if h.described {
             return Use::NewTrack;
         }
@@ -180,8 +211,8 @@ impl Tracks {
         (host, pid, &t.source, t.tid)
     }
 
-    pub(super) fn exported(&self, records: u64) -> Exported {
-        Exported { records, hosts: self.described_hosts, sources: self.described_sources }
+    pub(super) fn exported(&self, records: u64, events: u64) -> Exported {
+        Exported { records, events, hosts: self.described_hosts, sources: self.described_sources }
     }
 
     /// Where track `i`'s next record is drawn, and what to describe before it.
@@ -222,6 +253,11 @@ impl<'a> Place<'a> {
     /// the thread.
     pub(super) fn described(&self) -> impl Iterator<Item = &Plain<'a>> {
         self.described.iter().flatten()
+    }
+
+    /// The pid and tid the record is drawn on.
+    pub(super) fn at(&self) -> (u32, u64) {
+        (self.pid, self.tid)
     }
 
     /// `e`'s instant event, with its arguments `args`.

@@ -6,9 +6,13 @@ use std::path::Path;
 
 use ringtrace_export::{chrome, ctf, perfetto};
 
-use super::chrome::RecordArgs;
-use super::ctf::{layout, RecordFields};
-use super::perfetto::RecordAnnotations;
+use ringtrace_export::record::{Plain, Record};
+
+use super::chrome::{EventArgs, RecordArgs, SpanArgs};
+use super::ctf::{layout, EventFields, LostFields, RecordFields};
+use super::events::{Drawn, Events};
+use super::object::Object;
+use super::perfetto::{EventAnnotations, RecordAnnotations, SpanAnnotations};
 use super::tracks::Exported;
 use super::tracks::Tracks;
 use crate::fleet::{Entry, Fleet, Item};
@@ -45,6 +49,9 @@ enum Out<'o> {
 pub struct TraceWriter<'o> {
     out: Out<'o>,
     tracks: Tracks,
+    /// Whether each source track is an events source's.
+    events_source: Vec<bool>,
+    events: Events,
     records: u64,
 }
 
@@ -61,7 +68,7 @@ impl std::fmt::Debug for TraceWriter<'_> {
 
 impl<'o> TraceWriter<'o> {
     fn with(out: Out<'o>) -> Self {
-        TraceWriter { out, tracks: Tracks::new(), records: 0 }
+        TraceWriter { out, tracks: Tracks::new(), events_source: Vec::new(), events: Events::default(), records: 0 }
     }
 
     /// A Perfetto protobuf trace written to `out` (gathered into 64 KiB writes).
@@ -88,6 +95,8 @@ impl<'o> TraceWriter<'o> {
     /// Numbers the hosts and sources from `fleet`'s, sorted (the in-memory exports').
     pub(super) fn numbered_by(mut self, fleet: &Fleet) -> Self {
         self.tracks = Tracks::of(fleet);
+        // `Tracks::of` numbers the fleet's sources in its order: track `i` is lane `i`.
+        self.events_source = (0..self.tracks.sources.len()).map(|i| fleet.lane_events(i)).collect();
         self
     }
 
@@ -98,6 +107,12 @@ impl<'o> TraceWriter<'o> {
     /// The output's.
     pub fn put(&mut self, item: &Item<'_>) -> io::Result<()> {
         let i = self.tracks.of_lane(item.lane, &item.entry);
+        if item.events {
+            if self.events_source.len() <= i {
+                self.events_source.resize(i + 1, false);
+            }
+            self.events_source[i] = true;
+        }
         self.draw(i, &item.entry)
     }
 
@@ -108,6 +123,14 @@ impl<'o> TraceWriter<'o> {
     }
 
     fn draw(&mut self, track: usize, e: &Entry<'_>) -> io::Result<()> {
+        if self.events_source.get(track).copied().unwrap_or(false) {
+            if let Ok(o) = Object::read(e.payload) {
+                if self.draw_object(track, e, &o)? {
+                    self.records += 1;
+                    return Ok(());
+                }
+            }
+        }
         let at = self.tracks.place(track);
         match &mut self.out {
             Out::Perfetto(w) => {
@@ -127,14 +150,110 @@ impl<'o> TraceWriter<'o> {
         Ok(())
     }
 
+    /// Draws what an events source's object `o` of source track `source` says; `false`
+    /// where it is to be drawn as a plain record.
+    fn draw_object(&mut self, source: usize, e: &Entry<'_>, o: &Object) -> io::Result<bool> {
+        let drawn = self.events.take(&mut self.tracks, source, o, e.time_ns);
+        let track = match drawn {
+            Drawn::Raw => return Ok(false),
+            Drawn::Nothing => return Ok(true),
+            Drawn::Event { track, .. } | Drawn::Begin { track, .. } | Drawn::End { track, .. } => track,
+            Drawn::Lost { track, .. } => track,
+        };
+        let at = self.tracks.place(track);
+        let ((pid, tid), ts_ns) = (at.at(), e.time_ns);
+        macro_rules! described {
+            ($w:expr) => {
+                at.described().try_for_each(|d| $w.put(d))?
+            };
+        }
+        match (&mut self.out, drawn) {
+            (_, Drawn::Raw | Drawn::Nothing) => {}
+            (Out::Perfetto(w), d) => {
+                described!(w);
+                match d {
+                    Drawn::Event { name, category, level, .. } => {
+                        let args = EventAnnotations { object: o, level };
+                        w.put(&Record::Instant { ts_ns, pid, tid, name, category, args })?;
+                    }
+                    Drawn::Begin { span, known, .. } => {
+                        let (name, category) = known.map_or(("?", ""), |s| (s.name.as_str(), s.target.as_str()));
+                        let args = SpanAnnotations(known);
+                        w.put(&Record::Begin { ts_ns, pid, tid, span, name, category, args })?;
+                    }
+                    Drawn::End { span, closes: true, .. } => {
+                        w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?;
+                    }
+                    Drawn::End { closes: false, .. } => {}
+                    Drawn::Lost { count, .. } => w.put(&Plain::Lost { ts_ns, pid, tid, count })?,
+                    Drawn::Raw | Drawn::Nothing => {}
+                }
+            }
+            (Out::Chrome(w), d) => {
+                described!(w);
+                match d {
+                    Drawn::Event { name, category, level, .. } => {
+                        let args = EventArgs { object: o, level };
+                        w.put(&Record::Instant { ts_ns, pid, tid, name, category, args })?;
+                    }
+                    Drawn::Begin { span, known, .. } => {
+                        let (name, category) = known.map_or(("?", ""), |s| (s.name.as_str(), s.target.as_str()));
+                        let args = SpanArgs { span: known, id: span };
+                        w.put(&Record::Begin { ts_ns, pid, tid, span, name, category, args })?;
+                    }
+                    Drawn::End { span, closes: true, .. } => {
+                        w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?;
+                    }
+                    Drawn::End { closes: false, .. } => {}
+                    Drawn::Lost { count, .. } => w.put(&Plain::Lost { ts_ns, pid, tid, count })?,
+                    Drawn::Raw | Drawn::Nothing => {}
+                }
+            }
+            (Out::Ctf(w), d) => {
+                described!(w);
+                match d {
+                    Drawn::Event { level, class, .. } => {
+                        let args = EventFields { object: o, level, class };
+                        w.put(&Record::Instant { ts_ns, pid, tid, name: "", category: "", args })?;
+                    }
+                    Drawn::Begin { span, known, .. } => {
+                        let name = known.map_or("?", |s| s.name.as_str());
+                        w.put(&Plain::Begin { ts_ns, pid, tid, span, name, category: "", args: () })?;
+                    }
+                    Drawn::End { span, .. } => {
+                        w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?
+                    }
+                    Drawn::Lost { count, .. } => {
+                        let args = LostFields(count);
+                        w.put(&Record::Instant { ts_ns, pid, tid, name: "", category: "", args })?;
+                    }
+                    Drawn::Raw | Drawn::Nothing => {}
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Ends the trace (flushes the output; CTF: the last packets and `metadata`), and
     /// says what was written.
     ///
     /// # Errors
     ///
     /// The output's.
-    pub fn finish(self) -> io::Result<Exported> {
-        let done = self.tracks.exported(self.records);
+    pub fn finish(mut self) -> io::Result<Exported> {
+        // Slices still open at the end: closed at the latest span time, marked (as the
+        // trace export's Perfetto and Chrome do; its CTF leaves them open).
+        let tracks = &self.tracks;
+        for (track, ts_ns) in self.events.open_at_end(|t| tracks.ids(t).3) {
+            let (_, pid, _, tid) = tracks.ids(track);
+            let end = Plain::End { ts_ns, pid, tid: u64::from(tid), span: None, unfinished: true };
+            match &mut self.out {
+                Out::Perfetto(w) => w.put(&end)?,
+                Out::Chrome(w) => w.put(&end)?,
+                Out::Ctf(_) => {}
+            }
+        }
+        let done = self.tracks.exported(self.records, self.events.drawn);
         match self.out {
             Out::Perfetto(w) => (*w).finish()?,
             Out::Chrome(w) => w.finish()?,
