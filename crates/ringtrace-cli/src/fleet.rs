@@ -115,50 +115,9 @@ impl Read {
         })
     }
 
-    /// The topic read whole, in memory (the OTLP exports read so).
-    pub fn whole(&self) -> Result<Whole, Failure> {
-        let fleet = ringtrace_ship::fleet::read_topic_since(
-            &self.topic.brokers,
-            &self.topic.topic,
-            self.window.since,
-            READ_IDLE,
-            |w| crate::output::warn(&w),
-        )
-        .map_err(|e| Failure::msg(e.to_string()))?;
-        Ok(Whole { topic: self.topic.clone(), window: self.window, fleet })
-    }
-
     /// Says on stderr what the reader dropped and skipped, if anything.
     pub fn summary(&self, stats: ringtrace_ship::fleet::FleetStats) {
         summary(&self.topic, stats);
-    }
-}
-
-/// A topic read to its end: its records in a time window (copies dropped).
-#[cfg(feature = "kafka")]
-pub struct Whole {
-    pub topic: Topic,
-    pub window: Window,
-    pub fleet: ringtrace_ship::fleet::Fleet,
-}
-
-#[cfg(feature = "kafka")]
-impl Whole {
-    /// Its records in the window, merged by time.
-    pub fn entries(&self) -> impl Iterator<Item = ringtrace_ship::fleet::Entry<'_>> {
-        self.fleet.timeline().filter(|e| self.window.holds(e.time_ns))
-    }
-
-    /// Says on stderr what the reader dropped and skipped, if anything.
-    pub fn summary(&self) {
-        summary(&self.topic, self.fleet.stats());
-    }
-}
-
-#[cfg(feature = "kafka")]
-impl std::fmt::Debug for Whole {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Whole").field("topic", &self.topic).field("window", &self.window).finish_non_exhaustive()
     }
 }
 

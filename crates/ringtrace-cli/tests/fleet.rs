@@ -467,9 +467,12 @@ fn produce_many(brokers: &str, topic: &str, n: u64) {
 }
 
 /// A topic read back is streamed, not held: `export` to Perfetto and to CTF, `decode`
-/// and `stat` of 2,000,000 records peak within 1.2 times (and 8 MiB) of their peak for
-/// 400,000, under 160 MiB (holding the topic took about 100 bytes a record: 150 MiB
-/// more here), and every record comes out once, in time order.
+/// and `stat` of 2,000,000 records peak less than 75 MiB above their peak for 400,000
+/// (holding the topic took about 100 bytes a record: the 1,600,000 more would be 150
+/// MiB) and under 160 MiB, and every record comes out once, in time order. How much
+/// the merge holds within its bound (64 MiB) depends on how the partitions' fetches
+/// interleave, which a busy machine changes from run to run: the benchmark, not this
+/// test, measures the peaks' ratio.
 #[test]
 fn a_topic_read_back_streams_in_bounded_memory() {
     let Some(brokers) = brokers() else { return };
@@ -524,7 +527,7 @@ fn a_topic_read_back_streams_in_bounded_memory() {
     for (i, what) in ["export perfetto", "export ctf", "stat", "decode"].iter().enumerate() {
         let (small, large) = (peaks[0][i], peaks[1][i]);
         assert!(
-            large <= small + small / 5 + (8 << 10) && large < 160 << 10,
+            large < small + (75 << 10) && large < 160 << 10,
             "{what}: {} MiB for 2 M records, {} MiB for 400,000",
             large >> 10,
             small >> 10

@@ -285,6 +285,7 @@ use std::path::Path;
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
+pub use otlp::OtlpWriter;
 pub use tracks::Exported;
 use tracks::Tracks;
 pub use writer::TraceWriter;

@@ -91,13 +91,18 @@ fn otlp_json(
         Timeline::Trace(trace) => trace,
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => {
-            use ringtrace_ship::fleet::export;
-            let read = read.whole()?;
+            use ringtrace_ship::fleet::export::OtlpWriter;
+            // Streamed as the topic is read, a line (2048 log records) at a time.
+            let stats = std::cell::Cell::new(None);
             let x = to(
                 ExportFormat::OtlpJson,
                 output,
                 |_| unreachable_ctf(),
-                |w| export::otlp_json(&read.fleet, read.entries(), w),
+                |w| {
+                    let mut w = OtlpWriter::json(w);
+                    stats.set(Some(read.stream(|i| w.put(&i))?));
+                    w.finish()
+                },
             )?;
             if let (Some(x), Some(path)) = (x, output) {
                 eprint_line(format_args!(
@@ -112,7 +117,9 @@ fn otlp_json(
                     x.undecodable + x.host_undecodable
                 ));
             }
-            read.summary();
+            if let Some(stats) = stats.take() {
+                read.summary(stats);
+            }
             return Ok(());
         }
     };

@@ -19,6 +19,7 @@ use ringtrace_tracing::Level;
 
 use super::object::{Id, Object, Undecodable};
 use super::{Entry, Fleet, Otlp, OtlpCounts, Tracks};
+use crate::fleet::Item;
 
 /// Log records the fleet gathers before it writes them as OTLP/JSON lines: a line's
 /// worth ([`JsonLines`] writes at most `Limits::default().max_items`, 2048, a line).
@@ -129,10 +130,9 @@ struct Slot {
 }
 
 /// The log records of an export, by source.
-struct Builder<'a> {
-    fleet: &'a Fleet,
-    /// Numbers the fleet's sources in the order of [`Fleet::sources`], its lanes'
-    /// order (others after): a track's index is its lane's.
+struct Builder {
+    /// A fleet's sources numbered in the order of [`Fleet::sources`], its lanes' order
+    /// (others after): a track's index is its lane's; a stream's as they come.
     tracks: Tracks,
     slots: Vec<Slot>,
     /// The slots holding records, in the order first given one.
@@ -141,19 +141,38 @@ struct Builder<'a> {
     counts: OtlpCounts,
 }
 
-impl<'a> Builder<'a> {
-    fn new(fleet: &'a Fleet) -> Self {
+impl Builder {
+    fn new(tracks: Tracks) -> Self {
         let (slots, touched) = (Vec::new(), Vec::new());
-        Builder { fleet, tracks: Tracks::of(fleet), slots, touched, pending: 0, counts: OtlpCounts::default() }
+        Builder { tracks, slots, touched, pending: 0, counts: OtlpCounts::default() }
     }
 
-    /// Adds `e`'s log record, after one for the gap before it where there is one,
-    /// calling `full` whenever a line's worth is pending.
-    fn add(&mut self, e: &Entry<'a>, mut full: impl FnMut(&mut Self) -> io::Result<()>) -> io::Result<()> {
+    /// Adds `e`, an entry of `fleet` ([`add`](Self::add)).
+    fn add_entry(
+        &mut self,
+        fleet: &Fleet,
+        e: &Entry<'_>,
+        full: impl FnMut(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
         let i = self.tracks.find(e);
+        self.add(i, e, fleet.lane_events(i), fleet.gap_before(i, e.seq), full)
+    }
+
+    /// Adds `e`'s log record, of the source numbered `i` (an events source's where
+    /// `events`), after one for the gap before it where there is one (`gap`: sequence
+    /// numbers missing, of them too large to ship), calling `full` whenever a line's
+    /// worth is pending.
+    fn add(
+        &mut self,
+        i: usize,
+        e: &Entry<'_>,
+        events: bool,
+        gap: (u64, u64),
+        mut full: impl FnMut(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
         self.tracks.first_use(i);
         let c = &mut self.counts;
-        let (record, kind, program) = if self.fleet.lane_events(i) {
+        let (record, kind, program) = if events {
             decode(e.payload, e.seq).unwrap_or_else(|why| (raw(e, Some(why.to_string())), Kind::Undecodable, None))
         } else {
             (raw(e, None), Kind::Raw, None)
@@ -179,7 +198,7 @@ impl<'a> Builder<'a> {
             resource.attributes.push(kv("ringtrace.source", Some(string(source))));
             self.slots[i].resource = Some(resource);
         }
-        let (missing, too_large) = self.fleet.gap_before(i, e.seq);
+        let (missing, too_large) = gap;
         if missing > 0 {
             let c = &mut self.counts;
             (c.gaps, c.missing, c.too_large) =
@@ -247,10 +266,10 @@ impl<'a> Builder<'a> {
 
 /// `entries` of `fleet` in OTLP's model.
 pub(super) fn convert<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>) -> Otlp {
-    let mut b = Builder::new(fleet);
+    let mut b = Builder::new(Tracks::of(fleet));
     for e in entries {
         // Nothing to do when a line's worth is pending: all goes into one request.
-        let _ = b.add(&e, |_| Ok(()));
+        let _ = b.add_entry(fleet, &e, |_| Ok(()));
     }
     Otlp { logs: b.take(), counts: b.counts() }
 }
@@ -263,15 +282,100 @@ pub(super) fn write_json<'a, W: Write>(
     out: &mut W,
 ) -> io::Result<OtlpCounts> {
     let mut lines = JsonLines::new(out);
-    let mut b = Builder::new(fleet);
+    let mut b = Builder::new(Tracks::of(fleet));
     for e in entries {
-        b.add(&e, |b| lines.logs(b.take()))?;
+        b.add_entry(fleet, &e, |b| lines.logs(b.take()))?;
     }
     if b.pending > 0 {
         lines.logs(b.take())?;
     }
     lines.flush()?;
     Ok(b.counts())
+}
+
+/// Where a stream's requests go.
+enum Sink<'o> {
+    Json(JsonLines<&'o mut dyn Write>),
+    Requests(Box<dyn FnMut(ExportLogsServiceRequest) -> io::Result<()> + 'o>),
+}
+
+impl Sink<'_> {
+    fn take(&mut self, b: &mut Builder) -> io::Result<()> {
+        match self {
+            Sink::Json(lines) => lines.logs(b.take()),
+            Sink::Requests(f) => f(b.take()),
+        }
+    }
+}
+
+/// A fleet's records written one by one as OpenTelemetry log records (the mapping of
+/// [`otlp()`](super::otlp)), a request of at most 2048 of them at a time: the export of
+/// a topic read back as a stream ([`stream_topic`](crate::fleet::stream_topic)), in
+/// memory bounded by one request, not by the records. Hosts and sources are numbered as
+/// they first come, and a request's resources are in that order.
+///
+/// ```
+/// # fn run(items: &[ringtrace_ship::fleet::Item<'_>]) -> std::io::Result<()> {
+/// use ringtrace_ship::fleet::export::OtlpWriter;
+///
+/// let mut out = Vec::new();
+/// let mut w = OtlpWriter::json(&mut out);
+/// for item in items {
+///     w.put(item)?;
+/// }
+/// let done = w.finish()?;
+/// assert_eq!(done.records, items.len() as u64);
+/// # Ok(()) }
+/// # run(&[]).unwrap();
+/// ```
+pub struct OtlpWriter<'o> {
+    b: Builder,
+    sink: Sink<'o>,
+}
+
+impl std::fmt::Debug for OtlpWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpWriter").field("counts", &self.b.counts).finish_non_exhaustive()
+    }
+}
+
+impl<'o> OtlpWriter<'o> {
+    /// OTLP/JSON lines written to `out`, as [`otlp_json()`](super::otlp_json) writes them.
+    pub fn json(out: &'o mut dyn Write) -> Self {
+        OtlpWriter { b: Builder::new(Tracks::new()), sink: Sink::Json(JsonLines::new(out)) }
+    }
+
+    /// Each request, once it holds 2048 log records (and the last at
+    /// [`finish`](Self::finish)), handed to `sink`: a delivery's batches.
+    pub fn requests(sink: impl FnMut(ExportLogsServiceRequest) -> io::Result<()> + 'o) -> Self {
+        OtlpWriter { b: Builder::new(Tracks::new()), sink: Sink::Requests(Box::new(sink)) }
+    }
+
+    /// Adds a record of a stream (and a log record of the gap before it, if any).
+    ///
+    /// # Errors
+    ///
+    /// The sink's.
+    pub fn put(&mut self, item: &Item<'_>) -> io::Result<()> {
+        let OtlpWriter { b, sink } = self;
+        let i = b.tracks.of_lane(item.lane, &item.entry);
+        b.add(i, &item.entry, item.events, item.gap, |b| sink.take(b))
+    }
+
+    /// Hands out the last request (and flushes the JSON lines), and says what was made.
+    ///
+    /// # Errors
+    ///
+    /// The sink's.
+    pub fn finish(mut self) -> io::Result<OtlpCounts> {
+        if self.b.pending > 0 {
+            self.sink.take(&mut self.b)?;
+        }
+        if let Sink::Json(lines) = &mut self.sink {
+            lines.flush()?;
+        }
+        Ok(self.b.counts())
+    }
 }
 
 #[cfg(test)]

@@ -33,20 +33,10 @@ pub fn run(
             crate::pipeline::output::export::otlp_warnings(c.clock_unknown, c.unread_chunks);
             (c.traces, c.logs)
         }
-        // A fleet's records are log records, a resource per host and source.
+        // A fleet's records are log records, a resource per host and source: read,
+        // converted and delivered as a stream.
         #[cfg(feature = "kafka")]
-        Timeline::Fleet(read) => {
-            let read = read.whole()?;
-            let x = ringtrace_ship::fleet::export::otlp(&read.fleet, read.entries());
-            if x.counts.undecodable > 0 {
-                warn(&format!(
-                    "{} records not decodable: sent as bytes, marked ringtrace.undecodable",
-                    x.counts.undecodable
-                ));
-            }
-            read.summary();
-            (ExportTraceServiceRequest::default(), x.logs)
-        }
+        Timeline::Fleet(read) => return fleet(read, endpoint, opts, signals),
     };
     let (traces, logs) = match signals {
         Signals::All => (traces, logs),
@@ -55,6 +45,53 @@ pub fn run(
     };
     let batches = ringtrace_export::delivery::batches(traces, logs, Limits::default());
     let report = deliver(endpoint, opts, batches, &|| false).map_err(Failure::msg)?;
+    say(endpoint, &report)
+}
+
+/// Delivers a topic's records as log records while it is read: a thread reads and
+/// converts, a request of at most 2048 log records at a time, split into batches
+/// handed to the delivery over a channel of two, so memory stays bounded whatever the
+/// topic's length. A read that fails fails the delivery, whatever was delivered.
+#[cfg(feature = "kafka")]
+fn fleet(read: &crate::fleet::Read, endpoint: &Endpoint, opts: &Delivery, signals: Signals) -> Result<(), Failure> {
+    use ringtrace_export::delivery::batches;
+    use ringtrace_ship::fleet::export::OtlpWriter;
+    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+    let (report, read_back) = std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            let mut w = OtlpWriter::requests(|logs| {
+                if signals == Signals::Traces {
+                    return Ok(());
+                }
+                for b in batches(ExportTraceServiceRequest::default(), logs, Limits::default()) {
+                    // The delivery gave up and hung up: no use reading on.
+                    tx.send(b).map_err(|_| std::io::Error::other("the delivery stopped"))?;
+                }
+                Ok(())
+            });
+            let stats = read.stream(|i| w.put(&i))?;
+            Ok::<_, std::io::Error>((stats, w.finish()?))
+        });
+        let report = deliver(endpoint, opts, rx.iter(), &|| false);
+        drop(rx);
+        (report, reader.join())
+    });
+    let report = report.map_err(Failure::msg)?;
+    let Ok(read_back) = read_back else { return Err(Failure::msg("the topic's reader panicked")) };
+    match read_back {
+        Ok((stats, counts)) => {
+            if counts.undecodable > 0 {
+                warn(&format!(
+                    "{} records not decodable: sent as bytes, marked ringtrace.undecodable",
+                    counts.undecodable
+                ));
+            }
+            read.summary(stats);
+        }
+        // Stopped because the delivery did: the report says why.
+        Err(_) if !report.complete() => {}
+        Err(e) => return Err(Failure::from_io(e).unwrap_or_else(|e| Failure::msg(e.to_string()))),
+    }
     say(endpoint, &report)
 }
 

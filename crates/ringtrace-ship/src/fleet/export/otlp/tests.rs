@@ -8,8 +8,8 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs};
 use proptest::prelude::*;
 
 use super::super::{otlp, otlp_json};
-use super::{OtlpCounts, LINE_RECORDS};
-use crate::fleet::{Entry, Fleet, Timeline};
+use super::{OtlpCounts, OtlpWriter, LINE_RECORDS};
+use crate::fleet::{Entry, Fleet, Item, Timeline};
 use crate::frame::{BatchWriter, Content, TimeSource};
 
 /// What a source holds, in sequence order.
@@ -444,7 +444,29 @@ proptest! {
         } else {
             serde_json::from_slice(&out).unwrap()
         };
-        prop_assert_eq!(back, x.logs);
+        prop_assert_eq!(&back, &x.logs);
+        // A stream of the same records, written one by one, holds the same: its
+        // resources in the order their sources first came.
+        let sources: Vec<(&str, &str)> = fleet.sources().collect();
+        let mut out = Vec::new();
+        let mut w = OtlpWriter::json(&mut out);
+        for e in &entries {
+            let lane = sources.iter().position(|&(h, s)| (h, s) == (e.host, e.source)).unwrap();
+            let events = fleet.lane_events(lane);
+            let item = Item { entry: *e, lane: lane as u32, events, gap: fleet.gap_before(lane, e.seq) };
+            w.put(&item).unwrap();
+        }
+        prop_assert_eq!(w.finish().unwrap(), k);
+        let mut streamed: ExportLogsServiceRequest = if out.is_empty() {
+            ExportLogsServiceRequest::default()
+        } else {
+            serde_json::from_slice(&out).unwrap()
+        };
+        let by_source = |rl: &ResourceLogs| format!("{:?}", resource(rl));
+        streamed.resource_logs.sort_by_key(by_source);
+        let mut want = back;
+        want.resource_logs.sort_by_key(by_source);
+        prop_assert_eq!(streamed, want);
     }
 }
 
