@@ -1,4 +1,4 @@
-//! Shipping into Kafka: three rows, each against a real cluster.
+//! Shipping into Kafka: five rows, each against a real cluster.
 //!
 //! * `ship` ([`throughput`]): `ringtrace-ship ship` against the pipeline a user could
 //!   build today from the same pieces, `ringtrace consume --format json | kcat -P` (a
@@ -11,12 +11,21 @@
 //!   agent drained the record.
 //! * `merge` ([`merge`]): the fleet reader merging 4 hosts of 3 sources each into one
 //!   Perfetto trace: `fleet::read_topic`, then `fleet::export::perfetto` of
-//!   `Fleet::timeline` into a file (target: at least 2 M records/s for both).
+//!   `Fleet::timeline` into a file (target: at least 2 M records/s for both), and the
+//!   same topic streamed back by `ringtrace export kafka://` into Perfetto and CTF.
+//! * `merge-scale` ([`scale`]): the streamed export of topics of 1,000,000 and
+//!   10,000,000 records (4 partitions) into Perfetto and CTF, back to back in each
+//!   round: peak resident memory (targets: at most 256 MiB, and the large topic's at
+//!   most 1.2x the small one's) and records/s (target: at least 2 M/s).
+//! * `merge-partitions` ([`scale`]): the streamed export into Perfetto of the same
+//!   records in 4 partitions and in 1, back to back in each round: the ratio of their
+//!   records/s (target: at least 1.6x) and the reader's CPU ns per record.
 //!
 //! Every row reports wall time and CPU time beside it, as CPU ns per record. Where a
-//! row has a peer (`ship`), its verdicts are medians over rounds of ratios taken within
-//! each round; the other rows' verdicts are medians of the per-round figures, with
-//! their spread and how many rounds met the target. Speed is measured and printed here,
+//! target has a peer (`ship`, `merge-scale`'s peak ratio, `merge-partitions`), its
+//! verdict is the median over rounds of the ratios taken within each round; the other
+//! verdicts are medians of the per-round figures, with their spread and how many rounds
+//! met the target. Speed is measured and printed here,
 //! never asserted; what is checked is that the records arrived (`merge` asserts every
 //! one, once; `latency` reports any that did not, and counts the ones the ring
 //! refused), since a bench that lost records would time something else. No wait is
@@ -26,16 +35,22 @@
 //! `RINGTRACE_KAFKA_BROKERS` or `--brokers`). The `ship` row also needs `kcat`
 //! (Debian: `kcat`) and the `ringtrace` command built beside this bench (`cargo build
 //! --release -p ringtrace-cli`). Each row creates its topics (6 partitions, replication
-//! 3; the cluster does not create topics on use) and deletes them when done.
+//! 3; the cluster does not create topics on use; `merge-scale` and `merge-partitions`
+//! choose their own partitions) and deletes them when done, or when it panics.
 //!
-//! Run: `cargo bench -p ringtrace-ship --bench ship -- [--rounds N] [--only ship|latency|merge]
-//! [--records N] [--rate N] [--seconds S] [--merge-records N] [--explain [--kafka-dir DIR]]`.
-//! Without `--only`, all three rows run, in that order; `--rounds` (5 by default) applies
-//! to each. `--records` is the `ship` row's records a round, `--rate` and `--seconds`
+//! Run: `cargo bench -p ringtrace-ship --bench ship -- [--rounds N]
+//! [--only ship|latency|merge|merge-scale|merge-partitions] [--records N] [--rate N]
+//! [--seconds S] [--merge-records N] [--explain [--kafka-dir DIR]]
+//! [--scale-records SMALL,LARGE] [--partitions-records N]`. Without `--only`, all five
+//! rows run, in that order; `--rounds` (5 by default) applies to each. `--records` is the `ship` row's records a round, `--rate` and `--seconds`
 //! the `latency` row's records a second and measured seconds a round (1 s of warm-up
 //! comes before), `--merge-records` the `merge` row's records. `--explain` adds the
 //! `merge` row's experiments ([`explain`]: what its time goes to), with the brokers' CPU
 //! when `--kafka-dir` names the directory `scripts/kafka.sh` started them in.
+//! `--scale-records` is the `merge-scale` row's two topics' records (1,000,000 and
+//! 10,000,000 by default), `--partitions-records` the `merge-partitions` row's
+//! (4,000,000 by default). The streamed rows need the `ringtrace` command built with
+//! its `kafka` feature (`cargo build --release -p ringtrace-cli --features kafka`).
 
 // The rows, one file each under `benches/ship/` (not `benches/ship/main.rs`, which cargo
 // would take for a bench target of its own).
@@ -45,6 +60,8 @@ mod explain;
 mod latency;
 #[path = "ship/merge.rs"]
 mod merge;
+#[path = "ship/scale.rs"]
+mod scale;
 #[path = "ship/throughput.rs"]
 mod throughput;
 
@@ -59,7 +76,7 @@ use rdkafka::config::ClientConfig;
 const TICKS: f64 = 100.0;
 
 /// The rows `--only` selects.
-const ROWS: [&str; 3] = ["ship", "latency", "merge"];
+const ROWS: [&str; 5] = ["ship", "latency", "merge", "merge-scale", "merge-partitions"];
 
 /// What every row is given.
 #[derive(Debug)]
@@ -70,6 +87,14 @@ struct Bench {
     rounds: usize,
     /// A directory of this run's files (ring files, state files, traces).
     dir: PathBuf,
+}
+
+/// The run's directory goes with it, at the end or while a panic unwinds (a streamed
+/// export of 10,000,000 records writes about 800 MB there).
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// CPU seconds of this process's waited-for children (and theirs): `cutime + cstime`.
@@ -115,17 +140,47 @@ fn admin(brokers: &str) -> AdminClient<DefaultClientContext> {
     ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client")
 }
 
-/// Creates a fresh topic `ringtrace-bench-WHAT-NONCE` of 6 partitions, replicated 3
-/// times, and returns its name.
-fn topic(brokers: &str, what: &str) -> String {
+/// Partitions of the rows' topics, but for the `merge-scale` and `merge-partitions`
+/// rows' own.
+const PARTITIONS: i32 = 6;
+
+/// Creates a fresh topic `ringtrace-bench-WHAT-NONCE` of `partitions` partitions,
+/// replicated 3 times, and returns its name.
+fn topic(brokers: &str, what: &str, partitions: i32) -> String {
     let nonce = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     let name = format!("ringtrace-bench-{what}-{nonce}");
-    let t = NewTopic::new(&name, 6, TopicReplication::Fixed(3));
+    let t = NewTopic::new(&name, partitions, TopicReplication::Fixed(3));
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     for r in futures_executor::block_on(admin(brokers).create_topics([&t], &opts)).expect("create_topics") {
         r.unwrap_or_else(|(t, e)| panic!("creating topic {t}: {e}"));
     }
     name
+}
+
+/// A row's topics, deleted when this is dropped: at the row's end, and while a panic
+/// unwinds (a topic of 10,000,000 records takes about 3 GB of the cluster's disks).
+struct Topics<'a> {
+    brokers: &'a str,
+    names: Vec<String>,
+}
+
+impl<'a> Topics<'a> {
+    fn new(brokers: &'a str) -> Topics<'a> {
+        Topics { brokers, names: Vec::new() }
+    }
+
+    /// A fresh topic (see [`topic`]), deleted with the others.
+    fn create(&mut self, what: &str, partitions: i32) -> String {
+        let name = topic(self.brokers, what, partitions);
+        self.names.push(name.clone());
+        name
+    }
+}
+
+impl Drop for Topics<'_> {
+    fn drop(&mut self) {
+        delete_topics(self.brokers, &self.names);
+    }
 }
 
 /// Deletes the bench's `topics` (they would otherwise stay on the cluster's disks for
@@ -192,6 +247,12 @@ fn main() {
         std::process::exit(2)
     }
     let runs = |row: &str| only.as_deref().is_none_or(|o| o == row);
+    let sizes = arg("--scale-records").unwrap_or_else(|| "1000000,10000000".into());
+    let parse = |s: &str| s.trim().parse::<u64>().ok().filter(|&n| n > 0);
+    let Some((Some(small), Some(large))) = sizes.split_once(',').map(|(a, b)| (parse(a), parse(b))) else {
+        eprintln!("--scale-records {sizes}: two record counts, SMALL,LARGE");
+        std::process::exit(2)
+    };
     let dir = std::env::temp_dir().join(format!("ringtrace-ship-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bench = Bench { brokers, rounds, dir };
@@ -206,7 +267,12 @@ fn main() {
     if runs("merge") {
         merge::run(&bench, arg_or("--merge-records", 2_000_000));
     }
-    let _ = std::fs::remove_dir_all(&bench.dir);
+    if runs("merge-scale") {
+        scale::run_scale(&bench, small, large);
+    }
+    if runs("merge-partitions") {
+        scale::run_partitions(&bench, arg_or("--partitions-records", 4_000_000));
+    }
 }
 
 /// The `ringtrace` command built beside this bench (`target/release/ringtrace`).

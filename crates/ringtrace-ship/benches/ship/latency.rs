@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use ringtrace::{MpscRing, Producer, ReserveError, Wakeup};
 use ringtrace_ship::fleet::Follow;
 
-use crate::{children_cpu, delete_topics, load, median, now_ns, spread, topic, verdict, Bench};
+use crate::{children_cpu, delete_topics, load, median, now_ns, spread, topic, verdict, Bench, PARTITIONS};
 
 /// The writer's tick: it writes what is due, then sleeps until the next one.
 const TICK: Duration = Duration::from_millis(1);
@@ -156,7 +156,7 @@ pub fn run(bench: &Bench, rate: u64, warmup: Duration, measured: Duration) {
     let mut summary: Vec<[f64; 10]> = Vec::new();
     for round in 0..rounds {
         let load = load();
-        let t = topic(brokers, "latency");
+        let t = topic(brokers, "latency", PARTITIONS);
         topics.push(t.clone());
         let mut follow = Follow::start(brokers, &t, None, Duration::from_secs(30)).expect("following the topic");
         let _ = std::fs::remove_file(&ring);

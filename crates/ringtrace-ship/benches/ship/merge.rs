@@ -49,27 +49,27 @@ use ringtrace_ship::fleet::{self, export};
 use ringtrace_ship::frame::{BatchWriter, TimeSource, RECORD_HEADER_LEN};
 
 use crate::{
-    children_cpu, delete_topics, flag, load, median, now_ns, process_cpu, ringtrace_command, spread, topic, verdict,
-    Bench,
+    children_cpu, flag, load, median, now_ns, process_cpu, ringtrace_command, spread, verdict, Bench, Topics,
+    PARTITIONS,
 };
 
 /// Hosts in the fleet.
-const HOSTS: usize = 4;
+pub(crate) const HOSTS: usize = 4;
 /// Sources (ring files) of each host.
-const SOURCES: usize = 3;
+pub(crate) const SOURCES: usize = 3;
 /// The largest batch, as the agent makes them.
 const BATCH: usize = 256 << 10;
 /// The wall-clock span the records' times cover.
 const SPAN_NS: u64 = 10_000_000_000;
 /// The target: records per second, read and merged into a Perfetto trace.
-const TARGET: f64 = 2e6;
+pub(crate) const TARGET: f64 = 2e6;
 /// The target: the streamed export's peak resident memory, MiB, whatever the topic's
 /// length.
-const STREAM_PEAK_MIB: u64 = 256;
+pub(crate) const STREAM_PEAK_MIB: u64 = 256;
 
 /// Fills `topic` with `n` records of [`HOSTS`] × [`SOURCES`] sources (see the module
 /// docs); returns the messages and bytes produced.
-fn produce(brokers: &str, topic: &str, n: u64) -> (u64, u64) {
+pub(crate) fn produce(brokers: &str, topic: &str, n: u64) -> (u64, u64) {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
@@ -160,16 +160,16 @@ struct Round {
 /// A streamed export's figures: wall seconds, CPU seconds and peak resident KiB of the
 /// `ringtrace export` process.
 #[derive(Clone, Copy)]
-struct Streamed {
-    wall: f64,
-    cpu: f64,
-    peak_kib: u64,
+pub(crate) struct Streamed {
+    pub(crate) wall: f64,
+    pub(crate) cpu: f64,
+    pub(crate) peak_kib: u64,
 }
 
 /// `ringtrace export --format FORMAT kafka://BROKERS/TOPIC -o OUT` in a child process,
 /// its peak memory (`VmHWM`) sampled every millisecond; checks that it wrote `n`
 /// records of every host and source.
-fn stream_export(bench: &Bench, t: &str, format: &str, out: &std::path::Path, n: u64) -> Streamed {
+pub(crate) fn stream_export(bench: &Bench, t: &str, format: &str, out: &std::path::Path, n: u64) -> Streamed {
     let _ = std::fs::remove_dir_all(out);
     let _ = std::fs::remove_file(out);
     let src = format!("kafka://{}/{t}", bench.brokers);
@@ -194,7 +194,11 @@ fn stream_export(bench: &Bench, t: &str, format: &str, out: &std::path::Path, n:
         if let Some(exit) = child.try_wait().expect("waiting for ringtrace export") {
             break exit;
         }
-        assert!(Instant::now() < deadline, "ringtrace export {format} did not finish in 600 s");
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ringtrace export {format} did not finish in 600 s");
+        }
         std::thread::sleep(Duration::from_millis(1));
     };
     let wall = w0.elapsed().as_secs_f64();
@@ -211,7 +215,8 @@ fn stream_export(bench: &Bench, t: &str, format: &str, out: &std::path::Path, n:
 /// Runs the row: `n` records in the topic, `rounds` reads of it.
 pub fn run(bench: &Bench, n: u64) {
     let (brokers, rounds) = (&bench.brokers, bench.rounds);
-    let t = topic(brokers, "merge");
+    let mut topics = Topics::new(brokers);
+    let t = topics.create("merge", PARTITIONS);
     let t0 = Instant::now();
     let (messages, bytes) = produce(brokers, &t, n);
     println!(
@@ -276,7 +281,7 @@ pub fn run(bench: &Bench, n: u64) {
     if flag("--explain") {
         crate::explain::run(bench, &t, n);
     }
-    delete_topics(brokers, &[t]);
+    drop(topics);
     let rate = |f: &dyn Fn(&Round) -> f64| -> Vec<f64> { rows.iter().map(|r| n as f64 / f(r)).collect() };
     let ns = |f: &dyn Fn(&Round) -> f64| median(rows.iter().map(|r| f(r) * 1e9 / n as f64).collect());
     let both = rate(&|r| r.read.0 + r.export.0);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use ringtrace::{MpscRing, Wakeup};
 
-use crate::{children_cpu, delete_topics, median, ringtrace_command, topic, verdict, Bench, TICKS};
+use crate::{children_cpu, delete_topics, median, ringtrace_command, topic, verdict, Bench, PARTITIONS, TICKS};
 
 /// kcat's options after `-P -b BROKERS -t TOPIC`: the agent's delivery settings (an
 /// idempotent producer, `acks=all`, lz4) and a short linger, printed with the row.
@@ -82,7 +82,7 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
     let (mut per_cpu, mut ratio) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let mut ship = |ring: &Path| {
-            let t = topic(brokers, "ship");
+            let t = topic(brokers, "ship", PARTITIONS);
             topics.push(t.clone());
             let state = dir.join("agent.state");
             let _ = std::fs::remove_file(&state);
@@ -118,7 +118,7 @@ pub fn run(bench: &Bench, n: u64, agent_only: bool) {
         }
         let mut naive_topics = Vec::new();
         let mut naive = |ring: &Path| {
-            let t = topic(brokers, "kcat");
+            let t = topic(brokers, "kcat", PARTITIONS);
             naive_topics.push(t.clone());
             run_one(ring, n, || {
                 let mut consume = Command::new(ringtrace.as_deref().unwrap())
