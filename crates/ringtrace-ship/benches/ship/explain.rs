@@ -40,7 +40,7 @@ use crate::{arg, median, now_ns, process_cpu, Bench, TICKS};
 
 /// CPU seconds of the brokers so far (`utime + stime` of each pid in `DIR/pids`), or
 /// `None` without `--kafka-dir`.
-fn brokers_cpu() -> Option<f64> {
+pub(crate) fn brokers_cpu() -> Option<f64> {
     let dir = arg("--kafka-dir")?;
     let pids = std::fs::read_to_string(format!("{dir}/pids")).ok()?;
     let mut ticks = 0u64;

@@ -60,7 +60,7 @@ pub(crate) const SOURCES: usize = 3;
 /// The largest batch, as the agent makes them.
 const BATCH: usize = 256 << 10;
 /// The wall-clock span the records' times cover.
-const SPAN_NS: u64 = 10_000_000_000;
+pub(crate) const SPAN_NS: u64 = 10_000_000_000;
 /// The target: records per second, read and merged into a Perfetto trace.
 pub(crate) const TARGET: f64 = 2e6;
 /// The target: the streamed export's peak resident memory, MiB, whatever the topic's
@@ -68,8 +68,8 @@ pub(crate) const TARGET: f64 = 2e6;
 pub(crate) const STREAM_PEAK_MIB: u64 = 256;
 
 /// Fills `topic` with `n` records of [`HOSTS`] × [`SOURCES`] sources (see the module
-/// docs); returns the messages and bytes produced.
-pub(crate) fn produce(brokers: &str, topic: &str, n: u64) -> (u64, u64) {
+/// docs), their times spread over `span_ns`; returns the messages and bytes produced.
+pub(crate) fn produce(brokers: &str, topic: &str, n: u64, span_ns: u64) -> (u64, u64) {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
@@ -97,7 +97,7 @@ pub(crate) fn produce(brokers: &str, topic: &str, n: u64) -> (u64, u64) {
     };
     // Each source's batches in turn, one at a time, as agents shipping at once put
     // them in the topic: a partition's records come roughly in time order.
-    let mut gens: Vec<Source> = (0..sources).map(|j| Source::new(j, n, sources, base)).collect();
+    let mut gens: Vec<Source> = (0..sources).map(|j| Source::new(j, n, sources, base, span_ns)).collect();
     while gens.iter().any(|g| g.left > 0) {
         for g in gens.iter_mut().filter(|g| g.left > 0) {
             let (key, m) = g.batch();
@@ -122,11 +122,11 @@ struct Source {
 }
 
 impl Source {
-    fn new(j: u64, n: u64, sources: u64, base: u64) -> Source {
+    fn new(j: u64, n: u64, sources: u64, base: u64, span_ns: u64) -> Source {
         let (host, source) =
             (format!("host-{}", j / SOURCES as u64), format!("/run/ringtrace/src-{}.ring", j % SOURCES as u64));
         let count = n / sources + u64::from(j < n % sources);
-        let step = SPAN_NS / count.max(1);
+        let step = span_ns / count.max(1);
         Source { j, host, source, sources, step, base, next: 0, left: count, rng: 0x9e37_79b9_7f4a_7c15_u64 ^ (j + 1) }
     }
 
@@ -218,7 +218,7 @@ pub fn run(bench: &Bench, n: u64) {
     let mut topics = Topics::new(brokers);
     let t = topics.create("merge", PARTITIONS);
     let t0 = Instant::now();
-    let (messages, bytes) = produce(brokers, &t, n);
+    let (messages, bytes) = produce(brokers, &t, n, SPAN_NS);
     println!(
         "merge: {n} records of 64 bytes, {HOSTS} hosts x {SOURCES} sources, {messages} batches ({:.1} MB before lz4) \
          produced in {:.1} s; {rounds} rounds of read_topic, then export::perfetto(timeline) into a file; \

@@ -12,7 +12,8 @@
 //! deleted when the row ends or panics ([`Topics`]).
 //!
 //! * `merge-scale`: two topics of 4 partitions, `--scale-records SMALL,LARGE` records
-//!   (1,000,000 and 10,000,000 by default). Each round exports, for Perfetto then CTF,
+//!   (1,000,000 and 10,000,000 by default), both of a fleet shipping 100,000 records a
+//!   second (the small one's times span 10 s, the large one's 100 s). Each round exports, for Perfetto then CTF,
 //!   the small topic and the large one back to back (the order alternating from round
 //!   to round). Targets, for each format: the large export's peak resident memory at
 //!   most 256 MiB; its peak over the small export's, taken inside the round, at most
@@ -33,9 +34,16 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 
-use crate::merge::{produce, stream_export, Streamed, STREAM_PEAK_MIB, TARGET};
+use crate::explain::brokers_cpu;
+use crate::merge::{produce, stream_export, Streamed, SPAN_NS, STREAM_PEAK_MIB, TARGET};
 use crate::{load, median, spread, verdict, Bench, Topics};
 
+/// The `merge-scale` row's records are this far apart in time (over all sources): its
+/// fleet ships 100,000 records a second. What a read back holds is the records within
+/// its reorder bound of each other (1 s: 100,000 records here), which grows with the
+/// fleet's rate, not with the topic's length: the row keeps the rate and varies the
+/// length.
+const SCALE_RECORD_NS: u64 = 10_000;
 /// Partitions of the `merge-scale` row's topics.
 const SCALE_PARTITIONS: i32 = 4;
 /// The target: the large export's peak over the small one's.
@@ -48,10 +56,10 @@ const FORMATS: [(&str, &str, &str); 2] = [("perfetto", "Perfetto", "pftrace"), (
 /// Fills a fresh topic of `partitions` partitions with `n` records and prints what
 /// went where (the partitioner places the 12 `host/source` keys; a partition's share
 /// bounds what reading partitions at once can gain).
-fn fill(brokers: &str, topics: &mut Topics, what: &str, partitions: i32, n: u64) -> String {
+fn fill(brokers: &str, topics: &mut Topics, what: &str, partitions: i32, n: u64, span_ns: u64) -> String {
     let t = topics.create(what, partitions);
     let t0 = Instant::now();
-    let (messages, bytes) = produce(brokers, &t, n);
+    let (messages, bytes) = produce(brokers, &t, n, span_ns);
     println!(
         "{what}: {n} records in {partitions} partition(s), {messages} batches ({:.1} MB before lz4) produced in {:.1} s; \
          batches a partition: {}",
@@ -98,8 +106,9 @@ fn summary(v: &[f64], met: impl Fn(f64) -> bool, digits: usize) -> (f64, String)
 pub fn run_scale(bench: &Bench, small: u64, large: u64) {
     let (brokers, rounds) = (bench.brokers.as_str(), bench.rounds);
     let mut topics = Topics::new(brokers);
-    let ts = fill(brokers, &mut topics, "merge-scale", SCALE_PARTITIONS, small);
-    let tl = fill(brokers, &mut topics, "merge-scale", SCALE_PARTITIONS, large);
+    // A fleet's topic grows longer at its fleet's rate: both topics at one rate.
+    let ts = fill(brokers, &mut topics, "merge-scale", SCALE_PARTITIONS, small, small * SCALE_RECORD_NS);
+    let tl = fill(brokers, &mut topics, "merge-scale", SCALE_PARTITIONS, large, large * SCALE_RECORD_NS);
     println!(
         "merge-scale: {rounds} rounds of `ringtrace export --format perfetto|ctf kafka://...` of {small} then {large} \
          records (order alternating); CPU = the command's"
@@ -169,31 +178,39 @@ pub fn run_scale(bench: &Bench, small: u64, large: u64) {
 pub fn run_partitions(bench: &Bench, n: u64) {
     let (brokers, rounds) = (bench.brokers.as_str(), bench.rounds);
     let mut topics = Topics::new(brokers);
-    let t4 = fill(brokers, &mut topics, "merge-partitions", 4, n);
-    let t1 = fill(brokers, &mut topics, "merge-partitions", 1, n);
+    let t4 = fill(brokers, &mut topics, "merge-partitions", 4, n, SPAN_NS);
+    let t1 = fill(brokers, &mut topics, "merge-partitions", 1, n, SPAN_NS);
     println!(
         "merge-partitions: {rounds} rounds of `ringtrace export --format perfetto kafka://...` of {n} records in 4 \
          partitions and in 1 (order alternating); CPU = the command's"
     );
     println!(
-        "{:<6} {:<11} {:>12} {:>9} {:>9} {:>9} {:>5}",
-        "round", "partitions", "records/s", "CPU ns/r", "peak MiB", "4p / 1p", "load"
+        "{:<6} {:<11} {:>12} {:>9} {:>9} {:>9} {:>5} {:>9}",
+        "round", "partitions", "records/s", "CPU ns/r", "peak MiB", "4p / 1p", "load", "brokers"
     );
     let out = bench.dir.join("partitions.pftrace");
     let mut rows: Vec<(Streamed, Streamed)> = Vec::new();
+    // The brokers' CPU seconds during each export (with `--kafka-dir`): 4 partitions', 1's.
+    let mut brokers: Vec<(f64, f64)> = Vec::new();
     for round in 0..rounds {
         let load = load();
-        let export = |t: &str| stream_export(bench, t, "perfetto", &out, n);
-        let (four, one) = if round % 2 == 0 {
+        let export = |t: &str| {
+            let b0 = brokers_cpu();
+            let x = stream_export(bench, t, "perfetto", &out, n);
+            (x, b0.zip(brokers_cpu()).map_or(f64::NAN, |(a, b)| b - a))
+        };
+        let ((four, b4), (one, b1)) = if round % 2 == 0 {
             let four = export(&t4);
             (four, export(&t1))
         } else {
             let one = export(&t1);
             (export(&t4), one)
         };
-        println!("{round:<6} {:<11} {} {:>9} {load:>5}", 4, cells(n, &four), "");
-        println!("{:<6} {:<11} {} {:>8.2}x", "", 1, cells(n, &one), one.wall / four.wall);
+        let b = |s: f64| format!("{:>9.0}", s * 1e9 / n as f64);
+        println!("{round:<6} {:<11} {} {:>9} {load:>5} {}", 4, cells(n, &four), "", b(b4));
+        println!("{:<6} {:<11} {} {:>8.2}x {:>5} {}", "", 1, cells(n, &one), one.wall / four.wall, "", b(b1));
         rows.push((four, one));
+        brokers.push((b4, b1));
     }
     drop(topics);
     let ratios: Vec<f64> = rows.iter().map(|(four, one)| one.wall / four.wall).collect();
@@ -213,4 +230,16 @@ pub fn run_partitions(bench: &Bench, n: u64) {
         rate(&|r| r.1.wall),
         ns(&|r| r.1.cpu)
     );
+    // What the two cores allow: the reader's CPU and the brokers' for each record.
+    let b = |f: fn(&(f64, f64)) -> f64| median(brokers.iter().map(|x| f(x) * 1e9 / n as f64).collect());
+    let (b4, b1) = (b(|x| x.0), b(|x| x.1));
+    if b4.is_finite() && b1.is_finite() {
+        let (c4, c1) = (ns(&|r| r.0.cpu) + b4, ns(&|r| r.1.cpu) + b1);
+        println!(
+            "  brokers' CPU ns/record: 4 partitions {b4:.0}, 1 partition {b1:.0}; reader and brokers together {c4:.0} \
+             and {c1:.0} ns a record, so 2 cores read at most {:.0} and {:.0} records/s",
+            2e9 / c4,
+            2e9 / c1
+        );
+    }
 }
