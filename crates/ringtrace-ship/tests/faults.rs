@@ -5,9 +5,13 @@
 //! `RINGTRACE_KAFKA_DIR`), so they run one at a time, in a test binary of their own.
 //! And a fault of the client's own making, on librdkafka's mock cluster: a message it
 //! reports delivered that the broker never wrote.
+//!
+//! Faults under a topic being streamed back (`fleet::stream_topic`): records deleted
+//! (`DeleteRecords`), the topic deleted, a broker SIGKILLed and started again.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -17,6 +21,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use ringtrace::{ReserveError, Wakeup};
 use ringtrace_fixtures::{skip, Feature};
+use ringtrace_ship::fleet::{FleetStats, FollowError, ReadOptions};
 
 /// One fault at a time: the cluster is shared.
 static CLUSTER: Mutex<()> = Mutex::new(());
@@ -286,4 +291,120 @@ fn a_round_reported_delivered_without_an_offset_is_sent_again() {
     assert_eq!((stats.damaged, stats.missing, stats.records), (0, 0, per_source));
     check_source(&fleet, "host8", &ring.display().to_string(), 8, 0, 0..per_source);
     assert!(reported(&report, "failed_rounds") > 0, "the round reported delivered without an offset failed: {report}");
+}
+
+/// What a streamed read handed out: each source's sequence numbers in the order they
+/// came, as runs `a..b` of consecutive ones; the read's counters (or its error), its
+/// warnings, and how long it went on after `act` ran.
+struct Acted {
+    seqs: BTreeMap<String, Vec<(u64, u64)>>,
+    stats: Result<FleetStats, String>,
+    warnings: Vec<String>,
+    after_act: Duration,
+}
+
+/// Streams `topic` back with `opts`, running `act` once as the `at`th record goes out.
+fn stream_acting(brokers: &str, topic: &str, opts: &ReadOptions, at: u64, act: impl FnOnce()) -> Acted {
+    let (mut seqs, mut warnings) = (BTreeMap::<String, Vec<(u64, u64)>>::new(), Vec::new());
+    let (mut n, mut act, mut acted) = (0u64, Some(act), None);
+    let stats = ringtrace_ship::fleet::stream_topic(
+        brokers,
+        topic,
+        opts,
+        |i| -> Result<(), ()> {
+            n += 1;
+            if n == at {
+                if let Some(act) = act.take() {
+                    act();
+                    acted = Some(Instant::now());
+                }
+            }
+            let (runs, seq) = (seqs.entry(i.entry.source.to_string()).or_default(), i.entry.seq);
+            match runs.last_mut() {
+                Some(run) if run.1 == seq => run.1 += 1,
+                _ => runs.push((seq, seq + 1)),
+            }
+            Ok(())
+        },
+        |w| {
+            eprintln!("warning: {w}");
+            warnings.push(w)
+        },
+    )
+    .map_err(|e| match e {
+        FollowError::Kafka(e) => e.to_string(),
+        other => format!("{other:?}"),
+    });
+    let after_act = acted.expect("the read went past the record to act at").elapsed();
+    Acted { seqs, stats, warnings, after_act }
+}
+
+/// Messages of 1,000 records each: `messages` of source `source` into `partition`
+/// from sequence 0, record `seq` stamped `seq` x 0.1 ms.
+fn filled(partition: i32, source: &str, messages: u64) -> impl Iterator<Item = (i32, Vec<u8>)> + '_ {
+    (0..messages).map(move |m| (partition, batch_spread("h", source, m * 1000, 1000, 100_000)))
+}
+
+/// A partition's records deleted under the read (`DeleteRecords`, its low watermark
+/// moved past the reader's position): the reader resumes at the new low watermark and
+/// counts the offsets it lost, rather than fail or wait for its idle bound. Deleted up
+/// to offset 350 of 500, and all of them.
+#[test]
+fn records_deleted_under_the_read_are_skipped_and_counted() {
+    let Some(brokers) = brokers() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    for before in [350, 500] {
+        let topic = create_topic(&brokers, &format!("records-deleted-{before}"), 2);
+        produce_to(&brokers, &topic, filled(1, "small", 20).chain(filled(0, "big", 500)));
+        let opts = ReadOptions::default().idle(Duration::from_secs(60));
+        let read = stream_acting(&brokers, &topic, &opts, 1, || {
+            assert_eq!(delete_records(&brokers, &topic, 0, before), before);
+        });
+        let stats =
+            read.stats.unwrap_or_else(|e| panic!("the read failed {:?} after the deletion: {e}", read.after_act));
+        eprintln!("records before offset {before} deleted: {stats:?}, {:?} after the deletion", read.after_act);
+        assert!(read.after_act < Duration::from_secs(20), "{:?}", read.after_act);
+        assert_eq!(read.seqs["small"], [(0, 20_000)]);
+        let (big, before) = (&read.seqs["big"], before as u64);
+        let cut = big[0].1;
+        let mut want = vec![(0, cut)];
+        if before < 500 {
+            want.push((before * 1000, 500_000));
+        }
+        assert_eq!(big, &want, "up to the reader's position, then from offset {before} on");
+        assert_eq!(cut % 1000, 0, "whole messages: {cut}");
+        assert_eq!((stats.expired, stats.vanished), (before - cut / 1000, 0));
+        let (records, missing) =
+            (cut + 20_000 + (500 - before) * 1000, if before < 500 { before * 1000 - cut } else { 0 });
+        assert_eq!((stats.records, stats.missing, stats.damaged), (records, missing, 0));
+        let said = read.warnings.iter().filter(|w| w.contains("deleted before they were read")).count();
+        assert_eq!(said, 1, "{:#?}", read.warnings);
+    }
+}
+
+/// The topic deleted under the read: once its partitions have given errors and no
+/// message for a while, the reader asks the cluster again, finds the topic gone, and
+/// ends with what it read, counting the offsets left unread; within 20 s, not at its
+/// idle bound.
+#[test]
+fn a_topic_deleted_under_the_read_ends_it_with_what_was_read() {
+    let Some(brokers) = brokers() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let topic = create_topic(&brokers, "topic-deleted", 2);
+    produce_to(&brokers, &topic, filled(1, "small", 20).chain(filled(0, "big", 500)));
+    let opts = ReadOptions::default().idle(Duration::from_secs(60));
+    let read = stream_acting(&brokers, &topic, &opts, 1, || delete_topic(&brokers, &topic));
+    let stats = read.stats.unwrap_or_else(|e| panic!("the read failed {:?} after the deletion: {e}", read.after_act));
+    eprintln!("topic deleted: {stats:?}, {:?} after the deletion", read.after_act);
+    assert!(read.after_act < Duration::from_secs(20), "{:?}", read.after_act);
+    assert_eq!(read.seqs["small"], [(0, 20_000)]);
+    let big = &read.seqs["big"];
+    let cut = big[0].1;
+    assert_eq!(big, &[(0, cut)], "up to the reader's position");
+    assert_eq!(cut % 1000, 0, "whole messages: {cut}");
+    assert!(cut < 500_000, "the reader had not read the whole partition when the topic went: {cut}");
+    assert_eq!((stats.vanished, stats.expired), (500 - cut / 1000, 0));
+    assert_eq!((stats.records, stats.missing, stats.damaged), (cut + 20_000, 0, 0));
+    let said = read.warnings.iter().filter(|w| w.contains("no longer in the cluster")).count();
+    assert_eq!(said, 1, "{:#?}", read.warnings);
 }
