@@ -205,3 +205,18 @@ impl Reading<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_reset_librdkafka_reports_for_an_offset_gone_is_taken_for_one() {
+        let code = RDKafkaErrorCode::AutoOffsetReset;
+        assert!(offset_gone(&KafkaError::MessageConsumption(code)));
+        for code in [RDKafkaErrorCode::OffsetOutOfRange, RDKafkaErrorCode::UnknownTopicOrPartition] {
+            assert!(!offset_gone(&KafkaError::MessageConsumption(code)), "{code:?}");
+        }
+        assert!(!offset_gone(&KafkaError::PartitionEOF(0)));
+    }
+}
