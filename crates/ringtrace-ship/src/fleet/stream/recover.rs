@@ -63,7 +63,8 @@ impl Reading<'_> {
 
     /// Resumes the partitions whose next offset is gone (`gone`; each open one where it
     /// names none): each where its records start now, or closed where none of those
-    /// before the read's end is left.
+    /// before the read's end is left. Their offsets are asked for 10 s at most in all
+    /// (a partition not answered by then is lost, for the next check).
     pub(super) fn resume(
         &mut self,
         fetch: &mut Fetch,
@@ -74,16 +75,18 @@ impl Reading<'_> {
             Some(i) => vec![i],
             None => (0..self.parts.len()).collect(),
         };
+        let until = Instant::now() + REQUEST;
         for i in which {
             if self.parts[i].open {
-                self.resume_one(fetch, i, gone.0.is_some(), warn)?;
+                self.resume_one(fetch, i, gone.0.is_some(), until, warn)?;
             }
         }
         Ok(())
     }
 
     /// Resumes `parts[i]` (see [`resume`](Self::resume)); where its offsets cannot be
-    /// had (a transient error), marks it lost, for the next [`check`](Self::check).
+    /// had by `until` (a transient error, or no time left), marks it lost, for the next
+    /// [`check`](Self::check).
     /// Where its next offset is in it after all, assigns it there again if `sure` (the
     /// error was its own), else marks it lost: assigned again at the next check unless
     /// a message of it comes first.
@@ -92,11 +95,16 @@ impl Reading<'_> {
         fetch: &mut Fetch,
         i: usize,
         sure: bool,
+        until: Instant,
         warn: &mut dyn FnMut(String),
     ) -> Result<(), FleetError> {
         let (topic, id, next, end) = (self.topic, self.parts[i].id, self.parts[i].next, self.parts[i].end);
-        let wait = self.idle.saturating_sub(self.seen.elapsed()).clamp(Duration::from_millis(100), REQUEST);
-        let (low, high) = match fetch.consumer.fetch_watermarks(topic, id, wait) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            self.parts[i].lost = true;
+            return Ok(());
+        }
+        let (low, high) = match fetch.consumer.fetch_watermarks(topic, id, left.max(Duration::from_millis(100))) {
             Ok(w) => w,
             Err(e) if is_transient(&e) => {
                 self.parts[i].lost = true;
@@ -197,9 +205,10 @@ impl Reading<'_> {
                 self.close(i);
             }
         }
+        let until = Instant::now() + REQUEST;
         for i in 0..self.parts.len() {
             if self.parts[i].open && self.parts[i].lost {
-                self.resume_one(fetch, i, true, warn)?;
+                self.resume_one(fetch, i, true, until, warn)?;
             }
         }
         Ok(())
