@@ -105,8 +105,9 @@ struct Part {
     next: i64,
     end: i64,
     open: bool,
-    /// Its next offset was out of its range and where to resume is not known yet (the
-    /// request that would tell failed): asked again at the next check.
+    /// Whether its next offset is still in it, and where to resume if not, is not known
+    /// (the request that would tell failed, or an error named no partition): asked at
+    /// the next check, unless a message of it comes first.
     lost: bool,
 }
 
