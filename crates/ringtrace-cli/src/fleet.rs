@@ -131,6 +131,19 @@ pub fn summary(topic: &Topic, s: ringtrace_ship::fleet::FleetStats) {
             topic.brokers, topic.topic, s.duplicates, s.missing, s.damaged, s.too_large
         ));
     }
+    if s.expired > 0 {
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} offsets deleted before they were read (retention, or records deleted) were skipped",
+            topic.brokers, topic.topic, s.expired
+        ));
+    }
+    if s.vanished > 0 {
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} offsets were left unread in partitions that vanished (the topic deleted) during the \
+             read",
+            topic.brokers, topic.topic, s.vanished
+        ));
+    }
     ridden(topic, s);
     if s.late > 0 {
         crate::output::warn(&format!(

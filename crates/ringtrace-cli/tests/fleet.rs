@@ -126,13 +126,20 @@ fn a_fleet_decodes_exports_and_counts_as_one_timeline() {
     assert_eq!(j["records"], model.len() as u64);
     assert_eq!((j["hosts"].as_u64(), j["duplicates"].as_u64()), (Some(3), Some(48)));
     assert_eq!((j["damaged"].as_u64(), j["too_large"].as_u64(), j["missing"].as_u64()), (Some(1), Some(1), Some(0)));
+    assert_eq!((j["expired"].as_u64(), j["vanished"].as_u64()), (Some(0), Some(0)));
     assert_eq!(j["sources"].as_array().unwrap().len(), 6);
     assert_eq!(j["first_ns"], model[0].0.to_string());
     // The text names each count as the JSON does.
     let o = run_long(&["stat", &src]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    for line in [format!("records          {}", model.len()), "duplicates       48".into(), "too large        1".into()]
-    {
+    let lines = [
+        format!("records          {}", model.len()),
+        "duplicates       48".into(),
+        "too large        1".into(),
+        "expired          0".into(),
+        "vanished         0".into(),
+    ];
+    for line in lines {
         assert!(o.stdout.contains(&line), "{line:?} in {}", o.stdout);
     }
 

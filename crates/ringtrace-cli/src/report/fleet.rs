@@ -51,6 +51,8 @@ struct JsonStat<'a> {
     missing: u64,
     damaged: u64,
     too_large: u64,
+    expired: u64,
+    vanished: u64,
     #[serde(serialize_with = "decimal_opt")]
     first_ns: Option<u64>,
     #[serde(serialize_with = "decimal_opt")]
@@ -90,6 +92,8 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
         missing: st.missing,
         damaged: st.damaged,
         too_large: st.too_large,
+        expired: st.expired,
+        vanished: st.vanished,
         first_ns: first,
         last_ns: last,
         sources,
@@ -101,7 +105,7 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
     let mut s = format!(
         "kafka://{}/{}: a fleet's records in Kafka\n  hosts            {}\n  sources          {}\n  records          {}\n  \
          batches          {}\n  duplicates       {}\n  missing          {}\n  damaged          {}\n  too large        {}\n  \
-         first            {}\n  last             {}\n",
+         expired          {}\n  vanished         {}\n  first            {}\n  last             {}\n",
         j.brokers,
         j.topic,
         j.hosts,
@@ -112,6 +116,8 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
         j.missing,
         j.damaged,
         j.too_large,
+        j.expired,
+        j.vanished,
         time(j.first_ns),
         time(j.last_ns)
     );

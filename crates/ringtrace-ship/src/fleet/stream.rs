@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::base_consumer::PartitionQueue;
+use rdkafka::consumer::{BaseConsumer, Consumer, DefaultConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
@@ -15,6 +16,8 @@ use super::kafka::{first_transient, reader_config, starts, FleetError};
 use super::merge::{Item, Merge};
 use super::timeline::FleetStats;
 use super::transient::is_transient;
+
+mod recover;
 
 /// How a topic is read back ([`stream_topic`]).
 #[derive(Debug, Clone, Copy)]
@@ -102,29 +105,53 @@ struct Part {
     next: i64,
     end: i64,
     open: bool,
+    /// Whether its next offset is still in it, and where to resume if not, is not known
+    /// (the request that would tell failed, or an error named no partition): asked at
+    /// the next check, unless a message of it comes first.
+    lost: bool,
 }
+
+/// The consumer of a read, and each partition's queue (in the order of
+/// [`Reading::parts`]).
+struct Fetch {
+    consumer: Arc<BaseConsumer>,
+    queues: Vec<PartitionQueue<DefaultConsumerContext>>,
+}
+
+/// A partition whose next offset is not in it any more: that of `parts[i]`, or (`None`,
+/// an error on the consumer's own queue, which names no partition) any.
+struct Gone(Option<usize>);
 
 /// A read in progress: its partitions, the merge, and what it counted.
 struct Reading<'t> {
     topic: &'t str,
+    brokers: &'t str,
     parts: Vec<Part>,
     merge: Merge,
     open: usize,
-    /// When the last message came.
+    /// When the last message came, and when the cluster was last asked about the
+    /// partitions (see [`recover::STALL`]).
     seen: Instant,
+    checked: Instant,
     ridden: u64,
     last: Option<Box<KafkaError>>,
     /// How long the read rides through errors without a message.
     idle: Duration,
+    /// Offsets deleted before they were read, and left unread in partitions gone.
+    expired: u64,
+    vanished: u64,
 }
 
 impl Reading<'_> {
-    /// Takes what a poll gave (a message of partition `parts[i]`, its end, or an error).
+    /// Takes what a poll gave (a message, a partition's end, or an error): from the queue
+    /// of `parts[i]` (`from`: `Some(i)`), or from the consumer's own. A partition whose
+    /// next offset is gone is returned, for [`resume`](Self::resume).
     fn take<E>(
         &mut self,
         polled: KafkaResult<BorrowedMessage<'_>>,
+        from: Option<usize>,
         warn: &mut dyn FnMut(String),
-    ) -> Result<(), FollowError<E>> {
+    ) -> Result<Option<Gone>, FollowError<E>> {
         let topic = self.topic;
         let m = match polled {
             Ok(m) => m,
@@ -134,23 +161,26 @@ impl Reading<'_> {
                 if let Some(i) = self.parts.iter().position(|p| p.id == id && p.open) {
                     self.close(i);
                 }
-                return Ok(());
+                return Ok(None);
             }
+            // librdkafka stopped fetching the partition (`auto.offset.reset=error`).
+            Err(e) if recover::offset_gone(&e) => return Ok(Some(Gone(from))),
             Err(e) if is_transient(&e) => {
                 if self.ridden == 0 {
                     warn(first_transient(topic, &e, self.idle));
                 }
                 self.ridden += 1;
                 self.last = Some(Box::new(e));
-                return Ok(());
+                return Ok(None);
             }
             Err(e) => return Err(FollowError::Kafka(FleetError::Read { topic: topic.into(), source: Box::new(e) })),
         };
         self.seen = Instant::now();
-        let Some(i) = self.parts.iter().position(|p| p.id == m.partition()) else { return Ok(()) };
+        let Some(i) = self.parts.iter().position(|p| p.id == m.partition()) else { return Ok(None) };
         let p = &mut self.parts[i];
+        p.lost = false; // fetched: where it is is known
         if !p.open || m.offset() < p.next || m.offset() >= p.end {
-            return Ok(()); // read already, or written after the read began
+            return Ok(None); // read already, or written after the read began
         }
         p.next = m.offset() + 1;
         let done = p.next >= p.end;
@@ -160,13 +190,14 @@ impl Reading<'_> {
         if done {
             self.close(i);
         }
-        Ok(())
+        Ok(None)
     }
 
     fn close(&mut self, i: usize) {
-        self.parts[i].open = false;
-        self.open -= 1;
-        self.merge.close(i);
+        if std::mem::replace(&mut self.parts[i].open, false) {
+            self.open -= 1;
+            self.merge.close(i);
+        }
     }
 }
 
@@ -182,6 +213,23 @@ impl Reading<'_> {
 /// that, a partition read ahead is left in librdkafka's queue, whose prefetch is
 /// bounded (16 MiB over all partitions, at least 1 MiB each). So memory stays bounded
 /// whatever the topic's length and however the partitions are fetched.
+///
+/// What was to be read can go during the read; `warn` is told of each, and the read
+/// goes on with what is left:
+///
+/// * **Records deleted** before they were read (retention, or `DeleteRecords`, moved a
+///   partition's start past the reader's position): the reader asks for the
+///   partition's offsets again and reads on from its new start; the offsets skipped
+///   are counted in [`FleetStats::expired`], and the gap they leave in each source in
+///   [`FleetStats::missing`].
+/// * **The topic deleted**: its partitions give errors that a leader moving gives too
+///   (ridden through, counted in [`FleetStats::transient`]). Once no message has come
+///   for 10 s, the reader asks the cluster whether the topic and its partitions are
+///   still there (for up to 5 s), and again every 10 s while none comes; the partitions
+///   gone are closed and the offsets they had left before the read's end counted in
+///   [`FleetStats::vanished`]. With the whole topic gone the read ends there, about
+///   15 s after its last message, returning what it read: what the topic held and
+///   could still be read, as with records deleted.
 ///
 /// # Errors
 ///
@@ -212,7 +260,7 @@ pub fn stream_topic<E>(
     };
     let parts: Vec<Part> = (starts.into_iter())
         .filter(|&(_, start, high)| high > start)
-        .map(|(id, next, end)| Part { id, next, end, open: true })
+        .map(|(id, next, end)| Part { id, next, end, open: true, lost: false })
         .collect();
     let reorder_ns = u64::try_from(opts.reorder.as_nanos()).unwrap_or(u64::MAX);
     let prefetch = (PREFETCH_KIB / parts.len().max(1)).max(1024);
@@ -221,24 +269,27 @@ pub fn stream_topic<E>(
     for p in &parts {
         assignment.add_partition_offset(topic, p.id, Offset::Offset(p.next)).map_err(|e| fail("assigning", e))?;
     }
-    let mut queues = Vec::with_capacity(parts.len());
+    let mut fetch = Fetch { consumer, queues: Vec::with_capacity(parts.len()) };
     if !parts.is_empty() {
-        consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
+        fetch.consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
         for p in &parts {
-            let q = consumer.split_partition_queue(topic, p.id);
-            queues
-                .push(q.ok_or_else(|| fail("splitting a partition's queue", KafkaError::Subscription(topic.into())))?);
+            let q = fetch.split(topic, p.id).map_err(FollowError::Kafka)?;
+            fetch.queues.push(q);
         }
     }
     let mut r = Reading {
         topic,
+        brokers,
         open: parts.len(),
         merge: Merge::new(parts.len(), reorder_ns, opts.max_held),
         parts,
         seen: Instant::now(),
+        checked: Instant::now(),
         ridden,
         last: None,
         idle: opts.idle,
+        expired: 0,
+        vanished: 0,
     };
     while r.open > 0 {
         let left = opts.idle.saturating_sub(r.seen.elapsed());
@@ -253,31 +304,46 @@ pub fn stream_topic<E>(
                 last: r.last,
             }));
         }
+        // No message for a while: whether the partitions are still there.
+        if r.seen.elapsed().min(r.checked.elapsed()) >= recover::STALL {
+            r.check(&mut fetch, &mut warn).map_err(FollowError::Kafka)?;
+            continue;
+        }
         // The consumer's own queue: errors, and messages fetched before the split.
-        if let Some(polled) = consumer.poll(Duration::ZERO) {
-            r.take(polled, &mut warn)?;
+        if let Some(polled) = fetch.consumer.poll(Duration::ZERO) {
+            if let Some(gone) = r.take(polled, None, &mut warn)? {
+                r.resume(&mut fetch, gone, &mut warn).map_err(FollowError::Kafka)?;
+            }
         }
         // The partition the merge waits for first; while the merge holds less than half
         // its bound, whatever another partition has ready (rather than wait for the
         // one); else wait for the one.
         let Some(i) = r.merge.ahead().position(|a| a == Some(0)) else { continue };
-        let mut polled = queues[i].poll(Duration::ZERO);
+        let queues = &fetch.queues;
+        let mut polled = queues[i].poll(Duration::ZERO).map(|m| (m, i));
         if polled.is_none() && r.merge.held_bytes() < opts.max_held / 2 {
             let n = queues.len();
-            polled =
-                (1..n).map(|k| (i + k) % n).filter(|&j| r.parts[j].open).find_map(|j| queues[j].poll(Duration::ZERO));
+            polled = (1..n)
+                .map(|k| (i + k) % n)
+                .filter(|&j| r.parts[j].open)
+                .find_map(|j| queues[j].poll(Duration::ZERO).map(|m| (m, j)));
         }
         let polled = match polled {
             Some(p) => Some(p),
-            None => queues[i].poll(left.min(Duration::from_millis(10))),
+            None => queues[i].poll(left.min(Duration::from_millis(10))).map(|m| (m, i)),
         };
-        if let Some(polled) = polled {
-            r.take(polled, &mut warn)?;
+        if let Some((polled, j)) = polled {
+            let gone = r.take(polled, Some(j), &mut warn)?;
+            if let Some(gone) = gone {
+                r.resume(&mut fetch, gone, &mut warn).map_err(FollowError::Kafka)?;
+            }
             r.merge.release(false, &mut each).map_err(FollowError::Output)?;
         }
     }
     r.merge.release(true, &mut each).map_err(FollowError::Output)?;
     let mut stats = r.merge.stats();
     stats.transient += r.ridden;
+    stats.expired = r.expired;
+    stats.vanished = r.vanished;
     Ok(stats)
 }

@@ -31,6 +31,14 @@ pub struct FleetStats {
     /// moving: see [`read_topic`](super::read_topic)): requests made again, and the
     /// consumer's errors it recovered from.
     pub transient: u64,
+    /// A topic streamed back ([`stream_topic`](super::stream_topic)): offsets deleted
+    /// before they were read (retention, or `DeleteRecords`, moved a partition's start
+    /// past the reader), skipped: the read goes on from the partition's new start.
+    pub expired: u64,
+    /// A topic streamed back ([`stream_topic`](super::stream_topic)): offsets left
+    /// unread in partitions that vanished (the topic deleted) during the read, which
+    /// ends with what it read.
+    pub vanished: u64,
 }
 
 impl FleetStats {

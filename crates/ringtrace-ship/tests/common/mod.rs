@@ -250,14 +250,75 @@ pub fn batch_of(host: &str, source: &str, first: u64, n: u64) -> Vec<u8> {
 
 /// Produces `messages` as they are, one partition, acknowledged.
 pub fn produce_raw(brokers: &str, topic: &str, messages: &[Vec<u8>]) {
+    produce_to(brokers, topic, messages.iter().map(|m| (0, m.clone())));
+}
+
+/// Produces each `(partition, message)` as it is, in order, all acknowledged.
+pub fn produce_to(brokers: &str, topic: &str, messages: impl IntoIterator<Item = (i32, Vec<u8>)>) {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("acks", "all")
         .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        // Little held: a test that measures its own memory after producing starts low.
+        .set("queue.buffering.max.kbytes", "16384")
         .create()
         .unwrap();
-    for m in messages {
-        p.send(BaseRecord::<(), _>::to(topic).partition(0).payload(m)).map_err(|(e, _)| e).unwrap();
+    for (partition, m) in messages {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut record = BaseRecord::<(), _>::to(topic).partition(partition).payload(&m);
+        // A full queue waits for deliveries, a minute at most.
+        while let Err((e, back)) = p.send(record) {
+            assert!(Instant::now() < deadline, "producing to {topic}: {e}");
+            p.poll(Duration::from_millis(10));
+            record = back;
+        }
+        p.poll(Duration::ZERO);
     }
-    p.flush(Duration::from_secs(30)).unwrap();
+    p.flush(Duration::from_secs(60)).unwrap();
+}
+
+/// A batch of `n` records (64 bytes each, [`record`] of (0, 0, seq)) of `source` from
+/// sequence `first`, record `seq` stamped `seq * step_ns`.
+pub fn batch_spread(host: &str, source: &str, first: u64, n: u64, step_ns: u64) -> Vec<u8> {
+    let mut w = BatchWriter::new(host, source, first, TimeSource::Drained, 0).unwrap();
+    for i in first..first + n {
+        w.push(i * step_ns, &record(0, 0, i)).unwrap();
+    }
+    w.finish()
+}
+
+/// An admin client of `brokers`, and options that wait 30 s for the operation.
+fn admin(brokers: &str) -> (AdminClient<DefaultClientContext>, AdminOptions) {
+    let admin = ClientConfig::new().set("bootstrap.servers", brokers).create().expect("admin client");
+    (
+        admin,
+        AdminOptions::new()
+            .operation_timeout(Some(Duration::from_secs(30)))
+            .request_timeout(Some(Duration::from_secs(30))),
+    )
+}
+
+/// Deletes the records of `partition` of `topic` before offset `before` (Kafka's
+/// `DeleteRecords`: its low watermark moves there); returns the new low watermark.
+pub fn delete_records(brokers: &str, topic: &str, partition: i32, before: i64) -> i64 {
+    let (admin, opts) = admin(brokers);
+    let mut offsets = rdkafka::TopicPartitionList::new();
+    offsets.add_partition_offset(topic, partition, rdkafka::Offset::Offset(before)).unwrap();
+    let done = futures_executor::block_on(admin.delete_records(&offsets, &opts)).expect("delete_records");
+    let e = done.find_partition(topic, partition).expect("the partition in the answer");
+    e.error().unwrap_or_else(|err| panic!("deleting records of {topic} [{partition}]: {err}"));
+    match e.offset() {
+        rdkafka::Offset::Offset(low) => low,
+        other => panic!("deleting records of {topic} [{partition}]: low watermark {other:?}"),
+    }
+}
+
+/// Deletes `topic`.
+pub fn delete_topic(brokers: &str, topic: &str) {
+    let (admin, opts) = admin(brokers);
+    let results = futures_executor::block_on(admin.delete_topics(&[topic], &opts)).expect("delete_topics");
+    for r in results {
+        r.unwrap_or_else(|(t, e)| panic!("deleting topic {t}: {e}"));
+    }
 }
