@@ -283,11 +283,8 @@ mod writer;
 use std::io::{self, Write};
 use std::path::Path;
 
-use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-
-pub use otlp::OtlpWriter;
+pub use otlp::{Otlp, OtlpCounts, OtlpWriter};
 pub use tracks::Exported;
-use tracks::Tracks;
 pub use writer::TraceWriter;
 
 use super::{Entry, Fleet};
@@ -365,49 +362,6 @@ pub fn otlp_json<'a, W: Write>(
     out: &mut W,
 ) -> io::Result<OtlpCounts> {
     otlp::write_json(fleet, entries, out)
-}
-
-/// A fleet's records in OpenTelemetry's model (see the [module docs](self#otlp)).
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Otlp {
-    /// The log records: a `ResourceLogs` for each (host, source) with records.
-    pub logs: ExportLogsServiceRequest,
-    /// What they hold.
-    pub counts: OtlpCounts,
-}
-
-/// What an OTLP export made. Every entry is one of `raw`, `events`, `spans`, `lost`,
-/// `host_undecodable` and `undecodable`, and `log_records` is `records + gaps`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OtlpCounts {
-    /// Entries exported (one log record each).
-    pub records: u64,
-    /// Log records made: one for each entry, one for each gap.
-    pub log_records: u64,
-    /// Records of plain sources, their payloads as bytes.
-    pub raw: u64,
-    /// Tracing events (objects with a `level`).
-    pub events: u64,
-    /// Span records (objects with a `span`).
-    pub spans: u64,
-    /// Counts of events the recorder lost (objects with `lost`).
-    pub lost: u64,
-    /// Records their host could not decode (objects with `undecodable`).
-    pub host_undecodable: u64,
-    /// Payloads of events sources that are not such an object: exported as bytes.
-    pub undecodable: u64,
-    /// Gaps: records preceded by sequence numbers their source lacks (a log record each).
-    pub gaps: u64,
-    /// Sequence numbers those gaps stand for.
-    pub missing: u64,
-    /// Of them, records too large to ship (markers in the fleet).
-    pub too_large: u64,
-    /// Hosts with at least one record exported.
-    pub hosts: u32,
-    /// Sources with at least one record exported (one resource each).
-    pub sources: u32,
 }
 
 #[cfg(test)]
