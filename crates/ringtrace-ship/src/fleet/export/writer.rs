@@ -167,47 +167,36 @@ impl<'o> TraceWriter<'o> {
                 at.described().try_for_each(|d| $w.put(d))?
             };
         }
+        // Perfetto and Chrome draw the same records, each with its arguments' form:
+        // `$event` makes an event's from its level, `$span` a slice's from its span.
+        macro_rules! slices {
+            ($w:expr, $d:expr, $event:expr, $span:expr) => {{
+                described!($w);
+                match $d {
+                    Drawn::Event { name, category, level, .. } => {
+                        let args = ($event)(level);
+                        $w.put(&Record::Instant { ts_ns, pid, tid, name, category, args })?;
+                    }
+                    Drawn::Begin { span, known, .. } => {
+                        let (name, category) = known.map_or(("?", ""), |s| (s.name.as_str(), s.target.as_str()));
+                        let args = ($span)(known, span);
+                        $w.put(&Record::Begin { ts_ns, pid, tid, span, name, category, args })?;
+                    }
+                    Drawn::End { span, closes: true, .. } => {
+                        $w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?;
+                    }
+                    Drawn::End { closes: false, .. } | Drawn::Raw | Drawn::Nothing => {}
+                    Drawn::Lost { count, .. } => $w.put(&Plain::Lost { ts_ns, pid, tid, count })?,
+                }
+            }};
+        }
         match (&mut self.out, drawn) {
             (_, Drawn::Raw | Drawn::Nothing) => {}
             (Out::Perfetto(w), d) => {
-                described!(w);
-                match d {
-                    Drawn::Event { name, category, level, .. } => {
-                        let args = EventAnnotations { object: o, level };
-                        w.put(&Record::Instant { ts_ns, pid, tid, name, category, args })?;
-                    }
-                    Drawn::Begin { span, known, .. } => {
-                        let (name, category) = known.map_or(("?", ""), |s| (s.name.as_str(), s.target.as_str()));
-                        let args = SpanAnnotations(known);
-                        w.put(&Record::Begin { ts_ns, pid, tid, span, name, category, args })?;
-                    }
-                    Drawn::End { span, closes: true, .. } => {
-                        w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?;
-                    }
-                    Drawn::End { closes: false, .. } => {}
-                    Drawn::Lost { count, .. } => w.put(&Plain::Lost { ts_ns, pid, tid, count })?,
-                    Drawn::Raw | Drawn::Nothing => {}
-                }
+                slices!(w, d, |level| EventAnnotations { object: o, level }, |known, _| SpanAnnotations(known))
             }
             (Out::Chrome(w), d) => {
-                described!(w);
-                match d {
-                    Drawn::Event { name, category, level, .. } => {
-                        let args = EventArgs { object: o, level };
-                        w.put(&Record::Instant { ts_ns, pid, tid, name, category, args })?;
-                    }
-                    Drawn::Begin { span, known, .. } => {
-                        let (name, category) = known.map_or(("?", ""), |s| (s.name.as_str(), s.target.as_str()));
-                        let args = SpanArgs { span: known, id: span };
-                        w.put(&Record::Begin { ts_ns, pid, tid, span, name, category, args })?;
-                    }
-                    Drawn::End { span, closes: true, .. } => {
-                        w.put(&Plain::End { ts_ns, pid, tid, span: Some(span), unfinished: false })?;
-                    }
-                    Drawn::End { closes: false, .. } => {}
-                    Drawn::Lost { count, .. } => w.put(&Plain::Lost { ts_ns, pid, tid, count })?,
-                    Drawn::Raw | Drawn::Nothing => {}
-                }
+                slices!(w, d, |level| EventArgs { object: o, level }, |known, id| SpanArgs { span: known, id })
             }
             (Out::Ctf(w), d) => {
                 described!(w);
