@@ -85,7 +85,7 @@ impl Window {
 const READ_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// A topic's records in a time window, to read back: streamed in time order in bounded
-/// memory ([`Read::stream`]), or read whole ([`Read::whole`], the OTLP exports).
+/// memory ([`Read::stream`]).
 #[cfg(feature = "kafka")]
 #[derive(Debug, Clone)]
 pub struct Read {
