@@ -153,8 +153,9 @@ struct Head {
 ///   record, ties by host then source: the order of [`Fleet::timeline`](super::Fleet::timeline).
 ///   A record goes out once no record still to come can be older by the *reorder
 ///   bound*: each partition's *frontier* is the newest record time read from it, and
-///   records at or before the oldest frontier of the partitions still being read,
-///   less the bound, go out. A partition read to its end no longer holds anything
+///   records older than the oldest frontier of the partitions still being read, less
+///   the bound, go out (one exactly the bound behind a frontier can still come, and
+///   ties with it). A partition read to its end no longer holds anything
 ///   back. So where every partition's records come at most the bound out of time
 ///   order (an agent's rounds, hosts' clocks, the interleaving of hosts in a
 ///   partition), the merge is exactly the timeline's; a record that comes later still
@@ -348,20 +349,22 @@ impl Merge {
     /// Hands out, in order, the records that can go (see [`Merge`]): with
     /// `all`, every record held (the read is over); how many.
     pub fn release<E>(&mut self, all: bool, each: &mut dyn FnMut(Item<'_>) -> Result<(), E>) -> Result<u64, E> {
-        // Records at or before `due` go out.
+        // Records before `due` go out (all of them where `None`): one exactly the bound
+        // older than a partition's newest can still come, and its tie with a held
+        // record of the same time is the timeline's to break.
         let due = if all {
-            u64::MAX
+            None
         } else {
             match self.partitions.iter().filter(|p| p.1).map(|p| p.0).min() {
-                None => u64::MAX,
-                Some(None) => 0,
-                Some(Some(f)) => f.saturating_sub(self.reorder_ns),
+                None => None,
+                Some(None) => Some(0),
+                Some(Some(f)) => Some(f.saturating_sub(self.reorder_ns)),
             }
         };
         let mut n = 0;
         // Bounded: each turn takes a record out of a lane.
         while let Some(Reverse(top)) = self.heap.peek() {
-            if top.time_ns > due && self.bytes <= self.max_held {
+            if due.is_some_and(|d| top.time_ns >= d) && self.bytes <= self.max_held {
                 break;
             }
             let Some(Reverse(head)) = self.heap.pop() else { break };
