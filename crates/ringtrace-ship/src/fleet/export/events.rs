@@ -26,6 +26,9 @@ const MAX_CLASSES: usize = 4096;
 /// The CTF class number past [`MAX_CLASSES`] (the fleet's plain records' is `u64::MAX`).
 pub(super) const SHARED_CLASS: u64 = u64::MAX - 1;
 
+/// What a CTF event class is kept apart by: target, callsite name, level, field names.
+type ClassKey = (String, String, Level, Vec<String>);
+
 /// A span as its `new` (or `open`) object and later `record`s describe it.
 #[derive(Debug)]
 pub(super) struct Span {
@@ -79,7 +82,8 @@ pub(super) struct Events {
     /// (an object without a tid).
     by_tid: HashMap<(usize, u32), usize>,
     by_name: HashMap<(usize, String), usize>,
-    classes: HashMap<(String, String, Level, Vec<String>), u64>,
+    /// CTF class numbers, where numbered (a CTF export's: the others need none).
+    classes: Option<HashMap<ClassKey, u64>>,
     /// The latest time of a span's object, where slices still open at the end close.
     last: u64,
     /// Records drawn as events, slices or losses.
@@ -97,6 +101,11 @@ fn event_name(o: &Object) -> &str {
 }
 
 impl Events {
+    /// No source yet; CTF event classes numbered where `classes`.
+    pub(super) fn new(classes: bool) -> Self {
+        Events { classes: classes.then(HashMap::default), ..Events::default() }
+    }
+
     /// The thread track of `o`, an object of the source drawn on track `source`.
     fn thread(&mut self, tracks: &mut Tracks, source: usize, o: &Object) -> usize {
         let name = o.thread.as_deref();
@@ -191,15 +200,17 @@ impl Events {
         }
     }
 
-    /// The CTF class number of an event of `o` (see [`MAX_CLASSES`]).
+    /// The CTF class number of an event of `o` (see [`MAX_CLASSES`]); 0 where classes
+    /// are not numbered.
     fn class(&mut self, o: &Object, level: Level) -> u64 {
+        let Some(classes) = &mut self.classes else { return 0 };
         let names: Vec<String> = o.fields.iter().flatten().map(|(k, _)| k.clone()).collect();
         let key = (o.target.clone().unwrap_or_default(), o.name.clone().unwrap_or_default(), level, names);
-        let n = self.classes.len() as u64;
-        match self.classes.get(&key) {
+        let n = classes.len() as u64;
+        match classes.get(&key) {
             Some(&c) => c,
-            None if self.classes.len() < MAX_CLASSES => {
-                self.classes.insert(key, n);
+            None if classes.len() < MAX_CLASSES => {
+                classes.insert(key, n);
                 n
             }
             None => SHARED_CLASS,

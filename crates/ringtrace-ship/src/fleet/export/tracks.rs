@@ -45,6 +45,8 @@ pub(super) struct Track {
     pub(super) described: bool,
     /// A recorder thread's source track.
     pub(super) of: Option<usize>,
+    /// An events source's track (its batches say their payloads are events).
+    pub(super) events: bool,
     /// Counted among the sources described (a source, when it or one of its threads
     /// was first described).
     pub(super) counted: bool,
@@ -137,6 +139,7 @@ impl Tracks {
             tid,
             described: false,
             of: None,
+            events: false,
             counted: false,
         });
         let i = self.sources.len() - 1;
@@ -148,7 +151,15 @@ impl Tracks {
     pub(super) fn thread(&mut self, source: usize, name: &str) -> usize {
         let host = self.sources.get(source).map_or(0, |t| t.host);
         let tid = self.next();
-        let t = Track { host, source: name.to_owned(), tid, described: false, of: Some(source), counted: false };
+        let t = Track {
+            host,
+            source: name.to_owned(),
+            tid,
+            described: false,
+            of: Some(source),
+            events: false,
+            counted: false,
+        };
         self.sources.push(t);
         self.sources.len() - 1
     }

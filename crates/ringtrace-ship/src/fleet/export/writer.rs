@@ -49,8 +49,6 @@ enum Out<'o> {
 pub struct TraceWriter<'o> {
     out: Out<'o>,
     tracks: Tracks,
-    /// Whether each source track is an events source's.
-    events_source: Vec<bool>,
     events: Events,
     records: u64,
 }
@@ -68,7 +66,9 @@ impl std::fmt::Debug for TraceWriter<'_> {
 
 impl<'o> TraceWriter<'o> {
     fn with(out: Out<'o>) -> Self {
-        TraceWriter { out, tracks: Tracks::new(), events_source: Vec::new(), events: Events::default(), records: 0 }
+        // Only CTF numbers event classes.
+        let events = Events::new(matches!(out, Out::Ctf(_)));
+        TraceWriter { out, tracks: Tracks::new(), events, records: 0 }
     }
 
     /// A Perfetto protobuf trace written to `out` (gathered into 64 KiB writes).
@@ -96,7 +96,9 @@ impl<'o> TraceWriter<'o> {
     pub(super) fn numbered_by(mut self, fleet: &Fleet) -> Self {
         self.tracks = Tracks::of(fleet);
         // `Tracks::of` numbers the fleet's sources in its order: track `i` is lane `i`.
-        self.events_source = (0..self.tracks.sources.len()).map(|i| fleet.lane_events(i)).collect();
+        for (i, t) in self.tracks.sources.iter_mut().enumerate() {
+            t.events = fleet.lane_events(i);
+        }
         self
     }
 
@@ -108,10 +110,9 @@ impl<'o> TraceWriter<'o> {
     pub fn put(&mut self, item: &Item<'_>) -> io::Result<()> {
         let i = self.tracks.of_lane(item.lane, &item.entry);
         if item.events {
-            if self.events_source.len() <= i {
-                self.events_source.resize(i + 1, false);
+            if let Some(t) = self.tracks.sources.get_mut(i) {
+                t.events = true;
             }
-            self.events_source[i] = true;
         }
         self.draw(i, &item.entry)
     }
@@ -123,7 +124,7 @@ impl<'o> TraceWriter<'o> {
     }
 
     fn draw(&mut self, track: usize, e: &Entry<'_>) -> io::Result<()> {
-        if self.events_source.get(track).copied().unwrap_or(false) {
+        if self.tracks.sources.get(track).is_some_and(|t| t.events) {
             if let Ok(o) = Object::read(e.payload) {
                 if self.draw_object(track, e, &o)? {
                     self.records += 1;

@@ -87,6 +87,7 @@ impl Reading<'_> {
     /// Resumes `parts[i]` (see [`resume`](Self::resume)); where its offsets cannot be
     /// had by `until` (a transient error, or no time left), marks it lost, for the next
     /// [`check`](Self::check).
+    ///
     /// Where its next offset is in it after all, assigns it there again if `sure` (the
     /// error was its own), else marks it lost: assigned again at the next check unless
     /// a message of it comes first.
