@@ -15,7 +15,7 @@ use common::kafka::{brokers, create_topic, now_ns};
 use common::*;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
-use ringtrace_ship::frame::{BatchWriter, TimeSource};
+use ringtrace_ship::frame::{BatchWriter, Content, TimeSource};
 
 /// Produces `(key, message)` pairs in order, acknowledged.
 fn produce(brokers: &str, topic: &str, messages: &[(String, Vec<u8>)]) {
@@ -368,12 +368,14 @@ fn stat_reads_an_agents_state_file() {
     assert!(o.code == 1 && o.stderr.contains("agent state file"), "{}", o.stderr);
 }
 
-/// `export --format otlp-json` and `--to otlp+http://` of a topic: every record a log
-/// record under its host's and source's resource, the too-large record's gap said by a
-/// WARN record; the same log records delivered to a receiver.
+/// `export --format otlp-json` and `--to otlp+http://` of a topic: every record of a
+/// plain source a log record under its host's and source's resource, the too-large
+/// record's gap said by a WARN record; an events source's span, with the event in it,
+/// an OTLP span; the same delivered to a receiver.
 #[test]
 fn a_fleet_exports_and_delivers_as_otlp_log_records() {
     use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value;
     use prost::Message;
 
@@ -399,20 +401,49 @@ fn a_fleet_exports_and_delivers_as_otlp_log_records() {
     let Some(brokers) = brokers() else { return };
     let topic = create_topic(&brokers, "otlp", 3);
     let base = 1_700_000_000_000_000_000;
-    let (messages, model) = fleet(base);
+    let (mut messages, model) = fleet(base);
+    // A recorder's span, an event in it, its close: one OTLP span with a span event.
+    let mut w = BatchWriter::new("host-9", "/rec#0", 0, TimeSource::Drained, 0).unwrap().with_content(Content::Events);
+    for (t, o) in [
+        (1, r#"{"span":"new","id":"1","name":"job","target":"app","tid":7,"thread":"w","fields":{"n":1},"kinds":"u"}"#),
+        (
+            2,
+            r#"{"level":"INFO","name":"e","target":"app","spans":[{"name":"job","id":"1"}],"fields":{"message":"step"}}"#,
+        ),
+        (3, r#"{"span":"close","id":"1"}"#),
+    ] {
+        w.push(base + t, o.as_bytes()).unwrap();
+    }
+    messages.push(("host-9/rec".into(), w.finish()));
     produce(&brokers, &topic, &messages);
     let src = format!("kafka://{brokers}/{topic}");
+    // The span of `r`: its name, its events' names, its start and end.
+    type Sp = (String, Vec<String>, u64, u64);
+    let spans_of = |r: &ExportTraceServiceRequest| -> Vec<Sp> {
+        (r.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans))
+            .map(|s| {
+                let events = s.events.iter().map(|e| e.name.clone()).collect();
+                (s.name.clone(), events, s.start_time_unix_nano - base, s.end_time_unix_nano - base)
+            })
+            .collect()
+    };
+    let job: Vec<Sp> = vec![("job".into(), vec!["step".into()], 1, 3)];
     let mut expect: Vec<Log> = model.iter().map(|r| (r.1.clone(), r.4.clone().into_bytes(), r.0)).collect();
     expect.sort();
 
     let out = temp("fleet.otlp.jsonl");
     let o = run_long(&["export", "--format", "otlp-json", "-o", out.to_str().unwrap(), &src]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let mut from_file = Vec::new();
+    let (mut from_file, mut spans) = (Vec::new(), Vec::new());
     for line in std::fs::read_to_string(&out).unwrap().lines() {
-        let r: ExportLogsServiceRequest = serde_json::from_str(line).unwrap();
-        from_file.extend(logs_of(&r));
+        if line.starts_with(r#"{"resourceSpans""#) {
+            spans.extend(spans_of(&serde_json::from_str(line).unwrap()));
+        } else {
+            from_file.extend(logs_of(&serde_json::from_str(line).unwrap()));
+        }
     }
+    assert_eq!(spans, job);
+    assert!(o.stderr.contains("1 spans and 1 span events"), "{}", o.stderr);
     let (mut records, gaps): (Vec<Log>, Vec<Log>) =
         from_file.into_iter().partition(|l| !l.1.starts_with(b"ringtrace: "));
     records.sort();
@@ -423,12 +454,17 @@ fn a_fleet_exports_and_delivers_as_otlp_log_records() {
     let o = run_long(&["export", "--to", &format!("otlp+http://{addr}"), &src]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let n = model.len() + 1;
-    assert!(o.stderr.contains(&format!("delivered {n} of {n} log records in 1 batches (0 retries)")), "{}", o.stderr);
-    let mut delivered = Vec::new();
+    let said = format!("delivered 1 of 1 spans in 1 batches (0 retries); {n} of {n} log records in 1 batches");
+    assert!(o.stderr.contains(&said), "{}", o.stderr);
+    let (mut delivered, mut spans) = (Vec::new(), Vec::new());
     for (path, body) in got.lock().unwrap().iter() {
-        assert_eq!(path, "/v1/logs");
-        delivered.extend(logs_of(&ExportLogsServiceRequest::decode(body.as_slice()).unwrap()));
+        match path.as_str() {
+            "/v1/logs" => delivered.extend(logs_of(&ExportLogsServiceRequest::decode(body.as_slice()).unwrap())),
+            "/v1/traces" => spans.extend(spans_of(&ExportTraceServiceRequest::decode(body.as_slice()).unwrap())),
+            other => panic!("{other}"),
+        }
     }
+    assert_eq!(spans, job);
     let (mut records, gaps): (Vec<Log>, Vec<Log>) =
         delivered.into_iter().partition(|l| !l.1.starts_with(b"ringtrace: "));
     records.sort();

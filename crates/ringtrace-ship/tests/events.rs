@@ -1,14 +1,15 @@
 //! One recorder, two exports: the trace export of its dump on its host, and the fleet
 //! export of the objects its agent ships of the same records (`entry_json`), give the
-//! same events, slices and values on each thread, in Perfetto, Chrome and CTF; times
-//! differ by one offset, the host's clock against the fleet's.
+//! same events, slices and values on each thread, in Perfetto, Chrome and CTF, and the
+//! same spans, span events and log records in OTLP; times differ by one offset, the
+//! host's clock against the fleet's.
 
 mod common;
 
-use common::shown::{chrome_threads, ctf_streams, perfetto_threads, same};
+use common::shown::{chrome_threads, ctf_streams, otlp_shown, perfetto_threads, same, same_otlp};
 use common::TempDir;
 use proptest::prelude::*;
-use ringtrace_ship::fleet::export::{chrome, ctf, perfetto};
+use ringtrace_ship::fleet::export::{chrome, ctf, otlp, perfetto};
 use ringtrace_ship::fleet::{Fleet, Timeline};
 use ringtrace_ship::frame::{BatchWriter, Content, TimeSource};
 use ringtrace_tracing::decode::text::entry_json;
@@ -157,6 +158,13 @@ fn check(threads: &[(Vec<Op>, bool)]) -> Result<(), TestCaseError> {
     ringtrace_export::ctf::write(&trace, &dir.path().join("host")).unwrap();
     ctf(&fleet, fleet.timeline(), &dir.path().join("fleet")).unwrap();
     prop_assert_eq!(ctf_streams(&dir.path().join("host")), ctf_streams(&dir.path().join("fleet")));
+    let h = ringtrace_export::otlp::convert(&trace, &ringtrace_export::otlp::Options::default());
+    let f = otlp(&fleet, fleet.timeline());
+    // The host's OTLP times are its wall clock's (its process chunk's reading).
+    let p = trace.process.as_ref().expect("the dump's process chunk");
+    let offset = i128::from(OFFSET) - (i128::from(p.realtime_ns) - i128::from(p.monotonic_ns));
+    let (h, f) = (otlp_shown(&h.traces, &h.logs), otlp_shown(&f.traces, &f.logs));
+    same_otlp(&h, &f, (offset, 0)).map_err(TestCaseError::fail)?;
     Ok(())
 }
 

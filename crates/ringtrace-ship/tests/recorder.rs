@@ -3,7 +3,8 @@
 //! its rings decoded, one JSON object each, and the fleet reader reads each event once,
 //! with its level, target, message, fields, thread and span. The topic read back and
 //! exported (Perfetto, Chrome, CTF) shows the same events, slices and values on each
-//! thread as the recorder exported on its host, times apart by the host's clock offset.
+//! thread as the recorder exported on its host, times apart by the host's clock offset;
+//! in OTLP, the same spans, span events and log records.
 //!
 //! The cluster is the test command's (see `fleet.rs`).
 
@@ -13,9 +14,11 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::shown::{chrome_threads, ctf_streams, perfetto_threads, same};
+use common::shown::{chrome_threads, ctf_streams, otlp_shown, perfetto_threads, same, same_otlp};
 use common::*;
-use ringtrace_ship::fleet::export::TraceWriter;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use ringtrace_ship::fleet::export::{OtlpWriter, TraceWriter};
 use ringtrace_ship::fleet::{stream_topic, ReadOptions};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -125,8 +128,8 @@ fn a_recorder_directory_arrives_decoded_every_event_once() {
 }
 
 /// The recorder `rec` exported on its host and the topic read back (streamed) and
-/// exported show the same thing, thread by thread, in Perfetto, Chrome and CTF; the
-/// topic holds `records`.
+/// exported show the same thing, thread by thread, in Perfetto, Chrome and CTF, and
+/// span by span in OTLP; the topic holds `records`.
 fn same_as_on_the_host(brokers: &str, topic: &str, rec: &std::path::Path, scratch: &std::path::Path, records: u64) {
     let trace = ringtrace_tracing::decode::Trace::open_dir(rec).unwrap();
     let p = trace.process.as_ref().expect("the recorder's process");
@@ -155,4 +158,17 @@ fn same_as_on_the_host(brokers: &str, topic: &str, rec: &std::path::Path, scratc
     streamed(&mut w);
     w.finish().unwrap();
     assert_eq!(ctf_streams(&scratch.join("host.ctf")), ctf_streams(&scratch.join("fleet.ctf")));
+    // OTLP: the host's times are its wall clock's, as the fleet's are.
+    let host = ringtrace_export::otlp::convert(&trace, &ringtrace_export::otlp::Options::default());
+    let (mut traces, mut logs) = (ExportTraceServiceRequest::default(), ExportLogsServiceRequest::default());
+    let mut w = OtlpWriter::requests(|t, l| {
+        traces.resource_spans.extend(t.resource_spans);
+        logs.resource_logs.extend(l.resource_logs);
+        Ok(())
+    });
+    stream_topic(brokers, topic, &ReadOptions::default(), |i| w.put(&i), |w| panic!("{w}")).expect("streaming");
+    let done = w.finish().unwrap();
+    assert_eq!((done.records, done.otlp_spans, done.end_unknown), (records, host.spans, host.end_unknown));
+    let shown = (otlp_shown(&host.traces, &host.logs), otlp_shown(&traces, &logs));
+    assert_eq!(same_otlp(&shown.0, &shown.1, (0, offset.1)), Ok(()));
 }

@@ -88,6 +88,7 @@
 //! ```
 
 mod batches;
+pub mod ids;
 mod lines;
 pub mod model;
 mod spans;
@@ -103,7 +104,7 @@ use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Spa
 
 pub use batches::{log_batches, trace_batches, Limits};
 pub use lines::JsonLines;
-use model::{kv, put, string, value, Attributes, Thread};
+use model::{put, span_attr, string, value, Attributes, Thread};
 pub use spans::SpanSource;
 use spans::{finish, Building};
 
@@ -150,14 +151,6 @@ pub struct Converted {
     /// tells a span apart across reads of a live recorder, whose spans' starts (and so
     /// ids) can change as the recorder overwrites them.
     pub sources: Vec<SpanSource>,
-}
-
-/// Adds an attribute the mapping makes to a span, unless one of its key is there (a
-/// field's).
-fn add(attrs: &mut Vec<KeyValue>, key: &str, v: any_value::Value) {
-    if !attrs.iter().any(|a| a.key == key) {
-        attrs.push(kv(key, Some(v)));
-    }
 }
 
 /// Fields as attributes, a later field of a name replacing an earlier one.
@@ -213,8 +206,8 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
         let thread = e.thread;
         let add_thread = |attrs: &mut Vec<KeyValue>| {
             if let Some(t) = thread {
-                add(attrs, "thread.id", any_value::Value::IntValue(i64::from(t.tid)));
-                add(attrs, "thread.name", string(t.label()));
+                span_attr(attrs, "thread.id", any_value::Value::IntValue(i64::from(t.tid)));
+                span_attr(attrs, "thread.name", string(t.label()));
             }
         };
         // The open span of `id`, or one made from what is known (the trace holds no
@@ -255,12 +248,12 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
                 let parent = (parent != 0).then(|| adopt(&mut all, &mut open, &mut latest, parent, None));
                 let (mut attrs, _) = attributes(&fields).into_parts();
                 if let Some(c) = callsite {
-                    add(&mut attrs, "code.namespace", string(c.target.clone()));
+                    span_attr(&mut attrs, "code.namespace", string(c.target.clone()));
                     if let Some(f) = &c.file {
-                        add(&mut attrs, "code.filepath", string(f.clone()));
+                        span_attr(&mut attrs, "code.filepath", string(f.clone()));
                     }
                     if let Some(l) = c.line {
-                        add(&mut attrs, "code.lineno", any_value::Value::IntValue(i64::from(l)));
+                        span_attr(&mut attrs, "code.lineno", any_value::Value::IntValue(i64::from(l)));
                     }
                 }
                 add_thread(&mut attrs);
@@ -337,7 +330,7 @@ pub fn convert(trace: &Trace, opts: &Options) -> Converted {
     }
     out.unread_chunks = entries.unread_chunks().0;
     let service = opts.service.as_deref().unwrap_or_default();
-    let (spans, f) = finish(all, &links, spans::origin(pid, opts.host.as_deref().unwrap_or_default(), service));
+    let (spans, f) = finish(all, &links, ids::origin(pid, opts.host.as_deref().unwrap_or_default(), service));
     out.spans = spans.len() as u64;
     (out.start_unknown, out.end_unknown, out.sources) = (f.start_unknown, f.end_unknown, f.sources);
     out.log_records = logs.len() as u64;

@@ -45,7 +45,7 @@ pub fn kv(key: &str, value: Option<V>) -> KeyValue {
 
 /// Sets a field's attribute in `attrs`: the value of the attribute of its key if
 /// there is one, else a new attribute.
-pub(super) fn put(attrs: &mut Vec<KeyValue>, key: &str, value: Option<V>) {
+pub fn put(attrs: &mut Vec<KeyValue>, key: &str, value: Option<V>) {
     match attrs.iter_mut().find(|a| a.key == key) {
         Some(a) => a.value = Some(AnyValue { value }),
         None => attrs.push(kv(key, value)),
@@ -151,6 +151,47 @@ pub fn json(v: &Json) -> Option<V> {
     })
 }
 
+/// A field's JSON value as an agent's object holds it, as the OTLP value of the type it
+/// was recorded with, where `kind` names it (the letter
+/// `ringtrace_tracing::decode::text::kinds` writes): the object holds 64-bit integers
+/// beyond 2^53 − 1 and 128-bit ones as decimal text, bytes as hex, a double's NaN and
+/// infinities as `"NaN"`, `"Infinity"` and `"-Infinity"`; each becomes the value a
+/// trace's export makes of the value itself ([`int`], [`uint`], [`double`], `bytes`).
+/// Without a kind, or where the text is not of its kind, the value is read by its JSON
+/// type ([`json`]).
+///
+/// ```
+/// use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+/// use ringtrace_export::otlp::model::json_typed;
+///
+/// let v = serde_json::json!("18446744073709551615");
+/// assert_eq!(json_typed(&v, Some('u')), Some(V::StringValue("18446744073709551615".into())));
+/// assert_eq!(json_typed(&serde_json::json!("9007199254740993"), Some('i')), Some(V::IntValue(9007199254740993)));
+/// assert_eq!(json_typed(&serde_json::json!("00ff"), Some('x')), Some(V::BytesValue(vec![0, 255])));
+/// assert_eq!(json_typed(&serde_json::json!("00ff"), Some('s')), Some(V::StringValue("00ff".into())));
+/// ```
+pub fn json_typed(v: &Json, kind: Option<char>) -> Option<V> {
+    let s = match (v, kind) {
+        (Json::String(s), _) => s,
+        (Json::Number(n), Some('f')) => return n.as_f64().map(double),
+        _ => return json(v),
+    };
+    let typed = match kind {
+        Some('u') | Some('U') => s.parse::<u128>().ok().map(uint),
+        Some('i') | Some('I') => s.parse::<i128>().ok().map(int),
+        Some('x') => unhex(s).map(V::BytesValue),
+        _ => None,
+    };
+    Some(typed.unwrap_or_else(|| string(s.clone())))
+}
+
+/// Bytes of their lowercase or uppercase hex text, if it is that.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    (s.len() % 2 == 0).then_some(())?;
+    s.as_bytes().chunks(2).map(|p| Some((digit(p[0])? << 4) | digit(p[1])?)).collect()
+}
+
 /// OTLP's severity number and text of a level (0, unspecified, and no text if it is
 /// not known).
 pub fn severity(level: Option<Level>) -> (i32, &'static str) {
@@ -191,6 +232,23 @@ pub fn add(record: &mut LogRecord, key: &str, value: V) {
     let mut a = Attributes { list: std::mem::take(&mut record.attributes), dropped: record.dropped_attributes_count };
     a.add(key, value);
     (record.attributes, record.dropped_attributes_count) = a.into_parts();
+}
+
+/// Adds an attribute the mapping makes to a span, unless one of its key is there (a
+/// field's). A span's attributes change with its `record`s: it counts none dropped.
+pub fn span_attr(attrs: &mut Vec<KeyValue>, key: &str, v: V) {
+    if !attrs.iter().any(|a| a.key == key) {
+        attrs.push(kv(key, Some(v)));
+    }
+}
+
+/// Adds `key = true` to `attrs` (a span's), unless one has the key (a field's): how
+/// an export marks what it could not know (`ringtrace.start_unknown`,
+/// `ringtrace.end_unknown`).
+pub fn mark(attrs: &mut Vec<KeyValue>, key: &str) {
+    if !attrs.iter().any(|a| a.key == key) {
+        attrs.push(kv(key, Some(V::BoolValue(true))));
+    }
 }
 
 /// The thread a record was written on, as far as it is known.

@@ -3,10 +3,10 @@
 
 use std::collections::HashSet;
 
-use opentelemetry_proto::tonic::common::v1::any_value;
-use opentelemetry_proto::tonic::trace::v1::{span, Span};
+use super::ids::{span_id, trace_id};
+use super::model::mark;
 
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{span, Span};
 
 /// A span being assembled.
 pub(super) struct Building {
@@ -19,57 +19,6 @@ pub(super) struct Building {
     pub start_known: bool,
     pub closed: bool,
     pub last_ns: u64,
-}
-
-/// A stable 64-bit hash (FNV-1a): ids must be the same from run to run and build to
-/// build, which the standard library's hashers do not promise.
-fn fnv(parts: &[u64], seed: u64) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
-    for p in parts {
-        for b in p.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// A nonzero 64-bit span id of span `id` that started at `start_ns` in the process
-/// `origin` names ([`origin`]),
-/// none of `used` (a hash that is taken or zero is hashed again with a count).
-fn span_id(used: &mut HashSet<u64>, origin: u64, id: u64, start_ns: u64) -> u64 {
-    let mut h = fnv(&[origin, id, start_ns], 1);
-    let mut tries = 0u64;
-    while h == 0 || !used.insert(h) {
-        tries += 1;
-        h = fnv(&[origin, id, start_ns, tries], 4);
-    }
-    h
-}
-
-/// A 16-byte trace id of the trace whose root's span id is `root` (both halves nonzero).
-fn trace_id(origin: u64, root: u64) -> Vec<u8> {
-    let (a, b) = (fnv(&[origin, root], 2), fnv(&[origin, root], 3));
-    let mut id = a.max(1).to_be_bytes().to_vec();
-    id.extend_from_slice(&b.max(1).to_be_bytes());
-    id
-}
-
-/// What the ids of a trace's spans are made from besides the spans: its process id,
-/// and the host and service names they are exported under, so that the same trace
-/// exported twice under the same names gets the same ids, and under other names
-/// (another host's process of the same pid) other ones.
-pub(super) fn origin(pid: u32, host: &str, service: &str) -> u64 {
-    let mut parts = vec![u64::from(pid)];
-    for s in [host, service] {
-        parts.push(s.len() as u64);
-        parts.extend(s.as_bytes().chunks(8).map(|c| {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            u64::from_le_bytes(b)
-        }));
-    }
-    fnv(&parts, 5)
 }
 
 /// Gives the assembled spans (in the order first seen, every parent before its
@@ -99,7 +48,8 @@ pub(super) fn finish(mut spans: Vec<Building>, links: &[(usize, usize)], origin:
         }
     }
     let mut used = HashSet::with_capacity(spans.len());
-    let ids: Vec<u64> = spans.iter().map(|b| span_id(&mut used, origin, b.id, b.span.start_time_unix_nano)).collect();
+    let ids: Vec<u64> =
+        spans.iter().map(|b| span_id(origin, b.id, b.span.start_time_unix_nano, |h| !used.insert(h))).collect();
     // Each span's root: its parent's (a lower index, so already known), or itself.
     let mut root = Vec::with_capacity(spans.len());
     for i in 0..spans.len() {
@@ -154,15 +104,4 @@ pub(super) struct Finished {
     pub start_unknown: u64,
     pub end_unknown: u64,
     pub sources: Vec<SpanSource>,
-}
-
-/// Adds `key = true` to `attrs`, unless a field has the key.
-fn mark(attrs: &mut Vec<KeyValue>, key: &str) {
-    if !attrs.iter().any(|a| a.key == key) {
-        attrs.push(KeyValue {
-            key: key.to_owned(),
-            value: Some(AnyValue { value: Some(any_value::Value::BoolValue(true)) }),
-            ..KeyValue::default()
-        });
-    }
 }

@@ -59,7 +59,8 @@
 //!   [Limits](#limits)); it is class 2, after the `ringtrace:span_enter` and
 //!   `ringtrace:span_exit` classes every CTF export of ringtrace's declares. Packets
 //!   hold at most 1 MiB of events, every field byte-aligned, little-endian.
-//! * [`otlp()`] and [`otlp_json()`]: OpenTelemetry's log records (see [OTLP](#otlp)).
+//! * [`otlp()`] and [`otlp_json()`]: OpenTelemetry's spans and log records (see
+//!   [OTLP](#otlp)).
 //!
 //! # The mapping (the same in the three trace formats)
 //!
@@ -189,17 +190,22 @@
 //! # OTLP
 //!
 //! [`otlp()`] gives the records in OpenTelemetry's data model as the
-//! `opentelemetry-proto` crate's messages: an `ExportLogsServiceRequest` of log
-//! records (the records of a fleet are not spans). [`otlp_json()`] writes them as
-//! OTLP/JSON lines, the form of the OpenTelemetry specification's OTLP File Exporter,
-//! which the Collector's `otlpjsonfile` receiver reads: one `ExportLogsServiceRequest`
-//! a line, each of at most 2048 log records and 1 MiB of protobuf, so no line grows
-//! with the export (the trace export's writer, [`ringtrace_export::otlp::JsonLines`]).
+//! `opentelemetry-proto` crate's messages: an `ExportTraceServiceRequest` of the spans
+//! of events sources, and an `ExportLogsServiceRequest` of log records (every other
+//! record). [`otlp_json()`] writes them as OTLP/JSON lines, the form of the
+//! OpenTelemetry specification's OTLP File Exporter, which the Collector's
+//! `otlpjsonfile` receiver reads: one request a line, each of at most 2048 spans or log
+//! records and 1 MiB of protobuf, so no line grows with the export (the trace export's
+//! writer, [`ringtrace_export::otlp::JsonLines`]). [`OtlpWriter`] writes a stream of
+//! records the same way, each span as it closes.
 //!
-//! An events source's event becomes the log record the trace export makes of the
-//! event it was ([`ringtrace_export::otlp::model`]: the same code, its values, attribute
-//! lists and severities): the same severity, body and attributes, but for the fleet's
-//! `ringtrace.seq`, and for what the agent's JSON object holds as a string (see below).
+//! An events source's records become what a trace's export makes of the records they
+//! were on the host ([`ringtrace_export::otlp`], whose mapping code the fleet's shares:
+//! [`ringtrace_export::otlp::model`], [`ringtrace_export::otlp::ids`]): spans with
+//! their span events, and log records of the events outside any span, with the same
+//! names, times, severities, bodies, attributes of the same types, parents and links.
+//! What differs: the fleet's log records carry `ringtrace.seq`; the ids hash no
+//! process id (the objects carry none); the resource is the source's (below).
 //!
 //! * **Resource**: one for each (host, source) with records exported, with the
 //!   attributes `service.name`, `host.name` (the host) and `ringtrace.source` (the
@@ -210,11 +216,13 @@
 //!   which is then `process.executable.name` too, as in a trace's resource. No
 //!   `process.pid`: the objects carry none. One instrumentation scope, `ringtrace-ship`
 //!   and this crate's version (a trace's is `ringtrace-tracing`, the recorder's).
-//! * **A log record for every entry**, in the order of `entries`: `time_unix_nano` and
+//! * **A log record for every entry** but an events source's span records and events
+//!   in spans (below), in the order of `entries`: `time_unix_nano` and
 //!   `observed_time_unix_nano` both the record's time (see [the clock](#the-clock)),
-//!   and the attribute `ringtrace.seq`, its sequence number. Trace and span ids are
-//!   left empty: no record carries an OTLP trace context, and none is made up. Integers
-//!   are OTLP `int`s where they fit an `i64`, else decimal strings.
+//!   and the attribute `ringtrace.seq`, its sequence number. A log record's trace and
+//!   span ids are left empty, as a trace's export leaves them. Integers are OTLP
+//!   `int`s where they fit an `i64`, else decimal strings. A span's and a span event's
+//!   times are their records' too.
 //! * **A plain source's record** (a ring file's, a channel's, a BPF map's): severity
 //!   unspecified (0), the payload as the body (`bytes`), and `ringtrace.len`, its length.
 //! * **An events source's record** (one whose batches say
@@ -237,16 +245,32 @@
 //!     attributes (or `ringtrace.seq`), that attribute is left out, and counted in
 //!     `dropped_attributes_count` with the object's `dropped` (values the recorder
 //!     did not keep). The agent's object holds 64-bit integers beyond ±(2^53 − 1),
-//!     128-bit ones and byte strings as strings (decimal, hex), which the fleet cannot
-//!     tell from text: where a trace's export has an `int` or `bytes` for them, the
-//!     fleet's has those strings.
+//!     128-bit ones and byte strings as strings (decimal, hex): its `kinds` member (a
+//!     letter per field) says which, and they are an `int` (or, beyond an `i64`, a
+//!     decimal string) and `bytes` again, as in a trace's export
+//!     ([`ringtrace_export::otlp::model::json_typed`]); an older agent's object,
+//!     without `kinds`, keeps the strings.
+//!     An event in a span (its object's `spans` name one, with an id) is not a log
+//!     record but a **span event** of the innermost span, as on the host: named by
+//!     its `message` (text; another value's is empty), else its callsite's `name`; its
+//!     other fields as attributes, then `level`; `dropped_attributes_count` the
+//!     recorder's dropped values too.
 //!   * `span`, a span record (`new`, `record`, `enter`, `exit`, `close`, `follows`;
-//!     `open`, a new span entered at once, and `done`, an exit and close at once):
-//!     severity unspecified, the body `KIND span` (`new span NAME` for a new span);
-//!     `ringtrace.span` (the kind), `ringtrace.span_id`, `span.name` and
-//!     `code.namespace` (a new span's name and target), `ringtrace.parent_id`,
-//!     `ringtrace.follows_id`, `thread.name`, and its `fields` as an event's
-//!     (`message` among them).
+//!     `open`, a new span entered at once, and `done`, an exit and close at once): a
+//!     part of an **OTLP span** of kind `INTERNAL`, from its `new` (or `open`) to its
+//!     `close` (or `done`): its name the callsite's; its attributes its fields (a
+//!     `record` replacing a value), `code.namespace`, `code.filepath`, `code.lineno`,
+//!     `thread.id`, `thread.name`; its parent the span `parent` names (its trace
+//!     that span's; a span without one roots a trace of its own); `follows` a link to
+//!     the span of that id as it is then. A span goes out as it closes, so a stream
+//!     holds only the spans open. Marked as on the host: a span whose `new` was not
+//!     read starts at its first record (`ringtrace.start_unknown`; named `?` unless an
+//!     event's context names it); a span not closed by the end of the records ends at
+//!     its last record or its latest descendant's end (`ringtrace.end_unknown`).
+//!     Bounded: 65,536 spans open (past it the oldest goes out, marked
+//!     `ringtrace.end_unknown`), 262,144 span events held in them (past it an event in
+//!     a span is the log record it would be outside one, with `span.name` and
+//!     `ringtrace.span_id`: [`OtlpCounts::span_events_as_logs`]).
 //!   * `lost`, events the recorder lost (its ring full): the trace export's record of
 //!     them, severity `WARN`, the body `ringtrace: N events lost here (ring full)`,
 //!     `ringtrace.lost` = N, `thread.name`.
@@ -268,7 +292,8 @@
 //!   the fleet's, not the entries': a window of the timeline says the gaps before
 //!   its records, and nothing of the records it leaves out.
 //!
-//! [`OtlpCounts`] says how many of each were made: `log_records` is `records + gaps`.
+//! [`OtlpCounts`] says how many of each were made: `log_records` is
+//! `records + gaps − spans − span_events`.
 
 mod chrome;
 mod ctf;
@@ -341,7 +366,8 @@ pub fn ctf<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>, d
     w.finish()
 }
 
-/// `entries` of `fleet` as OpenTelemetry log records (see the [module docs](self#otlp)).
+/// `entries` of `fleet` as OpenTelemetry spans and log records (see the
+/// [module docs](self#otlp)).
 ///
 /// Nothing in a payload fails it: what is not read as an event is exported as bytes
 /// and counted.
@@ -350,8 +376,9 @@ pub fn otlp<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = Entry<'a>>) 
 }
 
 /// Writes `entries` of `fleet` to `out` as OTLP/JSON lines, each an
-/// `ExportLogsServiceRequest` of at most 2048 log records and 1 MiB of protobuf, and
-/// flushes it (see the [module docs](self#otlp)). Nothing is written for no entries.
+/// `ExportTraceServiceRequest` of at most 2048 spans or an `ExportLogsServiceRequest` of
+/// at most 2048 log records, and 1 MiB of protobuf, and flushes it (see the
+/// [module docs](self#otlp)). Nothing is written for no entries.
 ///
 /// # Errors
 ///

@@ -1,10 +1,14 @@
 //! What a trace shows, thread by thread, read back from each format: the host export
 //! of a recorder and the fleet export of the same recorder shipped compare through these.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use ringtrace_export::perfetto::proto;
 
@@ -145,6 +149,71 @@ pub fn same(
                     "{what} {thread} record {i}: time {} + {offset} against {} ({off} ns off)",
                     a.4, b.4
                 ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an OTLP export shows of a recorder, an item each: its spans (name, its
+/// parent's name and start, attributes, span events with their attributes), then its
+/// log records (but the fleet's `ringtrace.seq`); beside each, its times (a span's
+/// start, end and events'). Spans are sorted by what they show, then by start. Ids are
+/// left out: they hash the process id, which the agent's objects do not carry.
+pub fn otlp_shown(traces: &ExportTraceServiceRequest, logs: &ExportLogsServiceRequest) -> Vec<(String, Vec<u64>)> {
+    let spans: Vec<&Span> = traces.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans).collect();
+    let records: Vec<_> = logs.resource_logs.iter().flat_map(|r| &r.scope_logs).flat_map(|s| &s.log_records).collect();
+    let attrs = |a: &[KeyValue]| {
+        let kept: Vec<_> = a.iter().filter(|a| a.key != "ringtrace.seq").map(|a| (&a.key, &a.value)).collect();
+        format!("{kept:?}")
+    };
+    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
+    let mut shown: Vec<(String, Vec<u64>)> = spans
+        .iter()
+        .map(|s| {
+            let events: Vec<_> =
+                s.events.iter().map(|e| (&e.name, attrs(&e.attributes), e.dropped_attributes_count)).collect();
+            let parent = by_id.get(s.parent_span_id.as_slice()).map(|p| (&p.name, attrs(&p.attributes)));
+            let text = format!(
+                "span {:?} parent {parent:?} {} {events:?} links {}",
+                s.name,
+                attrs(&s.attributes),
+                s.links.len()
+            );
+            let mut times = vec![s.start_time_unix_nano, s.end_time_unix_nano];
+            times.extend(s.events.iter().map(|e| e.time_unix_nano));
+            (text, times)
+        })
+        .collect();
+    shown.sort();
+    shown.extend(records.iter().map(|r| {
+        let body = r.body.as_ref().map(|b| &b.value);
+        (
+            format!("log {} {body:?} {} {}", r.severity_number, attrs(&r.attributes), r.dropped_attributes_count),
+            vec![r.time_unix_nano],
+        )
+    }));
+    shown
+}
+
+/// Host and fleet OTLP exports show the same items ([`otlp_shown`]), each fleet time
+/// its host time plus `offset`, give or take `slack` ns.
+pub fn same_otlp(
+    host: &[(String, Vec<u64>)],
+    fleet: &[(String, Vec<u64>)],
+    (offset, slack): (i128, u64),
+) -> Result<(), String> {
+    if host.len() != fleet.len() {
+        return Err(format!("otlp: {} items against {}", host.len(), fleet.len()));
+    }
+    for (i, (h, f)) in host.iter().zip(fleet).enumerate() {
+        if h.0 != f.0 || h.1.len() != f.1.len() {
+            return Err(format!("otlp item {i}: {h:?}\nagainst {f:?}"));
+        }
+        for (a, b) in h.1.iter().zip(&f.1) {
+            let off = i128::from(*b) - i128::from(*a) - offset;
+            if off.unsigned_abs() > u128::from(slack) {
+                return Err(format!("otlp item {i} ({}): time {a} + {offset} against {b} ({off} ns off)", h.0));
             }
         }
     }

@@ -260,7 +260,8 @@ pub fn entry_line(trace: &Trace, entry: &Entry<'_>, format: Format) -> Option<St
 /// [`entry_line`] writes them; a span record's with the time, `ts_ns` and thread an
 /// event's has, then `span` (`new`, `record`, `enter`, `exit`, `close` or `follows`;
 /// `open` and `done` in [`Trace::decode_json`]) and `id`, and what the record says: a
-/// new span's `name`, `target`, `parent` (absent at the root) and `fields`, a record's
+/// new span's `name`, `target`, `file` and `line` (where its callsite has them),
+/// `parent` (absent at the root) and `fields`, a record's
 /// `fields`, a follows' `follows`. What an agent ships of a recorder's records, one
 /// each, so that none is left out.
 ///
@@ -321,6 +322,12 @@ fn entry_json_as(trace: &Trace, entry: &Entry<'_>, kind: Option<&'static str>) -
             if let Some(c) = callsite {
                 o.insert("name".into(), json!(c.name));
                 o.insert("target".into(), json!(c.target));
+                if let Some(f) = &c.file {
+                    o.insert("file".into(), json!(f));
+                }
+                if let Some(l) = c.line {
+                    o.insert("line".into(), json!(l));
+                }
             }
             if *parent != 0 {
                 o.insert("parent".into(), json_id(*parent));

@@ -92,7 +92,7 @@ fn otlp_json(
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => {
             use ringtrace_ship::fleet::export::OtlpWriter;
-            // Streamed as the topic is read, a line (2048 log records) at a time.
+            // Streamed as the topic is read, a line (2048 log records or spans) at a time.
             let stats = std::cell::Cell::new(None);
             let x = to(
                 ExportFormat::OtlpJson,
@@ -107,15 +107,24 @@ fn otlp_json(
             if let (Some(x), Some(path)) = (x, output) {
                 eprint_line(format_args!(
                     "{} records of {} hosts ({} sources) written to {} as {} log records ({} gap notes; {} records \
-                     not decodable, written as bytes)",
+                     not decodable, written as bytes), {} spans and {} span events",
                     x.records,
                     x.hosts,
                     x.sources,
                     path.display(),
                     x.log_records,
                     x.gaps,
-                    x.undecodable + x.host_undecodable
+                    x.undecodable + x.host_undecodable,
+                    x.otlp_spans,
+                    x.span_events
                 ));
+                if x.start_unknown + x.end_unknown > 0 {
+                    eprint_line(format_args!(
+                        "{} spans without their start and {} without their end in the topic: written with what it \
+                         holds of them, marked ringtrace.start_unknown and ringtrace.end_unknown",
+                        x.start_unknown, x.end_unknown
+                    ));
+                }
             }
             if let Some(stats) = stats.take() {
                 read.summary(stats);

@@ -29,6 +29,9 @@ pub(super) struct Object {
     pub(super) follows: Option<Id>,
     pub(super) len: Option<u64>,
     pub(super) program: Option<String>,
+    /// A new span's callsite's file and line.
+    pub(super) file: Option<String>,
+    pub(super) line: Option<u32>,
     /// One letter per field naming its value's type (`ringtrace_tracing::decode::text::kinds`):
     /// absent from older agents' objects.
     pub(super) kinds: Option<String>,

@@ -1,6 +1,7 @@
-//! The OTLP export: each record a log record under its (host, source)'s resource, an
-//! events source's JSON objects read member by member (the mapping is in the
-//! [`export` module's docs](super#otlp)).
+//! The OTLP export: log records and an events source's spans under each (host,
+//! source)'s resource, an events source's JSON objects read member by member
+//! ([`objects`]) and its span records assembled into spans ([`spans`]); the mapping is
+//! in the [`export` module's docs](super#otlp).
 //!
 //! An event's object is read into [`Object`] by serde: a member of another type than
 //! the agent writes, or one given twice, fails the read, and the record is exported
@@ -10,21 +11,27 @@
 use std::io::{self, Write};
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, InstrumentationScope};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use ringtrace_export::otlp::model::{self, kv, string, uint, Attributes, Thread};
-use ringtrace_export::otlp::JsonLines;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use ringtrace_export::otlp::model::{self, kv, string, Attributes};
+use ringtrace_export::otlp::{ids, JsonLines};
 use ringtrace_tracing::Level;
 
-use super::object::{Id, Object, Undecodable};
+use super::object::Object;
 use super::tracks::Tracks;
 use crate::fleet::{Entry, Fleet, Item};
+use objects::{int, raw, Kind};
+use spans::Assembler;
 
 /// A fleet's records in OpenTelemetry's model (see the [module docs](super#otlp)).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Otlp {
+    /// The spans of events sources: a `ResourceSpans` for each (host, source) with spans.
+    pub traces: ExportTraceServiceRequest,
     /// The log records: a `ResourceLogs` for each (host, source) with records.
     pub logs: ExportLogsServiceRequest,
     /// What they hold.
@@ -32,20 +39,35 @@ pub struct Otlp {
 }
 
 /// What an OTLP export made. Every entry is one of `raw`, `events`, `spans`, `lost`,
-/// `host_undecodable` and `undecodable`, and `log_records` is `records + gaps`.
+/// `host_undecodable` and `undecodable`. A span record is part of a span, an event
+/// in a span a span event (but those `span_events_as_logs`), and every other entry a
+/// log record: `log_records` is `records + gaps − spans − span_events`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OtlpCounts {
-    /// Entries exported (one log record each).
+    /// Entries exported.
     pub records: u64,
-    /// Log records made: one for each entry, one for each gap.
+    /// Log records made: one for each entry but span records and events in spans, one
+    /// for each gap.
     pub log_records: u64,
     /// Records of plain sources, their payloads as bytes.
     pub raw: u64,
-    /// Tracing events (objects with a `level`).
+    /// Tracing events (objects with a `level`), in spans or not.
     pub events: u64,
-    /// Span records (objects with a `span`).
+    /// Span records (objects with a `span`): parts of spans.
     pub spans: u64,
+    /// OTLP spans made of them.
+    pub otlp_spans: u64,
+    /// Events in a span made span events.
+    pub span_events: u64,
+    /// Events in a span made log records instead, because the spans open held as
+    /// many span events as they may (262,144).
+    pub span_events_as_logs: u64,
+    /// Spans whose `new` object was not read: marked `ringtrace.start_unknown`.
+    pub start_unknown: u64,
+    /// Spans whose close was not read (open at the end, or past the bound of spans
+    /// open): marked `ringtrace.end_unknown`.
+    pub end_unknown: u64,
     /// Counts of events the recorder lost (objects with `lost`).
     pub lost: u64,
     /// Records their host could not decode (objects with `undecodable`).
@@ -68,126 +90,37 @@ pub struct OtlpCounts {
 /// worth ([`JsonLines`] writes at most `Limits::default().max_items`, 2048, a line).
 pub(super) const LINE_RECORDS: usize = 2048;
 
-/// What a record was read as.
-enum Kind {
-    Raw,
-    Event,
-    Span,
-    Lost,
-    HostUndecodable,
-    Undecodable,
-}
-
-/// An integer of the fleet's as OTLP holds it ([`model::uint`]).
-fn int(n: u64) -> V {
-    uint(u128::from(n))
-}
-
-/// An events source's record read (its program, where the object names one), or why not.
-fn decode(payload: &[u8], seq: u64) -> Result<(LogRecord, Kind, Option<String>), Undecodable> {
-    let o = Object::read(payload)?;
-    let thread = Thread { id: o.tid, name: o.thread.as_deref() };
-    let dropped = o.dropped.unwrap_or(0);
-    let fields = || o.fields.iter().flatten().map(|(k, v)| (k.as_str(), model::json(v)));
-    let (mut record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
-        (Some(level), None, None, None) => {
-            let level = model::level_named(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
-            let ctx = o.spans.as_ref().and_then(|s| s.last());
-            let e = model::Event {
-                time_ns: 0,
-                level: Some(level),
-                name: o.name.as_deref(),
-                target: o.target.as_deref(),
-                thread,
-                span_name: ctx.and_then(|c| c.name.as_deref()),
-                span_id: ctx.and_then(|c| c.id.as_ref()).map(Id::get).transpose()?,
-                cut: o.cut.iter().flatten().map(String::as_str).collect(),
-                dropped,
-            };
-            (model::event_record(&e, fields()), Kind::Event)
-        }
-        (None, Some(n), None, None) => (model::lost_record(0, n, thread), Kind::Lost),
-        (None, None, Some(kind), None) => {
-            if !["new", "record", "enter", "exit", "close", "follows", "open", "done"].contains(&kind.as_str()) {
-                return Err(Undecodable::SpanRecord(kind.clone()));
-            }
-            let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;
-            let mut attrs = Attributes::new(dropped);
-            for (k, v) in fields() {
-                attrs.field(k, v);
-            }
-            attrs.add("ringtrace.span", string(kind.clone()));
-            attrs.add("ringtrace.span_id", string(id.to_string()));
-            if let Some(n) = &o.name {
-                attrs.add("span.name", string(n.clone()));
-            }
-            if let Some(t) = &o.target {
-                attrs.add("code.namespace", string(t.clone()));
-            }
-            for (key, id) in [("ringtrace.parent_id", &o.parent), ("ringtrace.follows_id", &o.follows)] {
-                if let Some(id) = id {
-                    attrs.add(key, string(id.get()?.to_string()));
-                }
-            }
-            attrs.thread(thread);
-            let say = match &o.name {
-                Some(n) => format!("{kind} span {n}"),
-                None => format!("{kind} span"),
-            };
-            (model::log_record(0, None, Some(string(say)), attrs), Kind::Span)
-        }
-        (None, None, None, Some(why)) => {
-            let mut attrs = Attributes::new(dropped);
-            attrs.thread(thread);
-            attrs.add("ringtrace.undecodable", string(why.clone()));
-            if let Some(len) = o.len {
-                attrs.add("ringtrace.len", int(len));
-            }
-            let say = format!("ringtrace: not decoded on its host: {why}");
-            (model::log_record(0, None, Some(string(say)), attrs), Kind::HostUndecodable)
-        }
-        _ => return Err(Undecodable::Unknown),
-    };
-    // The fleet's own: the record's sequence number in its source.
-    model::add(&mut record, "ringtrace.seq", int(seq));
-    Ok((record, kind, o.program))
-}
-
-/// A record as bytes; `why` an events source's payload was not read.
-fn raw(e: &Entry<'_>, why: Option<String>) -> LogRecord {
-    let mut attrs = Attributes::new(0);
-    attrs.add("ringtrace.seq", int(e.seq));
-    attrs.add("ringtrace.len", int(e.payload.len() as u64));
-    if let Some(why) = why {
-        attrs.add("ringtrace.undecodable", string(why));
-    }
-    model::log_record(0, None, Some(V::BytesValue(e.payload.to_vec())), attrs)
-}
-
-/// One (host, source): its resource (made at its first record) and its records of
-/// the request being built.
+/// One (host, source): its resource (made at its first record), the origin of its
+/// spans' ids, and its log records and spans of the request being built.
 #[derive(Default)]
 struct Slot {
     resource: Option<Resource>,
+    origin: u64,
     records: Vec<LogRecord>,
+    spans: Vec<Span>,
 }
 
-/// The log records of an export, by source.
+/// The log records and spans of an export, by source.
 struct Builder {
     /// A fleet's sources numbered in the order of [`Fleet::sources`], its lanes' order
     /// (others after): a track's index is its lane's; a stream's as they come.
     tracks: Tracks,
     slots: Vec<Slot>,
-    /// The slots holding records, in the order first given one.
+    /// The slots holding records or spans, in the order first given one.
     touched: Vec<usize>,
+    /// Log records and spans pending.
     pending: usize,
+    spans: Assembler,
     counts: OtlpCounts,
 }
+
+/// The requests pending: spans, and log records.
+type Requests = (ExportTraceServiceRequest, ExportLogsServiceRequest);
 
 impl Builder {
     fn new(tracks: Tracks) -> Self {
         let (slots, touched) = (Vec::new(), Vec::new());
-        Builder { tracks, slots, touched, pending: 0, counts: OtlpCounts::default() }
+        Builder { tracks, slots, touched, pending: 0, spans: Assembler::new(), counts: OtlpCounts::default() }
     }
 
     /// Adds `e`, an entry of `fleet` ([`add`](Self::add)).
@@ -201,10 +134,10 @@ impl Builder {
         self.add(i, e, fleet.lane_events(i), fleet.gap_before(i, e.seq), full)
     }
 
-    /// Adds `e`'s log record, of the source numbered `i` (an events source's where
-    /// `events`), after one for the gap before it where there is one (`gap`: sequence
-    /// numbers missing, of them too large to ship), calling `full` whenever a line's
-    /// worth is pending.
+    /// Adds what `e` makes, of the source numbered `i` (an events source's where
+    /// `events`), after a log record for the gap before it where there is one (`gap`:
+    /// sequence numbers missing, of them too large to ship), calling `full` whenever a
+    /// line's worth is pending.
     fn add(
         &mut self,
         i: usize,
@@ -214,21 +147,7 @@ impl Builder {
         mut full: impl FnMut(&mut Self) -> io::Result<()>,
     ) -> io::Result<()> {
         self.tracks.first_use(i);
-        let c = &mut self.counts;
-        let (record, kind, program) = if events {
-            decode(e.payload, e.seq).unwrap_or_else(|why| (raw(e, Some(why.to_string())), Kind::Undecodable, None))
-        } else {
-            (raw(e, None), Kind::Raw, None)
-        };
-        *match kind {
-            Kind::Raw => &mut c.raw,
-            Kind::Event => &mut c.events,
-            Kind::Span => &mut c.spans,
-            Kind::Lost => &mut c.lost,
-            Kind::HostUndecodable => &mut c.host_undecodable,
-            Kind::Undecodable => &mut c.undecodable,
-        } += 1;
-        c.records += 1;
+        let object = events.then(|| Object::read(e.payload));
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, Slot::default);
         }
@@ -236,9 +155,12 @@ impl Builder {
             let (host, _, source, _) = self.tracks.ids(i);
             // The program an object names is the process's, as a trace's process chunk
             // names it: its service's name and executable's, as a trace's resource has.
+            let program = object.as_ref().and_then(|o| o.as_ref().ok()).and_then(|o| o.program.clone());
             let service = program.as_deref().unwrap_or(source);
             let mut resource = model::resource(service, Some(host), None, program.as_deref());
             resource.attributes.push(kv("ringtrace.source", Some(string(source))));
+            // As a trace's, without the pid the objects do not carry.
+            self.slots[i].origin = ids::origin(0, host, service);
             self.slots[i].resource = Some(resource);
         }
         let (missing, too_large) = gap;
@@ -261,7 +183,27 @@ impl Builder {
                 full(self)?;
             }
         }
-        self.push(i, e.time_ns, record);
+        let (record, kind) = match object {
+            None => (Some(raw(e, None)), Kind::Raw),
+            Some(read) => match read.and_then(|o| self.object(i, &o, e)) {
+                Ok(made) => made,
+                Err(why) => (Some(raw(e, Some(why.to_string()))), Kind::Undecodable),
+            },
+        };
+        let c = &mut self.counts;
+        *match kind {
+            Kind::Raw => &mut c.raw,
+            Kind::Event => &mut c.events,
+            Kind::Span => &mut c.spans,
+            Kind::Lost => &mut c.lost,
+            Kind::HostUndecodable => &mut c.host_undecodable,
+            Kind::Undecodable => &mut c.undecodable,
+        } += 1;
+        c.records += 1;
+        if let Some(record) = record {
+            self.push(i, e.time_ns, record);
+        }
+        self.take_spans();
         if self.pending >= LINE_RECORDS {
             full(self)?;
         }
@@ -270,40 +212,85 @@ impl Builder {
 
     fn push(&mut self, i: usize, time_ns: u64, mut record: LogRecord) {
         (record.time_unix_nano, record.observed_time_unix_nano) = (time_ns, time_ns);
-        if self.slots[i].records.is_empty() {
-            self.touched.push(i);
-        }
+        self.touch(i);
         self.slots[i].records.push(record);
         self.pending += 1;
         self.counts.log_records += 1;
     }
 
-    /// The records pending, as a request, by source in the fleet's order.
-    fn take(&mut self) -> ExportLogsServiceRequest {
+    /// Marks slot `i` as holding something to send.
+    fn touch(&mut self, i: usize) {
+        let s = &self.slots[i];
+        if s.records.is_empty() && s.spans.is_empty() {
+            self.touched.push(i);
+        }
+    }
+
+    /// The spans the assembler made, into their slots.
+    fn take_spans(&mut self) {
+        for (i, span) in std::mem::take(&mut self.spans.out) {
+            self.touch(i);
+            self.slots[i].spans.push(span);
+            self.pending += 1;
+        }
+    }
+
+    /// The spans still open go out ([`Assembler::end`]).
+    fn end(&mut self) {
+        self.spans.end();
+        self.take_spans();
+    }
+
+    /// What is pending, as requests, by source in the fleet's order.
+    fn take(&mut self) -> Requests {
         self.touched.sort_unstable();
         let scope = InstrumentationScope {
             name: "ringtrace-ship".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             ..InstrumentationScope::default()
         };
-        let resource_logs = (self.touched.drain(..))
-            .map(|i| ResourceLogs {
-                resource: self.slots[i].resource.clone(),
-                scope_logs: vec![ScopeLogs {
-                    scope: Some(scope.clone()),
-                    log_records: std::mem::take(&mut self.slots[i].records),
-                    ..ScopeLogs::default()
-                }],
-                ..ResourceLogs::default()
-            })
-            .collect();
+        let (mut traces, mut logs) = (Vec::new(), Vec::new());
+        for i in self.touched.drain(..) {
+            let slot = &mut self.slots[i];
+            if !slot.spans.is_empty() {
+                traces.push(ResourceSpans {
+                    resource: slot.resource.clone(),
+                    scope_spans: vec![ScopeSpans {
+                        scope: Some(scope.clone()),
+                        spans: std::mem::take(&mut slot.spans),
+                        ..ScopeSpans::default()
+                    }],
+                    ..ResourceSpans::default()
+                });
+            }
+            if !slot.records.is_empty() {
+                logs.push(ResourceLogs {
+                    resource: slot.resource.clone(),
+                    scope_logs: vec![ScopeLogs {
+                        scope: Some(scope.clone()),
+                        log_records: std::mem::take(&mut slot.records),
+                        ..ScopeLogs::default()
+                    }],
+                    ..ResourceLogs::default()
+                });
+            }
+        }
         self.pending = 0;
-        ExportLogsServiceRequest { resource_logs }
+        (ExportTraceServiceRequest { resource_spans: traces }, ExportLogsServiceRequest { resource_logs: logs })
     }
 
     fn counts(&self) -> OtlpCounts {
         let x = self.tracks.exported(0, 0);
-        OtlpCounts { hosts: x.hosts, sources: x.sources, ..self.counts }
+        let m = self.spans.made;
+        OtlpCounts {
+            hosts: x.hosts,
+            sources: x.sources,
+            otlp_spans: m.spans,
+            span_events: m.span_events,
+            start_unknown: m.start_unknown,
+            end_unknown: m.end_unknown,
+            ..self.counts
+        }
     }
 }
 
@@ -314,7 +301,9 @@ pub(super) fn convert<'a>(fleet: &'a Fleet, entries: impl IntoIterator<Item = En
         // Nothing to do when a line's worth is pending: all goes into one request.
         let _ = b.add_entry(fleet, &e, |_| Ok(()));
     }
-    Otlp { logs: b.take(), counts: b.counts() }
+    b.end();
+    let (traces, logs) = b.take();
+    Otlp { traces, logs, counts: b.counts() }
 }
 
 /// Writes `entries` of `fleet` as OTLP/JSON lines ([`JsonLines`]), a line's worth
@@ -326,11 +315,17 @@ pub(super) fn write_json<'a, W: Write>(
 ) -> io::Result<OtlpCounts> {
     let mut lines = JsonLines::new(out);
     let mut b = Builder::new(Tracks::of(fleet));
+    let write = |b: &mut Builder, lines: &mut JsonLines<&mut W>| {
+        let (traces, logs) = b.take();
+        lines.traces(traces)?;
+        lines.logs(logs)
+    };
     for e in entries {
-        b.add_entry(fleet, &e, |b| lines.logs(b.take()))?;
+        b.add_entry(fleet, &e, |b| write(b, &mut lines))?;
     }
+    b.end();
     if b.pending > 0 {
-        lines.logs(b.take())?;
+        write(&mut b, &mut lines)?;
     }
     lines.flush()?;
     Ok(b.counts())
@@ -339,23 +334,28 @@ pub(super) fn write_json<'a, W: Write>(
 /// Where a stream's requests go.
 enum Sink<'o> {
     Json(JsonLines<&'o mut dyn Write>),
-    Requests(Box<dyn FnMut(ExportLogsServiceRequest) -> io::Result<()> + 'o>),
+    Requests(Box<dyn FnMut(ExportTraceServiceRequest, ExportLogsServiceRequest) -> io::Result<()> + 'o>),
 }
 
 impl Sink<'_> {
     fn take(&mut self, b: &mut Builder) -> io::Result<()> {
+        let (traces, logs) = b.take();
         match self {
-            Sink::Json(lines) => lines.logs(b.take()),
-            Sink::Requests(f) => f(b.take()),
+            Sink::Json(lines) => {
+                lines.traces(traces)?;
+                lines.logs(logs)
+            }
+            Sink::Requests(f) => f(traces, logs),
         }
     }
 }
 
-/// A fleet's records written one by one as OpenTelemetry log records (the mapping of
-/// [`otlp()`](super::otlp)), a request of at most 2048 of them at a time: the export of
-/// a topic read back as a stream ([`stream_topic`](crate::fleet::stream_topic)), in
-/// memory bounded by one request, not by the records. Hosts and sources are numbered as
-/// they first come, and a request's resources are in that order.
+/// A fleet's records written one by one in OpenTelemetry's model (the mapping of
+/// [`otlp()`](super::otlp): log records, and an events source's spans as each closes),
+/// requests of at most 2048 log records and spans at a time: the export of a topic read
+/// back as a stream ([`stream_topic`](crate::fleet::stream_topic)), in memory bounded
+/// by one request and the spans open (at most 65,536), not by the records. Hosts and
+/// sources are numbered as they first come, and a request's resources are in that order.
 ///
 /// ```
 /// # fn run(items: &[ringtrace_ship::fleet::Item<'_>]) -> std::io::Result<()> {
@@ -388,13 +388,17 @@ impl<'o> OtlpWriter<'o> {
         OtlpWriter { b: Builder::new(Tracks::new()), sink: Sink::Json(JsonLines::new(out)) }
     }
 
-    /// Each request, once it holds 2048 log records (and the last at
-    /// [`finish`](Self::finish)), handed to `sink`: a delivery's batches.
-    pub fn requests(sink: impl FnMut(ExportLogsServiceRequest) -> io::Result<()> + 'o) -> Self {
+    /// Each pair of requests (spans, log records), once they hold 2048 spans and log
+    /// records (and the last at [`finish`](Self::finish)), handed to `sink`: a
+    /// delivery's batches. Either may be empty.
+    pub fn requests(
+        sink: impl FnMut(ExportTraceServiceRequest, ExportLogsServiceRequest) -> io::Result<()> + 'o,
+    ) -> Self {
         OtlpWriter { b: Builder::new(Tracks::new()), sink: Sink::Requests(Box::new(sink)) }
     }
 
-    /// Adds a record of a stream (and a log record of the gap before it, if any).
+    /// Adds a record of a stream (and a log record of the gap before it, if any); a
+    /// span that closes with it goes out.
     ///
     /// # Errors
     ///
@@ -405,12 +409,14 @@ impl<'o> OtlpWriter<'o> {
         b.add(i, &item.entry, item.events, item.gap, |b| sink.take(b))
     }
 
-    /// Hands out the last request (and flushes the JSON lines), and says what was made.
+    /// Hands out the spans still open (marked `ringtrace.end_unknown`) and the last
+    /// requests (and flushes the JSON lines), and says what was made.
     ///
     /// # Errors
     ///
     /// The sink's.
     pub fn finish(mut self) -> io::Result<OtlpCounts> {
+        self.b.end();
         if self.b.pending > 0 {
             self.sink.take(&mut self.b)?;
         }
@@ -420,6 +426,10 @@ impl<'o> OtlpWriter<'o> {
         Ok(self.b.counts())
     }
 }
+
+mod spans;
+
+mod objects;
 
 #[cfg(test)]
 mod parity_tests;

@@ -33,8 +33,8 @@ pub fn run(
             crate::pipeline::output::export::otlp_warnings(c.clock_unknown, c.unread_chunks);
             (c.traces, c.logs)
         }
-        // A fleet's records are log records, a resource per host and source: read,
-        // converted and delivered as a stream.
+        // A fleet's records are log records and an events source's spans, a resource
+        // per host and source: read, converted and delivered as a stream.
         #[cfg(feature = "kafka")]
         Timeline::Fleet(read) => return fleet(read, endpoint, opts, signals),
     };
@@ -48,10 +48,10 @@ pub fn run(
     say(endpoint, &report)
 }
 
-/// Delivers a topic's records as log records while it is read: a thread reads and
-/// converts, a request of at most 2048 log records at a time, split into batches
-/// handed to the delivery over a channel of two, so memory stays bounded whatever the
-/// topic's length. A read that fails fails the delivery, whatever was delivered.
+/// Delivers a topic's records as log records and spans while it is read: a thread
+/// reads and converts, requests of at most 2048 log records and spans at a time, split
+/// into batches handed to the delivery over a channel of two, so memory stays bounded
+/// whatever the topic's length. A read that fails fails the delivery, whatever was delivered.
 #[cfg(feature = "kafka")]
 fn fleet(read: &crate::fleet::Read, endpoint: &Endpoint, opts: &Delivery, signals: Signals) -> Result<(), Failure> {
     use ringtrace_export::delivery::batches;
@@ -59,11 +59,13 @@ fn fleet(read: &crate::fleet::Read, endpoint: &Endpoint, opts: &Delivery, signal
     let (tx, rx) = std::sync::mpsc::sync_channel(2);
     let (report, read_back) = std::thread::scope(|s| {
         let reader = s.spawn(move || {
-            let mut w = OtlpWriter::requests(|logs| {
-                if signals == Signals::Traces {
-                    return Ok(());
-                }
-                for b in batches(ExportTraceServiceRequest::default(), logs, Limits::default()) {
+            let mut w = OtlpWriter::requests(|traces, logs| {
+                let (traces, logs) = match signals {
+                    Signals::All => (traces, logs),
+                    Signals::Traces => (traces, ExportLogsServiceRequest::default()),
+                    Signals::Logs => (ExportTraceServiceRequest::default(), logs),
+                };
+                for b in batches(traces, logs, Limits::default()) {
                     // The delivery gave up and hung up: no use reading on.
                     tx.send(b).map_err(|_| std::io::Error::other("the delivery stopped"))?;
                 }
@@ -84,6 +86,13 @@ fn fleet(read: &crate::fleet::Read, endpoint: &Endpoint, opts: &Delivery, signal
                 warn(&format!(
                     "{} records not decodable: sent as bytes, marked ringtrace.undecodable",
                     counts.undecodable
+                ));
+            }
+            if counts.start_unknown + counts.end_unknown > 0 {
+                eprint_line(format_args!(
+                    "{} spans without their start and {} without their end in the topic: sent with what it holds \
+                     of them, marked ringtrace.start_unknown and ringtrace.end_unknown",
+                    counts.start_unknown, counts.end_unknown
                 ));
             }
             read.summary(stats);

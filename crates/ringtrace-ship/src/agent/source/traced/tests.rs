@@ -168,26 +168,31 @@ fn a_recorder_directory_read_back_as_a_fleet_exports_its_events_to_otlp() {
     let k = x.counts;
     assert_eq!(k.records, fleet.stats().records);
     assert_eq!((k.raw, k.undecodable, k.host_undecodable, k.events), (0, 0, 0, 11), "{k:?}");
-    assert!(k.spans >= 2, "the span's new and enter records at least: {k:?}");
-    assert_eq!(k.log_records, k.records + k.gaps);
-    let records: Vec<_> = x.logs.resource_logs.iter().flat_map(|r| &r.scope_logs[0].log_records).collect();
-    let attr = |r: &opentelemetry_proto::tonic::logs::v1::LogRecord, key: &str| {
-        r.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.clone()?.value)
+    assert!(k.spans >= 2, "the span's records, its open and done at least: {k:?}");
+    // Every event is in the span: a span event of it, as a trace's export makes it.
+    assert_eq!((k.otlp_spans, k.span_events, k.start_unknown, k.end_unknown), (1, 11, 0, 0), "{k:?}");
+    assert_eq!(k.log_records, k.records + k.gaps - k.spans - k.span_events);
+    let spans: Vec<_> = x.traces.resource_spans.iter().flat_map(|r| &r.scope_spans[0].spans).collect();
+    let job = spans[0];
+    let attr = |a: &[opentelemetry_proto::tonic::common::v1::KeyValue], key: &str| {
+        a.iter().find(|a| a.key == key).and_then(|a| a.value.clone()?.value)
     };
     let text = |s: &str| Some(V::StringValue(s.into()));
-    let body = |r: &&opentelemetry_proto::tonic::logs::v1::LogRecord| r.body.clone().and_then(|b| b.value);
-    let steps: Vec<_> = records.iter().filter(|r| body(r) == text("step")).collect();
+    assert_eq!(job.name, "job");
+    assert_eq!(attr(&job.attributes, "id"), Some(V::IntValue(7)));
+    assert_eq!(attr(&job.attributes, "thread.name"), text("otlp-worker"));
+    assert!(matches!(attr(&job.attributes, "thread.id"), Some(V::IntValue(tid)) if tid > 0));
+    assert!(matches!(attr(&job.attributes, "code.namespace"), Some(V::StringValue(t)) if t.contains("traced")));
+    assert!(matches!(attr(&job.attributes, "code.lineno"), Some(V::IntValue(l)) if l > 0));
+    assert!(job.start_time_unix_nano <= job.end_time_unix_nano);
+    let steps: Vec<_> = job.events.iter().filter(|e| e.name == "step").collect();
     assert_eq!(steps.len(), 10);
-    for (i, r) in steps.iter().enumerate() {
-        assert_eq!((r.severity_number, r.severity_text.as_str()), (13, "WARN"));
-        assert_eq!(attr(r, "i"), Some(V::IntValue(i as i64)));
-        assert_eq!((attr(r, "ratio"), attr(r, "ok")), (Some(V::DoubleValue(0.5)), Some(V::BoolValue(true))));
-        assert_eq!((attr(r, "span.name"), attr(r, "thread.name")), (text("job"), text("otlp-worker")));
-        assert!(matches!(attr(r, "thread.id"), Some(V::IntValue(tid)) if tid > 0));
-        assert!(matches!(attr(r, "code.namespace"), Some(V::StringValue(t)) if t.contains("traced")));
+    for (i, e) in steps.iter().enumerate() {
+        assert_eq!(attr(&e.attributes, "i"), Some(V::IntValue(i as i64)));
+        assert_eq!(attr(&e.attributes, "level"), text("WARN"));
+        let (ratio, ok) = (attr(&e.attributes, "ratio"), attr(&e.attributes, "ok"));
+        assert_eq!((ratio, ok), (Some(V::DoubleValue(0.5)), Some(V::BoolValue(true))));
     }
-    let done = records.iter().find(|r| body(r) == text("done")).unwrap();
-    assert_eq!((done.severity_number, done.severity_text.as_str()), (17, "ERROR"));
-    // Made and entered at once: one `open` record, shipped as one object.
-    assert!(records.iter().any(|r| body(r) == text("open span job") && attr(r, "id") == Some(V::IntValue(7))));
+    let done = job.events.iter().find(|e| e.name == "done").unwrap();
+    assert_eq!(attr(&done.attributes, "level"), text("ERROR"));
 }

@@ -2,9 +2,9 @@
 //! converted once as a trace (`ringtrace_export::otlp::convert`: events outside any
 //! span are log records) and once as the JSON objects the agent ships of them
 //! (`entry_json`) through the fleet's export, give the same severity, body, attributes
-//! and dropped count. The fleet adds `ringtrace.seq`, its own; and where the agent's
-//! JSON holds an integer as a decimal string (64-bit ones beyond ±(2^53 − 1), 128-bit
-//! ones whatever their value), the fleet cannot tell it from text and keeps the string.
+//! and dropped count, values of the same types. The fleet adds `ringtrace.seq`, its own.
+//! The agent's JSON holds integers beyond ±(2^53 − 1) and 128-bit ones as decimal
+//! strings: the object's `kinds` tell them from text.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -19,7 +19,7 @@ use crate::fleet::Timeline;
 use crate::frame::{BatchWriter, Content, TimeSource};
 
 /// JavaScript's `Number.MAX_SAFE_INTEGER`: the agent writes 64-bit integers beyond it
-/// as decimal strings.
+/// as decimal strings, and values near it are drawn.
 const SAFE: i128 = (1 << 53) - 1;
 
 /// The recorder's text bound in these tests: longer text is cut (`ringtrace.cut`).
@@ -138,15 +138,6 @@ fn shipped(trace: &Trace, pick: impl Fn(&EntryKind<'_>) -> bool) -> Vec<LogRecor
     x.logs.resource_logs.into_iter().flat_map(|r| r.scope_logs).flat_map(|s| s.log_records).collect()
 }
 
-/// An attribute value of the trace as the fleet reads it from the agent's JSON: an
-/// integer the JSON holds as a decimal string (`wide` for a 128-bit field) stays one.
-fn through_json(v: &V, wide: bool) -> V {
-    match v {
-        V::IntValue(x) if wide || i128::from(*x).abs() > SAFE => V::StringValue(x.to_string()),
-        other => other.clone(),
-    }
-}
-
 fn value(kv: &KeyValue) -> Option<&V> {
     kv.value.as_ref()?.value.as_ref()
 }
@@ -161,11 +152,9 @@ fn check(events: &[Drawn]) -> Result<(), TestCaseError> {
     prop_assert_eq!(from_fleet.len(), events.len());
     for ((t, f), d) in from_trace.iter().zip(&from_fleet).zip(events) {
         prop_assert_eq!((t.severity_number, &t.severity_text), (f.severity_number, &f.severity_text), "{:?}", d);
-        let body = t.body.as_ref().and_then(|b| b.value.as_ref()).map(|v| through_json(v, false));
-        prop_assert_eq!(body.as_ref(), f.body.as_ref().and_then(|b| b.value.as_ref()), "{:?}", d);
-        let want: Vec<(&str, Option<V>)> = (t.attributes.iter())
-            .map(|a| (a.key.as_str(), value(a).map(|v| through_json(v, a.key == "i" || a.key == "u"))))
-            .collect();
+        let body = t.body.as_ref().and_then(|b| b.value.as_ref());
+        prop_assert_eq!(body, f.body.as_ref().and_then(|b| b.value.as_ref()), "{:?}", d);
+        let want: Vec<(&str, Option<V>)> = (t.attributes.iter()).map(|a| (a.key.as_str(), value(a).cloned())).collect();
         let got: Vec<(&str, Option<V>)> = (f.attributes.iter())
             .filter(|a| a.key != "ringtrace.seq")
             .map(|a| (a.key.as_str(), value(a).cloned()))

@@ -3,8 +3,11 @@
 //! OTLP/JSON lines read back with the same types.
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs};
+use opentelemetry_proto::tonic::trace::v1::Span;
 use proptest::prelude::*;
 
 use super::super::{otlp, otlp_json};
@@ -59,7 +62,36 @@ fn fleet_of(srcs: &[Src]) -> Fleet {
 }
 
 fn attr<'r>(r: &'r LogRecord, key: &str) -> Option<&'r V> {
-    r.attributes.iter().find(|a| a.key == key)?.value.as_ref()?.value.as_ref()
+    of(&r.attributes, key)
+}
+
+fn of<'r>(attrs: &'r [KeyValue], key: &str) -> Option<&'r V> {
+    attrs.iter().find(|a| a.key == key)?.value.as_ref()?.value.as_ref()
+}
+
+/// OTLP/JSON lines read back: the spans' requests and the log records'.
+fn read_lines(out: &[u8]) -> (Vec<ExportTraceServiceRequest>, Vec<ExportLogsServiceRequest>) {
+    let (mut traces, mut logs) = (Vec::new(), Vec::new());
+    for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = serde_json::from_slice(line).unwrap();
+        if v.get("resourceSpans").is_some() {
+            traces.push(serde_json::from_value(v).unwrap());
+        } else {
+            logs.push(serde_json::from_value(v).unwrap());
+        }
+    }
+    (traces, logs)
+}
+
+/// Lines read back as one request of each (empty where none).
+fn one_each(out: &[u8]) -> (ExportTraceServiceRequest, ExportLogsServiceRequest) {
+    let (mut t, mut l) = read_lines(out);
+    assert!(t.len() <= 1 && l.len() <= 1, "{} and {} lines", t.len(), l.len());
+    (t.pop().unwrap_or_default(), l.pop().unwrap_or_default())
+}
+
+fn spans(x: &super::Otlp) -> Vec<&Span> {
+    x.traces.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans).collect()
 }
 
 fn body(r: &LogRecord) -> Option<&V> {
@@ -130,10 +162,15 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
     let x = otlp(&fleet, fleet.timeline());
     let want = OtlpCounts {
         records: 9,
-        log_records: 10,
+        log_records: 8,
         raw: 3,
         events: 3,
         spans: 1,
+        otlp_spans: 2,
+        span_events: 1,
+        span_events_as_logs: 0,
+        start_unknown: 1,
+        end_unknown: 2,
         lost: 1,
         host_undecodable: 1,
         undecodable: 0,
@@ -189,20 +226,34 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
     let a = records(&rl[2]);
     assert_eq!((a.len(), body(&a[0])), (1, Some(&V::BytesValue(b"GET /x\n".to_vec()))));
 
-    // The events source, in sequence order.
+    // The events source: its span's `new` and the event in it made a span; the rest
+    // log records, in sequence order.
     let ev = records(&rl[3]);
-    assert_eq!(ev.iter().map(|r| r.time_unix_nano - T).collect::<Vec<_>>(), [2, 3, 4, 5, 6]);
+    assert_eq!(ev.iter().map(|r| r.time_unix_nano - T).collect::<Vec<_>>(), [4, 5, 6]);
     let sev: Vec<(i32, &str)> = ev.iter().map(|r| (r.severity_number, r.severity_text.as_str())).collect();
-    assert_eq!(sev, [(0, ""), (9, "INFO"), (17, "ERROR"), (13, "WARN"), (0, "")]);
-    let (new, info, error, lost, undecodable) = (&ev[0], &ev[1], &ev[2], &ev[3], &ev[4]);
-    assert_eq!(body(new), Some(&s("new span request")));
-    for (k, v) in [("ringtrace.span", s("new")), ("ringtrace.span_id", s("7")), ("span.name", s("request"))]
-        .into_iter()
-        .chain([("ringtrace.parent_id", s("1")), ("path", s("/x")), ("code.namespace", s("app::http"))])
+    assert_eq!(sev, [(17, "ERROR"), (13, "WARN"), (0, "")]);
+    let (error, lost, undecodable) = (&ev[0], &ev[1], &ev[2]);
+    // Span 7 (its parent 1's `new` not read: `?`, from its child's start to its end),
+    // neither closed: the child goes out first, at the end.
+    assert_eq!(x.traces.resource_spans.len(), 1);
+    assert_eq!(x.traces.resource_spans[0].resource, rl[3].resource);
+    let got = spans(&x);
+    let (request, conn) = (got[0], got[1]);
+    assert_eq!((request.name.as_str(), conn.name.as_str()), ("request", "?"));
+    assert_eq!((request.start_time_unix_nano - T, request.end_time_unix_nano - T), (2, 3));
+    assert_eq!((conn.start_time_unix_nano - T, conn.end_time_unix_nano - T), (2, 3));
+    assert_eq!(request.parent_span_id, conn.span_id);
+    assert_eq!(request.trace_id, conn.trace_id);
+    assert!(conn.parent_span_id.is_empty() && conn.trace_id.len() == 16 && conn.span_id.len() == 8);
+    for (k, v) in [("path", s("/x")), ("code.namespace", s("app::http")), ("ringtrace.end_unknown", V::BoolValue(true))]
     {
-        assert_eq!(attr(new, k), Some(&v), "{k}");
+        assert_eq!(of(&request.attributes, k), Some(&v), "{k}");
     }
-    assert_eq!(body(info), Some(&s("served")));
+    assert_eq!(of(&request.attributes, "ringtrace.start_unknown"), None);
+    assert_eq!(of(&conn.attributes, "ringtrace.start_unknown"), Some(&V::BoolValue(true)));
+    assert_eq!(request.events.len(), 1);
+    let info = &request.events[0];
+    assert_eq!((info.name.as_str(), info.time_unix_nano - T), ("served", 3));
     let typed = [
         ("status", V::IntValue(200)),
         ("ratio", V::DoubleValue(0.5)),
@@ -210,42 +261,35 @@ fn two_hosts_of_raw_and_event_sources_with_a_gap() {
         ("who", s("alice")),
         ("big", s("18446744073709551615")),
         ("neg", V::IntValue(-3)),
-        ("code.namespace", s("app::http")),
-        // The field of the name, not the agent's `tid`.
         ("thread.id", s("shadow")),
-        ("thread.name", s("worker-1")),
-        ("span.name", s("request")),
-        ("ringtrace.span_id", s("7")),
-        ("ringtrace.seq", V::IntValue(1)),
+        ("level", s("INFO")),
     ];
     for (k, v) in typed {
-        assert_eq!(attr(info, k), Some(&v), "{k}");
+        assert_eq!(of(&info.attributes, k), Some(&v), "{k}");
     }
-    // `null` is an empty value; the message is the body, not an attribute; the field
-    // named `thread.id` keeps its value, and the attribute the mapping adds of that
-    // name (the `tid`) is left out and counted with the recorder's 2 dropped.
+    // `null` is an empty value; the message is the name, not an attribute; the
+    // recorder's 2 dropped values counted.
     let nan = info.attributes.iter().find(|a| a.key == "nan").unwrap();
     assert_eq!(nan.value.as_ref().unwrap().value, None);
-    assert!(attr(info, "message").is_none());
-    assert_eq!(info.attributes.iter().filter(|a| a.key == "thread.id").count(), 1);
-    assert_eq!(info.dropped_attributes_count, 3);
-    assert!(info.trace_id.is_empty() && info.span_id.is_empty());
+    assert!(of(&info.attributes, "message").is_none());
+    assert_eq!(info.dropped_attributes_count, 2);
     // No message: the callsite's name; no span context: no span name.
     assert_eq!((body(error), attr(error, "span.name")), (Some(&s("event src/main.rs:3")), None));
     assert_eq!(attr(error, "code"), Some(&V::IntValue(7)));
+    assert_eq!(attr(error, "ringtrace.seq"), Some(&V::IntValue(2)));
     assert_eq!(body(lost), Some(&s("ringtrace: 12 events lost here (ring full)")));
     assert_eq!(attr(lost, "ringtrace.lost"), Some(&V::IntValue(12)));
     assert_eq!(body(undecodable), Some(&s("ringtrace: not decoded on its host: damaged record")));
     assert_eq!(attr(undecodable, "ringtrace.len"), Some(&V::IntValue(40)));
 
-    // The same as one OTLP/JSON line, which reads back into the same request.
+    // The same as OTLP/JSON lines, the spans' then the log records', which read back
+    // into the same requests.
     let mut out = Vec::new();
     assert_eq!(otlp_json(&fleet, fleet.timeline(), &mut out).unwrap(), want);
     let text = String::from_utf8(out).unwrap();
-    assert_eq!(text.lines().count(), 1);
+    assert_eq!(text.lines().count(), 2);
     assert!(text.contains(r#""key":"nan","value":{}"#), "{text}");
-    let back: ExportLogsServiceRequest = serde_json::from_str(text.trim_end()).unwrap();
-    assert_eq!(back, x.logs);
+    assert_eq!(one_each(text.as_bytes()), (x.traces.clone(), x.logs.clone()));
 }
 
 #[test]
@@ -413,7 +457,16 @@ proptest! {
         let gaps = [model_gaps(&a), model_gaps(&b), model_gaps(&c)];
         prop_assert_eq!(k.records, entries.len() as u64);
         prop_assert_eq!((k.gaps, k.missing, k.too_large), gaps.iter().fold((0, 0, 0), |s, g| (s.0 + g.0, s.1 + g.1, s.2 + g.2)));
-        prop_assert_eq!(k.log_records, k.records + k.gaps);
+        prop_assert_eq!(k.log_records, k.records + k.gaps - k.spans - k.span_events);
+        prop_assert_eq!(k.otlp_spans, spans(&x).len() as u64);
+        prop_assert_eq!(k.span_events, spans(&x).iter().map(|s| s.events.len() as u64).sum::<u64>());
+        for sp in spans(&x) {
+            for attrs in std::iter::once(&sp.attributes).chain(sp.events.iter().map(|e| &e.attributes)) {
+                let mut keys: Vec<&str> = attrs.iter().map(|a| a.key.as_str()).collect();
+                keys.sort_unstable();
+                prop_assert!(keys.windows(2).all(|w| w[0] != w[1]), "{:?}", keys);
+            }
+        }
         prop_assert_eq!(k.raw + k.events + k.spans + k.lost + k.host_undecodable + k.undecodable, k.records);
         let raw_entries = entries.iter().filter(|e| e.source == "/r").count() as u64;
         prop_assert_eq!(k.raw, raw_entries);
@@ -421,12 +474,14 @@ proptest! {
         for rl in &x.logs.resource_logs {
             let source = resource(rl).into_iter().find(|(k, _)| k == "ringtrace.source").unwrap().1;
             let want: Vec<&Entry<'_>> = entries.iter().filter(|e| s(e.source) == source).collect();
-            // Without the gap notes, the records are the source's entries in order.
+            // Without the gap notes, the records are the source's entries in order,
+            // but those that went into spans.
             let recs: Vec<&LogRecord> = records(rl).iter().filter(|r| attr(r, "ringtrace.seq").is_some()).collect();
-            prop_assert_eq!(recs.len(), want.len());
-            for (r, e) in recs.iter().zip(&want) {
-                prop_assert_eq!(r.time_unix_nano, e.time_ns);
-                prop_assert_eq!(attr(r, "ringtrace.seq"), Some(&V::IntValue(e.seq as i64)));
+            let mut at = want.iter();
+            for r in &recs {
+                let seq = attr(r, "ringtrace.seq");
+                let e = at.find(|e| Some(&V::IntValue(e.seq as i64)) == seq);
+                prop_assert!(e.is_some_and(|e| e.time_ns == r.time_unix_nano), "{:?} not in order", seq);
             }
             for r in records(rl) {
                 let mut keys: Vec<&str> = r.attributes.iter().map(|a| a.key.as_str()).collect();
@@ -439,12 +494,9 @@ proptest! {
         // The JSON lines hold as many, whatever the payloads.
         let mut out = Vec::new();
         prop_assert_eq!(otlp_json(&fleet, entries.iter().copied(), &mut out).unwrap(), k);
-        let back: ExportLogsServiceRequest = if out.is_empty() {
-            ExportLogsServiceRequest::default()
-        } else {
-            serde_json::from_slice(&out).unwrap()
-        };
+        let (traces, back) = one_each(&out);
         prop_assert_eq!(&back, &x.logs);
+        prop_assert_eq!(&traces, &x.traces);
         // A stream of the same records, written one by one, holds the same: its
         // resources in the order their sources first came.
         let sources: Vec<(&str, &str)> = fleet.sources().collect();
@@ -457,11 +509,15 @@ proptest! {
             w.put(&item).unwrap();
         }
         prop_assert_eq!(w.finish().unwrap(), k);
-        let mut streamed: ExportLogsServiceRequest = if out.is_empty() {
-            ExportLogsServiceRequest::default()
-        } else {
-            serde_json::from_slice(&out).unwrap()
+        let (streamed_traces, mut streamed) = one_each(&out);
+        let spans_by_source = |t: &ExportTraceServiceRequest| {
+            let mut v: Vec<(String, Vec<Span>)> = (t.resource_spans.iter())
+                .map(|r| (format!("{:?}", r.resource), r.scope_spans[0].spans.clone()))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
         };
+        prop_assert_eq!(spans_by_source(&streamed_traces), spans_by_source(&x.traces));
         let by_source = |rl: &ResourceLogs| format!("{:?}", resource(rl));
         streamed.resource_logs.sort_by_key(by_source);
         let mut want = back;
@@ -473,7 +529,12 @@ proptest! {
 /// Why an events source's payload is not read, in the words the record carries.
 #[test]
 fn undecodable_reasons_keep_their_wording() {
-    let why = |p: &str| super::decode(p.as_bytes(), 0).err().map(|e| e.to_string());
+    let why = |p: &str| {
+        let mut b = super::Builder::new(super::Tracks::new());
+        b.slots.push(super::Slot::default());
+        let e = Entry { host: "h", source: "s", seq: 0, time_ns: T, payload: p.as_bytes() };
+        super::Object::read(e.payload).and_then(|o| b.object(0, &o, &e)).err().map(|e| e.to_string())
+    };
     let say = |s: &str| Some(s.to_owned());
     assert_eq!(why(r#"{"span":"new","id":"x"}"#), say(r#"span id "x" is not a decimal u64"#));
     assert_eq!(why(r#"{"level":"INFO","spans":[{"id":"-1"}]}"#), say(r#"span id "-1" is not a decimal u64"#));
