@@ -373,9 +373,19 @@ pub struct TimeWindow {
     /// message that can hold such a record.
     #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
     pub since: Option<u64>,
-    /// kafka:// sources: only records before this time (written as for --since).
+    /// kafka:// sources: only records before this time (written as for --since). Each
+    /// partition is read up to its first Kafka message sent at or after this time plus
+    /// --until-slack, not to its end.
     #[arg(long, value_name = "TIME", value_parser = crate::fleet::parse_time)]
     pub until: Option<u64>,
+    /// kafka:// sources with --until: how long after --until a record's message may
+    /// have been sent and still be read. An agent sends a record after its time, but
+    /// one that could not reach Kafka sends the records it held when it can: records
+    /// before --until sent more than this after it (held through a longer outage) are
+    /// not read, and the messages left unread are counted on stderr. end: read every
+    /// partition to its end (as without --until).
+    #[arg(long, value_name = "DURATION|end", value_parser = crate::fleet::parse_until_slack, default_value = "10m")]
+    pub until_slack: crate::fleet::UntilSlack,
     /// kafka:// sources: the reorder bound. The topic is read back as a stream, each
     /// partition in its order, merged by time in bounded memory: a record goes out once
     /// every partition has given one this much newer. Records more out of time order
@@ -388,7 +398,12 @@ pub struct TimeWindow {
 impl TimeWindow {
     /// The window selected.
     pub fn get(self) -> crate::fleet::Window {
-        crate::fleet::Window { since: self.since, until: self.until, reorder: self.reorder }
+        crate::fleet::Window {
+            since: self.since,
+            until: self.until,
+            until_slack: self.until_slack.0,
+            reorder: self.reorder,
+        }
     }
 }
 

@@ -56,14 +56,16 @@ impl Topic {
 }
 
 /// Which records, by time: wall-clock ns since the Unix epoch, `since` included,
-/// `until` not; and the reorder bound (`--reorder`): for a topic followed, how long
-/// each record is held to go out in time order (`tail -f`; zero: as batches arrive);
-/// for a topic read back, how far out of time order a partition's records may come and
-/// still go out in order.
+/// `until` not; how long after `until` their messages may have been sent and still be
+/// read (`--until-slack`; `None`: the topic is read to its end); and the reorder bound
+/// (`--reorder`): for a topic followed, how long each record is held to go out in time
+/// order (`tail -f`; zero: as batches arrive); for a topic read back, how far out of
+/// time order a partition's records may come and still go out in order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Window {
     pub since: Option<u64>,
     pub until: Option<u64>,
+    pub until_slack: Option<std::time::Duration>,
     pub reorder: std::time::Duration,
 }
 
@@ -72,6 +74,14 @@ impl Window {
     #[cfg_attr(not(feature = "kafka"), allow(dead_code))]
     pub fn holds(&self, ns: u64) -> bool {
         self.since.is_none_or(|s| ns >= s) && self.until.is_none_or(|u| ns < u)
+    }
+
+    /// The send time before which each partition's messages are read: `until` plus
+    /// the slack (saturating), if both are set.
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+    pub fn sent_before(&self) -> Option<u64> {
+        let slack = |s: std::time::Duration| u64::try_from(s.as_nanos()).unwrap_or(u64::MAX);
+        self.until.zip(self.until_slack).map(|(u, s)| u.saturating_add(slack(s)))
     }
 
     /// Whether the window selects anything (no bound set).
@@ -104,7 +114,11 @@ impl Read {
         mut each: impl FnMut(ringtrace_ship::fleet::Item<'_>) -> std::io::Result<()>,
     ) -> std::io::Result<ringtrace_ship::fleet::FleetStats> {
         use ringtrace_ship::fleet::{stream_topic, FollowError, ReadOptions};
-        let opts = ReadOptions::default().since(self.window.since).reorder(self.window.reorder).idle(READ_IDLE);
+        let opts = ReadOptions::default()
+            .since(self.window.since)
+            .sent_before(self.window.sent_before())
+            .reorder(self.window.reorder)
+            .idle(READ_IDLE);
         let window = self.window;
         let keep = |i: ringtrace_ship::fleet::Item<'_>| if window.holds(i.entry.time_ns) { each(i) } else { Ok(()) };
         stream_topic(&self.topic.brokers, &self.topic.topic, &opts, keep, |w| crate::output::warn(&w)).map_err(|e| {
@@ -118,6 +132,23 @@ impl Read {
     /// Says on stderr what the reader dropped and skipped, if anything.
     pub fn summary(&self, stats: ringtrace_ship::fleet::FleetStats) {
         summary(&self.topic, stats);
+        self.unread(stats);
+    }
+
+    /// Says on stderr how many messages were left unread past `--until` plus
+    /// `--until-slack`, if any, and how to read them.
+    pub fn unread(&self, s: ringtrace_ship::fleet::FleetStats) {
+        if s.unread == 0 {
+            return;
+        }
+        let slack =
+            self.window.until_slack.map_or_else(|| "end".to_string(), |d| humantime::format_duration(d).to_string());
+        crate::output::warn(&format!(
+            "kafka://{}/{}: {} messages sent more than --until-slack ({slack}) after --until were left unread: records \
+             before --until that an agent sent that late (held through an outage) are not read; a longer \
+             --until-slack, or --until-slack end, reads them",
+            self.topic.brokers, self.topic.topic, s.unread
+        ));
     }
 }
 
@@ -200,6 +231,26 @@ pub fn ship(agent: ringtrace_ship::command::KafkaShip) -> Result<(), Failure> {
     }
 }
 
+/// `--until-slack`: how long after `--until` a record's message may have been sent
+/// and still be read; `None` (`end`): every partition is read to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UntilSlack(pub Option<std::time::Duration>);
+
+impl Default for UntilSlack {
+    /// 10 minutes, as the option's default.
+    fn default() -> Self {
+        UntilSlack(Some(std::time::Duration::from_secs(600)))
+    }
+}
+
+/// Parses `--until-slack`: a duration (as `--reorder`, zero allowed), or `end`.
+pub fn parse_until_slack(s: &str) -> Result<UntilSlack, String> {
+    if s.trim() == "end" {
+        return Ok(UntilSlack(None));
+    }
+    crate::units::parse_duration_or_zero(s).map(|d| UntilSlack(Some(d))).map_err(|e| format!("{e}; or end"))
+}
+
 /// Parses a `--since`/`--until` time: RFC 3339 in UTC (`2026-11-27T10:00:00Z`, a
 /// fraction of a second allowed), a duration before now with its unit (`90s`, `15m`,
 /// `2h`), or nanoseconds since the Unix epoch (digits only).
@@ -246,6 +297,23 @@ mod tests {
         for bad in ["", "yesterday", "2023-13-01T00:00:00Z", "5x", "1969-12-31T23:59:59Z"] {
             assert!(parse_time(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn until_slacks_parse_and_add_to_until() {
+        use std::time::Duration;
+        assert_eq!(parse_until_slack("10m"), Ok(UntilSlack(Some(Duration::from_secs(600)))));
+        assert_eq!(parse_until_slack("0"), Ok(UntilSlack(Some(Duration::ZERO))));
+        assert_eq!(parse_until_slack("end"), Ok(UntilSlack(None)));
+        for bad in ["", "10", "ends", "-1s"] {
+            assert!(parse_until_slack(bad).is_err(), "{bad:?}");
+        }
+        let w = Window { until: Some(5), until_slack: Some(Duration::from_nanos(3)), ..Window::default() };
+        assert_eq!(w.sent_before(), Some(8));
+        let w = Window { until: Some(u64::MAX - 1), until_slack: Some(Duration::from_secs(1)), ..Window::default() };
+        assert_eq!(w.sent_before(), Some(u64::MAX), "saturating");
+        assert_eq!(Window { until_slack: None, ..w }.sent_before(), None, "end: no bound");
+        assert_eq!(Window { until: None, ..w }.sent_before(), None, "no --until: no bound");
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Tail { source, count, follow, format, json, timeout, since, reorder } => {
             let format = if json { Format::Json } else { format };
-            let window = fleet::Window { since, until: None, reorder };
+            let window = fleet::Window { since, until: None, until_slack: None, reorder };
             on_any(&source, window, &|s| tail::run(&source, s, count, follow, format, timeout))
         }
         Command::Consume { source, count, follow, timeout, format, json, any_owner } => {

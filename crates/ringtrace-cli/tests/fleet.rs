@@ -111,10 +111,11 @@ fn a_fleet_decodes_exports_and_counts_as_one_timeline() {
     assert!(o.stderr.contains("48 duplicates dropped") && o.stderr.contains("1 damaged"), "{}", o.stderr);
     assert!(o.stderr.contains("record 20 (5242880 bytes) was too large"), "{}", o.stderr);
 
-    // Windows on both sides of records, and an empty one.
+    // Windows on both sides of records, and an empty one. The records are of 2023 and
+    // their messages sent now: read to the topic's end (--until-slack end).
     for (since, until) in [(10_000, 20_000), (8_110, 8_111), (0, 1), (39_000, 41_000), (25_000, 25_000)] {
         let (s, u) = ((base + since).to_string(), (base + until).to_string());
-        let o = run_long(&["decode", "--json", "--since", &s, "--until", &u, &src]);
+        let o = run_long(&["decode", "--json", "--since", &s, "--until", &u, "--until-slack", "end", &src]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         let expect: Vec<Rec> = model.iter().filter(|r| r.0 >= base + since && r.0 < base + until).cloned().collect();
         assert_eq!(parsed(&o.stdout), expect, "window [{since}, {until})");
@@ -305,6 +306,51 @@ fn tail_in_time_order(brokers: &str, reorder: Option<&str>, pause: Option<Durati
     }
 }
 
+/// `--until` reads each partition up to its first message sent --until-slack after
+/// --until, says how many messages that left unread, and reads a late one within the
+/// slack; `--until-slack end` reads to the end, a record sent later than the slack too.
+#[test]
+fn until_stops_at_the_slack_and_says_what_it_left() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "until", 1);
+    let p = producer(&brokers, &topic);
+    // Whole seconds, ten minutes ago: seq i sent at t0 + i s, its record 1 ms before;
+    // "late" holds a record of t0 + 1 s sent at t0 + 4.5 s.
+    let t0 = (now_ns() / 1_000_000_000 - 600) * 1000;
+    let batch = |source: &str, seq: u64, time_ms: u64| {
+        let mut w = BatchWriter::new("h", source, seq, TimeSource::Drained, 0).unwrap();
+        w.push(time_ms * 1_000_000 - 1_000_000, format!("{source} #{seq}").as_bytes()).unwrap();
+        w.finish()
+    };
+    let mut at: Vec<(u64, Vec<u8>)> = (0..6).map(|i| (t0 + i * 1000, batch("s", i, t0 + i * 1000))).collect();
+    at.insert(5, (t0 + 4_500, batch("late", 0, t0 + 1_001)));
+    for (ms, m) in &at {
+        let record = BaseRecord::<(), _>::to(&topic).timestamp(*ms as i64).payload(m);
+        p.send(record).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+    let src = format!("kafka://{brokers}/{topic}");
+    let until = ((t0 + 2_000) * 1_000_000).to_string();
+    let decode = |slack: &str| {
+        // The late record comes 3 s behind the newest: merged in by a --reorder of 5 s.
+        let o = run_long(&["decode", "--json", "--until", &until, "--until-slack", slack, "--reorder", "5s", &src]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let got: Vec<String> = parsed(&o.stdout).into_iter().map(|r| r.4).collect();
+        (got, o.stderr)
+    };
+    // Read up to the message sent at t0 + 3 s: 3 of 6 and the late one left.
+    let (got, stderr) = decode("1s");
+    assert_eq!(got, ["s #0", "s #1", "s #2"]);
+    assert!(stderr.contains("4 messages sent more than --until-slack (1s) after --until were left unread"), "{stderr}");
+    // The late message within a slack of 3 s; the one sent at t0 + 5 s left.
+    let (got, stderr) = decode("3s");
+    assert_eq!(got, ["s #0", "s #1", "late #0", "s #2"]);
+    assert!(stderr.contains("1 messages sent more than --until-slack (3s)"), "{stderr}");
+    let (got, stderr) = decode("end");
+    assert_eq!(got, ["s #0", "s #1", "late #0", "s #2"]);
+    assert!(!stderr.contains("left unread"), "{stderr}");
+}
+
 /// Sources and windows that cannot work are refused with a message, before any read.
 #[test]
 fn kafka_sources_and_windows_are_checked() {
@@ -314,6 +360,7 @@ fn kafka_sources_and_windows_are_checked() {
         (&["decode", "kafka://b:1/no space"], "is not a topic name"),
         (&["snapshot", "kafka://b:1/t"], "read by decode, export, tail and stat"),
         (&["decode", "--since", "yesterday", "kafka://b:1/t"], "is not a duration"),
+        (&["decode", "--until", "1m", "--until-slack", "soon", "kafka://b:1/t"], "; or end"),
     ] {
         let o = run(args);
         assert_ne!(o.code, 0, "{args:?}");

@@ -175,3 +175,95 @@ fn a_topic_just_created_is_found_and_one_never_created_is_called_missing() {
     let took = start.elapsed();
     assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(20), "{took:?}");
 }
+
+/// Produces each `(partition, Kafka timestamp in ms, message)` in order, acknowledged:
+/// messages "sent" at chosen times (their CreateTime).
+fn produce_at(brokers: &str, topic: &str, messages: &[(i32, i64, Vec<u8>)]) {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer as _};
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    for (partition, ms, m) in messages {
+        let record = BaseRecord::<(), _>::to(topic).partition(*partition).timestamp(*ms).payload(m);
+        p.send(record).map_err(|(e, _)| e).unwrap();
+    }
+    p.flush(Duration::from_secs(60)).unwrap();
+}
+
+/// A batch of one record of `source`, sequence `seq`, time `time_ns`.
+fn one_record(source: &str, seq: u64, time_ns: u64) -> Vec<u8> {
+    let mut w =
+        ringtrace_ship::frame::BatchWriter::new("h", source, seq, ringtrace_ship::frame::TimeSource::Drained, 0)
+            .unwrap();
+    w.push(time_ns, &record(0, 0, seq)).unwrap();
+    w.finish()
+}
+
+/// With a bound on the send time (`ReadOptions::sent_before`), each partition is read up
+/// to its first message sent at or after it and no further; a message sent before it
+/// holding an older record (an agent's round sent late) is read; the messages left are
+/// counted in `unread`, exactly. Without the bound, or with one past every message,
+/// the whole topic is read and nothing is counted.
+#[test]
+fn a_bound_on_the_send_time_stops_each_partition_there_and_counts_what_is_left() {
+    let Some(brokers) = brokers() else { return };
+    let topic = create_topic(&brokers, "until", 2);
+    // Ten minutes ago, a whole second (brokers refuse timestamps too far ahead of them).
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let t0 = (now_ms - 600_000) / 1000 * 1000;
+    let ns = |ms: i64| ms as u64 * 1_000_000;
+    let mut messages = Vec::new();
+    // Partition 0: a message a second, from t0 (sequence i sent at t0 + i s).
+    for i in 0..10 {
+        let sent = t0 + i * 1000;
+        messages.push((0, sent, one_record("p0", i as u64, ns(sent) - 1_000_000)));
+    }
+    // Partition 1: a message a second from t0 + 0.5 s; then sequence 6, of t0 + 4 s, sent
+    // at t0 + 6.5 s (late, within the bound), sequence 7, of t0 + 4.5 s, sent at t0 + 8 s
+    // (past it), and sequence 8 at t0 + 9 s.
+    for i in 0..6 {
+        let sent = t0 + i * 1000 + 500;
+        messages.push((1, sent, one_record("p1", i as u64, ns(sent) - 1_000_000)));
+    }
+    messages.push((1, t0 + 6_500, one_record("p1", 6, ns(t0 + 4_000))));
+    messages.push((1, t0 + 8_000, one_record("p1", 7, ns(t0 + 4_500))));
+    messages.push((1, t0 + 9_000, one_record("p1", 8, ns(t0 + 9_000) - 1_000_000)));
+    produce_at(&brokers, &topic, &messages);
+
+    let read = |sent_before: Option<u64>| {
+        let (got, stats) = stream_all(
+            &brokers,
+            &topic,
+            &ReadOptions::default().sent_before(sent_before).idle(Duration::from_secs(60)),
+        );
+        let mut seqs: Vec<(String, u64)> = got.into_iter().map(|(_, source, seq, _, _)| (source, seq)).collect();
+        seqs.sort();
+        (seqs, stats)
+    };
+    let seqs = |p0: std::ops::Range<u64>, p1: std::ops::Range<u64>| -> Vec<(String, u64)> {
+        (p0.map(|s| ("p0".to_string(), s))).chain(p1.map(|s| ("p1".to_string(), s))).collect()
+    };
+
+    // Stopping at t0 + 7 s: partition 0 at offset 7 (3 left), partition 1 at offset 7,
+    // the message sent at t0 + 8 s (2 left); the late message of t0 + 6.5 s read.
+    let (got, stats) = read(Some(ns(t0 + 7_000)));
+    assert_eq!(got, seqs(0..7, 0..7));
+    assert_eq!((stats.unread, stats.records, stats.missing), (5, 14, 0), "{stats:?}");
+    // Kafka's timestamps are milliseconds: the message of t0 + 7 s may have been sent
+    // before a bound a nanosecond later, and is read.
+    let (got, stats) = read(Some(ns(t0 + 7_000) + 1));
+    assert_eq!((got, stats.unread), (seqs(0..8, 0..7), 4), "{stats:?}");
+    // Before every message: nothing read, all counted.
+    let (got, stats) = read(Some(ns(t0 - 1_000)));
+    assert_eq!((got.len(), stats.unread), (0, 19), "{stats:?}");
+    // Without a bound, and with one past every message: all read, nothing counted.
+    let everything = seqs(0..10, 0..9);
+    for bound in [None, Some(ns(now_ms + 3_600_000)), Some(u64::MAX)] {
+        let (got, stats) = read(bound);
+        assert_eq!((&got, stats.unread), (&everything, 0), "{bound:?}: {stats:?}");
+    }
+}

@@ -53,6 +53,7 @@ struct JsonStat<'a> {
     too_large: u64,
     expired: u64,
     vanished: u64,
+    unread: u64,
     #[serde(serialize_with = "decimal_opt")]
     first_ns: Option<u64>,
     #[serde(serialize_with = "decimal_opt")]
@@ -94,6 +95,7 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
         too_large: st.too_large,
         expired: st.expired,
         vanished: st.vanished,
+        unread: st.unread,
         first_ns: first,
         last_ns: last,
         sources,
@@ -105,7 +107,7 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
     let mut s = format!(
         "kafka://{}/{}: a fleet's records in Kafka\n  hosts            {}\n  sources          {}\n  records          {}\n  \
          batches          {}\n  duplicates       {}\n  missing          {}\n  damaged          {}\n  too large        {}\n  \
-         expired          {}\n  vanished         {}\n  first            {}\n  last             {}\n",
+         expired          {}\n  vanished         {}\n  unread           {}\n  first            {}\n  last             {}\n",
         j.brokers,
         j.topic,
         j.hosts,
@@ -118,6 +120,7 @@ pub fn stat(t: &TopicStat<'_>, format: ReportFormat) -> Result<(), Failure> {
         j.too_large,
         j.expired,
         j.vanished,
+        j.unread,
         time(j.first_ns),
         time(j.last_ns)
     );

@@ -74,12 +74,12 @@ impl Follow {
         let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", e))?;
         let mut ridden = 0;
         // Counted; the follow's own errors are told as they come (`poll`'s `warn`).
-        let starts = starts(&consumer, topic, since_ns, timeout, &mut ridden, &mut |_| {})
+        let starts = starts(&consumer, topic, since_ns, None, timeout, &mut ridden, &mut |_| {})
             .map_err(|source| FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })?;
         let mut assignment = TopicPartitionList::new();
-        for (p, start, high) in starts {
-            let at = if since_ns.is_some() { start } else { high };
-            assignment.add_partition_offset(topic, p, Offset::Offset(at)).map_err(|e| fail("assigning", e))?;
+        for s in starts {
+            let at = if since_ns.is_some() { s.start } else { s.end };
+            assignment.add_partition_offset(topic, s.id, Offset::Offset(at)).map_err(|e| fail("assigning", e))?;
         }
         consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
         Ok(Follow {

@@ -154,11 +154,11 @@ pub fn read_topic_since(
     };
     let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", e))?;
     let mut ridden = 0;
-    let starts = starts(&consumer, topic, since_ns, left(), &mut ridden, &mut warn)
+    let starts = starts(&consumer, topic, since_ns, None, left(), &mut ridden, &mut warn)
         .map_err(|source| FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
-    for (p, start, high) in starts {
+    for Span { id: p, start, end: high, .. } in starts {
         if high > start {
             assignment.add_partition_offset(topic, p, Offset::Offset(start)).map_err(|e| fail("assigning", e))?;
             ends.push((p, high, start));
@@ -241,18 +241,39 @@ pub(super) fn consumer(brokers: &str) -> Result<BaseConsumer, KafkaError> {
 /// port, or the whole cluster down when the read starts) fails after this.
 pub(super) const FIRST_ANSWER: Duration = Duration::from_secs(30);
 
-/// Each partition of `topic`: `(id, first offset to read, end offset now)`. The first
-/// offset is the partition's first, or with `since_ns` that of its first message
-/// timestamped at or after it (the end if none is). Transient errors are ridden through
+/// A partition of a topic to read: its offsets from `start` to `stop` (not included),
+/// and `end`, its end when asked (the offset after its last message then). `stop` is
+/// `end` unless a bound on the send time cut it short ([`starts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Span {
+    pub id: i32,
+    pub start: i64,
+    pub stop: i64,
+    pub end: i64,
+}
+
+impl Span {
+    /// The messages from `stop` to `end`: left unread by the bound on the send time.
+    pub fn unread(&self) -> u64 {
+        u64::try_from(self.end - self.stop).unwrap_or(0)
+    }
+}
+
+/// Each partition of `topic` ([`Span`]). Its first offset is the partition's first,
+/// or with `since_ns` that of its first message timestamped at or after it (the end if
+/// none is). Its stop is its end, or with `sent_before_ns` the offset of its first
+/// message timestamped at or after that (wall-clock ns; the end if none is): that
+/// message is not to be read, nor any after it. Transient errors are ridden through
 /// until `timeout`, counted in `ridden`; the first is told to `warn`.
 pub(super) fn starts(
     consumer: &BaseConsumer,
     topic: &str,
     since_ns: Option<u64>,
+    sent_before_ns: Option<u64>,
     timeout: Duration,
     ridden: &mut u64,
     warn: &mut dyn FnMut(String),
-) -> Result<Vec<(i32, i64, i64)>, OffsetsError> {
+) -> Result<Vec<Span>, OffsetsError> {
     let deadline = Instant::now() + timeout;
     let mut said = false;
     let mut note = |e: &KafkaError| {
@@ -295,27 +316,56 @@ pub(super) fn starts(
         let (low, high) = retried(deadline, ridden, &mut note, |wait| {
             topic::settled(settle(wait), || consumer.fetch_watermarks(topic, p.id(), wait.min(REQUEST)))
         })?;
-        out.push((p.id(), low, high));
+        out.push(Span { id: p.id(), start: low, stop: high, end: high });
     }
+    // Kafka's timestamps are milliseconds. The first message at or after a time: from
+    // the millisecond that holds `since` (a message of it may have been sent after it),
+    // and stopping at the first millisecond wholly at or after `sent_before` (a message
+    // of the millisecond that holds it may have been sent before it).
+    let floor_ms = |ns: u64| i64::try_from(ns / 1_000_000).unwrap_or(i64::MAX);
+    let ceil_ms = |ns: u64| i64::try_from(ns.div_ceil(1_000_000)).unwrap_or(i64::MAX);
     if let Some(since) = since_ns {
-        // Kafka's timestamps are milliseconds: the millisecond that holds `since`.
-        let ms = i64::try_from(since / 1_000_000).unwrap_or(i64::MAX);
-        let mut query = TopicPartitionList::new();
-        for &(p, _, _) in &out {
-            query.add_partition_offset(topic, p, Offset::Offset(ms))?;
+        let found = offsets_at(consumer, topic, &out, floor_ms(since), deadline, ridden, &mut note)?;
+        for s in out.iter_mut() {
+            s.start = found(s.id).map_or(s.end, |o| o.clamp(s.start, s.end));
         }
-        let found = retried(deadline, ridden, &mut note, |wait| {
-            topic::settled(settle(wait), || consumer.offsets_for_times(query.clone(), wait.min(REQUEST)))
-        })?;
-        for (p, low, high) in out.iter_mut() {
-            *low = match found.find_partition(topic, *p).map(|e| e.offset()) {
-                Some(Offset::Offset(o)) => o.clamp(*low, *high),
-                // No message at or after that time.
-                _ => *high,
-            };
+    }
+    if let Some(before) = sent_before_ns {
+        let found = offsets_at(consumer, topic, &out, ceil_ms(before), deadline, ridden, &mut note)?;
+        for s in out.iter_mut() {
+            s.stop = found(s.id).map_or(s.end, |o| o.clamp(s.start, s.end));
         }
     }
     Ok(out)
+}
+
+/// Each partition's offset of its first message timestamped at or after `ms` (Kafka's
+/// `offsets_for_times`): `None` where none is. Transient errors are ridden through
+/// until `deadline`, as [`starts`] does.
+fn offsets_at(
+    consumer: &BaseConsumer,
+    topic: &str,
+    parts: &[Span],
+    ms: i64,
+    deadline: Instant,
+    ridden: &mut u64,
+    note: &mut dyn FnMut(&KafkaError),
+) -> Result<impl Fn(i32) -> Option<i64>, OffsetsError> {
+    let mut query = TopicPartitionList::new();
+    for s in parts {
+        query.add_partition_offset(topic, s.id, Offset::Offset(ms))?;
+    }
+    let found = retried(deadline, ridden, note, |wait| {
+        topic::settled(wait.min(Duration::from_secs(5)), || {
+            consumer.offsets_for_times(query.clone(), wait.min(REQUEST))
+        })
+    })?;
+    let topic = topic.to_string();
+    Ok(move |id| match found.find_partition(&topic, id).map(|e| e.offset()) {
+        Some(Offset::Offset(o)) => Some(o),
+        // No message at or after that time (`End`, or -1).
+        _ => None,
+    })
 }
 
 /// The warning of a read's first transient error: what it is, and how long the read

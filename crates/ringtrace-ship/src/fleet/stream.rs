@@ -1,6 +1,7 @@
 //! Reading a topic back in bounded memory: every partition from its start (or
-//! `--since`) to the end it had when the read began, through the streaming
-//! [`Merge`], each record handed to the caller as it goes out.
+//! `--since`) to the end it had when the read began (or its first message sent at or
+//! after a bound), through the streaming [`Merge`], each record handed to the caller
+//! as it goes out.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::follow::FollowError;
-use super::kafka::{first_transient, reader_config, starts, FleetError};
+use super::kafka::{first_transient, reader_config, starts, FleetError, Span};
 use super::merge::{Item, Merge};
 use super::timeline::FleetStats;
 use super::transient::is_transient;
@@ -26,6 +27,12 @@ pub struct ReadOptions {
     /// Start at the first message that can hold a record of this time (wall-clock ns)
     /// or later, in each partition (see [`read_topic_since`](super::read_topic_since)).
     pub since_ns: Option<u64>,
+    /// Stop each partition before its first message sent at or after this time
+    /// (wall-clock ns, the Kafka timestamp of the message: its agent's clock when it
+    /// sent it), if given; none: at the end it had when the read began. The messages
+    /// left unread past it are counted in [`FleetStats::unread`]. See
+    /// [`sent_before`](Self::sent_before).
+    pub sent_before_ns: Option<u64>,
     /// The reorder bound (see [`Merge`]): how far out of time order a partition's
     /// records may come and still go out in order.
     pub reorder: Duration,
@@ -42,6 +49,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             since_ns: None,
+            sent_before_ns: None,
             reorder: Duration::from_secs(1),
             max_held: 64 << 20,
             idle: Duration::from_secs(300),
@@ -53,6 +61,23 @@ impl ReadOptions {
     /// From the first message that can hold a record of `since_ns` or later.
     pub fn since(mut self, since_ns: Option<u64>) -> Self {
         self.since_ns = since_ns;
+        self
+    }
+
+    /// Stopping each partition before its first message sent at or after
+    /// `sent_before_ns` (wall-clock ns), if given: that message is not read, nor any
+    /// after it in the partition, and the messages so left unread (up to the end the
+    /// partition had when the read began) are counted in [`FleetStats::unread`].
+    ///
+    /// A record is always sent after its time, but an agent that could not reach Kafka
+    /// sends the records it held later: a record of a time `t` can be in a message sent
+    /// long after `t`. To read the records before `t`, give `t` plus a slack: the
+    /// records of `t` or before sent more than the slack after `t` are not read (and
+    /// their messages counted unread). Kafka's timestamps are milliseconds: the bound
+    /// is rounded up to the next whole millisecond, so a message that may have been
+    /// sent before it is read.
+    pub fn sent_before(mut self, sent_before_ns: Option<u64>) -> Self {
+        self.sent_before_ns = sent_before_ns;
         self
     }
 
@@ -101,7 +126,8 @@ fn consumer(brokers: &str, prefetch_kib: usize) -> Result<BaseConsumer, KafkaErr
 #[derive(Debug)]
 struct Part {
     id: i32,
-    /// The next offset expected, and the end (the partition's end when the read began).
+    /// The next offset expected, and the end (the partition's end when the read began,
+    /// or its first message sent at or after [`ReadOptions::sent_before_ns`]).
     next: i64,
     end: i64,
     open: bool,
@@ -214,6 +240,11 @@ impl Reading<'_> {
 /// bounded (16 MiB over all partitions, at least 1 MiB each). So memory stays bounded
 /// whatever the topic's length and however the partitions are fetched.
 ///
+/// With [`ReadOptions::sent_before_ns`], each partition ends before its first message
+/// sent at or after it (Kafka's `offsets_for_times`): a short window of a long topic
+/// reads that window's messages, not the rest. The messages left past it are counted in
+/// [`FleetStats::unread`].
+///
 /// What was to be read can go during the read; `warn` is told of each, and the read
 /// goes on with what is left:
 ///
@@ -254,13 +285,14 @@ pub fn stream_topic<E>(
     let mut ridden = 0;
     let starts = {
         let asking = consumer(brokers, 1024).map_err(|e| fail("creating the consumer", e))?;
-        starts(&asking, topic, opts.since_ns, opts.idle, &mut ridden, &mut warn).map_err(|source| {
-            FollowError::Kafka(FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })
-        })?
+        starts(&asking, topic, opts.since_ns, opts.sent_before_ns, opts.idle, &mut ridden, &mut warn).map_err(
+            |source| FollowError::Kafka(FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source }),
+        )?
     };
+    let unread = starts.iter().map(Span::unread).sum();
     let parts: Vec<Part> = (starts.into_iter())
-        .filter(|&(_, start, high)| high > start)
-        .map(|(id, next, end)| Part { id, next, end, open: true, lost: false })
+        .filter(|s| s.stop > s.start)
+        .map(|s| Part { id: s.id, next: s.start, end: s.stop, open: true, lost: false })
         .collect();
     let reorder_ns = u64::try_from(opts.reorder.as_nanos()).unwrap_or(u64::MAX);
     let prefetch = (PREFETCH_KIB / parts.len().max(1)).max(1024);
@@ -345,5 +377,6 @@ pub fn stream_topic<E>(
     stats.transient += r.ridden;
     stats.expired = r.expired;
     stats.vanished = r.vanished;
+    stats.unread = unread;
     Ok(stats)
 }

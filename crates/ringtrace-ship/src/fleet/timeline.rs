@@ -39,6 +39,11 @@ pub struct FleetStats {
     /// unread in partitions that vanished (the topic deleted) during the read, which
     /// ends with what it read.
     pub vanished: u64,
+    /// A topic streamed back with a bound on the send time
+    /// ([`ReadOptions::sent_before`](super::ReadOptions::sent_before)): messages left
+    /// unread past it, from each partition's first message sent at or after the bound
+    /// to the end the partition had when the read began.
+    pub unread: u64,
 }
 
 impl FleetStats {

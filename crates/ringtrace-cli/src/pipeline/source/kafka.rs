@@ -139,6 +139,7 @@ impl RecordSource for Kafka {
         let sources: BTreeMap<(String, String), SourceStat> =
             lanes.into_iter().flatten().map(|(h, s, stat)| ((h, s), stat)).collect();
         crate::fleet::ridden(&self.read.topic, stats);
+        self.read.unread(stats);
         let stat = TopicStat { topic: &self.read.topic, stats, sources, first_ns: first, last_ns: last };
         crate::report::fleet::stat(&stat, format)
     }
