@@ -90,6 +90,37 @@ pub enum KernelError {
         /// initial pid namespace).
         holder: Option<(u32, u32)>,
     },
+    /// The map is not a `BPF_MAP_TYPE_USER_RINGBUF`.
+    #[error(
+        "BPF map {name:?} (id {id}) is of type {kind} ({map_type}), not a user ring buffer \
+         (BPF_MAP_TYPE_USER_RINGBUF){hint}"
+    )]
+    NotUserRingBuf {
+        /// The map's name.
+        name: String,
+        /// The map's id.
+        id: u32,
+        /// Its `bpf_map_type`.
+        map_type: u32,
+        /// The type's name.
+        kind: &'static str,
+        /// What to use instead, if anything.
+        hint: &'static str,
+    },
+    /// Another process holds the user ring buffer map's producer lock (see
+    /// [`UserRingBuf`](crate::kernel::bpf::UserRingBuf)), or another handle of this
+    /// process does.
+    #[error(
+        "user ring buffer map {id} already has a producer{}: two processes reserving at once \
+         would write over each other's samples (the threads of one process share a handle)",
+        holder_text(.holder)
+    )]
+    ProducerBusy {
+        /// The map's id.
+        id: u32,
+        /// The holder's pid and uid, where they can be told.
+        holder: Option<(u32, u32)>,
+    },
     /// Another system call failed.
     #[error("{what}")]
     Io {

@@ -1,4 +1,8 @@
-//! A BPF ring buffer map's one reader: the lock every consuming [`BpfRingBuf`] holds.
+//! A BPF ring buffer map's one reader: the lock every consuming [`BpfRingBuf`] holds;
+//! and a user ring buffer map's one producer process: the lock every [`UserRingBuf`]
+//! holds, under the name `ringtrace-bpf-user-map-ID` (two processes reserving at once
+//! would both write at the same producer position; the threads of one process share
+//! a handle).
 //!
 //! The kernel keeps one consumer position per map and does not know who advances it:
 //! two readers would each deliver some records and hand back the other's. So a reader
@@ -33,6 +37,7 @@
 //! (a child that forked and never execs keeps it as long as it lives).
 //!
 //! [`BpfRingBuf`]: super::BpfRingBuf
+//! [`UserRingBuf`]: super::UserRingBuf
 
 use std::io::ErrorKind;
 use std::os::linux::net::SocketAddrExt;
@@ -52,17 +57,27 @@ const RETRY_FOR: Duration = Duration::from_millis(200);
 /// child between its fork and its exec, to go (see the module's docs).
 const CHILD_COPY_FOR: Duration = Duration::from_secs(2);
 
-/// The maps whose reader lock a handle of this process holds (an id once per lock).
-static HELD: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-/// Whether a handle of this process holds map `id`'s lock.
-fn held_here(id: u32) -> bool {
-    HELD.lock().unwrap_or_else(|e| e.into_inner()).contains(&id)
+/// Which of a map's locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A ring buffer map's reader.
+    Reader,
+    /// A user ring buffer map's producer.
+    Producer,
 }
 
-/// A map's reader lock, held until it is dropped (or the process exits).
+/// The locks a handle of this process holds (a lock once).
+static HELD: Mutex<Vec<(Role, u32)>> = Mutex::new(Vec::new());
+
+/// Whether a handle of this process holds map `id`'s lock of `role`.
+fn held_here(role: Role, id: u32) -> bool {
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).contains(&(role, id))
+}
+
+/// A map's reader (or producer) lock, held until it is dropped (or the process exits).
 #[derive(Debug)]
 pub(crate) struct ReaderLock {
+    role: Role,
     /// The map.
     id: u32,
     /// Bound to the map's lock name and listening, never accepting.
@@ -75,21 +90,33 @@ impl Drop for ReaderLock {
     /// it for a child's copy and waits for it to go.
     fn drop(&mut self) {
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = held.iter().position(|&h| h == self.id) {
+        if let Some(i) = held.iter().position(|&h| h == (self.role, self.id)) {
             held.swap_remove(i);
         }
     }
 }
 
-/// The abstract socket name of a map's reader lock.
-fn lock_name(map_id: u32) -> String {
-    format!("ringtrace-bpf-map-{map_id}")
+/// The abstract socket name of a map's lock.
+fn lock_name(role: Role, map_id: u32) -> String {
+    match role {
+        Role::Reader => format!("ringtrace-bpf-map-{map_id}"),
+        Role::Producer => format!("ringtrace-bpf-user-map-{map_id}"),
+    }
 }
 
 impl ReaderLock {
     /// Takes map `id`'s reader lock, or says who holds it.
     pub(crate) fn take(id: u32) -> Result<ReaderLock, KernelError> {
-        let name = lock_name(id);
+        Self::take_as(Role::Reader, id)
+    }
+
+    /// Takes map `id`'s lock of `role`, or says who holds it.
+    pub(crate) fn take_as(role: Role, id: u32) -> Result<ReaderLock, KernelError> {
+        let name = lock_name(role, id);
+        let busy = |holder| match role {
+            Role::Reader => KernelError::MapBusy { id, holder },
+            Role::Producer => KernelError::ProducerBusy { id, holder },
+        };
         let io = |source| KernelError::Io { what: "taking the map's reader lock (an abstract Unix socket)", source };
         let addr = SocketAddr::from_abstract_name(&name).map_err(io)?;
         // A holder may go between a bind that fails and the connection that asks who it
@@ -98,20 +125,20 @@ impl ReaderLock {
         loop {
             match UnixListener::bind_addr(&addr) {
                 Ok(socket) => {
-                    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(id);
-                    return Ok(ReaderLock { id, _socket: socket });
+                    HELD.lock().unwrap_or_else(|e| e.into_inner()).push((role, id));
+                    return Ok(ReaderLock { role, id, _socket: socket });
                 }
                 Err(e) if e.kind() == ErrorKind::AddrInUse => match holder(&name) {
                     Holder::Gone if start.elapsed() < RETRY_FOR => std::thread::sleep(Duration::from_millis(2)),
                     // This process's own pid, and no handle of it holds the map: a
                     // child's copy of a socket it dropped (see the module's docs).
                     Holder::Known(pid, _)
-                        if pid == std::process::id() && !held_here(id) && start.elapsed() < CHILD_COPY_FOR =>
+                        if pid == std::process::id() && !held_here(role, id) && start.elapsed() < CHILD_COPY_FOR =>
                     {
                         std::thread::sleep(Duration::from_millis(2))
                     }
-                    Holder::Gone | Holder::Unknown => return Err(KernelError::MapBusy { id, holder: None }),
-                    Holder::Known(pid, uid) => return Err(KernelError::MapBusy { id, holder: Some((pid, uid)) }),
+                    Holder::Gone | Holder::Unknown => return Err(busy(None)),
+                    Holder::Known(pid, uid) => return Err(busy(Some((pid, uid)))),
                 },
                 Err(e) => return Err(io(e)),
             }

@@ -19,17 +19,28 @@
 //! not wait for the reader), and what the kernel overwrote first is counted in
 //! [`BpfStats::overwritten_bytes`]. [`BpfRingBuf::snapshot`] copies what a map holds
 //! without consuming it, in either mode.
+//!
+//! The other direction: [`UserRingBuf`] writes samples into a user ring buffer map
+//! (`BPF_MAP_TYPE_USER_RINGBUF`, Linux 6.1), which a BPF program drains with
+//! `bpf_user_ringbuf_drain` (libbpf's `user_ring_buffer`): the same header protocol
+//! with the roles turned round, the kernel the consumer that checks every sample.
 
 mod error;
 mod lock;
 mod map;
+mod open;
 mod reader;
 mod ringbuf;
 mod set;
 mod sys;
+mod user;
+mod user_map;
+pub(crate) mod user_producer;
 
 pub use crate::error::KernelError;
 pub use reader::BpfStats;
 pub use ringbuf::{BpfRingBuf, DEFAULT_LINGER};
 pub use set::RingSet;
 pub use sys::BPF_F_RB_OVERWRITE;
+pub use user::{UserRawError, UserReserveError, UserRingBuf, UserSample};
+pub use user_producer::UserStats;

@@ -2,7 +2,7 @@
 
 use std::convert::Infallible;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::recorder::snapshot::Snapshot;
 use super::error::{is_permission, map_type_name};
 use super::lock::ReaderLock;
 use super::map::KernelMap;
+use super::open;
 use super::reader::{BpfStats, Reader, RingMem};
 use super::sys::{self, BPF_F_RB_OVERWRITE};
 use crate::callback::{BatchBuf, Iter, Outcome};
@@ -79,26 +80,10 @@ pub const DEFAULT_LINGER: Duration = Duration::from_micros(50);
 impl BpfRingBuf {
     /// Attaches to the ring buffer map `fd` (which the reader keeps).
     pub fn from_fd(fd: OwnedFd) -> Result<BpfRingBuf, KernelError> {
-        let raw = fd.as_raw_fd();
-        let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).map(|p| p.display().to_string());
-        match &link {
-            Ok(l) if l == "anon_inode:bpf-map" => {}
-            Ok(l) => return Err(KernelError::NotAMap { fd: raw, what: l.clone() }),
-            // No /proc: let the kernel tell.
-            Err(_) => {}
-        }
-        let info = sys::map_info(fd.as_fd()).map_err(|source| match source.raw_os_error() {
-            Some(libc::EINVAL) | Some(libc::EBADF) => {
-                KernelError::NotAMap { fd: raw, what: link.unwrap_or_else(|_| "not a BPF object".into()) }
-            }
-            _ if is_permission(&source) => {
-                KernelError::Permission { what: "reading the map's info".into(), needs: "CAP_BPF", source }
-            }
-            _ => KernelError::Io { what: "reading the map's info (BPF_OBJ_GET_INFO_BY_FD)", source },
-        })?;
+        let info = open::info(&fd)?;
         if info.map_type != sys::MAP_TYPE_RINGBUF {
             let hint = if info.map_type == sys::MAP_TYPE_USER_RINGBUF {
-                ": user space produces into a user ring buffer and the kernel consumes it"
+                ": user space produces into a user ring buffer and the kernel consumes it (write into it with ringtrace::kernel::bpf::UserRingBuf)"
             } else if info.map_type == 4 {
                 ": read a perf event array through its perf events (ringtrace::kernel::perf)"
             } else {
@@ -112,11 +97,8 @@ impl BpfRingBuf {
                 hint,
             });
         }
-        let page = rustix::param::page_size() as u64;
         let size = info.max_entries;
-        if !size.is_power_of_two() || (size as u64) % page != 0 {
-            return Err(KernelError::BadSize { size });
-        }
+        open::check_size(size)?;
         let mem = KernelMap::new(fd.as_fd(), size as u64).map_err(|source| {
             if is_permission(&source) {
                 KernelError::Permission { what: "mapping the ring buffer".into(), needs: "CAP_BPF", source }
@@ -141,34 +123,12 @@ impl BpfRingBuf {
 
     /// Attaches to the ring buffer map pinned at `path` in a bpffs.
     pub fn open_pinned(path: impl AsRef<Path>) -> Result<BpfRingBuf, KernelError> {
-        let path = path.as_ref();
-        let fd = sys::obj_get(path).map_err(|source| {
-            if is_permission(&source) {
-                KernelError::Permission {
-                    what: format!("opening pinned map {}", path.display()),
-                    needs: "CAP_BPF and access to the bpffs path",
-                    source,
-                }
-            } else {
-                KernelError::NotPinned { path: path.to_path_buf(), source }
-            }
-        })?;
-        Self::from_fd(fd)
+        Self::from_fd(open::pinned(path.as_ref())?)
     }
 
     /// Attaches to the ring buffer map with id `id` (as `bpftool map` lists them).
     pub fn open_id(id: u32) -> Result<BpfRingBuf, KernelError> {
-        let fd = sys::map_get_fd_by_id(id).map_err(|source| match source.raw_os_error() {
-            Some(libc::ENOENT) => KernelError::NoSuchMap { id },
-            _ if is_permission(&source) => KernelError::Permission {
-                what: format!("opening map id {id}"),
-                // BPF_MAP_GET_FD_BY_ID checks CAP_SYS_ADMIN, not CAP_BPF.
-                needs: "CAP_SYS_ADMIN (opening a map by id)",
-                source,
-            },
-            _ => KernelError::Io { what: "opening a map by id (BPF_MAP_GET_FD_BY_ID)", source },
-        })?;
-        Self::from_fd(fd)
+        Self::from_fd(open::by_id(id)?)
     }
 
     /// Takes the map's reader lock now, if this handle does not hold it yet (the first

@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// `BPF_MAP_TYPE_RINGBUF`.
 pub(crate) const MAP_TYPE_RINGBUF: u32 = 27;
-/// `BPF_MAP_TYPE_USER_RINGBUF` (the user-space producer's ring: not read here).
+/// `BPF_MAP_TYPE_USER_RINGBUF` (the user-space producer's ring: written by `UserRingBuf`).
 pub(crate) const MAP_TYPE_USER_RINGBUF: u32 = 31;
 /// `BPF_F_RB_OVERWRITE` (Linux 6.19): the map overwrites its oldest records when full.
 pub const BPF_F_RB_OVERWRITE: u32 = 1 << 19;

@@ -1,0 +1,115 @@
+//! A BPF user ring buffer map's memory, mapped as the kernel allows: the [`UserMap`]
+//! the producer uses in production (the loom models give it a simulated kernel drain
+//! instead).
+//!
+//! The same `struct bpf_ringbuf` as a ring buffer map's (see `map.rs`), with the
+//! roles turned round (`ringbuf_map_mmap_user`, `kernel/bpf/ringbuf.c`): the consumer
+//! page at offset 0 may only be mapped read-only (the kernel moves `consumer_pos`), the
+//! producer page and the doubled data area after it may be mapped writable. This
+//! module holds the `unsafe` of the mapping.
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+
+use super::user_producer::UserMem;
+
+/// The kernel's mapping of one user ring buffer map. Unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct UserMap {
+    /// The consumer page (read-only).
+    consumer: NonNull<u8>,
+    /// The producer page and the doubled data area (read-write), `page + 2 * size`.
+    producer: NonNull<u8>,
+    page: usize,
+    size: u64,
+}
+
+// SAFETY: plain shared memory: the words every thread reads and writes are accessed
+// through atomics, and the payload bytes of a reservation only through the
+// reservation that owns them (`UserSample`, one per reserved range).
+unsafe impl Send for UserMap {}
+// SAFETY: as above.
+unsafe impl Sync for UserMap {}
+
+impl UserMap {
+    /// Maps the user ring buffer map `fd` whose data area is `size` bytes (its
+    /// `max_entries`: a power of two and a multiple of the page size, which the caller
+    /// checked).
+    pub(crate) fn new(fd: BorrowedFd<'_>, size: u64) -> io::Result<UserMap> {
+        let page = rustix::param::page_size();
+        let rest_len = usize::try_from(size)
+            .ok()
+            .and_then(|s| s.checked_mul(2))
+            .and_then(|s| s.checked_add(page))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large to map"))?;
+        // SAFETY: a new shared mapping at an address the kernel chooses; no existing
+        // memory is affected. The consumer page, read-only: the kernel refuses a
+        // writable mapping of it (`ringbuf_map_mmap_user`).
+        let consumer = unsafe { mmap(std::ptr::null_mut(), page, ProtFlags::READ, MapFlags::SHARED, fd, 0) }?;
+        // SAFETY: as above, read-write, from the producer page on.
+        let producer = match unsafe {
+            mmap(std::ptr::null_mut(), rest_len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, fd, page as u64)
+        } {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: the mapping just made above, used by nothing else.
+                let _ = unsafe { munmap(consumer, page) };
+                return Err(e.into());
+            }
+        };
+        Ok(UserMap {
+            // mmap never returns null on success.
+            consumer: NonNull::new(consumer.cast()).expect("mmap returned null"),
+            producer: NonNull::new(producer.cast()).expect("mmap returned null"),
+            page,
+            size,
+        })
+    }
+}
+
+impl UserMem for UserMap {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn consumer_pos(&self) -> &AtomicU64 {
+        // SAFETY: offset 0 of the live consumer page (page-aligned), which lives as
+        // long as `self`; the kernel writes it only with `smp_store_release`, a word
+        // store. Read only (the page is mapped read-only).
+        unsafe { &*self.consumer.as_ptr().cast::<AtomicU64>() }
+    }
+    fn producer_pos(&self) -> &AtomicU64 {
+        // SAFETY: offset 0 of the live, writable producer page, as above; the kernel
+        // only reads it.
+        unsafe { &*self.producer.as_ptr().cast::<AtomicU64>() }
+    }
+    fn header(&self, pos: u64) -> &AtomicU32 {
+        let at = self.page + (pos & (self.size - 1) & !7) as usize;
+        // SAFETY: `at` is 8-aligned and below `page + size`, inside the live writable
+        // mapping; the kernel reads the length word with `smp_load_acquire`.
+        unsafe { &*self.producer.as_ptr().add(at).cast::<AtomicU32>() }
+    }
+    fn payload(&self, pos: u64, len: usize) -> *mut u8 {
+        debug_assert!(len as u64 + 8 <= self.size);
+        let at = self.page + ((pos + 8) & (self.size - 1)) as usize;
+        // SAFETY: `at + len <= page + 2 * size` (`len + 8 <= size`, and the data area is
+        // mapped twice), inside the live mapping: a pointer into it, not yet a reference
+        // (the caller's reservation makes the one reference to these bytes).
+        unsafe { self.producer.as_ptr().add(at) }
+    }
+}
+
+impl Drop for UserMap {
+    fn drop(&mut self) {
+        // SAFETY: the two mappings made in `new`, with their lengths; no reference into
+        // them outlives `self` (every accessor borrows `self`, and a reservation
+        // borrows the handle that owns this map).
+        unsafe {
+            let _ = munmap(self.consumer.as_ptr().cast(), self.page);
+            let _ = munmap(self.producer.as_ptr().cast(), self.page + 2 * self.size as usize);
+        }
+    }
+}
