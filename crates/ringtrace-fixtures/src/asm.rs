@@ -26,12 +26,16 @@ const BPF_X: u8 = 0x08;
 
 // ALU operations.
 pub(crate) const BPF_ADD: u8 = 0x00;
+pub(crate) const BPF_OR: u8 = 0x40;
+pub(crate) const BPF_LSH: u8 = 0x60;
+pub(crate) const BPF_RSH: u8 = 0x70;
 pub(crate) const BPF_MOD: u8 = 0x90;
 pub(crate) const BPF_XOR: u8 = 0xa0;
 const BPF_MOV: u8 = 0xb0;
 
 // Jump operations.
 const BPF_JA: u8 = 0x00;
+pub(crate) const BPF_JGT: u8 = 0x20;
 pub(crate) const BPF_JNE: u8 = 0x50;
 pub(crate) const BPF_JSGE: u8 = 0x70;
 const BPF_CALL: u8 = 0x80;
@@ -42,6 +46,9 @@ pub(crate) const BPF_FETCH: i32 = 0x01;
 
 /// `src_reg` of a 64-bit immediate load whose `imm` is a map fd.
 const BPF_PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of a 64-bit immediate load whose `imm` is the offset of a subprogram (from
+/// the instruction after the load's first slot): the address of a callback.
+const BPF_PSEUDO_FUNC: u8 = 4;
 
 /// A register, r0..=r10.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,10 +61,12 @@ pub(crate) const R1: Reg = Reg(1);
 pub(crate) const R2: Reg = Reg(2);
 pub(crate) const R3: Reg = Reg(3);
 pub(crate) const R4: Reg = Reg(4);
+pub(crate) const R5: Reg = Reg(5);
 /// Callee-saved.
 pub(crate) const R6: Reg = Reg(6);
 pub(crate) const R7: Reg = Reg(7);
 pub(crate) const R8: Reg = Reg(8);
+pub(crate) const R9: Reg = Reg(9);
 /// Read-only frame pointer.
 pub(crate) const R10: Reg = Reg(10);
 
@@ -83,6 +92,11 @@ impl Insn {
 #[derive(Debug)]
 pub(crate) struct Fixup(usize);
 
+/// A `BPF_PSEUDO_FUNC` load waiting for its subprogram.
+#[must_use = "a function address must be bound to its subprogram"]
+#[derive(Debug)]
+pub(crate) struct FuncFixup(usize);
+
 /// An instruction buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Asm {
@@ -96,6 +110,12 @@ impl Asm {
 
     pub(crate) fn finish(self) -> Vec<Insn> {
         self.insns
+    }
+
+    /// The index of the next instruction emitted (a subprogram's `insn_off` in its
+    /// `struct bpf_func_info`).
+    pub(crate) fn len(&self) -> usize {
+        self.insns.len()
     }
 
     fn push(&mut self, insn: Insn) -> &mut Self {
@@ -138,6 +158,20 @@ impl Asm {
     pub(crate) fn ld_map_fd(&mut self, dst: Reg, fd: i32) -> &mut Self {
         self.push(Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, Reg(BPF_PSEUDO_MAP_FD), 0, fd));
         self.push(Insn::new(0, R0, R0, 0, 0))
+    }
+
+    /// `dst = &subprogram` (a callback for a helper such as `bpf_user_ringbuf_drain`), the
+    /// subprogram starting where [`Asm::bind_func`] is called.
+    pub(crate) fn ld_func(&mut self, dst: Reg) -> FuncFixup {
+        self.push(Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, Reg(BPF_PSEUDO_FUNC), 0, 0));
+        self.push(Insn::new(0, R0, R0, 0, 0));
+        FuncFixup(self.insns.len() - 2)
+    }
+
+    /// Makes `load` point at the next instruction emitted: the first of a subprogram.
+    pub(crate) fn bind_func(&mut self, load: FuncFixup) {
+        let off = self.insns.len() - load.0 - 1;
+        self.insns[load.0].imm = i32::try_from(off).expect("subprogram beyond the 32-bit offset range");
     }
 
     /// `*(size *)(dst + off) = imm`.
@@ -214,5 +248,20 @@ mod tests {
             assert_eq!(insns[4].regs, 0x11);
         }
         assert_eq!((insns[4].code, insns[4].imm), (0x18, 7));
+    }
+
+    #[test]
+    fn pseudo_func_offset() {
+        let mut a = Asm::new();
+        let f = a.ld_func(R2);
+        a.exit();
+        a.bind_func(f);
+        a.mov64_imm(R0, 0).exit();
+        let insns = a.finish();
+        // The subprogram at 3 = 0 + imm + 1.
+        assert_eq!((insns[0].code, insns[0].imm), (0x18, 2));
+        if cfg!(target_endian = "little") {
+            assert_eq!(insns[0].regs, 0x42);
+        }
     }
 }

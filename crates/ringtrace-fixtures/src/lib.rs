@@ -3,6 +3,8 @@
 //! program ([`SeqProgram`]) that writes numbered records with known payloads
 //! ([`expected_payload`]) into a ring buffer map each time it is run with
 //! `BPF_PROG_TEST_RUN`: a kernel producer without clang, libbpf or a BPF object file.
+//! For user-space producers: user ring buffer maps ([`UserRingMap`]) and a hand-assembled
+//! consumer ([`EchoProgram`]) that drains one and echoes each sample into a ring buffer map.
 //!
 //! Everything needs a kernel that lets this process create BPF maps; tests call
 //! [`have_bpf`] first and return where it cannot (it says why, and fails the test
@@ -33,6 +35,8 @@
 
 mod asm;
 mod bpffs;
+mod btf;
+mod echo;
 mod files;
 mod jaeger;
 mod map;
@@ -45,9 +49,10 @@ mod tmpfs;
 use std::sync::OnceLock;
 
 pub use bpffs::BpfFs;
+pub use echo::{EchoCounters, EchoProgram, ECHO_MAX_SAMPLE};
 pub use files::{attacker_dir, euid, give_to_attacker, mode, plant_symlink, Canary, TempDir, ATTACKER};
 pub use jaeger::{http_get, jaeger_spans, unique_name, JAEGER_WAIT};
-pub use map::{create_array_map, pin_fd, RingMap};
+pub use map::{create_array_map, pin_fd, RingMap, UserRingMap};
 pub use prog::{expected_payload, Counters, Method, ProgSpec, SeqProgram, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
 pub use require::{
     have_babeltrace2, have_bpf, have_root, jaeger, kafka_brokers, required, skip, Feature, Jaeger, REQUIRE_VAR,

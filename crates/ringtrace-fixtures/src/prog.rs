@@ -1,6 +1,7 @@
 //! The kernel producer: a hand-assembled socket filter that writes one numbered record into
 //! a ring buffer map per run, driven by `BPF_PROG_TEST_RUN`.
 
+use std::fmt::Display;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
@@ -14,8 +15,8 @@ pub const BPF_RB_NO_WAKEUP: u64 = 1;
 pub const BPF_RB_FORCE_WAKEUP: u64 = 2;
 
 // Helper ids (`enum bpf_func_id`).
-const MAP_LOOKUP_ELEM: i32 = 1;
-const RINGBUF_OUTPUT: i32 = 130;
+pub(crate) const MAP_LOOKUP_ELEM: i32 = 1;
+pub(crate) const RINGBUF_OUTPUT: i32 = 130;
 const RINGBUF_RESERVE: i32 = 131;
 const RINGBUF_SUBMIT: i32 = 132;
 const RINGBUF_DISCARD: i32 = 133;
@@ -30,10 +31,10 @@ const COUNTERS_SIZE: u32 = 24;
 const WORD_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The packet each test run gets (socket filters need at least an Ethernet header).
-const PACKET: [u8; 64] = [0; 64];
+pub(crate) const PACKET: [u8; 64] = [0; 64];
 
 /// Size of the verifier log buffer of a failed load.
-const LOG_SIZE: usize = 64 * 1024;
+pub(crate) const LOG_SIZE: usize = 64 * 1024;
 
 /// How the program writes its record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,28 +109,7 @@ impl SeqProgram {
         }
         let counters = crate::create_array_map(COUNTERS_SIZE, 1)?;
         let insns = assemble(ring.as_raw_fd(), counters.as_raw_fd(), &spec);
-        let prog = match sys::prog_load(sys::BPF_PROG_TYPE_SOCKET_FILTER, &insns, c"GPL", None) {
-            Ok(prog) => prog,
-            Err(err) => {
-                // Load again for the log (kept off the success path: logging slows the
-                // verifier down, and a full buffer fails a load that would pass).
-                let mut log = vec![0u8; LOG_SIZE];
-                let retry = sys::prog_load(sys::BPF_PROG_TYPE_SOCKET_FILTER, &insns, c"GPL", Some(&mut log));
-                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                let log = String::from_utf8_lossy(&log[..end]);
-                return Err(io::Error::new(
-                    err.kind(),
-                    format!(
-                        "BPF_PROG_LOAD of the {spec:?} program failed: {err}{}\nverifier log:\n{log}",
-                        match retry {
-                            Ok(_) => " (the retry with a log succeeded)".to_string(),
-                            Err(e) if e.raw_os_error() != err.raw_os_error() => format!(" (retry: {e})"),
-                            Err(_) => String::new(),
-                        }
-                    ),
-                ));
-            }
-        };
+        let prog = load_socket_filter(&insns, None, format_args!("{spec:?}"))?;
         Ok(SeqProgram { prog, counters })
     }
 
@@ -139,7 +119,7 @@ impl SeqProgram {
     /// The kernel runs the repetitions with migration disabled; it stops early with
     /// `EINTR` if a signal is pending (runs done so far are counted in [`Self::counters`]).
     pub fn run(&self, repeat: u32) -> io::Result<()> {
-        sys::prog_test_run(self.prog.as_fd(), &PACKET, repeat)
+        sys::prog_test_run(self.prog.as_fd(), &PACKET, repeat).map(drop)
     }
 
     /// Reads the counters.
@@ -149,6 +129,41 @@ impl SeqProgram {
         let word = |i: usize| u64::from_ne_bytes(value[i * 8..i * 8 + 8].try_into().unwrap());
         Ok(Counters { attempts: word(0), drops: word(1), discards: word(2) })
     }
+}
+
+/// Loads `insns` as a socket filter (with `btf`, if given); a verifier rejection is an
+/// error whose message holds the verifier log (and names the program `what`).
+pub(crate) fn load_socket_filter(
+    insns: &[Insn],
+    btf: Option<sys::ProgBtf<'_>>,
+    what: impl Display,
+) -> io::Result<OwnedFd> {
+    let err = match sys::prog_load(sys::BPF_PROG_TYPE_SOCKET_FILTER, insns, c"GPL", btf, None) {
+        Ok(prog) => return Ok(prog),
+        Err(err) => err,
+    };
+    // Load again for the log (kept off the success path: logging slows the verifier down,
+    // and a full buffer fails a load that would pass).
+    let mut log = vec![0u8; LOG_SIZE];
+    let retry = sys::prog_load(sys::BPF_PROG_TYPE_SOCKET_FILTER, insns, c"GPL", btf, Some(&mut log));
+    Err(io::Error::new(
+        err.kind(),
+        format!(
+            "BPF_PROG_LOAD of the {what} program failed: {err}{}\nverifier log:\n{}",
+            match retry {
+                Ok(_) => " (the retry with a log succeeded)".to_string(),
+                Err(e) if e.raw_os_error() != err.raw_os_error() => format!(" (retry: {e})"),
+                Err(_) => String::new(),
+            },
+            log_text(&log)
+        ),
+    ))
+}
+
+/// The text of a log buffer the kernel filled (up to its NUL).
+pub(crate) fn log_text(log: &[u8]) -> std::borrow::Cow<'_, str> {
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    String::from_utf8_lossy(&log[..end])
 }
 
 /// The program. Registers: r6 = the counters value, r7 = seq, r8 = the reservation.

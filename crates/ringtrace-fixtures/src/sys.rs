@@ -19,9 +19,12 @@ pub(crate) const BPF_PROG_LOAD: u32 = 5;
 pub(crate) const BPF_OBJ_PIN: u32 = 6;
 pub(crate) const BPF_PROG_TEST_RUN: u32 = 10;
 pub(crate) const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+pub(crate) const BPF_BTF_LOAD: u32 = 18;
 
 pub(crate) const BPF_MAP_TYPE_ARRAY: u32 = 2;
+pub(crate) const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub(crate) const BPF_MAP_TYPE_RINGBUF: u32 = 27;
+pub(crate) const BPF_MAP_TYPE_USER_RINGBUF: u32 = 31;
 pub(crate) const BPF_PROG_TYPE_SOCKET_FILTER: u32 = 1;
 
 /// `attr.map_create` (`BPF_MAP_CREATE`); later fields (name, BTF, ...) stay zero.
@@ -64,19 +67,57 @@ struct InfoAttr {
     info: u64,     // 8
 }
 
-/// `attr` for `BPF_PROG_LOAD`; later fields (name, attach type, BTF, ...) stay zero.
+/// `attr` for `BPF_PROG_LOAD`, up to the BTF function info; later fields (line info,
+/// attach BTF, ...) stay zero.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct ProgLoadAttr {
-    prog_type: u32,    // 0
-    insn_cnt: u32,     // 4
-    insns: u64,        // 8
-    license: u64,      // 16
-    log_level: u32,    // 24
-    log_size: u32,     // 28
-    log_buf: u64,      // 32
-    kern_version: u32, // 40
-    prog_flags: u32,   // 44
+    prog_type: u32,          // 0
+    insn_cnt: u32,           // 4
+    insns: u64,              // 8
+    license: u64,            // 16
+    log_level: u32,          // 24
+    log_size: u32,           // 28
+    log_buf: u64,            // 32
+    kern_version: u32,       // 40
+    prog_flags: u32,         // 44
+    prog_name: [u8; 16],     // 48: BPF_OBJ_NAME_LEN
+    prog_ifindex: u32,       // 64
+    expected_attach: u32,    // 68
+    prog_btf_fd: u32,        // 72
+    func_info_rec_size: u32, // 76
+    func_info: u64,          // 80
+    func_info_cnt: u32,      // 88
+    _pad: u32,               // 92: line_info_rec_size
+}
+
+/// `attr` for `BPF_BTF_LOAD`; later fields (flags, token) stay zero.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct BtfLoadAttr {
+    btf: u64,           // 0
+    btf_log_buf: u64,   // 8
+    btf_size: u32,      // 16
+    btf_log_size: u32,  // 20
+    btf_log_level: u32, // 24
+    _pad: u32,          // 28: btf_flags
+}
+
+/// `struct bpf_func_info` (`include/uapi/linux/bpf.h`): the BTF `FUNC` type of the
+/// subprogram starting at instruction `insn_off`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FuncInfo {
+    pub insn_off: u32,
+    pub type_id: u32,
+}
+
+/// A program's BTF: the loaded BTF object (`prog_btf_fd`) and one [`FuncInfo`] per
+/// subprogram, in instruction order (`func_info`, `func_info_cnt`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProgBtf<'a> {
+    pub btf: BorrowedFd<'a>,
+    pub func_info: &'a [FuncInfo],
 }
 
 /// `attr.test` (`BPF_PROG_TEST_RUN`); ctx, flags, cpu and batch_size stay zero.
@@ -106,6 +147,7 @@ union Attr {
     obj_pin: ObjPinAttr,
     info: InfoAttr,
     prog_load: ProgLoadAttr,
+    btf_load: BtfLoadAttr,
     test: TestRunAttr,
     raw: [u64; ATTR_WORDS],
 }
@@ -219,8 +261,15 @@ pub(crate) fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> io::Result<()> {
     Ok(())
 }
 
-/// `BPF_PROG_LOAD`, with the verifier log in `log` if given (log level 1).
-pub(crate) fn prog_load(prog_type: u32, insns: &[Insn], license: &CStr, log: Option<&mut [u8]>) -> io::Result<OwnedFd> {
+/// `BPF_PROG_LOAD`, with the program's BTF if given and the verifier log in `log` if
+/// given (log level 1).
+pub(crate) fn prog_load(
+    prog_type: u32,
+    insns: &[Insn],
+    license: &CStr,
+    btf: Option<ProgBtf<'_>>,
+    log: Option<&mut [u8]>,
+) -> io::Result<OwnedFd> {
     let mut load = ProgLoadAttr {
         prog_type,
         insn_cnt: insns.len() as u32,
@@ -228,6 +277,12 @@ pub(crate) fn prog_load(prog_type: u32, insns: &[Insn], license: &CStr, log: Opt
         license: license.as_ptr() as u64,
         ..Default::default()
     };
+    if let Some(btf) = btf {
+        load.prog_btf_fd = raw(btf.btf);
+        load.func_info_rec_size = size_of::<FuncInfo>() as u32;
+        load.func_info = btf.func_info.as_ptr() as u64;
+        load.func_info_cnt = btf.func_info.len() as u32;
+    }
     if let Some(log) = log {
         load.log_level = 1;
         load.log_size = log.len().min(u32::MAX as usize) as u32;
@@ -236,14 +291,32 @@ pub(crate) fn prog_load(prog_type: u32, insns: &[Insn], license: &CStr, log: Opt
     let mut attr = Attr::zeroed();
     attr.prog_load = load;
     // SAFETY: `insns` is readable for `insn_cnt` 8-byte instructions (`Insn` is the
-    // repr(C) `struct bpf_insn`), `license` is NUL-terminated, and `log_buf` (if set) is
-    // writable for `log_size` bytes; all outlive the call.
+    // repr(C) `struct bpf_insn`), `license` is NUL-terminated, `func_info` (if set) is
+    // readable for `func_info_cnt` records of `func_info_rec_size` bytes (the repr(C)
+    // `struct bpf_func_info`), and `log_buf` (if set) is writable for `log_size` bytes;
+    // all outlive the call.
     unsafe { bpf(BPF_PROG_LOAD, &mut attr) }.map(owned_fd)
 }
 
+/// `BPF_BTF_LOAD` of the raw BTF `blob` (header, types, strings), with the BTF
+/// verifier's log in `log` if given (log level 1).
+pub(crate) fn btf_load(blob: &[u8], log: Option<&mut [u8]>) -> io::Result<OwnedFd> {
+    let mut load = BtfLoadAttr { btf: blob.as_ptr() as u64, btf_size: blob.len() as u32, ..Default::default() };
+    if let Some(log) = log {
+        load.btf_log_level = 1;
+        load.btf_log_size = log.len().min(u32::MAX as usize) as u32;
+        load.btf_log_buf = log.as_mut_ptr() as u64;
+    }
+    let mut attr = Attr::zeroed();
+    attr.btf_load = load;
+    // SAFETY: `btf` is readable for `btf_size` bytes and `btf_log_buf` (if set) writable
+    // for `btf_log_size` bytes; both outlive the call.
+    unsafe { bpf(BPF_BTF_LOAD, &mut attr) }.map(owned_fd)
+}
+
 /// `BPF_PROG_TEST_RUN` of `prog` `repeat` times on the packet `data_in` (no data out, no
-/// context).
-pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -> io::Result<()> {
+/// context). Returns the last run's return value (`attr.test.retval`).
+pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -> io::Result<u32> {
     let mut attr = Attr::zeroed();
     attr.test = TestRunAttr {
         prog_fd: raw(prog),
@@ -255,7 +328,9 @@ pub(crate) fn prog_test_run(prog: BorrowedFd<'_>, data_in: &[u8], repeat: u32) -
     // SAFETY: `data_in` is readable for `data_size_in` bytes; `data_out` is NULL, so the
     // kernel writes back only into `attr` itself.
     unsafe { bpf(BPF_PROG_TEST_RUN, &mut attr) }?;
-    Ok(())
+    // SAFETY: `test` is the member written above; the kernel wrote back only its `retval`
+    // and `duration` (and `data_size_out`), all plain integers.
+    Ok(unsafe { attr.test.retval })
 }
 
 #[cfg(test)]
@@ -272,6 +347,13 @@ mod tests {
         assert_eq!(offset_of!(InfoAttr, info), 8);
         assert_eq!(offset_of!(ProgLoadAttr, log_buf), 32);
         assert_eq!(offset_of!(ProgLoadAttr, prog_flags), 44);
+        assert_eq!(offset_of!(ProgLoadAttr, prog_btf_fd), 72);
+        assert_eq!(offset_of!(ProgLoadAttr, func_info_rec_size), 76);
+        assert_eq!(offset_of!(ProgLoadAttr, func_info), 80);
+        assert_eq!(offset_of!(ProgLoadAttr, func_info_cnt), 88);
+        assert_eq!(offset_of!(BtfLoadAttr, btf_size), 16);
+        assert_eq!(offset_of!(BtfLoadAttr, btf_log_level), 24);
+        assert_eq!(size_of::<FuncInfo>(), 8);
         assert_eq!(offset_of!(TestRunAttr, data_in), 16);
         assert_eq!(offset_of!(TestRunAttr, repeat), 32);
         assert_eq!(offset_of!(MapInfo, id), 4);
