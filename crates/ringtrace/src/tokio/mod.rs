@@ -70,6 +70,8 @@
 //!
 //! [`AsyncProducer`] is the writing side: a producer that waits for room without
 //! blocking its thread, woken by the consumer through the same kind of doorbell.
+//! [`AsyncUserRingBuf`] is the same for a BPF user ring buffer map, woken by the
+//! kernel after the BPF program drains it.
 
 mod channel;
 mod perf;
@@ -78,6 +80,7 @@ mod reader;
 mod rings;
 mod source;
 mod stream;
+mod user;
 mod wait;
 
 #[cfg(test)]
@@ -88,3 +91,4 @@ pub use producer::AsyncProducer;
 pub use reader::{AsyncReader, IntoRecords, Records};
 pub use source::Source;
 pub use stream::{Item, YIELD_EVERY};
+pub use user::AsyncUserRingBuf;

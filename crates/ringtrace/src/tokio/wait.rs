@@ -175,8 +175,13 @@ impl<S: Source> Waiter<S> {
 /// Registers `fd`, owned by the returned `AsyncFd`, with the current runtime's reactor
 /// for read readiness (an async producer's room socket).
 pub(super) fn register_fd(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    register_fd_for(fd, Interest::READABLE)
+}
+
+/// [`register_fd`] for `interest` (a BPF user ring buffer map's descriptor: writable).
+pub(super) fn register_fd_for(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: the `AsyncFd` owns `fd` and closes it only when dropped, after
     // deregistering it; nothing else holds it, so it stays open and the same
     // descriptor for as long as it is registered.
-    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(|e| e.into_parts().1)
+    unsafe { AsyncFd::register_with_interest(fd, interest) }.map_err(|e| e.into_parts().1)
 }

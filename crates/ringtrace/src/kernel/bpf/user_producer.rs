@@ -232,3 +232,6 @@ impl<M: UserMem> Producer<M> {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
