@@ -16,75 +16,16 @@ use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-use ringtrace_export::otlp::model::{self, kv, string, Attributes};
+use ringtrace_export::otlp::model::{self, kv, string, Attributes, Thread};
 use ringtrace_export::otlp::{ids, JsonLines};
 use ringtrace_tracing::Level;
 
-use super::object::Object;
+use super::object::{Id, Object, Undecodable};
 use super::tracks::Tracks;
 use crate::fleet::{Entry, Fleet, Item};
-use objects::{int, raw, Kind};
+pub use counts::{Otlp, OtlpCounts};
+use objects::{event_log, int, raw, span_event, start, typed_fields, Kind};
 use spans::Assembler;
-
-/// A fleet's records in OpenTelemetry's model (see the [module docs](super#otlp)).
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Otlp {
-    /// The spans of events sources: a `ResourceSpans` for each (host, source) with spans.
-    pub traces: ExportTraceServiceRequest,
-    /// The log records: a `ResourceLogs` for each (host, source) with records.
-    pub logs: ExportLogsServiceRequest,
-    /// What they hold.
-    pub counts: OtlpCounts,
-}
-
-/// What an OTLP export made. Every entry is one of `raw`, `events`, `spans`, `lost`,
-/// `host_undecodable` and `undecodable`. A span record is part of a span, an event
-/// in a span a span event (but those `span_events_as_logs`), and every other entry a
-/// log record: `log_records` is `records + gaps − spans − span_events`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OtlpCounts {
-    /// Entries exported.
-    pub records: u64,
-    /// Log records made: one for each entry but span records and events in spans, one
-    /// for each gap.
-    pub log_records: u64,
-    /// Records of plain sources, their payloads as bytes.
-    pub raw: u64,
-    /// Tracing events (objects with a `level`), in spans or not.
-    pub events: u64,
-    /// Span records (objects with a `span`): parts of spans.
-    pub spans: u64,
-    /// OTLP spans made of them.
-    pub otlp_spans: u64,
-    /// Events in a span made span events.
-    pub span_events: u64,
-    /// Events in a span made log records instead, because the spans open held as
-    /// many span events as they may (262,144).
-    pub span_events_as_logs: u64,
-    /// Spans whose `new` object was not read: marked `ringtrace.start_unknown`.
-    pub start_unknown: u64,
-    /// Spans whose close was not read (open at the end, or past the bound of spans
-    /// open): marked `ringtrace.end_unknown`.
-    pub end_unknown: u64,
-    /// Counts of events the recorder lost (objects with `lost`).
-    pub lost: u64,
-    /// Records their host could not decode (objects with `undecodable`).
-    pub host_undecodable: u64,
-    /// Payloads of events sources that are not such an object: exported as bytes.
-    pub undecodable: u64,
-    /// Gaps: records preceded by sequence numbers their source lacks (a log record each).
-    pub gaps: u64,
-    /// Sequence numbers those gaps stand for.
-    pub missing: u64,
-    /// Of them, records too large to ship (markers in the fleet).
-    pub too_large: u64,
-    /// Hosts with at least one record exported.
-    pub hosts: u32,
-    /// Sources with at least one record exported (one resource each).
-    pub sources: u32,
-}
 
 /// Log records the fleet gathers before it writes them as OTLP/JSON lines: a line's
 /// worth ([`JsonLines`] writes at most `Limits::default().max_items`, 2048, a line).
@@ -208,6 +149,75 @@ impl Builder {
             full(self)?;
         }
         Ok(())
+    }
+
+    /// What object `o` of the events source numbered `i`, record `e`, makes: a log
+    /// record, or (`None`) a part of a span; or why it is not read. Nothing is changed
+    /// before it is known to be read.
+    pub(super) fn object(
+        &mut self,
+        i: usize,
+        o: &Object,
+        e: &Entry<'_>,
+    ) -> Result<(Option<LogRecord>, Kind), Undecodable> {
+        let (ts, origin) = (e.time_ns, self.slots[i].origin);
+        let thread = Thread { id: o.tid, name: o.thread.as_deref() };
+        let (mut record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
+            (Some(level), None, None, None) => {
+                let level = model::level_named(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
+                let record = event_log(o, level, thread)?;
+                // An event in a span: a span event of the innermost span of its context.
+                let ctx = o.spans.as_ref().and_then(|s| s.last());
+                if let Some((c, id)) = ctx.and_then(|c| Some((c, c.id.as_ref()?.get().ok()?))) {
+                    if self.spans.event(i, origin, id, c.name.as_deref(), span_event(o, level, ts)).is_ok() {
+                        return Ok((None, Kind::Event));
+                    }
+                    self.counts.span_events_as_logs += 1;
+                }
+                (record, Kind::Event)
+            }
+            (None, Some(n), None, None) => (model::lost_record(0, n, thread), Kind::Lost),
+            (None, None, Some(kind), None) => {
+                let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;
+                let parent = o.parent.as_ref().map(Id::get).transpose()?;
+                let follows = o.follows.as_ref().map(Id::get).transpose()?;
+                let s = &mut self.spans;
+                match kind.as_str() {
+                    "new" => s.start(i, origin, start(o, id, parent), ts),
+                    "open" => {
+                        s.start(i, origin, start(o, id, parent), ts);
+                        s.touch(i, origin, id, ts);
+                    }
+                    "record" => s.record(i, origin, id, typed_fields(o), ts),
+                    "enter" | "exit" => s.touch(i, origin, id, ts),
+                    "close" => s.close(i, origin, id, ts),
+                    "done" => {
+                        s.touch(i, origin, id, ts);
+                        s.close(i, origin, id, ts);
+                    }
+                    "follows" => match follows {
+                        Some(f) => s.follows(i, origin, id, f, ts),
+                        None => s.touch(i, origin, id, ts),
+                    },
+                    _ => return Err(Undecodable::SpanRecord(kind.clone())),
+                }
+                return Ok((None, Kind::Span));
+            }
+            (None, None, None, Some(why)) => {
+                let mut attrs = Attributes::new(o.dropped.unwrap_or(0));
+                attrs.thread(thread);
+                attrs.add("ringtrace.undecodable", string(why.clone()));
+                if let Some(len) = o.len {
+                    attrs.add("ringtrace.len", int(len));
+                }
+                let say = format!("ringtrace: not decoded on its host: {why}");
+                (model::log_record(0, None, Some(string(say)), attrs), Kind::HostUndecodable)
+            }
+            _ => return Err(Undecodable::Unknown),
+        };
+        // The fleet's own: the record's sequence number in its source.
+        model::add(&mut record, "ringtrace.seq", int(e.seq));
+        Ok((Some(record), kind))
     }
 
     fn push(&mut self, i: usize, time_ns: u64, mut record: LogRecord) {
@@ -429,6 +439,7 @@ impl<'o> OtlpWriter<'o> {
 
 mod spans;
 
+mod counts;
 mod objects;
 
 #[cfg(test)]

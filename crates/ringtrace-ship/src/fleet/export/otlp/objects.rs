@@ -1,5 +1,6 @@
-//! What an events source's object becomes in OpenTelemetry's model: a log record, or a
-//! part of a span ([`Builder::object`]); and a plain record's log record.
+//! What an events source's object becomes in OpenTelemetry's model, piece by piece:
+//! its typed fields, an event's log record or span event, a span's start; and a plain
+//! record's log record. `Builder::object` puts them together.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
@@ -9,7 +10,6 @@ use ringtrace_tracing::Level;
 
 use super::super::object::{Id, Object, Undecodable};
 use super::spans::Start;
-use super::Builder;
 use crate::fleet::Entry;
 
 /// What a record was read as.
@@ -29,7 +29,7 @@ pub(super) fn int(n: u64) -> V {
 
 /// An object's fields, each as the OTLP value of the type it was recorded with
 /// ([`json_typed`]).
-fn typed_fields(o: &Object) -> impl Iterator<Item = (&str, Option<V>)> {
+pub(super) fn typed_fields(o: &Object) -> impl Iterator<Item = (&str, Option<V>)> {
     let mut kinds = o.kinds.as_deref().unwrap_or("").chars();
     o.fields.iter().flatten().map(move |(k, v)| (k.as_str(), json_typed(v, kinds.next())))
 }
@@ -38,7 +38,7 @@ fn typed_fields(o: &Object) -> impl Iterator<Item = (&str, Option<V>)> {
 /// makes it: named by its `message` (text; another value's is empty), else its
 /// callsite's name; its other fields, then `level` (where its callsite is known: the
 /// object names it).
-fn span_event(o: &Object, level: Level, ts: u64) -> span::Event {
+pub(super) fn span_event(o: &Object, level: Level, ts: u64) -> span::Event {
     let name = match o.fields.as_ref().and_then(|f| f.get("message")) {
         Some(serde_json::Value::String(m)) => m.clone(),
         Some(_) => String::new(),
@@ -59,7 +59,7 @@ fn span_event(o: &Object, level: Level, ts: u64) -> span::Event {
 /// A span's `new` (or `open`) object: the span it starts, its attributes as a trace's
 /// conversion gives them (fields, `code.namespace`, `code.filepath`, `code.lineno`,
 /// `thread.id`, `thread.name`).
-fn start(o: &Object, id: u64, parent: Option<u64>) -> Start {
+pub(super) fn start(o: &Object, id: u64, parent: Option<u64>) -> Start {
     let mut attrs = Attributes::new(0);
     for (k, v) in typed_fields(o) {
         attrs.field(k, v);
@@ -84,7 +84,7 @@ fn start(o: &Object, id: u64, parent: Option<u64>) -> Start {
 }
 
 /// An event's log record (outside any span, or one its span could not hold).
-fn event_log(o: &Object, level: Level, thread: Thread<'_>) -> Result<LogRecord, Undecodable> {
+pub(super) fn event_log(o: &Object, level: Level, thread: Thread<'_>) -> Result<LogRecord, Undecodable> {
     let ctx = o.spans.as_ref().and_then(|s| s.last());
     let e = model::Event {
         time_ns: 0,
@@ -109,75 +109,4 @@ pub(super) fn raw(e: &Entry<'_>, why: Option<String>) -> LogRecord {
         attrs.add("ringtrace.undecodable", string(why));
     }
     model::log_record(0, None, Some(V::BytesValue(e.payload.to_vec())), attrs)
-}
-
-impl Builder {
-    /// What object `o` of the events source numbered `i`, record `e`, makes: a log
-    /// record, or (`None`) a part of a span; or why it is not read. Nothing is changed
-    /// before it is known to be read.
-    pub(super) fn object(
-        &mut self,
-        i: usize,
-        o: &Object,
-        e: &Entry<'_>,
-    ) -> Result<(Option<LogRecord>, Kind), Undecodable> {
-        let (ts, origin) = (e.time_ns, self.slots[i].origin);
-        let thread = Thread { id: o.tid, name: o.thread.as_deref() };
-        let (mut record, kind) = match (&o.level, o.lost, &o.span, &o.undecodable) {
-            (Some(level), None, None, None) => {
-                let level = model::level_named(level).ok_or_else(|| Undecodable::Level(level.clone()))?;
-                let record = event_log(o, level, thread)?;
-                // An event in a span: a span event of the innermost span of its context.
-                let ctx = o.spans.as_ref().and_then(|s| s.last());
-                if let Some((c, id)) = ctx.and_then(|c| Some((c, c.id.as_ref()?.get().ok()?))) {
-                    if self.spans.event(i, origin, id, c.name.as_deref(), span_event(o, level, ts)).is_ok() {
-                        return Ok((None, Kind::Event));
-                    }
-                    self.counts.span_events_as_logs += 1;
-                }
-                (record, Kind::Event)
-            }
-            (None, Some(n), None, None) => (model::lost_record(0, n, thread), Kind::Lost),
-            (None, None, Some(kind), None) => {
-                let id = o.id.as_ref().ok_or(Undecodable::NoSpanId)?.get()?;
-                let parent = o.parent.as_ref().map(Id::get).transpose()?;
-                let follows = o.follows.as_ref().map(Id::get).transpose()?;
-                let s = &mut self.spans;
-                match kind.as_str() {
-                    "new" => s.start(i, origin, start(o, id, parent), ts),
-                    "open" => {
-                        s.start(i, origin, start(o, id, parent), ts);
-                        s.touch(i, origin, id, ts);
-                    }
-                    "record" => s.record(i, origin, id, typed_fields(o), ts),
-                    "enter" | "exit" => s.touch(i, origin, id, ts),
-                    "close" => s.close(i, origin, id, ts),
-                    "done" => {
-                        s.touch(i, origin, id, ts);
-                        s.close(i, origin, id, ts);
-                    }
-                    "follows" => match follows {
-                        Some(f) => s.follows(i, origin, id, f, ts),
-                        None => s.touch(i, origin, id, ts),
-                    },
-                    _ => return Err(Undecodable::SpanRecord(kind.clone())),
-                }
-                return Ok((None, Kind::Span));
-            }
-            (None, None, None, Some(why)) => {
-                let mut attrs = Attributes::new(o.dropped.unwrap_or(0));
-                attrs.thread(thread);
-                attrs.add("ringtrace.undecodable", string(why.clone()));
-                if let Some(len) = o.len {
-                    attrs.add("ringtrace.len", int(len));
-                }
-                let say = format!("ringtrace: not decoded on its host: {why}");
-                (model::log_record(0, None, Some(string(say)), attrs), Kind::HostUndecodable)
-            }
-            _ => return Err(Undecodable::Unknown),
-        };
-        // The fleet's own: the record's sequence number in its source.
-        model::add(&mut record, "ringtrace.seq", int(e.seq));
-        Ok((Some(record), kind))
-    }
 }
