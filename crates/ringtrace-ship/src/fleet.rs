@@ -20,6 +20,8 @@ pub mod export;
 #[cfg(feature = "kafka")]
 mod follow;
 #[cfg(feature = "kafka")]
+mod gone;
+#[cfg(feature = "kafka")]
 mod kafka;
 mod merge;
 #[cfg(feature = "kafka")]

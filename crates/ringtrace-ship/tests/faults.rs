@@ -7,7 +7,8 @@
 //! reports delivered that the broker never wrote.
 //!
 //! Faults under a topic being streamed back (`fleet::stream_topic`): records deleted
-//! (`DeleteRecords`), the topic deleted, a broker SIGKILLed and started again.
+//! (`DeleteRecords`), the topic deleted, a broker SIGKILLed and started again; and
+//! records or the topic deleted under a whole-topic read (`fleet::read_topic`).
 
 mod common;
 
@@ -380,6 +381,90 @@ fn records_deleted_under_the_read_are_skipped_and_counted() {
         let said = read.warnings.iter().filter(|w| w.contains("deleted before they were read")).count();
         assert_eq!(said, 1, "{:#?}", read.warnings);
     }
+}
+
+/// What a whole-topic read (`fleet::read_topic`) gave, its warnings, and how long it
+/// went on after `act` ran.
+struct ReadActed {
+    fleet: Result<ringtrace_ship::fleet::Fleet, String>,
+    warnings: Vec<String>,
+    after_act: Duration,
+}
+
+/// Reads `topic` whole (within 60 s), running `act` once at the read's first warning:
+/// that of the foreign message at offset 0 of partition 0 ([`ahead_of_the_read`]).
+fn read_acting(brokers: &str, topic: &str, act: impl FnOnce()) -> ReadActed {
+    let (mut warnings, mut act, mut acted) = (Vec::new(), Some(act), None);
+    let fleet = ringtrace_ship::fleet::read_topic(brokers, topic, Duration::from_secs(60), |w| {
+        if let Some(act) = act.take() {
+            assert!(w.contains("partition 0 offset 0: skipped"), "the first warning: {w}");
+            act();
+            acted = Some(Instant::now());
+        }
+        warnings.push(w);
+    })
+    .map_err(|e| e.to_string());
+    for w in warnings.iter().filter(|w| !w.contains(": skipped:")) {
+        eprintln!("warning: {w}");
+    }
+    let after_act = acted.expect("the read warned of the foreign message").elapsed();
+    ReadActed { fleet, warnings, after_act }
+}
+
+/// Partition 0 of a topic whose records can be deleted ahead of a whole-topic read: a
+/// foreign message (the read's first warning), 150 foreign ones of 512 KiB (more than
+/// the 64 MiB librdkafka prefetches, so the reader's position is among them while the
+/// read waits in its warning), then `big` messages of 1,000 records of source "big".
+fn ahead_of_the_read(big: u64) -> impl Iterator<Item = (i32, Vec<u8>)> {
+    let foreign = std::iter::once((0, b"not a batch".to_vec())).chain((0..150).map(|_| (0, vec![0x5a; 512 << 10])));
+    foreign.chain(filled(0, "big", big))
+}
+
+/// Records deleted under a whole-topic read (`DeleteRecords` past the reader's
+/// position): the read goes on from the partition's new start, counting the offsets
+/// it lost, soon rather than at its deadline. Deleted up to the 10th of 20 batches
+/// after the foreign messages, and all of them.
+#[test]
+fn records_deleted_under_a_whole_topic_read_are_skipped_and_counted() {
+    let Some(brokers) = brokers() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    for before in [161, 171] {
+        let topic = create_topic(&brokers, &format!("read-records-deleted-{before}"), 2);
+        produce_to(&brokers, &topic, filled(1, "small", 20).chain(ahead_of_the_read(20)));
+        let read = read_acting(&brokers, &topic, || {
+            assert_eq!(delete_records(&brokers, &topic, 0, before), before);
+        });
+        let fleet =
+            read.fleet.unwrap_or_else(|e| panic!("the read failed {:?} after the deletion: {e}", read.after_act));
+        let stats = fleet.stats();
+        eprintln!("records before offset {before} deleted: {stats:?}, {:?} after the deletion", read.after_act);
+        assert!(read.after_act < Duration::from_secs(20), "{:?}", read.after_act);
+        // The foreign messages read before the deletion stopped the reader.
+        let cut = read.warnings.iter().filter(|w| w.contains(": skipped:")).count() as u64;
+        assert!(cut < 151, "the reader was past the foreign messages when the records went: {cut}");
+        let (before, kept) = (before as u64, 171 - before as u64);
+        assert_eq!((stats.expired, stats.vanished, stats.damaged), (before - cut, 0, cut));
+        assert_eq!((stats.records, stats.missing, stats.duplicates), (20_000 + kept * 1000, 0, 0));
+        check_source(&fleet, "h", "small", 0, 0, 0..20_000);
+        check_source(&fleet, "h", "big", 0, 0, (20 - kept) * 1000..20_000);
+        let said = read.warnings.iter().filter(|w| w.contains("deleted before they were read")).count();
+        assert_eq!(said, 1, "{:#?}", read.warnings.iter().filter(|w| !w.contains(": skipped:")).collect::<Vec<_>>());
+    }
+}
+
+/// The topic deleted under a whole-topic read: the read fails soon, saying so, rather
+/// than at its deadline.
+#[test]
+fn a_topic_deleted_under_a_whole_topic_read_fails_it_soon() {
+    let Some(brokers) = brokers() else { return };
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let topic = create_topic(&brokers, "read-topic-deleted", 2);
+    produce_to(&brokers, &topic, filled(1, "small", 20).chain(ahead_of_the_read(20)));
+    let read = read_acting(&brokers, &topic, || delete_topic(&brokers, &topic));
+    let Err(e) = read.fleet else { panic!("the read of a topic deleted under it did not fail") };
+    eprintln!("topic deleted: {e}, {:?} after the deletion", read.after_act);
+    assert!(read.after_act < Duration::from_secs(25), "{:?}", read.after_act);
+    assert!(e.contains("no longer in the cluster"), "{e}");
 }
 
 /// The topic deleted under the read: once its partitions have given errors and no

@@ -1,6 +1,7 @@
 //! Reading a topic from Kafka into a [`Timeline`]: every partition from its first
 //! offset up to the end it had when the read began, riding through the errors of a
-//! broker down or a leader moving ([`super::transient`]) until the read's deadline.
+//! broker down or a leader moving ([`super::transient`]) until the read's deadline,
+//! and reading on past records deleted under it ([`super::gone`]).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -11,8 +12,9 @@ use rdkafka::message::Message;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::gone::{assign_at, locate, offset_gone, present, Located, Losses, Part, Present, STALL};
 use super::timeline::{Fleet, Timeline};
-use super::transient::{is_transient, retried, REQUEST};
+use super::transient::{first_transient, is_transient, retried, REQUEST};
 use crate::topic;
 
 /// Why a topic could not be read (or followed): each names the topic.
@@ -58,6 +60,19 @@ pub enum FleetError {
         ridden: u64,
         /// The last of them.
         last: Option<Box<KafkaError>>,
+    },
+    /// Partitions of the topic went during the read (the topic deleted, or deleted and
+    /// made again): what was left in them cannot be read.
+    #[error("{topic} on {brokers}: {what}: {left} message(s) left unread")]
+    Vanished {
+        /// The topic.
+        topic: String,
+        /// The bootstrap servers.
+        brokers: String,
+        /// What went.
+        what: String,
+        /// The offsets left unread in the partitions gone.
+        left: u64,
     },
     /// A follower's read failed.
     #[error("reading {topic}: {source}")]
@@ -122,6 +137,20 @@ impl From<KafkaError> for OffsetsError {
 /// record its agent could not ship (too large for a message). Transient errors (a
 /// broker down, a partition's leader moving: the module `fleet::transient` lists them) are ridden through
 /// until `timeout` and counted in [`FleetStats::transient`](super::FleetStats::transient).
+///
+/// Records deleted before the read reached them (retention, or `DeleteRecords`, moved
+/// a partition's start past the reader's position) are skipped: the read goes on from
+/// the partition's new start, counts the offsets skipped in
+/// [`FleetStats::expired`](super::FleetStats::expired) and tells `warn`. A topic
+/// deleted during the read is found once no message has come for 10 s (the cluster is
+/// asked for up to 5 s, and again every 10 s while none comes).
+///
+/// # Errors
+///
+/// [`FleetError::Offsets`] where the topic's offsets cannot be had,
+/// [`FleetError::Kafka`] on an error that is not transient, [`FleetError::Vanished`]
+/// where partitions went during the read (the topic deleted, or deleted and made
+/// again), and [`FleetError::Deadline`] where `timeout` passed first.
 pub fn read_topic(
     brokers: &str,
     topic: &str,
@@ -152,30 +181,36 @@ pub fn read_topic_since(
         brokers: brokers.into(),
         source: Box::new(source),
     };
-    let consumer = consumer(brokers).map_err(|e| fail("creating the consumer", e))?;
+    // An offset gone (records deleted while the read waited) is an error the read
+    // hears (`gone`), not a silent jump to the partition's end.
+    let consumer: BaseConsumer = (reader_config(brokers).set("enable.partition.eof", "false"))
+        .set("auto.offset.reset", "error")
+        .create()
+        .map_err(|e| fail("creating the consumer", e))?;
     let mut ridden = 0;
     let starts = starts(&consumer, topic, since_ns, None, left(), &mut ridden, &mut warn)
         .map_err(|source| FleetError::Offsets { topic: topic.into(), brokers: brokers.into(), source })?;
-    let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
-    for Span { id: p, start, end: high, .. } in starts {
-        if high > start {
-            assignment.add_partition_offset(topic, p, Offset::Offset(start)).map_err(|e| fail("assigning", e))?;
-            ends.push((p, high, start));
+    let mut parts = Vec::new();
+    for Span { id, start, stop, .. } in starts {
+        if stop > start {
+            assignment.add_partition_offset(topic, id, Offset::Offset(start)).map_err(|e| fail("assigning", e))?;
+            parts.push(Part { id, next: start, end: stop, open: true, lost: false });
         }
     }
     let mut timeline = Timeline::new();
-    if ends.is_empty() {
-        return Ok(finish(timeline, ridden, &mut warn));
+    let mut losses = Losses { ridden, ..Losses::default() };
+    if parts.is_empty() {
+        return Ok(finish(timeline, &losses, &mut warn));
     }
     consumer.assign(&assignment).map_err(|e| fail("assigning", e))?;
-    // `ends[i].2`: the next offset expected of partition `ends[i].0`.
-    let mut open = ends.len();
-    // The last transient error ridden through, said if the read gives up.
-    let mut last = None;
-    while open > 0 {
+    // When the last message came, and when the cluster was last asked whether the
+    // partitions are still there.
+    let (mut seen, mut checked) = (Instant::now(), Instant::now());
+    while parts.iter().any(|p| p.open) {
         if left().is_zero() {
-            let behind: i64 = ends.iter().map(|&(_, high, next)| (high - next).max(0)).sum();
+            let behind = parts.iter().filter(|p| p.open).map(|p| (p.end - p.next).max(0)).sum();
+            let Losses { ridden, last, .. } = losses;
             return Err(FleetError::Deadline {
                 topic: topic.into(),
                 brokers: brokers.into(),
@@ -185,34 +220,114 @@ pub fn read_topic_since(
                 last,
             });
         }
+        if seen.elapsed().min(checked.elapsed()) >= STALL {
+            check(&consumer, topic, brokers, &mut parts, &mut losses, &mut warn)?;
+            checked = Instant::now();
+            continue;
+        }
         let m = match consumer.poll(left().min(Duration::from_millis(100))) {
             None => continue,
             Some(Ok(m)) => m,
+            // The error names no partition: each open one is asked about.
+            Some(Err(e)) if offset_gone(&e) => {
+                let until = Instant::now() + REQUEST;
+                for p in parts.iter_mut().filter(|p| p.open) {
+                    resume(&consumer, topic, brokers, p, false, until, &mut losses, &mut warn)?;
+                }
+                continue;
+            }
             // librdkafka's consumer recovers by itself: poll on.
             Some(Err(e)) if is_transient(&e) => {
-                if ridden == 0 {
+                if losses.ridden == 0 {
                     warn(first_transient(topic, &e, left()));
                 }
-                ridden += 1;
-                last = Some(Box::new(e));
+                losses.ridden += 1;
+                losses.last = Some(Box::new(e));
                 continue;
             }
             Some(Err(e)) => return Err(fail("reading", e)),
         };
-        let Some(end) = ends.iter_mut().find(|e| e.0 == m.partition()) else { continue };
-        if m.offset() >= end.1 {
-            continue; // written after the read began
+        seen = Instant::now();
+        let Some(p) = parts.iter_mut().find(|p| p.id == m.partition()) else { continue };
+        p.lost = false; // fetched: where it is is known
+        if !p.open || m.offset() < p.next || m.offset() >= p.end {
+            continue; // read already, or written after the read began
         }
         if let Err(e) = timeline.push(m.payload().unwrap_or_default()) {
             warn(format!("{topic} partition {} offset {}: skipped: {e}", m.partition(), m.offset()));
         }
-        let was_open = end.2 < end.1;
-        end.2 = m.offset() + 1;
-        if was_open && end.2 >= end.1 {
-            open -= 1;
-        }
+        p.next = m.offset() + 1;
+        p.open = p.next < p.end;
     }
-    Ok(finish(timeline, ridden, &mut warn))
+    Ok(finish(timeline, &losses, &mut warn))
+}
+
+/// Where `part` goes on, its next offset gone (see [`locate`]; `sure`: the error
+/// was its own): assigned again where its records start now, closed where none is
+/// left, or marked lost for the next [`check`]. A partition that ends now before the
+/// read's position (the topic deleted and made again) fails the read.
+#[allow(clippy::too_many_arguments)]
+fn resume(
+    consumer: &BaseConsumer,
+    topic: &str,
+    brokers: &str,
+    part: &mut Part,
+    sure: bool,
+    until: Instant,
+    losses: &mut Losses,
+    warn: &mut dyn FnMut(String),
+) -> Result<(), FleetError> {
+    let fail = |doing, source| FleetError::Kafka {
+        doing,
+        topic: topic.into(),
+        brokers: brokers.into(),
+        source: Box::new(source),
+    };
+    match locate(consumer, topic, part, sure, until, losses, warn)
+        .map_err(|e| fail("reading a partition's offsets", e))?
+    {
+        Located::Lost => Ok(()),
+        Located::Done => {
+            part.open = false;
+            Ok(())
+        }
+        Located::Resume => assign_at(consumer, topic, part.id, part.next).map_err(|e| fail("assigning", e)),
+        Located::Vanished { high, left } => Err(FleetError::Vanished {
+            topic: topic.into(),
+            brokers: brokers.into(),
+            what: format!(
+                "partition {} ends at offset {high} now, before the read's position {} (the topic deleted and made \
+                 again?)",
+                part.id, part.next
+            ),
+            left,
+        }),
+    }
+}
+
+/// No message has come for [`STALL`]: asks the cluster whether the topic and the
+/// partitions still being read are there (see [`present`]). One gone fails the
+/// read; those lost are resumed. A question that fails is ridden through (the read's
+/// deadline still holds).
+fn check(
+    consumer: &BaseConsumer,
+    topic: &str,
+    brokers: &str,
+    parts: &mut [Part],
+    losses: &mut Losses,
+    warn: &mut dyn FnMut(String),
+) -> Result<(), FleetError> {
+    let answer = present(consumer, topic, losses);
+    let (gone, what) = answer.gone(parts);
+    if !gone.is_empty() {
+        let left = Present::left(parts, &gone);
+        return Err(FleetError::Vanished { topic: topic.into(), brokers: brokers.into(), what: what.into(), left });
+    }
+    let until = Instant::now() + REQUEST;
+    for p in parts.iter_mut().filter(|p| p.open && p.lost) {
+        resume(consumer, topic, brokers, p, true, until, losses, warn)?;
+    }
+    Ok(())
 }
 
 /// The configuration of a reader's consumer: a group of its own (it assigns partitions
@@ -368,17 +483,13 @@ fn offsets_at(
     })
 }
 
-/// The warning of a read's first transient error: what it is, and how long the read
-/// goes on trying.
-pub(super) fn first_transient(topic: &str, e: &KafkaError, left: Duration) -> String {
-    format!("{topic}: {e}: a transient Kafka error (a broker down, a leader moving): retrying for up to {left:.0?}")
-}
-
-/// Orders the timeline, counts the `ridden` transient errors, and warns of the records
-/// that were too large to ship.
-fn finish(timeline: Timeline, ridden: u64, warn: &mut impl FnMut(String)) -> Fleet {
+/// Orders the timeline, counts the transient errors ridden through and the offsets
+/// deleted before they were read (`losses`), and warns of the records that were too
+/// large to ship.
+fn finish(timeline: Timeline, losses: &Losses, warn: &mut impl FnMut(String)) -> Fleet {
     let mut fleet = timeline.finish();
-    fleet.ridden_through(ridden);
+    fleet.ridden_through(losses.ridden);
+    fleet.expired(losses.expired);
     for (host, source, seq, len) in fleet.too_large() {
         warn(format!(
             "{host} {source}: record {seq} ({len} bytes) was too large for a Kafka message: its agent shipped a marker in its place"

@@ -13,10 +13,11 @@ use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::follow::FollowError;
-use super::kafka::{first_transient, reader_config, starts, FleetError, Span};
+use super::gone::{offset_gone, Losses, Part, STALL};
+use super::kafka::{reader_config, starts, FleetError, Span};
 use super::merge::{Item, Merge};
 use super::timeline::FleetStats;
-use super::transient::is_transient;
+use super::transient::{first_transient, is_transient};
 
 mod recover;
 
@@ -122,21 +123,6 @@ fn consumer(brokers: &str, prefetch_kib: usize) -> Result<BaseConsumer, KafkaErr
         .create()
 }
 
-/// One partition being read.
-#[derive(Debug)]
-struct Part {
-    id: i32,
-    /// The next offset expected, and the end (the partition's end when the read began,
-    /// or its first message sent at or after [`ReadOptions::sent_before_ns`]).
-    next: i64,
-    end: i64,
-    open: bool,
-    /// Whether its next offset is still in it, and where to resume if not, is not known
-    /// (the request that would tell failed, or an error named no partition): asked at
-    /// the next check, unless a message of it comes first.
-    lost: bool,
-}
-
 /// The consumer of a read, and each partition's queue (in the order of
 /// [`Reading::parts`]).
 struct Fetch {
@@ -156,16 +142,14 @@ struct Reading<'t> {
     merge: Merge,
     open: usize,
     /// When the last message came, and when the cluster was last asked about the
-    /// partitions (see [`recover::STALL`]).
+    /// partitions (see [`STALL`]).
     seen: Instant,
     checked: Instant,
-    ridden: u64,
-    last: Option<Box<KafkaError>>,
+    /// Transient errors ridden through, offsets deleted before they were read, and
+    /// left unread in partitions gone.
+    losses: Losses,
     /// How long the read rides through errors without a message.
     idle: Duration,
-    /// Offsets deleted before they were read, and left unread in partitions gone.
-    expired: u64,
-    vanished: u64,
 }
 
 impl Reading<'_> {
@@ -190,13 +174,13 @@ impl Reading<'_> {
                 return Ok(None);
             }
             // librdkafka stopped fetching the partition (`auto.offset.reset=error`).
-            Err(e) if recover::offset_gone(&e) => return Ok(Some(Gone(from))),
+            Err(e) if offset_gone(&e) => return Ok(Some(Gone(from))),
             Err(e) if is_transient(&e) => {
-                if self.ridden == 0 {
+                if self.losses.ridden == 0 {
                     warn(first_transient(topic, &e, self.idle));
                 }
-                self.ridden += 1;
-                self.last = Some(Box::new(e));
+                self.losses.ridden += 1;
+                self.losses.last = Some(Box::new(e));
                 return Ok(None);
             }
             Err(e) => return Err(FollowError::Kafka(FleetError::Read { topic: topic.into(), source: Box::new(e) })),
@@ -317,11 +301,8 @@ pub fn stream_topic<E>(
         parts,
         seen: Instant::now(),
         checked: Instant::now(),
-        ridden,
-        last: None,
+        losses: Losses { ridden, ..Losses::default() },
         idle: opts.idle,
-        expired: 0,
-        vanished: 0,
     };
     while r.open > 0 {
         let left = opts.idle.saturating_sub(r.seen.elapsed());
@@ -332,12 +313,12 @@ pub fn stream_topic<E>(
                 brokers: brokers.into(),
                 behind,
                 timeout: opts.idle,
-                ridden: r.ridden,
-                last: r.last,
+                ridden: r.losses.ridden,
+                last: r.losses.last,
             }));
         }
         // No message for a while: whether the partitions are still there.
-        if r.seen.elapsed().min(r.checked.elapsed()) >= recover::STALL {
+        if r.seen.elapsed().min(r.checked.elapsed()) >= STALL {
             r.check(&mut fetch, &mut warn).map_err(FollowError::Kafka)?;
             continue;
         }
@@ -374,9 +355,9 @@ pub fn stream_topic<E>(
     }
     r.merge.release(true, &mut each).map_err(FollowError::Output)?;
     let mut stats = r.merge.stats();
-    stats.transient += r.ridden;
-    stats.expired = r.expired;
-    stats.vanished = r.vanished;
+    stats.transient += r.losses.ridden;
+    stats.expired = r.losses.expired;
+    stats.vanished = r.losses.vanished;
     stats.unread = unread;
     Ok(stats)
 }

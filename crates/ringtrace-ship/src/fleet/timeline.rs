@@ -31,9 +31,10 @@ pub struct FleetStats {
     /// moving: see [`read_topic`](super::read_topic)): requests made again, and the
     /// consumer's errors it recovered from.
     pub transient: u64,
-    /// A topic streamed back ([`stream_topic`](super::stream_topic)): offsets deleted
-    /// before they were read (retention, or `DeleteRecords`, moved a partition's start
-    /// past the reader), skipped: the read goes on from the partition's new start.
+    /// A topic read ([`read_topic`](super::read_topic)) or streamed back
+    /// ([`stream_topic`](super::stream_topic)): offsets deleted before they were read
+    /// (retention, or `DeleteRecords`, moved a partition's start past the reader),
+    /// skipped: the read goes on from the partition's new start.
     pub expired: u64,
     /// A topic streamed back ([`stream_topic`](super::stream_topic)): offsets left
     /// unread in partitions that vanished (the topic deleted) during the read, which
@@ -160,6 +161,11 @@ impl Fleet {
     /// Counts `n` transient errors the read rode through.
     pub(super) fn ridden_through(&mut self, n: u64) {
         self.stats.transient += n;
+    }
+
+    /// Counts `n` offsets deleted before the read could read them.
+    pub(super) fn expired(&mut self, n: u64) {
+        self.stats.expired += n;
     }
 
     /// The `(host, source)` pairs, sorted.

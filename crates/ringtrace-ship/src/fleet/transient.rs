@@ -85,6 +85,12 @@ pub(super) fn retried<T>(
     }
 }
 
+/// The warning of a read's first transient error: what it is, and how long the read
+/// goes on trying.
+pub(super) fn first_transient(topic: &str, e: &KafkaError, left: Duration) -> String {
+    format!("{topic}: {e}: a transient Kafka error (a broker down, a leader moving): retrying for up to {left:.0?}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

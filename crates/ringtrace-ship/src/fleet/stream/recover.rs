@@ -1,46 +1,20 @@
-//! A streamed read whose partitions lose what it was to read: records deleted before
-//! they were read (retention, or `DeleteRecords`, moved a partition's start past the
-//! reader's position), and the topic deleted under the read.
-//!
-//! The reader's consumer has `auto.offset.reset=error`: where the next offset of a
-//! partition is no longer in it, librdkafka stops fetching that partition and reports
-//! `AUTO_OFFSET_RESET` on its queue (on the consumer's own queue before the partition's
-//! queue was split, naming no partition). The reader then asks for the partition's
-//! offsets and assigns it again where its records start now, counting the offsets
-//! skipped ([`FleetStats::expired`](crate::fleet::FleetStats::expired)).
-//!
-//! A topic deleted gives `UNKNOWN_TOPIC_OR_PARTITION`, which a leader moving gives too
-//! (and which is ridden through for that): once no message has come for [`STALL`], the
-//! reader asks the cluster whether the topic and its partitions are still there; those
-//! gone are closed, the offsets left unread counted
-//! ([`FleetStats::vanished`](crate::fleet::FleetStats::vanished)).
+//! A streamed read whose partitions lose what it was to read (see [`crate::fleet::gone`]
+//! for how it is noticed): records deleted before they were read are skipped and
+//! counted ([`FleetStats::expired`](crate::fleet::FleetStats::expired)); a partition
+//! gone (the topic deleted, or made again shorter) is closed, the offsets it had left
+//! unread counted ([`FleetStats::vanished`](crate::fleet::FleetStats::vanished)), and
+//! the read goes on with the rest.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rdkafka::consumer::base_consumer::PartitionQueue;
-use rdkafka::consumer::{Consumer, DefaultConsumerContext};
+use rdkafka::consumer::DefaultConsumerContext;
 use rdkafka::error::KafkaError;
-use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Fetch, Gone, Reading};
+use crate::fleet::gone::{assign_at, locate, present, Located, Present};
 use crate::fleet::kafka::FleetError;
-use crate::fleet::transient::{is_transient, REQUEST};
-use crate::topic;
-
-/// How long a read goes without a message before it asks the cluster whether its
-/// partitions are still there, and how long it waits between two such questions.
-pub(super) const STALL: Duration = Duration::from_secs(10);
-
-/// How long the cluster is asked about the topic before it is called gone: every
-/// broker asked in that time said it does not know it.
-const ASK: Duration = Duration::from_secs(5);
-
-/// Whether `e` says a partition's next offset is not in it (see the module's
-/// documentation).
-pub(super) fn offset_gone(e: &KafkaError) -> bool {
-    e.rdkafka_error_code() == Some(RDKafkaErrorCode::AutoOffsetReset)
-}
+use crate::fleet::transient::REQUEST;
 
 impl Fetch {
     /// The queue of partition `partition` of `topic`, split from the consumer's.
@@ -84,13 +58,9 @@ impl Reading<'_> {
         Ok(())
     }
 
-    /// Resumes `parts[i]` (see [`resume`](Self::resume)); where its offsets cannot be
-    /// had by `until` (a transient error, or no time left), marks it lost, for the next
-    /// [`check`](Self::check).
-    ///
-    /// Where its next offset is in it after all, assigns it there again if `sure` (the
-    /// error was its own), else marks it lost: assigned again at the next check unless
-    /// a message of it comes first.
+    /// Resumes `parts[i]` (see [`resume`](Self::resume) and [`locate`]): assigned again
+    /// where it goes on, closed where nothing of it is left, or closed and counted where
+    /// it ends now before the read's position (the topic deleted and made again).
     fn resume_one(
         &mut self,
         fetch: &mut Fetch,
@@ -99,107 +69,49 @@ impl Reading<'_> {
         until: Instant,
         warn: &mut dyn FnMut(String),
     ) -> Result<(), FleetError> {
-        let (topic, id, next, end) = (self.topic, self.parts[i].id, self.parts[i].next, self.parts[i].end);
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            self.parts[i].lost = true;
-            return Ok(());
-        }
-        let (low, high) = match fetch.consumer.fetch_watermarks(topic, id, left.max(Duration::from_millis(100))) {
-            Ok(w) => w,
-            Err(e) if is_transient(&e) => {
-                self.parts[i].lost = true;
-                self.ridden += 1;
-                self.last = Some(Box::new(e));
-                return Ok(());
-            }
-            Err(e) => return Err(self.fail("reading a partition's offsets", e)),
-        };
-        self.parts[i].lost = false;
-        if low > next {
-            // Deleted before they were read.
-            let skipped = low.min(end) - next;
-            self.expired += skipped as u64;
-            let then = if low >= end {
-                "nothing of the partition is left to read".to_string()
-            } else {
-                format!("reading on from offset {low}")
-            };
-            warn(format!(
-                "{topic} partition {id}: offsets {next} to {} were deleted before they were read (retention, or \
-                 records deleted): {skipped} skipped, {then}",
-                low.min(end) - 1
-            ));
-            if low >= end {
+        let topic = self.topic;
+        let located = locate(&fetch.consumer, topic, &mut self.parts[i], sure, until, &mut self.losses, warn)
+            .map_err(|e| self.fail("reading a partition's offsets", e))?;
+        let (id, next) = (self.parts[i].id, self.parts[i].next);
+        match located {
+            Located::Lost => {}
+            Located::Done => self.close(i),
+            Located::Vanished { high, left } => {
+                self.losses.vanished += left;
+                warn(format!(
+                    "{topic} partition {id}: ends at offset {high} now, before the read's position {next} (the topic \
+                     deleted and made again?): {left} offsets left unread"
+                ));
                 self.close(i);
-                return Ok(());
             }
-            self.parts[i].next = low;
-        } else if high <= next {
-            // The partition now ends before the read's position: cut short, or made
-            // again (the topic deleted and created anew).
-            let left = (end - next).max(0);
-            self.vanished += left as u64;
-            warn(format!(
-                "{topic} partition {id}: ends at offset {high} now, before the read's position {next} (the topic \
-                 deleted and made again?): {left} offsets left unread"
-            ));
-            self.close(i);
-            return Ok(());
-        } else if sure {
-            // In the partition again (a leader that had not caught up?): from there.
-            self.ridden += 1;
-        } else {
-            self.parts[i].lost = true;
-            return Ok(());
+            Located::Resume => {
+                assign_at(&fetch.consumer, topic, id, next).map_err(|e| self.fail("assigning", e))?;
+                // Assigning a partition again makes its messages come to the consumer's
+                // queue: split it off again.
+                fetch.queues[i] = fetch.split(topic, id)?;
+            }
         }
-        let offset = self.parts[i].next;
-        let mut one = TopicPartitionList::new();
-        one.add_partition(topic, id);
-        fetch.consumer.incremental_unassign(&one).map_err(|e| self.fail("assigning", e))?;
-        one.set_all_offsets(Offset::Offset(offset)).map_err(|e| self.fail("assigning", e))?;
-        fetch.consumer.incremental_assign(&one).map_err(|e| self.fail("assigning", e))?;
-        // Assigning a partition again makes its messages come to the consumer's queue:
-        // split it off again.
-        fetch.queues[i] = fetch.split(topic, id)?;
         Ok(())
     }
 
-    /// No message has come for [`STALL`]: asks the cluster whether the topic and the
-    /// partitions still being read are there. Those gone are closed and what they had
-    /// left counted and said; those lost are resumed. A question that fails is ridden
-    /// through (the read's idle bound still holds).
+    /// No message has come for [`STALL`](crate::fleet::gone::STALL): asks the cluster
+    /// whether the topic and the partitions still being read are there. Those gone are
+    /// closed and what they had left counted and said; those lost are resumed. A
+    /// question that fails is ridden through (the read's idle bound still holds).
     pub(super) fn check(&mut self, fetch: &mut Fetch, warn: &mut dyn FnMut(String)) -> Result<(), FleetError> {
         let topic = self.topic;
-        let answer = topic::ask(fetch.consumer.client(), topic, ASK);
+        let answer = present(&fetch.consumer, topic, &mut self.losses);
         self.checked = Instant::now();
-        let present: Option<Vec<i32>> = match answer {
-            Ok(topic::Answer::Missing) => None,
-            Ok(topic::Answer::Known(m)) => match m.topics().iter().find(|t| t.name() == topic) {
-                // An error for the whole topic (its partitions not listed) says nothing of them.
-                Some(t) if t.error().is_some() => return Ok(()),
-                Some(t) => Some(t.partitions().iter().map(|p| p.id()).collect()),
-                None => None,
-            },
-            Err(e) => {
-                self.ridden += 1;
-                self.last = Some(Box::new(e));
-                return Ok(());
-            }
-        };
-        let gone: Vec<usize> = (0..self.parts.len())
-            .filter(|&i| self.parts[i].open)
-            .filter(|&i| present.as_ref().is_none_or(|ids| !ids.contains(&self.parts[i].id)))
-            .collect();
+        if matches!(answer, Present::Unknown) {
+            return Ok(());
+        }
+        let (gone, what) = answer.gone(&self.parts);
         if !gone.is_empty() {
-            let left: i64 = gone.iter().map(|&i| (self.parts[i].end - self.parts[i].next).max(0)).sum();
-            self.vanished += left as u64;
-            let (what, then) = match present {
-                None => (
-                    "the topic is no longer in the cluster (deleted during the read)",
-                    "the read ends with what it read",
-                ),
-                Some(_) => ("partitions of the topic are no longer in the cluster", "the read goes on without them"),
+            let left = Present::left(&self.parts, &gone);
+            self.losses.vanished += left;
+            let then = match answer {
+                Present::Missing => "the read ends with what it read",
+                _ => "the read goes on without them",
             };
             warn(format!("{topic}: {what}: {left} offsets of {} partitions left unread; {then}", gone.len()));
             for i in gone {
@@ -213,20 +125,5 @@ impl Reading<'_> {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_reset_librdkafka_reports_for_an_offset_gone_is_taken_for_one() {
-        let code = RDKafkaErrorCode::AutoOffsetReset;
-        assert!(offset_gone(&KafkaError::MessageConsumption(code)));
-        for code in [RDKafkaErrorCode::OffsetOutOfRange, RDKafkaErrorCode::UnknownTopicOrPartition] {
-            assert!(!offset_gone(&KafkaError::MessageConsumption(code)), "{code:?}");
-        }
-        assert!(!offset_gone(&KafkaError::PartitionEOF(0)));
     }
 }
