@@ -43,7 +43,7 @@ for which in "${@:-$defaults}"; do
       cli) targets+=("-p ringtrace-cli --bin ringtrace --features kafka|crates/ringtrace-cli/src/main.rs|kafka") ;;
       tracing) targets+=("-p ringtrace-tracing --lib|crates/ringtrace-tracing/src/lib.rs|") ;;
       ffi) targets+=("-p ringtrace-ffi --lib|crates/ringtrace-ffi/src/lib.rs|") ;;
-      ship) targets+=("-p ringtrace-ship --lib|crates/ringtrace-ship/src/lib.rs|") ;;
+      ship) targets+=("-p ringtrace-ship --lib --features kafka,command,otlp|crates/ringtrace-ship/src/lib.rs|kafka command otlp") ;;
       export) targets+=("-p ringtrace-export --lib|crates/ringtrace-export/src/lib.rs|") ;;
       *) echo "acyclic: unknown graph $w (lib, cli, tracing, ffi, ship or export)" >&2; exit 2 ;;
     esac

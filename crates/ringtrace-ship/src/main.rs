@@ -126,8 +126,9 @@ fn run(cli: Cli) -> Result<Ended, String> {
             out.flush().map_err(|e| e.to_string())?;
             let s = fleet.stats();
             eprintln!(
-                "ringtrace-ship: batches={} records={} duplicates={} missing={} damaged={} too_large={} transient={}",
-                s.batches, s.records, s.duplicates, s.missing, s.damaged, s.too_large, s.transient
+                "ringtrace-ship: batches={} records={} duplicates={} missing={} damaged={} too_large={} transient={} \
+                 expired={}",
+                s.batches, s.records, s.duplicates, s.missing, s.damaged, s.too_large, s.transient, s.expired
             );
             Ok(Ended::Done)
         }
