@@ -54,34 +54,10 @@ impl KernelMap {
     /// `max_entries`: a power of two and a multiple of the page size, which the caller
     /// checked).
     pub(crate) fn new(fd: BorrowedFd<'_>, size: u64) -> io::Result<KernelMap> {
-        let page = rustix::param::page_size();
-        let rest_len = usize::try_from(size)
-            .ok()
-            .and_then(|s| s.checked_mul(2))
-            .and_then(|s| s.checked_add(page))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large to map"))?;
-        // SAFETY: a new shared mapping at an address the kernel chooses; no existing
-        // memory is affected. The kernel allows exactly this writable mapping: one page
-        // at offset 0 (`ringbuf_map_mmap_kern`).
-        let consumer =
-            unsafe { mmap(std::ptr::null_mut(), page, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, fd, 0) }?;
-        // SAFETY: as above, read-only, from the producer page on.
-        let producer =
-            match unsafe { mmap(std::ptr::null_mut(), rest_len, ProtFlags::READ, MapFlags::SHARED, fd, page as u64) } {
-                Ok(p) => p,
-                Err(e) => {
-                    // SAFETY: the mapping just made above, used by nothing else.
-                    let _ = unsafe { munmap(consumer, page) };
-                    return Err(e.into());
-                }
-            };
-        Ok(KernelMap {
-            // mmap never returns null on success.
-            consumer: NonNull::new(consumer.cast()).expect("mmap returned null"),
-            producer: NonNull::new(producer.cast()).expect("mmap returned null"),
-            page,
-            size,
-        })
+        // The kernel allows exactly this writable mapping: one page at offset 0
+        // (`ringbuf_map_mmap_kern`).
+        let (consumer, producer, page) = map_parts(fd, size, ProtFlags::READ | ProtFlags::WRITE, ProtFlags::READ)?;
+        Ok(KernelMap { consumer, producer, page, size })
     }
 
     fn word64(&self, base: NonNull<u8>, at: usize) -> &AtomicU64 {
@@ -150,11 +126,50 @@ impl RingMem for KernelMap {
 
 impl Drop for KernelMap {
     fn drop(&mut self) {
-        // SAFETY: the two mappings made in `new`, with their lengths; no reference into
-        // them outlives `self` (every accessor borrows `self`).
-        unsafe {
-            let _ = munmap(self.consumer.as_ptr().cast(), self.page);
-            let _ = munmap(self.producer.as_ptr().cast(), self.page + 2 * self.size as usize);
+        // No reference into the mappings outlives `self` (every accessor borrows it).
+        unmap_parts(self.consumer, self.producer, self.page, self.size);
+    }
+}
+
+/// Maps a ring map's two parts (a ring buffer map's or a user ring buffer map's, whose
+/// data area is `size` bytes, a power of two and a multiple of the page size that the
+/// caller checked): the consumer page at offset 0 with `consumer` protection, and the
+/// producer page and the data area mapped twice after it with `producer`. Returns them
+/// and the page size.
+pub(super) fn map_parts(
+    fd: BorrowedFd<'_>,
+    size: u64,
+    consumer: ProtFlags,
+    producer: ProtFlags,
+) -> io::Result<(NonNull<u8>, NonNull<u8>, usize)> {
+    let page = rustix::param::page_size();
+    let rest_len = usize::try_from(size)
+        .ok()
+        .and_then(|s| s.checked_mul(2))
+        .and_then(|s| s.checked_add(page))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large to map"))?;
+    // SAFETY: a new shared mapping at an address the kernel chooses; no existing memory
+    // is affected. The kernel refuses the protections it does not allow (`EPERM`).
+    let c = unsafe { mmap(std::ptr::null_mut(), page, consumer, MapFlags::SHARED, fd, 0) }?;
+    // SAFETY: as above, from the producer page on.
+    let p = match unsafe { mmap(std::ptr::null_mut(), rest_len, producer, MapFlags::SHARED, fd, page as u64) } {
+        Ok(p) => p,
+        Err(e) => {
+            // SAFETY: the mapping just made above, used by nothing else.
+            let _ = unsafe { munmap(c, page) };
+            return Err(e.into());
         }
+    };
+    // mmap never returns null on success.
+    Ok((NonNull::new(c.cast()).expect("mmap returned null"), NonNull::new(p.cast()).expect("mmap returned null"), page))
+}
+
+/// Unmaps what [`map_parts`] mapped. The caller holds no reference into them.
+pub(super) fn unmap_parts(consumer: NonNull<u8>, producer: NonNull<u8>, page: usize, size: u64) {
+    // SAFETY: the two mappings `map_parts` made, with their lengths; the caller holds no
+    // reference into them.
+    unsafe {
+        let _ = munmap(consumer.as_ptr().cast(), page);
+        let _ = munmap(producer.as_ptr().cast(), page + 2 * size as usize);
     }
 }

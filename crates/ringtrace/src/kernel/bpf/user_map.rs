@@ -5,16 +5,17 @@
 //! The same `struct bpf_ringbuf` as a ring buffer map's (see `map.rs`), with the
 //! roles turned round (`ringbuf_map_mmap_user`, `kernel/bpf/ringbuf.c`): the consumer
 //! page at offset 0 may only be mapped read-only (the kernel moves `consumer_pos`), the
-//! producer page and the doubled data area after it may be mapped writable. This
-//! module holds the `unsafe` of the mapping.
+//! producer page and the doubled data area after it may be mapped writable. The
+//! mapping is `map.rs`'s; this module holds the `unsafe` of the words and bytes in it.
 
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+use rustix::mm::ProtFlags;
 
+use super::map::{map_parts, unmap_parts};
 use super::user_producer::UserMem;
 
 /// The kernel's mapping of one user ring buffer map. Unmapped on drop.
@@ -40,34 +41,10 @@ impl UserMap {
     /// `max_entries`: a power of two and a multiple of the page size, which the caller
     /// checked).
     pub(crate) fn new(fd: BorrowedFd<'_>, size: u64) -> io::Result<UserMap> {
-        let page = rustix::param::page_size();
-        let rest_len = usize::try_from(size)
-            .ok()
-            .and_then(|s| s.checked_mul(2))
-            .and_then(|s| s.checked_add(page))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large to map"))?;
-        // SAFETY: a new shared mapping at an address the kernel chooses; no existing
-        // memory is affected. The consumer page, read-only: the kernel refuses a
-        // writable mapping of it (`ringbuf_map_mmap_user`).
-        let consumer = unsafe { mmap(std::ptr::null_mut(), page, ProtFlags::READ, MapFlags::SHARED, fd, 0) }?;
-        // SAFETY: as above, read-write, from the producer page on.
-        let producer = match unsafe {
-            mmap(std::ptr::null_mut(), rest_len, ProtFlags::READ | ProtFlags::WRITE, MapFlags::SHARED, fd, page as u64)
-        } {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: the mapping just made above, used by nothing else.
-                let _ = unsafe { munmap(consumer, page) };
-                return Err(e.into());
-            }
-        };
-        Ok(UserMap {
-            // mmap never returns null on success.
-            consumer: NonNull::new(consumer.cast()).expect("mmap returned null"),
-            producer: NonNull::new(producer.cast()).expect("mmap returned null"),
-            page,
-            size,
-        })
+        // The consumer page read-only: the kernel refuses a writable mapping of it
+        // (`ringbuf_map_mmap_user`).
+        let (consumer, producer, page) = map_parts(fd, size, ProtFlags::READ, ProtFlags::READ | ProtFlags::WRITE)?;
+        Ok(UserMap { consumer, producer, page, size })
     }
 }
 
@@ -104,12 +81,8 @@ impl UserMem for UserMap {
 
 impl Drop for UserMap {
     fn drop(&mut self) {
-        // SAFETY: the two mappings made in `new`, with their lengths; no reference into
-        // them outlives `self` (every accessor borrows `self`, and a reservation
-        // borrows the handle that owns this map).
-        unsafe {
-            let _ = munmap(self.consumer.as_ptr().cast(), self.page);
-            let _ = munmap(self.producer.as_ptr().cast(), self.page + 2 * self.size as usize);
-        }
+        // No reference into the mappings outlives `self`: every accessor borrows it, and
+        // a reservation borrows the handle that owns this map.
+        unmap_parts(self.consumer, self.producer, self.page, self.size);
     }
 }

@@ -71,7 +71,7 @@ impl KernelSide {
                 return n;
             }
             assert_eq!(len, 8, "the model's samples are 8 bytes");
-            // SAFETY (model): a loom cell, whose accesses loom checks for races.
+            // SAFETY: (model) a loom cell, whose accesses loom checks for races.
             let v = self.payload[self.word(cons + 8)].with(|p| unsafe { *p });
             seen.push(v);
             n += 1;
@@ -108,7 +108,7 @@ fn produce(p: &Producer<Arc<KernelSide>>, v: u64, discard: bool) {
         }
     };
     let k = p.mem();
-    // SAFETY (model): a loom cell.
+    // SAFETY: (model) a loom cell.
     k.payload[k.word(pos + 8)].with_mut(|w| unsafe { *w = v });
     if discard {
         p.discard(pos, 8);

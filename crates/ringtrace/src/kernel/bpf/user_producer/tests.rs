@@ -37,7 +37,7 @@ impl Sim {
 
     /// The payload bytes at ring offset `at`, `len` of them, as the kernel reads them.
     fn read(&self, at: u64, len: usize) -> Vec<u8> {
-        // SAFETY (test): single-threaded; no reference into the buffer is live.
+        // SAFETY: (test) single-threaded; no reference into the buffer is live.
         let b = unsafe { &*self.bytes.get() };
         (0..len).map(|i| b[((at + i as u64) % SIZE) as usize]).collect()
     }
@@ -45,7 +45,7 @@ impl Sim {
     /// The payload written through `payload`'s pointer into the doubled buffer,
     /// folded back into the first copy (the second is the same memory in the kernel).
     fn fold(&self) {
-        // SAFETY (test): as above.
+        // SAFETY: (test) as above.
         let b = unsafe { &mut *self.bytes.get() };
         let (first, second) = b.split_at_mut(SIZE as usize);
         for (f, s) in first.iter_mut().zip(second.iter_mut()) {
@@ -101,7 +101,7 @@ impl UserMem for Sim {
     }
     fn payload(&self, pos: u64, len: usize) -> *mut u8 {
         assert!(len as u64 + 8 <= SIZE);
-        // SAFETY (test): inside the doubled buffer (`(pos + 8) % SIZE + len < 2 * SIZE`).
+        // SAFETY: (test) inside the doubled buffer (`(pos + 8) % SIZE + len < 2 * SIZE`).
         unsafe { (*self.bytes.get()).as_mut_ptr().add(((pos + 8) % SIZE) as usize) }
     }
 }
@@ -146,7 +146,7 @@ proptest! {
                             prop_assert!(fits, "reserved {} with {} used", len, used);
                             let ptr = p.mem().payload(pos, len);
                             let bytes = vec![tag; len];
-                            // SAFETY (test): the reservation's `len` bytes.
+                            // SAFETY: (test) the reservation's `len` bytes.
                             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, len) };
                             tag = tag.wrapping_add(1).max(1);
                             match how {
