@@ -239,7 +239,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Append records to a ring file: one per input line (or per input with --whole).
+    /// Append records to a ring file or a BPF user ring buffer map: one per input line
+    /// (or per input with --whole).
     ///
     /// Attaches as one more producer and writes one record per line of each INPUT
     /// (stdin if none, or "-"), the newline not included; says on stderr how many
@@ -250,8 +251,16 @@ pub enum Command {
     /// status 1, unless --drop is given. With --wait, a full discard ring is waited on
     /// until its consumer makes room (a `consume` running on it; one that went away may
     /// be followed by another).
+    ///
+    /// bpf-pin:PATH or bpf-id:N: a BPF user ring buffer map (BPF_MAP_TYPE_USER_RINGBUF),
+    /// written as its one producer (a second is refused), one sample per record, for
+    /// the BPF program that drains it with bpf_user_ringbuf_drain. A full map refuses
+    /// a record, or with --wait is waited on until the program drains it; an empty
+    /// record is refused (a sample has at least 1 byte). A ring buffer map
+    /// (BPF_MAP_TYPE_RINGBUF) is refused: the kernel writes those.
     Write {
-        /// The ring file (made by `ringtrace create` or a program using the library).
+        /// The ring file (made by `ringtrace create` or a program using the library),
+        /// or a BPF user ring buffer map: bpf-pin:PATH or bpf-id:N.
         path: PathBuf,
         /// Files to read (stdin if none; "-" is stdin).
         #[arg(value_name = "INPUT")]
@@ -259,7 +268,7 @@ pub enum Command {
         /// Write each input whole as one record, instead of one record per line.
         #[arg(long)]
         whole: bool,
-        /// Records the ring refuses are counted and reported but are not an error.
+        /// Records the ring (or map) refuses are counted and reported but are not an error.
         #[arg(long)]
         drop: bool,
         /// Wait for room instead of refusing a record: for ever, or at most TIMEOUT

@@ -167,6 +167,10 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Write { path, inputs, whole, drop, wait, any_owner } => {
             let opts = write::Options { inputs, whole, drop, wait, owners: owners(any_owner) };
+            // bpf-pin: and bpf-id: name a BPF user ring buffer map, not a source to read.
+            if let Some(map) = Spec::parse(path.as_os_str()).map_err(|e| e.about(&path))?.map() {
+                return write::map::run(&path, &map, &opts).map_err(|e| e.about(&path));
+            }
             on(&path, &|s| write::run(&path, s, &opts))
         }
         Command::Demo { path, file, seconds, processes, capacity } => {

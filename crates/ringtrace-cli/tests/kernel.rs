@@ -4,14 +4,16 @@
 //! cannot be created or a bpffs cannot be mounted; it fails instead where
 //! `RINGTRACE_REQUIRE` lists `bpf`.
 
-use std::io::{BufRead, BufReader};
-use std::os::fd::AsFd;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use ringtrace::kernel::bpf::UserRingBuf;
 use ringtrace_fixtures::{
     create_array_map, expected_payload, have_bpf, have_root, skip, BpfFs, Feature, ProgSpec, RingMap, SeqProgram,
 };
@@ -423,4 +425,208 @@ fn a_reader_whose_output_fails_loses_only_the_record_being_written() {
     assert!(err.contains("the record being written is consumed and lost"), "{err}");
     // The kernel got back the first record's space only: the other seven are there.
     assert_eq!(ok(&["tail", &src, "--format", "hex", "--timeout", "1s"]), hex_lines(1..8, 8));
+}
+
+/// A BPF user ring buffer map (`BPF_MAP_TYPE_USER_RINGBUF`, 31) of `size` data bytes,
+/// made with `bpf(BPF_MAP_CREATE)`; its id; and its producer page and data mapped
+/// read-only, to see what `write` put there.
+struct UserMap {
+    fd: OwnedFd,
+    id: u32,
+    view: *const u8,
+    page: usize,
+    size: usize,
+}
+
+impl UserMap {
+    fn create(size: u32) -> UserMap {
+        // `union bpf_attr` for BPF_MAP_CREATE: map_type, key_size, value_size,
+        // max_entries, then zeros (no flags, no name).
+        let mut attr = [0u32; 32];
+        (attr[0], attr[3]) = (31, size);
+        // SAFETY: BPF_MAP_CREATE (0) reads `size_of_val(&attr)` bytes of a valid attr.
+        let fd = unsafe { libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), std::mem::size_of_val(&attr)) };
+        assert!(fd >= 0, "creating a user ring buffer map: {}", std::io::Error::last_os_error());
+        // SAFETY: a new descriptor, owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // The map's id, from a producer handle dropped at once (and its lock with it).
+        let id = UserRingBuf::from_fd(fd.try_clone().unwrap()).unwrap().id();
+        // SAFETY: `sysconf` has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page + size as usize;
+        // SAFETY: a new read-only shared mapping of the map's pages from the producer
+        // page on (the kernel refuses only writable mappings of the consumer page).
+        let view = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                page as libc::off_t,
+            )
+        };
+        assert_ne!(view, libc::MAP_FAILED, "mapping the map: {}", std::io::Error::last_os_error());
+        UserMap { fd, id, view: view.cast(), page, size: size as usize }
+    }
+
+    /// The producer position: where the next sample's header goes.
+    fn producer_pos(&self) -> u64 {
+        // SAFETY: the producer position is the mapping's first 8 bytes, 8-aligned, which
+        // the command writes atomically.
+        unsafe { (*(self.view as *const AtomicU64)).load(Ordering::Acquire) }
+    }
+
+    /// The sample whose header is at `pos`: its header's length word and its payload.
+    fn sample(&self, pos: u64) -> (u32, Vec<u8>) {
+        let at = pos as usize % self.size;
+        // SAFETY: the header is inside the mapped data, 8-aligned; no writer runs.
+        let header = unsafe { (*(self.view.add(self.page + at) as *const AtomicU32)).load(Ordering::Acquire) };
+        let len = (header & ((1 << 30) - 1)) as usize;
+        assert!(at + 8 + len <= self.size, "a sample past the data's end");
+        // SAFETY: the payload is inside the mapped data (checked above).
+        let payload = unsafe { std::slice::from_raw_parts(self.view.add(self.page + at + 8), len) };
+        (header, payload.to_vec())
+    }
+}
+
+impl Drop for UserMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `create`, not used after this.
+        unsafe { libc::munmap(self.view as *mut libc::c_void, self.page + self.size) };
+    }
+}
+
+/// Runs the binary with `input` on its stdin.
+fn run_with_input(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    drop(stdin);
+    let mut child = Guard(child);
+    let what = args.join(" ");
+    let code = code(child.wait(DEADLINE, &what), &what);
+    let read = |r: &mut dyn Read| {
+        let mut s = String::new();
+        r.read_to_string(&mut s).unwrap();
+        s
+    };
+    let stdout = read(child.0.stdout.as_mut().unwrap());
+    let stderr = read(child.0.stderr.as_mut().unwrap());
+    Output { code, stdout, stderr }
+}
+
+#[test]
+fn write_produces_into_a_user_ring_buffer_map() {
+    let Some(fs) = setup() else { return };
+    let map = UserMap::create(SIZE);
+    let pin = fs.path("config");
+    ringtrace_fixtures::pin_fd(map.fd.as_fd(), &pin).unwrap();
+    let src = format!("bpf-pin:{}", pin.display());
+    let o = run_with_input(&["write", &src], b"a\nbb\n");
+    assert_eq!((o.code, o.stdout.as_str()), (0, ""), "{}", o.stderr);
+    assert_eq!(o.stderr, format!("{src}: wrote 2 record(s) (3 bytes)\n"));
+    // Two samples, each an 8-byte header and its payload padded to 8 bytes, committed.
+    assert_eq!(map.producer_pos(), 32);
+    assert_eq!(map.sample(0), (1, b"a".to_vec()));
+    assert_eq!(map.sample(16), (2, b"bb".to_vec()));
+
+    // By id, from a file: an empty line is refused (a sample has at least a byte), so
+    // is a line longer than the map takes; --drop makes that no error.
+    let id = format!("bpf-id:{}", map.id);
+    let input = temp("lines");
+    let long = "x".repeat(SIZE as usize);
+    std::fs::write(&input, format!("ccc\n\n{long}\nd\n")).unwrap();
+    let o = run(&["write", &id, input.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        format!(
+            "ringtrace: error: {id}: wrote 2 record(s) (4 bytes); refused 2 (1 too large for the map, 1 empty (a BPF \
+             program takes samples of at least 1 byte)): the refused records are not in the map (--drop accepts that)\n"
+        )
+    );
+    assert_eq!(map.producer_pos(), 64);
+    assert_eq!(map.sample(32), (3, b"ccc".to_vec()));
+    assert_eq!(map.sample(48), (1, b"d".to_vec()));
+    let o = run(&["write", &id, "--drop", input.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("wrote 2 record(s) (4 bytes); refused 2"), "{}", o.stderr);
+    // --whole: an input larger than the largest sample is refused before it is read.
+    let o = run(&["write", &id, "--whole", input.to_str().unwrap()]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("is larger than the map's largest sample ({} bytes)", SIZE - 8)),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(map.producer_pos(), 96);
+}
+
+#[test]
+fn write_waits_for_room_in_a_full_user_ring_buffer_map_as_long_as_wait_says() {
+    let Some(_fs) = setup() else { return };
+    // SAFETY: `sysconf` has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u32;
+    let map = UserMap::create(page);
+    let id = format!("bpf-id:{}", map.id);
+    // Samples of 8 + 120 bytes: the map takes page / 128 of them; no program drains it.
+    let fits = page as usize / 128;
+    let line = "y".repeat(120) + "\n";
+    let input = temp("full");
+    std::fs::write(&input, line.repeat(fits + 3)).unwrap();
+    let start = Instant::now();
+    let o = run(&["write", &id, "--wait=300ms", input.to_str().unwrap()]);
+    let took = start.elapsed();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    // The first record that did not fit waited 300 ms; the next two tried once.
+    assert!(
+        o.stderr.contains(&format!(
+            "wrote {fits} record(s) ({} bytes); refused 3 (2 because the map was full (its BPF program had not \
+             drained it), 1 after waiting for room as long as --wait allowed)",
+            fits * 120
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(map.producer_pos(), page as u64);
+
+    // --wait without a limit waits until stopped; meanwhile it is the map's one
+    // producer: a second write is refused, naming it.
+    let (mut first, _out, err) = spawn(&["write", &id, "--wait", input.to_str().unwrap()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let o = loop {
+        let o = run(&["write", &id, "--drop", input.to_str().unwrap()]);
+        if o.stderr.contains("already has a producer") || Instant::now() > deadline {
+            break o;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("already has a producer (pid {}, uid 0)", first.0.id())), "{}", o.stderr);
+    assert_eq!(interrupt(&mut first, "write --wait"), 130);
+    let said = std::fs::read_to_string(err).unwrap();
+    assert!(said.contains("wrote 0 record(s) (0 bytes); stopped by SIGINT"), "{said}");
+}
+
+#[test]
+fn write_refuses_a_ring_buffer_map() {
+    let Some(_fs) = setup() else { return };
+    let (map, _prog) = ring(8);
+    let id = format!("bpf-id:{}", map.id().unwrap());
+    let o = run(&["write", &id, "/dev/null"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.starts_with(&format!("ringtrace: error: {id}: BPF map ")), "{}", o.stderr);
+    assert!(o.stderr.contains("is a ring buffer map (BPF_MAP_TYPE_RINGBUF): the kernel writes those"), "{}", o.stderr);
+    let o = run(&["write", "bpf-id:4294967295", "/dev/null"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("no BPF map has id 4294967295"), "{}", o.stderr);
 }

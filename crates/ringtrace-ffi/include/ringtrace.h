@@ -15,6 +15,8 @@
  *   -ECANCELED  a record callback returned nonzero (that record counts as consumed)
  *   -ENOTRECOVERABLE  an internal error (a Rust panic) was caught at the boundary
  *   other -errno from the operating system.
+ * The BPF user ring buffer's reserve calls return NULL and set errno instead, as
+ * libbpf's user_ring_buffer__reserve does (E2BIG: a sample larger than the map takes).
  * ringtrace_strerror(code) describes a code; ringtrace_last_error() gives the message
  * of the last failure on the calling thread.
  *
@@ -192,6 +194,11 @@ typedef struct ringtrace_bpf_ringbuf ringtrace_bpf_ringbuf;
  * A set of BPF ring buffer readers handle.
  */
 typedef struct ringtrace_bpf_ringset ringtrace_bpf_ringset;
+
+/**
+ * A BPF user ring buffer producer handle.
+ */
+typedef struct ringtrace_bpf_user_ringbuf ringtrace_bpf_user_ringbuf;
 
 /**
  * A channel handle.
@@ -794,6 +801,145 @@ int ringtrace_bpf_ringset_arm(struct ringtrace_bpf_ringset *set);
  * `set` is NULL or a set handle not used after this call.
  */
 void ringtrace_bpf_ringset_free(struct ringtrace_bpf_ringset *set);
+
+/**
+ * Attaches a producer to the BPF user ring buffer map `map_fd` (duplicated: the
+ * caller keeps `map_fd`; libbpf's `user_ring_buffer__new`). Free it with
+ * `ringtrace_bpf_user_ringbuf_free`.
+ *
+ * One process produces into a map at a time: the handle holds the map's producer lock
+ * until it is freed (or its process dies), and samples a dead producer left reserved
+ * are discarded here, so that the BPF program's drain goes past them.
+ *
+ * Returns 0, or -EINVAL (not a user ring buffer map: a ring buffer map, which the
+ * kernel writes, is read with `ringtrace_bpf_ringbuf_*`), -EBUSY (another handle, in
+ * this process or another, produces into the map), -EBADF, -EPERM, or another -errno.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+int ringtrace_bpf_user_ringbuf_from_fd(int map_fd, struct ringtrace_bpf_user_ringbuf **out);
+
+/**
+ * Attaches a producer to the BPF user ring buffer map pinned at `path` (in a bpffs
+ * mount), as `ringtrace_bpf_user_ringbuf_from_fd` does.
+ *
+ * Returns 0, or -ENOENT (nothing pinned there), and the errors of
+ * `ringtrace_bpf_user_ringbuf_from_fd`.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `path` is a NUL-terminated string; `out` is valid for a write.
+ */
+int ringtrace_bpf_user_ringbuf_open_pinned(const char *path,
+                                           struct ringtrace_bpf_user_ringbuf **out);
+
+/**
+ * Frees a BPF user ring buffer producer (NULL is ignored; libbpf's
+ * `user_ring_buffer__free`). Samples reserved and neither submitted nor discarded are
+ * discarded; the map's producer lock is released.
+ *
+ * Threads: no other thread may be using this handle.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF user ring buffer handle not used after this call; no sample
+ * of it is used after this call.
+ */
+void ringtrace_bpf_user_ringbuf_free(struct ringtrace_bpf_user_ringbuf *rb);
+
+/**
+ * Reserves a sample of `size` bytes in the map (libbpf's `user_ring_buffer__reserve`):
+ * its address, 8-byte aligned, to write the `size` bytes at, then to hand to
+ * `ringtrace_bpf_user_ringbuf_submit` (or `_discard`). The BPF program's drain stops at
+ * a reserved sample until it is submitted or discarded.
+ *
+ * Returns the sample, or NULL with `errno` set: E2BIG (the sample can never fit: larger
+ * than the map's data area less the 8-byte header, or than a `bpf_dynptr` holds,
+ * 2^24 - 1 bytes), ENOSPC (no room now: the BPF program has not drained enough yet),
+ * EINVAL (`size` 0, or `rb` NULL or not a handle).
+ *
+ * Threads: any thread (libbpf's reserve is not thread-safe; this one is: reservations
+ * are serialized by a lock of the handle).
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF user ring buffer handle.
+ */
+void *ringtrace_bpf_user_ringbuf_reserve(struct ringtrace_bpf_user_ringbuf *rb, uint32_t size);
+
+/**
+ * `ringtrace_bpf_user_ringbuf_reserve`, waiting up to `timeout_ms` for the BPF program
+ * to drain room (libbpf's `user_ring_buffer__reserve_blocking`): the kernel wakes the
+ * map's descriptor after a drain that took samples; a program that drains with
+ * `BPF_RB_NO_WAKEUP` wakes nobody, and the wait then looks again every 10 ms. 0 tries
+ * once. A negative `timeout_ms` is refused (EINVAL): libbpf's -1 waits without a
+ * limit, and every wait here has one (INT_MAX ms is about 24.8 days).
+ *
+ * Returns the sample, or NULL with `errno` set: ETIMEDOUT (no room before the
+ * timeout; libbpf's header documents ENOSPC for this case: a caller that checks for
+ * either is portable), EINVAL (a negative `timeout_ms`), and the errors of
+ * `ringtrace_bpf_user_ringbuf_reserve` but ENOSPC.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF user ring buffer handle.
+ */
+void *ringtrace_bpf_user_ringbuf_reserve_blocking(struct ringtrace_bpf_user_ringbuf *rb,
+                                                  uint32_t size,
+                                                  int timeout_ms);
+
+/**
+ * Hands the sample at `sample`, as a reserve call of this handle returned it, to the
+ * BPF program (libbpf's `user_ring_buffer__submit`).
+ *
+ * A pointer that is not a sample of this handle still reserved (submitted or
+ * discarded already, never reserved, NULL), or a NULL or invalid `rb`, is misuse: the
+ * map is left as it was, `errno` is set to EINVAL and `ringtrace_last_error()` says
+ * what was wrong.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF user ring buffer handle. `sample` is only compared with the
+ * handle's samples, never read.
+ */
+void ringtrace_bpf_user_ringbuf_submit(struct ringtrace_bpf_user_ringbuf *rb, void *sample);
+
+/**
+ * Gives the sample at `sample` up: the BPF program's drain skips it (libbpf's
+ * `user_ring_buffer__discard`). Misuse as for `ringtrace_bpf_user_ringbuf_submit`.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * As for `ringtrace_bpf_user_ringbuf_submit`.
+ */
+void ringtrace_bpf_user_ringbuf_discard(struct ringtrace_bpf_user_ringbuf *rb, void *sample);
+
+/**
+ * The map's descriptor, owned by the handle, for epoll: the kernel makes it writable
+ * (EPOLLOUT; edge-triggered is fine) after a drain that took samples, unless the
+ * program drained with `BPF_RB_NO_WAKEUP`. Reserve again then.
+ *
+ * Returns the descriptor (>= 0) or -EINVAL.
+ *
+ * Threads: any thread.
+ *
+ * # Safety
+ *
+ * `rb` is NULL or a BPF user ring buffer handle.
+ */
+int ringtrace_bpf_user_ringbuf_fd(const struct ringtrace_bpf_user_ringbuf *rb);
 
 /**
  * Creates a channel private to this process: each thread that writes gets its own

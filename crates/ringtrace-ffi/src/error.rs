@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::io;
 
 use ringtrace::error::{with_causes, KernelError};
+use ringtrace::kernel::bpf::UserReserveError;
 use ringtrace::{ConsumeError, Error, FormatError, ReserveError};
 
 /// A failure on its way to C: the negative code and the message behind it.
@@ -104,12 +105,16 @@ fn errno_of_setup(e: &Error) -> c_int {
 
 fn errno_of_kernel(e: &KernelError) -> c_int {
     match e {
-        KernelError::NotAMap { .. } | KernelError::NotRingBuf { .. } => libc::EINVAL,
+        KernelError::NotAMap { .. } | KernelError::NotRingBuf { .. } | KernelError::NotUserRingBuf { .. } => {
+            libc::EINVAL
+        }
         KernelError::NoSuchMap { .. } => libc::ENOENT,
         KernelError::Permission { .. } => libc::EPERM,
         KernelError::BadSize { .. } | KernelError::BadPositions { .. } => libc::EBADMSG,
         // Another reader holds the map's reader lock.
         KernelError::MapBusy { .. } => libc::EBUSY,
+        // Another handle produces into the user ring buffer map.
+        KernelError::ProducerBusy { .. } => libc::EBUSY,
         other => os_errno(other).unwrap_or(libc::EIO),
     }
 }
@@ -129,6 +134,22 @@ impl From<ReserveError> for Fail {
 impl From<KernelError> for Fail {
     fn from(e: KernelError) -> Fail {
         Fail::new(errno_of_kernel(&e), with_causes(&e))
+    }
+}
+
+/// A sample a BPF user ring buffer did not reserve: the errno libbpf's
+/// `user_ring_buffer__reserve` and `__reserve_blocking` set for the same.
+impl From<UserReserveError> for Fail {
+    fn from(e: UserReserveError) -> Fail {
+        let errno = match &e {
+            UserReserveError::Full { .. } => libc::ENOSPC,
+            UserReserveError::Timeout { .. } => libc::ETIMEDOUT,
+            UserReserveError::TooLarge { .. } => libc::E2BIG,
+            UserReserveError::Empty => libc::EINVAL,
+            UserReserveError::Wait(io) => io_errno(io),
+            _ => libc::EIO,
+        };
+        Fail::new(errno, with_causes(&e))
     }
 }
 
@@ -210,6 +231,7 @@ pub(crate) fn describe(code: c_int) -> &'static std::ffi::CStr {
         libc::EINVAL => c"invalid argument (null pointer, bad option, handle misuse or length out of range)",
         libc::ENOSPC => c"ring full: record refused and counted as lost",
         libc::EMSGSIZE => c"record larger than the ring takes",
+        libc::E2BIG => c"sample larger than the BPF user ring buffer map takes",
         libc::ETIMEDOUT => c"timed out",
         libc::EPIPE => c"the other side is gone",
         libc::EBUSY => c"busy (ring overwritten while read, pause busy, or already attached)",
@@ -255,5 +277,26 @@ mod tests {
         assert!(f.message.starts_with("map 7 already has a reader (pid 42, uid 0)"), "{}", f.message);
         let f = Fail::from(ringtrace::ConsumeError::<std::convert::Infallible>::Kernel(busy()));
         assert_eq!(f.code, -libc::EBUSY);
+    }
+
+    /// A user ring buffer map: a second producer is -EBUSY, a map of another type
+    /// -EINVAL; samples refused as libbpf's reserve sets errno.
+    #[test]
+    fn user_ring_buffer_errors() {
+        let f = Fail::from(KernelError::ProducerBusy { id: 7, holder: None });
+        assert_eq!(f.code, -libc::EBUSY);
+        assert!(f.message.starts_with("user ring buffer map 7 already has a producer"), "{}", f.message);
+        let not = KernelError::NotUserRingBuf { name: "m".into(), id: 3, map_type: 27, kind: "ringbuf", hint: "" };
+        assert_eq!(Fail::from(not).code, -libc::EINVAL);
+        let codes = [
+            (UserReserveError::Full { len: 8 }, libc::ENOSPC),
+            (UserReserveError::Timeout { len: 8 }, libc::ETIMEDOUT),
+            (UserReserveError::TooLarge { len: 1 << 20, max: 4088 }, libc::E2BIG),
+            (UserReserveError::Empty, libc::EINVAL),
+            (UserReserveError::Wait(io::Error::from_raw_os_error(libc::EINTR)), libc::EINTR),
+        ];
+        for (e, errno) in codes {
+            assert_eq!(Fail::from(e).code, -errno);
+        }
     }
 }

@@ -8,6 +8,8 @@
 //! - Functions that can fail return 0 (or a count >= 0) on success and a negative errno
 //!   code on failure ([`error`] maps every Rust error to one); the message of the last
 //!   failure on the calling thread is `ringtrace_last_error()`.
+//!   The BPF user ring buffer's reserve calls follow libbpf's instead (its
+//!   `user_ring_buffer__reserve`): the sample, or NULL with `errno` set ([`bpf_user`]).
 //! - No Rust panic crosses the boundary: each body runs under `catch_unwind` and a panic
 //!   returns `-ENOTRECOVERABLE` (or 0/NULL where there is no error code).
 //! - Null pointers and misuse that C cannot prevent (a second commit, a reserve while
@@ -19,6 +21,7 @@
 
 mod bpf;
 mod bpf_set;
+mod bpf_user;
 mod callsite;
 mod channel;
 mod channel_file;
@@ -40,6 +43,8 @@ use std::ffi::{c_char, c_int};
 pub use bpf::*;
 #[allow(unused_imports)]
 pub use bpf_set::*;
+#[allow(unused_imports)]
+pub use bpf_user::*;
 #[allow(unused_imports)]
 pub use callsite::*;
 #[allow(unused_imports)]

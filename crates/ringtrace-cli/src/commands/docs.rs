@@ -176,6 +176,11 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     ("create", "A 1 MiB flight recorder", "ringtrace create /dev/shm/app.ring --capacity 1MiB --mode overwrite"),
     ("write", "One record per line, waiting for room", "seq 1 1000000 | ringtrace write /dev/shm/app.ring --wait"),
     ("write", "A file as one record", "ringtrace write /dev/shm/app.ring --whole config.json"),
+    (
+        "write",
+        "Lines into a BPF user ring buffer map, waiting at most 2 s for its program to drain room",
+        "ringtrace write bpf-pin:/sys/fs/bpf/commands --wait=2s commands.txt",
+    ),
     ("demo", "Four producer processes for 10 seconds", "ringtrace demo --processes 4 --seconds 10"),
     (
         "ship",

@@ -12,6 +12,11 @@
 //! Every commit happens under the lock of the counts ([`Tally`]), and the report on a
 //! signal is made under it too (the signal thread keeps it while the process exits):
 //! the report counts exactly the records the ring received.
+//!
+//! `bpf-pin:PATH` and `bpf-id:N` name a BPF user ring buffer map instead, which a BPF
+//! program drains: [`map`], with the same inputs, counts and `--wait`.
+
+pub mod map;
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -46,6 +51,24 @@ pub struct Options {
     pub owners: ringtrace::Owners,
 }
 
+/// What the records are written into, for the report's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A ring file of this mode.
+    Ring(RingMode),
+    /// A BPF user ring buffer map.
+    Map,
+}
+
+impl Target {
+    fn noun(self) -> &'static str {
+        match self {
+            Target::Ring(_) => "ring",
+            Target::Map => "map",
+        }
+    }
+}
+
 /// What happened to the records.
 #[derive(Debug, Default, Clone)]
 struct Counts {
@@ -53,32 +76,41 @@ struct Counts {
     bytes: u64,
     /// Refused for want of room: ring full (discard; without --wait, or while an earlier
     /// record's wait had run out), or paused or blocked by a record still being written
-    /// (overwrite).
+    /// (overwrite); a map full (its BPF program had not drained enough).
     no_room: u64,
     too_large: u64,
     /// Refused because the time to wait ran out (`--wait=TIMEOUT`).
     timed_out: u64,
     /// Refused because the consumer went away while `--wait` waited for room.
     no_consumer: u64,
+    /// Empty records refused by a map (a BPF program is never handed an empty sample).
+    empty: u64,
 }
 
 impl Counts {
     fn refused(&self) -> u64 {
-        self.no_room + self.too_large + self.timed_out + self.no_consumer
+        self.no_room + self.too_large + self.timed_out + self.no_consumer + self.empty
     }
 
     /// `PATH: wrote N record(s) (B bytes); refused M (why)`.
-    fn report(&self, path: &Path, mode: RingMode) -> String {
+    fn report(&self, path: &Path, target: Target) -> String {
         let mut report = format!("{}: wrote {} record(s) ({} bytes)", path.display(), self.written, self.bytes);
         if self.refused() > 0 {
             report += &format!("; refused {}", self.refused());
             let mut why = Vec::new();
             if self.no_room > 0 {
-                let room = if mode == RingMode::Discard { "the ring was full" } else { "no room could be made" };
+                let room = match target {
+                    Target::Ring(RingMode::Discard) => "the ring was full",
+                    Target::Ring(RingMode::Overwrite) => "no room could be made",
+                    Target::Map => "the map was full (its BPF program had not drained it)",
+                };
                 why.push(format!("{} because {room}", self.no_room));
             }
             if self.too_large > 0 {
-                why.push(format!("{} too large for the ring", self.too_large));
+                why.push(format!("{} too large for the {}", self.too_large, target.noun()));
+            }
+            if self.empty > 0 {
+                why.push(format!("{} empty (a BPF program takes samples of at least 1 byte)", self.empty));
             }
             if self.timed_out > 0 {
                 why.push(format!("{} after waiting for room as long as --wait allowed", self.timed_out));
@@ -122,32 +154,42 @@ pub fn run(path: &Path, source: &mut dyn RecordSource, opts: &Options) -> Result
     };
     // The file decides the ring's kind and mode, and so the type to open it with.
     let (kind, mode, fd) = ring?;
-    let tally = Shared::default();
-    {
-        let (tally, path) = (tally.clone(), path.to_path_buf());
-        cleanup::report_on_signal(move |signal| {
-            let t = lock(&tally);
-            if !t.reported {
-                let report = t.counts.report(&path, mode);
-                eprint_line(format_args!(
-                    "{report}; stopped by {}: the rest of the input is not written",
-                    signal_name(signal)
-                ));
-            }
-            // Kept while the process exits: no record is committed after the report.
-            std::mem::forget(t);
-        });
-    }
+    let target = Target::Ring(mode);
+    let tally = report_on_signal(path, target);
     let fed = match (kind, mode) {
         (RingKind::Mpsc, RingMode::Discard) => write_discard::<Mpsc>(fd, opts, &tally),
         (RingKind::Mpsc, RingMode::Overwrite) => write_overwrite::<Mpsc>(fd, opts, &tally),
         (RingKind::Spsc, RingMode::Discard) => write_discard::<Spsc>(fd, opts, &tally),
         (RingKind::Spsc, RingMode::Overwrite) => write_overwrite::<Spsc>(fd, opts, &tally),
     };
-    // Said under the lock, once: a signal from now on adds nothing.
-    let mut t = lock(&tally);
+    finish(&tally, path, target, fed, opts)
+}
+
+/// New counts, said on stderr if a signal stops the command.
+fn report_on_signal(path: &Path, target: Target) -> Shared {
+    let tally = Shared::default();
+    let (shared, path) = (tally.clone(), path.to_path_buf());
+    cleanup::report_on_signal(move |signal| {
+        let t = lock(&shared);
+        if !t.reported {
+            let report = t.counts.report(&path, target);
+            eprint_line(format_args!(
+                "{report}; stopped by {}: the rest of the input is not written",
+                signal_name(signal)
+            ));
+        }
+        // Kept while the process exits: no record is committed after the report.
+        std::mem::forget(t);
+    });
+    tally
+}
+
+/// Says the report (once: a signal from now on adds nothing), as an error where
+/// writing stopped early or records were refused without --drop.
+fn finish(tally: &Shared, path: &Path, target: Target, fed: Result<(), Fed>, opts: &Options) -> Result<(), Failure> {
+    let mut t = lock(tally);
     t.reported = true;
-    let report = t.counts.report(path, mode);
+    let report = t.counts.report(path, target);
     let refused = t.counts.refused();
     match fed {
         // Attaching failed: nothing was read or written.
@@ -155,7 +197,10 @@ pub fn run(path: &Path, source: &mut dyn RecordSource, opts: &Options) -> Result
         Err(Fed::Input(e)) => Err(Failure::msg(format!("{report}; then stopped: {e}"))),
         Ok(()) if refused > 0 && !opts.drop => {
             // One error line that carries the whole report.
-            Err(Failure::msg(format!("{report}: the refused records are not in the ring (--drop accepts that)")))
+            Err(Failure::msg(format!(
+                "{report}: the refused records are not in the {} (--drop accepts that)",
+                target.noun()
+            )))
         }
         Ok(()) => {
             eprint_line(format_args!("{report}"));
@@ -256,7 +301,7 @@ fn attach<K: ProducerKind, M: Mode>(fd: OwnedFd, opts: &Options) -> Result<Attac
 fn write_discard<K: ProducerKind>(fd: OwnedFd, opts: &Options, tally: &Shared) -> Result<(), Fed> {
     let (ring, mut producer) = attach::<K, Discard>(fd, opts)?;
     let mut patience = Patience::new(opts.wait);
-    feed(opts, ring.max_record_len(), |record| {
+    feed(opts, ring.max_record_len(), "ring's largest record", |record| {
         let outcome = put_discard(&ring, &mut producer, record, patience.allowance(), tally);
         patience.settled(&outcome);
     })
@@ -305,7 +350,7 @@ fn put_discard<K: ProducerKind>(
 fn write_overwrite<K: ProducerKind>(fd: OwnedFd, opts: &Options, tally: &Shared) -> Result<(), Fed> {
     let (ring, mut producer) = attach::<K, Overwrite>(fd, opts)?;
     let mut patience = Patience::new(opts.wait);
-    feed(opts, ring.max_record_len(), |record| {
+    feed(opts, ring.max_record_len(), "ring's largest record", |record| {
         let outcome = put_overwrite(&mut producer, record, patience.allowance(), tally);
         patience.settled(&outcome);
     })
@@ -342,9 +387,10 @@ fn put_overwrite<K: ProducerKind>(
     }
 }
 
-/// Reads the inputs and hands each record to `put`. `max` is the ring's largest record:
-/// a `--whole` input larger than that is refused before it is read whole.
-fn feed(opts: &Options, max: usize, mut put: impl FnMut(&[u8])) -> Result<(), Fed> {
+/// Reads the inputs and hands each record to `put`. `max` is the largest record (`what`:
+/// "ring's largest record"): a `--whole` input larger than that is refused before it is
+/// read whole.
+fn feed(opts: &Options, max: usize, what: &str, mut put: impl FnMut(&[u8])) -> Result<(), Fed> {
     let stdin = [PathBuf::from("-")];
     let inputs = if opts.inputs.is_empty() { &stdin[..] } else { &opts.inputs[..] };
     for input in inputs {
@@ -361,7 +407,7 @@ fn feed(opts: &Options, max: usize, mut put: impl FnMut(&[u8])) -> Result<(), Fe
             reader.by_ref().take(max as u64 + 1).read_to_end(&mut all).map_err(err)?;
             if all.len() > max {
                 return Err(Fed::Input(format!(
-                    "{} is larger than the ring's largest record ({max} bytes): --whole writes an input as one record",
+                    "{} is larger than the {what} ({max} bytes): --whole writes an input as one record",
                     name(input)
                 )));
             }
