@@ -25,10 +25,14 @@
 //! the same channel write from Rust, 8- and 64-byte records, 1 and 2 writers; the same
 //! CPU-time metric; see `c_api.rs`), `kernel-bpf` (a BPF program
 //! writing 8-byte records into a ring buffer map, consumed by ringtrace's `BpfRingBuf`
-//! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `perf-backward` (full reads
-//! of a 1 MiB `write_backward` perf ring, newest to oldest; see `perf.rs`), `tracing`
-//! (one `tracing` event with two fields in a span, through `ringtrace-tracing` and the
-//! tracing layers users would otherwise pick; see `layers.rs`), `export` (a trace of a
+//! and by libbpf's `ring_buffer` consumer; see `kernel.rs`), `kernel-user-ringbuf`
+//! (64-byte samples produced into a BPF user ring buffer map by ringtrace's
+//! `UserRingBuf` and by libbpf's `user_ring_buffer`, drained by a BPF program: producer
+//! throughput and blocking-reserve wakeup latency; see `kernel_user.rs`),
+//! `perf-backward` (full reads of a 1 MiB `write_backward` perf ring, newest to
+//! oldest; see `perf.rs`), `tracing` (one `tracing` event with two fields in a span,
+//! through `ringtrace-tracing` and the tracing layers users would otherwise pick; see
+//! `layers.rs`), `export` (a trace of a
 //! million `tracing` events exported to Perfetto, CTF and Chrome JSON; see
 //! `export.rs`), `otel` (a span of 4 fields around an event of 4 fields through
 //! `ringtrace-tracing`, against the same through `tracing-opentelemetry` with the OTLP
@@ -44,8 +48,10 @@ mod channel;
 pub mod export;
 pub mod harness;
 mod kernel;
+mod kernel_user;
 mod layers;
 pub mod libbpf;
+pub mod libbpf_user;
 mod otel;
 mod ours;
 pub mod peers;
@@ -129,7 +135,7 @@ impl Progress {
     }
 }
 
-const ORDER: [&str; 21] = [
+const ORDER: [&str; 22] = [
     "parallel",
     "back-to-back",
     "sampled",
@@ -143,6 +149,7 @@ const ORDER: [&str; 21] = [
     "channel-scaling",
     "c-api",
     "kernel-bpf",
+    "kernel-user-ringbuf",
     "perf-backward",
     "tracing",
     "export",
@@ -187,6 +194,7 @@ pub fn run(opts: &BenchOpts) -> std::io::Result<Vec<report::Summary>> {
             rows.extend(channel::rows(&cfg, &one, &mut progress));
             rows.extend(c_api::rows(&cfg, &one, round - 1, &mut progress));
             rows.extend(kernel::rows(&cfg, &one, &mut progress));
+            rows.extend(kernel_user::rows(&cfg, &one, &mut progress));
             rows.extend(perf::rows(&cfg, &one, &mut progress));
             rows.extend(layers::rows(&cfg, &one, &mut progress));
             rows.extend(export::rows(&one, &mut progress));

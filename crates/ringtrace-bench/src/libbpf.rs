@@ -67,18 +67,7 @@ impl Libbpf {
     /// Err: a one-line reason ("libbpf.so.1 not found: ...") the bench prints when it
     /// leaves out the libbpf rows.
     pub fn load() -> Result<Libbpf, String> {
-        let (lib, name) = {
-            // SAFETY: libbpf is a plain C library whose load runs no initializer with
-            // preconditions; it is loaded under its own soname, not in place of another.
-            match unsafe { Library::new("libbpf.so.1") } {
-                Ok(lib) => (lib, "libbpf.so.1"),
-                // SAFETY: as above.
-                Err(e1) => match unsafe { Library::new("libbpf.so") } {
-                    Ok(lib) => (lib, "libbpf.so"),
-                    Err(e2) => return Err(format!("libbpf.so.1 not found: {e1}; nor libbpf.so: {e2}")),
-                },
-            }
-        };
+        let (lib, name) = open()?;
         let missing = |sym: &str, e: libloading::Error| format!("{name} lacks {sym}: {e}");
         macro_rules! sym {
             ($name:literal) => {
@@ -119,6 +108,21 @@ impl Libbpf {
             return Err(format!("ring_buffer__new: {err}"));
         }
         Ok(LibbpfRing { lib: self, rb, ctx })
+    }
+}
+
+/// Opens `libbpf.so.1` (else `libbpf.so`): the library and the file's name, or a
+/// one-line reason.
+pub(crate) fn open() -> Result<(Library, &'static str), String> {
+    // SAFETY: libbpf is a plain C library whose load runs no initializer with
+    // preconditions; it is loaded under its own soname, not in place of another.
+    match unsafe { Library::new("libbpf.so.1") } {
+        Ok(lib) => Ok((lib, "libbpf.so.1")),
+        // SAFETY: as above.
+        Err(e1) => match unsafe { Library::new("libbpf.so") } {
+            Ok(lib) => Ok((lib, "libbpf.so")),
+            Err(e2) => Err(format!("libbpf.so.1 not found: {e1}; nor libbpf.so: {e2}")),
+        },
     }
 }
 

@@ -22,8 +22,8 @@ struct Cli {
     #[arg(long)]
     quick: bool,
     /// Only benches whose name contains this (parallel, back-to-back, sampled, reserve-vs-output, contention,
-    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, perf-backward, tracing, export,
-    /// otel; scale: scale-merge, scale-wakeup, scale-directory, scale-pause). `otel` exports to the OTLP/HTTP
+    /// overwrite-contention, snapshot, shm, channel-scaling, c-api, kernel-bpf, kernel-user-ringbuf,
+    /// perf-backward, tracing, export, otel; scale: scale-merge, scale-wakeup, scale-directory, scale-pause). `otel` exports to the OTLP/HTTP
     /// traces URL in RINGTRACE_BENCH_OTLP_ENDPOINT if set, else to a sink it starts.
     #[arg(long, value_name = "NAME")]
     filter: Option<String>,

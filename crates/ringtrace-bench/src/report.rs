@@ -57,12 +57,17 @@ pub struct Row {
     ///
     /// `kernel-bpf`: one kernel producer (a BPF program, 8-byte records, 512 KiB map)
     /// consumed by ringtrace (`ringtrace`) or libbpf's `ring_buffer` (`libbpf`),
-    /// `parallel`, `parallel/linger=0` or `back-to-back`. `perf-backward`: full reads of
+    /// `parallel`, `parallel/linger=0` or `back-to-back`. `kernel-user-ringbuf`: 64-byte
+    /// samples produced into a BPF user ring buffer map by ringtrace (`ringtrace`) or
+    /// libbpf's `user_ring_buffer` (`libbpf`), drained by a BPF program: `throughput`
+    /// and `fill` (`ns_per_rec`: the producer thread's CPU time per sample), `blocking`
+    /// (latency percentiles of a blocked reserve woken by a drain; `cpu_ns_per_rec`: the
+    /// producer's CPU time per blocking reserve). `perf-backward`: full reads of
     /// a 1 MiB backward perf ring; `buf=1MiB/per-read` counts one whole read as a record.
     pub bench: String,
     /// Implementation: `ringtrace`, `crossbeam-arrayqueue`, `crossbeam-channel`, `disruptor`, `rtrb`;
     /// `ringtrace-channel` and `ringtrace-mpsc` (and `crossbeam-arrayqueue`) in `channel-scaling`; `libbpf` in
-    /// `kernel-bpf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`;
+    /// `kernel-bpf` and `kernel-user-ringbuf`; `ringtrace-c`, `ringtrace-rust` and `lttng-ust` in `c-api`;
     /// `ringtrace-tracing`, `tracing-opentelemetry`, `noop-layer` and `fastrace` in `otel`.
     #[serde(rename = "impl")]
     pub imp: String,
@@ -103,10 +108,11 @@ pub struct Row {
     /// child's `VmHWM`); `null` elsewhere.
     pub peak_mib: Option<f64>,
     /// `async`: the median latency of a record, nanoseconds from its producer's
-    /// `output` to the consumer holding it (TSC timestamps in the records); `null`
-    /// elsewhere.
+    /// `output` to the consumer holding it (TSC timestamps in the records);
+    /// `kernel-user-ringbuf` `blocking`: from a drain's start to the blocked producer's
+    /// reserve returning; `null` elsewhere.
     pub p50_ns: Option<f64>,
-    /// `async`: the 99th percentile of the same latency; `null` elsewhere.
+    /// The 99th percentile of the same latency; `null` elsewhere.
     pub p99_ns: Option<f64>,
 }
 

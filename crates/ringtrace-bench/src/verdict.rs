@@ -163,6 +163,17 @@ pub const TARGETS: &[Target] = &[
         ours: side("kernel-bpf", "ringtrace", "parallel", 1),
         goal: Goal::RateAtLeast(side("kernel-bpf", "libbpf", "parallel", 1), 1.5),
     },
+    // `kernel-user-ringbuf`: a user-space producer into a BPF user ring buffer map that a
+    // BPF program drains: 1.5x libbpf's producer's samples/s, and a blocked reserve
+    // woken by a drain no later than libbpf's (p99).
+    Target {
+        ours: side("kernel-user-ringbuf", "ringtrace", "throughput", 1),
+        goal: Goal::RateAtLeast(side("kernel-user-ringbuf", "libbpf", "throughput", 1), 1.5),
+    },
+    Target {
+        ours: side("kernel-user-ringbuf", "ringtrace", "blocking", 1),
+        goal: Goal::P99AtMost(side("kernel-user-ringbuf", "libbpf", "blocking", 1), 1.0),
+    },
     // `tracing`: writer CPU ns per event, both recorder modes against each peer.
     tracing_cost("flight", "tracing-appender", "non_blocking+fmt", 0.2),
     tracing_cost("flight", "tracing-flight-recorder", "1000-events", 1.0 / 3.0),

@@ -55,7 +55,7 @@ pub fn rows(cfg: &RunCfg, sel: &Selection, progress: &mut Progress) -> Vec<Row> 
 }
 
 /// The `q` quantile of `samples` (sorted here), in nanoseconds.
-fn percentile(samples: &[u64], q: f64) -> Option<f64> {
+pub(crate) fn percentile(samples: &[u64], q: f64) -> Option<f64> {
     if samples.is_empty() {
         return None;
     }
