@@ -111,6 +111,8 @@ pub struct UserRingBuf {
     name: String,
     /// The samples [`UserSample::into_raw`] left reserved: header position and length.
     raw: Mutex<Vec<(u64, usize)>>,
+    /// The epoll instances of blocking reserves, kept between them ([`Self::waiting`]).
+    epolls: Mutex<Vec<OwnedFd>>,
     _lock: ReaderLock,
 }
 
@@ -147,7 +149,15 @@ impl UserRingBuf {
         let bad = |(consumer, producer)| KernelError::BadPositions { consumer, producer };
         let producer = Producer::new(mem).map_err(bad)?;
         producer.recover().map_err(bad)?;
-        Ok(UserRingBuf { producer, fd, id: info.id, name: info.name, raw: Mutex::new(Vec::new()), _lock: lock })
+        Ok(UserRingBuf {
+            producer,
+            fd,
+            id: info.id,
+            name: info.name,
+            raw: Mutex::new(Vec::new()),
+            epolls: Mutex::new(Vec::new()),
+            _lock: lock,
+        })
     }
 
     /// Attaches to the user ring buffer map pinned at `path` in a bpffs.
@@ -178,7 +188,7 @@ impl UserRingBuf {
     /// `BPF_RB_NO_WAKEUP` wakes nobody, and the wait then looks again every 10 ms.
     pub fn reserve_blocking(&self, len: usize, timeout: Duration) -> Result<UserSample<'_>, UserReserveError> {
         let deadline = Instant::now() + timeout;
-        let mut ep: Option<OwnedFd> = None;
+        let mut ep: Option<Waiting<'_>> = None;
         loop {
             match self.reserve(len) {
                 Err(UserReserveError::Full { .. }) => {}
@@ -192,16 +202,33 @@ impl UserRingBuf {
             // (edge-triggered: the first wait returns at once if there is any room).
             let ep = match &ep {
                 Some(ep) => ep,
-                None => {
-                    let e = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| UserReserveError::Wait(e.into()))?;
-                    let flags = epoll::EventFlags::OUT | epoll::EventFlags::ET;
-                    epoll::add(&e, &self.fd, epoll::EventData::new_u64(0), flags)
-                        .map_err(|e| UserReserveError::Wait(e.into()))?;
-                    ep.insert(e)
-                }
+                None => ep.insert(self.waiting().map_err(UserReserveError::Wait)?),
             };
             wait_epoll(ep.as_fd(), Some(left.min(LOOK_AGAIN)), |_| {}).map_err(UserReserveError::Wait)?;
         }
+    }
+
+    /// An epoll instance watching the map's descriptor, edge-triggered, for one
+    /// blocking reserve: one a waiter gave back, or a new one. Each waiter has its own
+    /// (an edge-triggered event wakes one waiter of an instance); they are kept for the
+    /// next waiters, since making one costs a few microseconds. An event left queued
+    /// in one given back makes its next wait return at once: one more look, no harm.
+    fn waiting(&self) -> io::Result<Waiting<'_>> {
+        let kept = self.epolls.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let fd = match kept {
+            Some(fd) => fd,
+            None => {
+                let fd = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+                epoll::add(
+                    &fd,
+                    &self.fd,
+                    epoll::EventData::new_u64(0),
+                    epoll::EventFlags::OUT | epoll::EventFlags::ET,
+                )?;
+                fd
+            }
+        };
+        Ok(Waiting { ring: self, fd: Some(fd) })
     }
 
     /// Copies `data` into a sample and commits it.
@@ -288,6 +315,27 @@ impl UserRingBuf {
         // ends this borrow. The kernel reads them only after that commit.
         let data = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
         UserSample { ring: self, pos, data, done: false }
+    }
+}
+
+/// A blocking reserve's epoll instance, given back to its handle when dropped.
+struct Waiting<'a> {
+    ring: &'a UserRingBuf,
+    /// Taken only when dropped.
+    fd: Option<OwnedFd>,
+}
+
+impl AsFd for Waiting<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_ref().expect("the descriptor is taken only on drop").as_fd()
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            self.ring.epolls.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+        }
     }
 }
 
