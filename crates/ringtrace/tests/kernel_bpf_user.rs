@@ -2,7 +2,9 @@
 //! (ringtrace-fixtures' `EchoProgram`) drains the map with `bpf_user_ringbuf_drain`,
 //! run with `BPF_PROG_TEST_RUN`, and echoes every sample unchanged into a ring buffer
 //! map that `BpfRingBuf` reads. Samples carry their producer, a sequence number and a
-//! checksum: every one must come back once, whole, in its producer's order. Each test
+//! checksum: every one must come back once, whole, in its producer's order. Bad input:
+//! lengths the kernel would fail on, maps of other types, a second producer, a
+//! producer without privileges, a producer that dies mid-sample. Each test
 //! skips with a one-line reason where BPF (or the map type, Linux 6.1) is not
 //! available, or fails where `RINGTRACE_REQUIRE` lists `bpf`.
 
@@ -15,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ringtrace::kernel::bpf::{BpfRingBuf, KernelError, UserReserveError, UserRingBuf};
-use ringtrace_fixtures::{create_array_map, skip, EchoProgram, Feature, RingMap, UserRingMap};
+use ringtrace_fixtures::{create_array_map, have_root, skip, BpfFs, EchoProgram, Feature, RingMap, UserRingMap};
 
 /// A user ring buffer map of `size` bytes, or `None` (skipped) where there is none.
 fn user_map(size: u32) -> Option<UserRingMap> {
@@ -331,4 +333,46 @@ fn an_async_reserve_awaits_the_drain_without_blocking_its_thread() {
     });
     assert_eq!(ticks, 20, "the runtime's thread went on while the reserve waited");
     assert!(waited >= Duration::from_millis(150), "{waited:?}");
+}
+
+#[test]
+fn a_producer_without_privileges_is_refused_with_a_permission_error() {
+    need_bpf!();
+    if !have_root("run a child as nobody (setresuid)") {
+        return;
+    }
+    let fs = match BpfFs::mount() {
+        Ok(fs) => fs,
+        Err(e) => return skip(Feature::Bpf, format!("cannot mount a bpffs: {e}")),
+    };
+    let Some(map) = user_map(1 << 16) else { return };
+    map.pin(&fs.path("user")).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "unprivileged_producer", "--nocapture", "--ignored"])
+        .env("USER_RING_ID", map.id().unwrap().to_string())
+        .env("USER_RING_PIN", fs.path("user"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("UNPRIV-OK"), "{text}");
+}
+
+/// The child of [`a_producer_without_privileges_is_refused_with_a_permission_error`]:
+/// drops to uid 65534 (which clears its capabilities) and checks the errors.
+#[test]
+#[ignore = "a child role: run by a_producer_without_privileges_is_refused_with_a_permission_error"]
+fn unprivileged_producer() {
+    let (Ok(id), Ok(pin)) = (std::env::var("USER_RING_ID"), std::env::var("USER_RING_PIN")) else {
+        panic!("not a test: a child role")
+    };
+    use rustix::process::{Gid, Uid};
+    let (g, u) = (Gid::from_raw(65534), Uid::from_raw(65534));
+    rustix::thread::set_thread_res_gid(g, g, g).unwrap();
+    rustix::thread::set_thread_res_uid(u, u, u).unwrap();
+    let e = UserRingBuf::open_id(id.parse().unwrap()).unwrap_err();
+    assert!(matches!(e, KernelError::Permission { .. }), "{e}");
+    assert!(e.to_string().contains("CAP_SYS_ADMIN"), "{e}");
+    let e = UserRingBuf::open_pinned(&pin).unwrap_err();
+    assert!(matches!(e, KernelError::Permission { .. } | KernelError::NotPinned { .. }), "{e}");
+    println!("UNPRIV-OK");
 }
