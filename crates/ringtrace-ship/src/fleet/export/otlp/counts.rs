@@ -3,7 +3,7 @@
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
-/// A fleet's records in OpenTelemetry's model (see the [module docs](super#otlp)).
+/// A fleet's records in OpenTelemetry's model (see the [module docs](crate::fleet::export#otlp)).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Otlp {
