@@ -601,14 +601,15 @@ fn write_waits_for_room_in_a_full_user_ring_buffer_map_as_long_as_wait_says() {
     // --wait without a limit waits until stopped; meanwhile it is the map's one
     // producer: a second write is refused, naming it.
     let (mut first, _out, err) = spawn(&["write", &id, "--wait", input.to_str().unwrap()]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let o = loop {
-        let o = run(&["write", &id, "--drop", input.to_str().unwrap()]);
-        if o.stderr.contains("already has a producer") || Instant::now() > deadline {
-            break o;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // Once it holds the map's producer lock (its abstract socket is bound): a second
+    // write started before that would take the lock itself and refuse the first.
+    let lock = format!("@ringtrace-bpf-user-map-{}", map.id);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string("/proc/net/unix").unwrap().lines().any(|l| l.ends_with(&lock)) {
+        assert!(Instant::now() < deadline, "write --wait never took the map's producer lock");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = run(&["write", &id, "--drop", input.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains(&format!("already has a producer (pid {}, uid 0)", first.0.id())), "{}", o.stderr);
     assert_eq!(interrupt(&mut first, "write --wait"), 130);
