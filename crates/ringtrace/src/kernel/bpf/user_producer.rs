@@ -132,6 +132,8 @@ impl<M: UserMem> Producer<M> {
     /// A producer of `mem`, whose positions must be a ring's (`Err`: consumer and
     /// producer positions that are not).
     pub(crate) fn new(mem: M) -> Result<Producer<M>, (u64, u64)> {
+        // Acquire pairs with the kernel's `smp_store_release(&rb->consumer_pos)` in
+        // `__bpf_user_ringbuf_sample_release`, as in `reserve` (here only checked).
         let cons = mem.consumer_pos().load(Ordering::Acquire);
         let prod = mem.producer_pos().load(Ordering::Relaxed);
         if cons % 8 != 0 || prod % 8 != 0 || prod < cons || prod - cons > mem.size() {
